@@ -1,0 +1,38 @@
+#ifndef GRAFT_GRAPH_DTYPE_H_
+#define GRAFT_GRAPH_DTYPE_H_
+
+#include <cstdint>
+#include <optional>
+#include "absl/strings/string_view.h"
+
+namespace graft {
+
+// Element type of a tensor. The order is part of the .gpb format: append only.
+enum class DType : uint8_t {
+  kF32 = 0,
+  kF16 = 1,
+  kBF16 = 2,
+  kF64 = 3,
+  kI8 = 4,
+  kU8 = 5,
+  kI32 = 6,
+  kI64 = 7,
+  kBool = 8,
+};
+
+inline constexpr int kNumDTypes = 9;
+
+// Short name used by the text format: "f32", "i64", "bool", ...
+absl::string_view DTypeName(DType dtype);
+std::optional<DType> ParseDType(absl::string_view name);
+// Bytes per element.
+int64_t DTypeSize(DType dtype);
+bool IsFloatingPoint(DType dtype);
+bool IsInteger(DType dtype);  // Signed or unsigned integers, not bool.
+// The dtype of an arithmetic result between a and b (PyTorch's promotion
+// lattice: bool < integers < floating point; wider wins).
+DType PromoteTypes(DType a, DType b);
+
+}  // namespace graft
+
+#endif  // GRAFT_GRAPH_DTYPE_H_

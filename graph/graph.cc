@@ -1,0 +1,259 @@
+#include "graph/graph.h"
+
+#include <algorithm>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "graph/op_registry.h"
+
+namespace graft {
+namespace {
+
+constexpr int64_t kOrderGap = 1 << 16;
+
+// FX-style base name for a target: "ns::gelu" -> "ns_gelu".
+std::string SanitizeName(absl::string_view base) {
+  std::string out;
+  out.reserve(base.size());
+  for (char c : base) {
+    out.push_back(absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_'
+                      ? c
+                      : '_');
+  }
+  if (out.empty() || absl::ascii_isdigit(static_cast<unsigned char>(out[0]))) {
+    out.insert(out.begin(), '_');
+  }
+  // Collapse "::" -> "__" -> "_".
+  std::string collapsed;
+  for (char c : out) {
+    if (c == '_' && !collapsed.empty() && collapsed.back() == '_' &&
+        collapsed.size() > 1) {
+      continue;
+    }
+    collapsed.push_back(c);
+  }
+  return collapsed;
+}
+
+}  // namespace
+
+bool IsValidName(absl::string_view name) {
+  if (name.empty()) return false;
+  auto c0 = static_cast<unsigned char>(name[0]);
+  if (!absl::ascii_isalpha(c0) && c0 != '_') return false;
+  for (char ch : name) {
+    auto c = static_cast<unsigned char>(ch);
+    if (!absl::ascii_isalnum(c) && c != '_' && c != '.') return false;
+  }
+  return true;
+}
+
+Graph::Graph() : root_(new Node(this, OpCode::kOutput, "")) {
+  root_->prev_ = root_->next_ = root_.get();
+  insert_before_ = root_.get();
+}
+
+Graph::~Graph() = default;
+
+std::string Graph::UniqueName(absl::string_view base) {
+  std::string candidate = IsValidName(base) ? std::string(base) : SanitizeName(base);
+  if (!names_.contains(candidate)) return candidate;
+  int64_t& counter = name_counters_[candidate];
+  std::string name;
+  do {
+    name = absl::StrCat(candidate, "_", ++counter);
+  } while (names_.contains(name));
+  return name;
+}
+
+Node* Graph::CreateNode(OpCode op, std::string target,
+                        std::vector<Argument> args, Kwargs kwargs,
+                        absl::string_view name) {
+  std::unique_ptr<Node> owned(new Node(this, op, std::move(target)));
+  Node* node = owned.get();
+  absl::string_view base = name;
+  if (base.empty()) base = op == OpCode::kOutput ? "output" : node->target_;
+  node->name_ = UniqueName(base);
+  names_.emplace(node->name_, node);
+  if (op == OpCode::kCallFunction) {
+    node->schema_ = OpRegistry::Global().Find(node->target_);
+  }
+  node->args_.assign(std::make_move_iterator(args.begin()),
+                     std::make_move_iterator(args.end()));
+  node->kwargs_ = std::move(kwargs);
+  node->AddUses();
+  Link(node, insert_before_);
+  live_.push_back(std::move(owned));
+  return node;
+}
+
+Node* Graph::Placeholder(absl::string_view name, std::optional<TensorType> type) {
+  Node* n = CreateNode(OpCode::kPlaceholder, std::string(name), {}, {}, name);
+  n->meta_.type = std::move(type);
+  return n;
+}
+
+Node* Graph::GetAttr(absl::string_view tensor_name, std::optional<TensorType> type) {
+  Node* n = CreateNode(OpCode::kGetAttr, std::string(tensor_name), {}, {},
+                       tensor_name);
+  n->meta_.type = std::move(type);
+  return n;
+}
+
+Node* Graph::CallFunction(absl::string_view op_name, std::vector<Argument> args,
+                          Kwargs kwargs) {
+  return CreateNode(OpCode::kCallFunction, std::string(op_name), std::move(args),
+                    std::move(kwargs));
+}
+
+Node* Graph::CallModule(absl::string_view submodule, std::vector<Argument> args,
+                        Kwargs kwargs) {
+  return CreateNode(OpCode::kCallModule, std::string(submodule), std::move(args),
+                    std::move(kwargs));
+}
+
+Node* Graph::Output(Argument value) {
+  std::vector<Argument> args;
+  args.push_back(std::move(value));
+  return CreateNode(OpCode::kOutput, "output", std::move(args));
+}
+
+void Graph::Link(Node* node, Node* before) {
+  Node* prev = before->prev_;
+  node->prev_ = prev;
+  node->next_ = before;
+  prev->next_ = node;
+  before->prev_ = node;
+  ++num_nodes_;
+  AssignOrder(node);
+}
+
+void Graph::Unlink(Node* node) {
+  node->prev_->next_ = node->next_;
+  node->next_->prev_ = node->prev_;
+  --num_nodes_;
+}
+
+void Graph::AssignOrder(Node* node) {
+  if (!order_valid_) return;
+  int64_t lo = node->prev_ == root() ? 0 : node->prev_->order_;
+  if (node->next_ == root()) {
+    node->order_ = lo + kOrderGap;
+    return;
+  }
+  int64_t hi = node->next_->order_;
+  if (hi - lo > 1) {
+    node->order_ = lo + (hi - lo) / 2;
+  } else {
+    order_valid_ = false;  // Renumbered lazily by EnsureOrder.
+  }
+}
+
+void Graph::EnsureOrder() const {
+  if (order_valid_) return;
+  int64_t order = 0;
+  for (Node* n : nodes()) n->order_ = (order += kOrderGap);
+  order_valid_ = true;
+}
+
+absl::Status Graph::EraseNode(Node* node) {
+  if (node->graph_ != this || node->erased_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot erase ", node->Ref(), ": not a live node of this graph"));
+  }
+  if (node->has_uses()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot erase ", node->Ref(), ": it still has ", node->num_uses(),
+        " use(s), first by ", node->uses_[0].user->Ref()));
+  }
+  if (insert_before_ == node) insert_before_ = node->next_;
+  node->RemoveUses();
+  Unlink(node);
+  names_.erase(node->name_);
+  node->erased_ = true;
+  ++num_erased_;
+  return absl::OkStatus();
+}
+
+void Graph::MoveBefore(Node* node, Node* position) {
+  if (position == nullptr) position = root();
+  if (node == position || node->next_ == position) return;
+  if (insert_before_ == node) insert_before_ = node->next_;
+  Unlink(node);
+  Link(node, position);
+}
+
+void Graph::Cleanup() {
+  if (num_erased_ == 0) return;
+  live_.erase(std::remove_if(live_.begin(), live_.end(),
+                             [](const std::unique_ptr<Node>& n) { return n->erased_; }),
+              live_.end());
+  num_erased_ = 0;
+}
+
+Node* Graph::FindNode(absl::string_view name) const {
+  auto it = names_.find(name);
+  return it == names_.end() ? nullptr : it->second;
+}
+
+Node* Graph::output() const {
+  for (Node* n : reversed_nodes()) {
+    if (n->op() == OpCode::kOutput) return n;
+  }
+  return nullptr;
+}
+
+std::vector<Node*> Graph::placeholders() const {
+  std::vector<Node*> out;
+  for (Node* n : nodes()) {
+    if (n->op() == OpCode::kPlaceholder) out.push_back(n);
+  }
+  return out;
+}
+
+absl::Status Graph::Rename(Node* node, absl::string_view name) {
+  if (node->name_ == name) return absl::OkStatus();
+  if (!IsValidName(name)) {
+    return absl::InvalidArgumentError(absl::StrCat("invalid node name '", name, "'"));
+  }
+  if (names_.contains(name)) {
+    return absl::AlreadyExistsError(absl::StrCat("node name '", name, "' is taken"));
+  }
+  names_.erase(node->name_);
+  node->name_ = std::string(name);
+  names_.emplace(node->name_, node);
+  return absl::OkStatus();
+}
+
+namespace {
+
+Argument MapArgument(const Argument& arg,
+                     const absl::flat_hash_map<const Node*, Node*>& map) {
+  if (arg.is_node()) return Argument(map.at(arg.node()));
+  if (!arg.is_list()) return arg;
+  ArgumentList out;
+  out.reserve(arg.list().size());
+  for (const Argument& a : arg.list()) out.push_back(MapArgument(a, map));
+  return Argument(std::move(out));
+}
+
+}  // namespace
+
+absl::flat_hash_map<const Node*, Node*> Graph::CopyFrom(const Graph& other) {
+  absl::flat_hash_map<const Node*, Node*> map;
+  map.reserve(other.num_nodes());
+  for (Node* n : other.nodes()) {
+    std::vector<Argument> args;
+    args.reserve(n->args_.size());
+    for (const Argument& a : n->args_) args.push_back(MapArgument(a, map));
+    Kwargs kwargs;
+    for (const auto& [k, v] : n->kwargs_) kwargs.emplace_back(k, MapArgument(v, map));
+    Node* copy = CreateNode(n->op_, n->target_, std::move(args), std::move(kwargs),
+                            n->name_);
+    copy->meta_ = n->meta_;
+    map.emplace(n, copy);
+  }
+  return map;
+}
+
+}  // namespace graft

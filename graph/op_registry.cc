@@ -1,0 +1,257 @@
+#include "graph/op_registry.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "graph/graph.h"
+
+namespace graft {
+namespace {
+
+bool IsValidOpName(absl::string_view name) {
+  size_t sep = name.find("::");
+  if (sep == absl::string_view::npos) return IsValidName(name);
+  return IsValidName(name.substr(0, sep)) && IsValidName(name.substr(sep + 2)) &&
+         name.substr(sep + 2).find("::") == absl::string_view::npos;
+}
+
+bool Accepts(ParamKind kind, const Argument& a) {
+  switch (kind) {
+    case ParamKind::kTensor: return a.is_node();
+    case ParamKind::kTensorOrScalar:
+      return a.is_node() || a.is_number() || a.is_bool();
+    case ParamKind::kTensorList: {
+      if (!a.is_list()) return false;
+      for (const Argument& e : a.list()) {
+        if (!e.is_node()) return false;
+      }
+      return true;
+    }
+    case ParamKind::kInt: return a.is_int();
+    case ParamKind::kIntList: return a.is_int() || a.is_int_list();
+    case ParamKind::kFloat: return a.is_number();
+    case ParamKind::kScalar: return a.is_number() || a.is_bool();
+    case ParamKind::kBool: return a.is_bool();
+    case ParamKind::kDType: return a.is_dtype();
+    case ParamKind::kString: return a.is_string();
+  }
+  return false;
+}
+
+std::string DescribeArgument(const Argument& a) {
+  if (a.is_node()) return a.node()->Ref();
+  if (a.is_none()) return "None";
+  if (a.is_int()) return absl::StrCat("int ", a.int_value());
+  if (a.is_double()) return absl::StrCat("float ", a.double_value());
+  if (a.is_bool()) return a.bool_value() ? "True" : "False";
+  if (a.is_string()) return absl::StrCat("string \"", a.string_value(), "\"");
+  if (a.is_dtype()) return absl::StrCat("dtype ", DTypeName(a.dtype_value()));
+  return "a list";
+}
+
+const Argument& NoneArgument() {
+  static const auto* none = new Argument();
+  return *none;
+}
+
+}  // namespace
+
+absl::string_view ParamKindName(ParamKind kind) {
+  switch (kind) {
+    case ParamKind::kTensor: return "Tensor";
+    case ParamKind::kTensorOrScalar: return "Tensor|Scalar";
+    case ParamKind::kTensorList: return "Tensor[]";
+    case ParamKind::kInt: return "int";
+    case ParamKind::kIntList: return "int[]";
+    case ParamKind::kFloat: return "float";
+    case ParamKind::kScalar: return "Scalar";
+    case ParamKind::kBool: return "bool";
+    case ParamKind::kDType: return "dtype";
+    case ParamKind::kString: return "str";
+  }
+  return "?";
+}
+
+int OpSchema::ParamIndex(absl::string_view param) const {
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (params[i].name == param) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::string OpSchema::Signature() const {
+  std::vector<std::string> parts;
+  for (const ParamSpec& p : params) {
+    std::string s = absl::StrCat(p.name, ": ", ParamKindName(p.kind),
+                                 p.optional ? "?" : "");
+    if (p.default_value.has_value()) {
+      absl::StrAppend(&s, " = ", DescribeArgument(*p.default_value));
+    }
+    parts.push_back(std::move(s));
+  }
+  return absl::StrCat(name, "(", absl::StrJoin(parts, ", "), ")");
+}
+
+absl::StatusOr<OpCall> OpCall::Bind(const OpSchema& schema,
+                                    absl::Span<const Argument> args,
+                                    const Kwargs& kwargs) {
+  OpCall call;
+  call.schema_ = &schema;
+  call.bound_.assign(schema.params.size(), nullptr);
+  if (args.size() > schema.params.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(schema.name, " takes at most ", schema.params.size(),
+                     " arguments, got ", args.size(), "; expected ",
+                     schema.Signature()));
+  }
+  for (size_t i = 0; i < args.size(); ++i) call.bound_[i] = &args[i];
+  for (const auto& [key, value] : kwargs) {
+    int index = schema.ParamIndex(key);
+    if (index < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          schema.name, " has no parameter '", key, "'; expected ",
+          schema.Signature()));
+    }
+    if (call.bound_[index] != nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          schema.name, " got parameter '", key, "' twice"));
+    }
+    call.bound_[index] = &value;
+  }
+  for (size_t i = 0; i < schema.params.size(); ++i) {
+    const ParamSpec& p = schema.params[i];
+    const Argument* a = call.bound_[i];
+    if (a == nullptr) {
+      if (p.default_value.has_value()) {
+        call.bound_[i] = &*p.default_value;
+        continue;
+      }
+      if (p.optional) {
+        call.bound_[i] = &NoneArgument();
+        continue;
+      }
+      return absl::InvalidArgumentError(
+          absl::StrCat(schema.name, " is missing required argument '", p.name,
+                       "'; expected ", schema.Signature()));
+    }
+    if (a->is_none() && p.optional) continue;
+    if (!Accepts(p.kind, *a)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "argument '", p.name, "' of ", schema.name, " expects ",
+          ParamKindName(p.kind), p.optional ? " or None" : "", ", got ",
+          DescribeArgument(*a)));
+    }
+  }
+  return call;
+}
+
+absl::StatusOr<OpCall> OpCall::Bind(const Node& node) {
+  const OpSchema* schema = node.schema();
+  if (schema == nullptr) schema = OpRegistry::Global().Find(node.target());
+  if (schema == nullptr) {
+    return absl::NotFoundError(absl::StrCat("unknown op '", node.target(), "'"));
+  }
+  return Bind(*schema, node.args(), node.kwargs());
+}
+
+const Argument& OpCall::Get(absl::string_view name) const {
+  int index = schema_->ParamIndex(name);
+  if (index < 0) {
+    // A programmer error in a type rule or kernel: name the culprit loudly.
+    std::fprintf(stderr, "graft: op %s has no parameter '%.*s'\n",
+                 schema_->name.c_str(), static_cast<int>(name.size()), name.data());
+    std::abort();
+  }
+  return *bound_[index];
+}
+
+Node* OpCall::TensorNode(absl::string_view name) const {
+  const Argument& a = Get(name);
+  return a.is_node() ? a.node() : nullptr;
+}
+
+std::vector<Node*> OpCall::TensorNodes(absl::string_view name) const {
+  std::vector<Node*> out;
+  const Argument& a = Get(name);
+  if (!a.is_list()) return out;
+  for (const Argument& e : a.list()) out.push_back(e.node());
+  return out;
+}
+
+TensorType InferContext::Type(absl::string_view name) const {
+  const Argument& a = call_.Get(name);
+  if (a.is_node()) return *a.node()->type();
+  if (a.is_bool()) return TensorType{DType::kBool, {}};
+  if (a.is_int()) return TensorType{DType::kI64, {}};
+  return TensorType{DType::kF32, {}};
+}
+
+std::vector<TensorType> InferContext::Types(absl::string_view name) const {
+  std::vector<TensorType> out;
+  for (Node* n : call_.TensorNodes(name)) out.push_back(*n->type());
+  return out;
+}
+
+absl::Status InferContext::Error(absl::string_view message) const {
+  return absl::InvalidArgumentError(
+      absl::StrCat(call_.schema().name, ": ", message));
+}
+
+OpRegistry& OpRegistry::Global() {
+  static OpRegistry* registry = [] {
+    auto* r = new OpRegistry();
+    RegisterCoreOps(*r);
+    return r;
+  }();
+  return *registry;
+}
+
+absl::Status OpRegistry::Register(OpSchema schema) {
+  if (!IsValidOpName(schema.name)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "invalid op name '", schema.name,
+        "': use an identifier, or ns::name for extension ops"));
+  }
+  std::unique_lock lock(mu_);
+  if (ops_.contains(schema.name)) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("op '", schema.name, "' is already registered"));
+  }
+  std::string name = schema.name;
+  ops_.emplace(std::move(name), std::make_unique<OpSchema>(std::move(schema)));
+  return absl::OkStatus();
+}
+
+const OpSchema* OpRegistry::Find(absl::string_view name) const {
+  std::shared_lock lock(mu_);
+  auto it = ops_.find(name);
+  return it == ops_.end() ? nullptr : it->second.get();
+}
+
+std::vector<const OpSchema*> OpRegistry::All() const {
+  std::shared_lock lock(mu_);
+  std::vector<const OpSchema*> out;
+  for (const auto& [name, schema] : ops_) out.push_back(schema.get());
+  return out;
+}
+
+absl::StatusOr<std::optional<std::vector<TensorType>>> InferNodeTypes(
+    const Node& node) {
+  absl::StatusOr<OpCall> call = OpCall::Bind(node);
+  if (!call.ok()) return call.status();
+  if (!call->schema().infer) return std::nullopt;
+  for (Node* input : node.inputs()) {
+    if (!input->type().has_value() && input->meta().tuple_types.empty()) {
+      return std::nullopt;
+    }
+  }
+  InferContext ctx(*call, &node);
+  absl::StatusOr<std::vector<TensorType>> types = call->schema().infer(ctx);
+  if (!types.ok()) return types.status();
+  return std::optional<std::vector<TensorType>>(*std::move(types));
+}
+
+}  // namespace graft

@@ -1,0 +1,121 @@
+#ifndef GRAFT_GRAPH_TENSOR_H_
+#define GRAFT_GRAPH_TENSOR_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "graph/dtype.h"
+#include "graph/tensor_type.h"
+
+namespace graft {
+
+// Bytes of tensor data. Either owned (64-byte aligned, from the heap) or a
+// view of memory kept alive by someone else, e.g. a mapped file region.
+class Storage {
+ public:
+  static constexpr size_t kAlignment = 64;
+
+  // Zero-filled, 64-byte aligned.
+  static std::shared_ptr<Storage> Allocate(size_t bytes);
+  // Wraps `data` without copying; `keep_alive` owns it (an mmap, a buffer).
+  static std::shared_ptr<Storage> Wrap(void* data, size_t bytes,
+                                       std::shared_ptr<void> keep_alive);
+
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  std::byte* data() const { return data_; }
+  size_t size() const { return size_; }
+  bool owned() const { return keep_alive_ == nullptr; }
+
+ private:
+  Storage(std::byte* data, size_t size, std::shared_ptr<void> keep_alive)
+      : data_(data), size_(size), keep_alive_(std::move(keep_alive)) {}
+
+  std::byte* data_;
+  size_t size_;
+  std::shared_ptr<void> keep_alive_;
+};
+
+// A dense, C-ordered tensor with a static shape. Copies share storage
+// (reference counted, like at::Tensor); Clone() copies the bytes.
+class Tensor {
+ public:
+  Tensor() = default;
+  // Zero-filled.
+  Tensor(DType dtype, std::vector<int64_t> dims);
+  // Shares `storage`, which must hold at least NumBytes() from `offset`.
+  Tensor(DType dtype, std::vector<int64_t> dims,
+         std::shared_ptr<Storage> storage, size_t offset = 0);
+
+  template <typename T>
+  static Tensor FromVector(DType dtype, std::vector<int64_t> dims,
+                           const std::vector<T>& values);
+  // A rank-0 tensor.
+  static Tensor Scalar(DType dtype, double value);
+
+  bool defined() const { return storage_ != nullptr; }
+  DType dtype() const { return dtype_; }
+  const std::vector<int64_t>& dims() const { return dims_; }
+  int64_t dim(int i) const { return dims_[i]; }
+  int64_t rank() const { return static_cast<int64_t>(dims_.size()); }
+  int64_t NumElements() const;
+  size_t NumBytes() const { return NumElements() * DTypeSize(dtype_); }
+  TensorType type() const;
+  const std::shared_ptr<Storage>& storage() const { return storage_; }
+  size_t offset() const { return offset_; }
+
+  void* raw_data() const { return storage_->data() + offset_; }
+  template <typename T>
+  T* data() const {
+    return reinterpret_cast<T*>(raw_data());
+  }
+  template <typename T>
+  std::span<T> span() const {
+    return {data<T>(), static_cast<size_t>(NumElements())};
+  }
+
+  // Element i (flat index) converted to/from double, for any dtype.
+  double GetAsDouble(int64_t i) const;
+  void SetFromDouble(int64_t i, double value);
+  std::vector<double> ToDoubles() const;
+
+  Tensor Clone() const;
+  // Same storage, new dims with the same element count.
+  Tensor Reshaped(std::vector<int64_t> dims) const;
+  // Same dtype, dims and bytes.
+  bool BitwiseEqual(const Tensor& other) const;
+  // "f32[2,3]".
+  std::string TypeString() const;
+
+ private:
+  DType dtype_ = DType::kF32;
+  std::vector<int64_t> dims_;
+  std::shared_ptr<Storage> storage_;
+  size_t offset_ = 0;
+};
+
+// Half-precision conversions used for f16 and bf16 storage.
+float HalfToFloat(uint16_t h);
+uint16_t FloatToHalf(float f);
+float BFloat16ToFloat(uint16_t b);
+uint16_t FloatToBFloat16(float f);
+
+template <typename T>
+Tensor Tensor::FromVector(DType dtype, std::vector<int64_t> dims,
+                          const std::vector<T>& values) {
+  Tensor t(dtype, std::move(dims));
+  for (size_t i = 0; i < values.size() && i < static_cast<size_t>(t.NumElements()); ++i) {
+    t.SetFromDouble(static_cast<int64_t>(i), static_cast<double>(values[i]));
+  }
+  return t;
+}
+
+}  // namespace graft
+
+#endif  // GRAFT_GRAPH_TENSOR_H_
