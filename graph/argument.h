@@ -7,6 +7,7 @@
 #include <variant>
 #include <vector>
 
+#include "graph/boxed.h"
 #include "graph/dtype.h"
 
 namespace graft {
@@ -22,11 +23,13 @@ struct NoneArg {
 
 // One argument of a node: a reference to another node's value or a literal
 // (int, float, bool, string, dtype, None, or a list of arguments, which may
-// itself hold node references, e.g. concat's tensor list).
+// itself hold node references, e.g. concat's tensor list). 16 bytes:
+// strings and lists are boxed, since nodes hold arguments inline and most
+// arguments are node references and numbers.
 class Argument {
  public:
   using Value = std::variant<NoneArg, Node*, int64_t, double, bool,
-                             std::string, DType, ArgumentList>;
+                             Boxed<std::string>, DType, Boxed<ArgumentList>>;
 
   Argument() : value_(NoneArg{}) {}
   Argument(NoneArg) : value_(NoneArg{}) {}                // NOLINT
@@ -35,10 +38,10 @@ class Argument {
   Argument(int v) : value_(static_cast<int64_t>(v)) {}    // NOLINT
   Argument(double v) : value_(v) {}                       // NOLINT
   Argument(bool v) : value_(v) {}                         // NOLINT
-  Argument(std::string v) : value_(std::move(v)) {}       // NOLINT
-  Argument(const char* v) : value_(std::string(v)) {}     // NOLINT
+  Argument(std::string v) : value_(Boxed<std::string>(std::move(v))) {}  // NOLINT
+  Argument(const char* v) : value_(Boxed<std::string>(std::string(v))) {}  // NOLINT
   Argument(DType v) : value_(v) {}                        // NOLINT
-  Argument(ArgumentList v) : value_(std::move(v)) {}      // NOLINT
+  Argument(ArgumentList v) : value_(Boxed<ArgumentList>(std::move(v))) {}  // NOLINT
   static Argument IntList(const std::vector<int64_t>& values);
 
   bool is_none() const { return std::holds_alternative<NoneArg>(value_); }
@@ -47,9 +50,13 @@ class Argument {
   bool is_double() const { return std::holds_alternative<double>(value_); }
   bool is_number() const { return is_int() || is_double(); }
   bool is_bool() const { return std::holds_alternative<bool>(value_); }
-  bool is_string() const { return std::holds_alternative<std::string>(value_); }
+  bool is_string() const {
+    return std::holds_alternative<Boxed<std::string>>(value_);
+  }
   bool is_dtype() const { return std::holds_alternative<DType>(value_); }
-  bool is_list() const { return std::holds_alternative<ArgumentList>(value_); }
+  bool is_list() const {
+    return std::holds_alternative<Boxed<ArgumentList>>(value_);
+  }
 
   Node* node() const { return std::get<Node*>(value_); }
   int64_t int_value() const { return std::get<int64_t>(value_); }
@@ -59,10 +66,12 @@ class Argument {
     return is_int() ? static_cast<double>(int_value()) : double_value();
   }
   bool bool_value() const { return std::get<bool>(value_); }
-  const std::string& string_value() const { return std::get<std::string>(value_); }
+  const std::string& string_value() const {
+    return *std::get<Boxed<std::string>>(value_);
+  }
   DType dtype_value() const { return std::get<DType>(value_); }
-  const ArgumentList& list() const { return std::get<ArgumentList>(value_); }
-  ArgumentList& mutable_list() { return std::get<ArgumentList>(value_); }
+  const ArgumentList& list() const { return *std::get<Boxed<ArgumentList>>(value_); }
+  ArgumentList& mutable_list() { return *std::get<Boxed<ArgumentList>>(value_); }
   // True for a list whose elements are all ints.
   bool is_int_list() const;
   std::vector<int64_t> int_list() const;

@@ -1,15 +1,82 @@
+// The core op set of docs/ops.md. Each family lives in its own
+// core_ops_<family>.cc; this file holds what they share and the entry point.
+
+#include <cstdio>
+#include <cstdlib>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
+#include "graph/core_ops_internal.h"
+#include "graph/node.h"
 #include "graph/op_registry.h"
-#include "graph/type_rules.h"
 
 namespace graft {
+namespace core_ops {
 namespace {
 
-using P = ParamSpec;
-using K = ParamKind;
+bool IsTensorKind(ParamKind kind) {
+  return kind == ParamKind::kTensor || kind == ParamKind::kTensorOrScalar ||
+         kind == ParamKind::kTensorList;
+}
 
-void Add(OpRegistry& r, OpSchema s) {
-  absl::Status status = r.Register(std::move(s));
+// Rules read argument types with InferContext::Type, which needs a typed,
+// single-valued node. getitem alone reads a tuple.
+absl::Status CheckTensorArguments(const InferContext& ctx) {
+  const OpSchema& schema = ctx.call().schema();
+  for (const ParamSpec& p : schema.params) {
+    if (!IsTensorKind(p.kind)) continue;
+    std::vector<Node*> nodes =
+        p.kind == ParamKind::kTensorList
+            ? ctx.call().TensorNodes(p.name)
+            : std::vector<Node*>{ctx.call().TensorNode(p.name)};
+    for (const Node* n : nodes) {
+      if (n == nullptr) continue;
+      if (schema.name == "getitem") {
+        if (n->meta().tuple_types.empty()) {
+          return ctx.Error(absl::StrCat(
+              "input ", n->Ref(),
+              " is a single tensor, not a tuple; getitem reads an element "
+              "of a tuple result such as split's"));
+        }
+        continue;
+      }
+      if (n->type().has_value()) continue;
+      if (!n->meta().tuple_types.empty()) {
+        return ctx.Error(
+            absl::StrCat("argument '", p.name, "' (", n->Ref(),
+                         ") is a tuple of ", n->meta().tuple_types.size(),
+                         " tensors; read one element with getitem"));
+      }
+      return ctx.Error(absl::StrCat("argument '", p.name, "' (", n->Ref(),
+                                    ") has no known type"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+InferFn One(SingleInferFn fn) {
+  return
+      [fn = std::move(fn)](
+          const InferContext& ctx) -> absl::StatusOr<std::vector<TensorType>> {
+        absl::StatusOr<TensorType> type = fn(ctx);
+        if (!type.ok()) return type.status();
+        return std::vector<TensorType>{*std::move(type)};
+      };
+}
+
+void Add(OpRegistry& registry, OpSchema schema) {
+  schema.pure = true;
+  if (schema.infer) {
+    schema.infer = [rule = std::move(schema.infer)](const InferContext& ctx)
+        -> absl::StatusOr<std::vector<TensorType>> {
+      absl::Status status = CheckTensorArguments(ctx);
+      if (!status.ok()) return status;
+      return rule(ctx);
+    };
+  }
+  absl::Status status = registry.Register(std::move(schema));
   if (!status.ok()) {
     std::fprintf(stderr, "graft: core op registration failed: %s\n",
                  status.ToString().c_str());
@@ -17,21 +84,33 @@ void Add(OpRegistry& r, OpSchema s) {
   }
 }
 
-}  // namespace
+ParamSpec Param(std::string name, ParamKind kind) {
+  return ParamSpec{.name = std::move(name), .kind = kind};
+}
 
-void RegisterCoreOps(OpRegistry& r) {
-  for (const char* name : {"relu", "neg"}) {
-    Add(r, {.name = name,
-            .params = {P{"input", K::kTensor}},
-            .infer = rules::SameAsInput,
-            .summary = "elementwise"});
-  }
-  for (const char* name : {"add", "mul"}) {
-    Add(r, {.name = name,
-            .params = {P{"input", K::kTensorOrScalar}, P{"other", K::kTensorOrScalar}},
-            .infer = rules::BroadcastBinary,
-            .summary = "elementwise, broadcasting"});
-  }
+ParamSpec Optional(std::string name, ParamKind kind) {
+  return ParamSpec{.name = std::move(name),
+                   .kind = kind,
+                   .optional = true,
+                   .default_value = Argument()};
+}
+
+ParamSpec Defaulted(std::string name, ParamKind kind, Argument default_value) {
+  return ParamSpec{.name = std::move(name),
+                   .kind = kind,
+                   .default_value = std::move(default_value)};
+}
+
+}  // namespace core_ops
+
+void RegisterCoreOps(OpRegistry& registry) {
+  core_ops::RegisterElementwiseOps(registry);
+  core_ops::RegisterReductionOps(registry);
+  core_ops::RegisterNnOps(registry);
+  core_ops::RegisterShapeOps(registry);
+  core_ops::RegisterCreationOps(registry);
+  core_ops::RegisterQuantOps(registry);
+  core_ops::RegisterStructureOps(registry);
 }
 
 }  // namespace graft

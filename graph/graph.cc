@@ -1,6 +1,7 @@
 #include "graph/graph.h"
 
 #include <algorithm>
+#include <new>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -53,7 +54,47 @@ Graph::Graph() : root_(new Node(this, OpCode::kOutput, "")) {
   insert_before_ = root_.get();
 }
 
-Graph::~Graph() = default;
+Graph::~Graph() {
+  Node* n = root_->next_;
+  while (n != root_.get()) {
+    Node* next = n->next_;
+    DeleteNode(n);
+    n = next;
+  }
+  for (Node* dead : erased_) DeleteNode(dead);
+}
+
+void* Graph::NodePool::Allocate() {
+  if (!free_.empty()) {
+    void* slot = free_.back();
+    free_.pop_back();
+    return slot;
+  }
+  if (used_in_last_ == kSlabNodes) {
+    slabs_.push_back(std::make_unique<std::byte[]>(kSlabNodes * sizeof(Node)));
+    used_in_last_ = 0;
+  }
+  return slabs_.back().get() + sizeof(Node) * used_in_last_++;
+}
+
+void Graph::NodePool::Free(void* slot) { free_.push_back(slot); }
+
+Node* Graph::NewNode(OpCode op, absl::string_view target) {
+  return new (pool_.Allocate()) Node(this, op, target);
+}
+
+void Graph::DeleteNode(Node* node) {
+  node->~Node();
+  pool_.Free(node);
+}
+
+size_t Graph::NameHash::operator()(absl::string_view name) const {
+  return absl::Hash<absl::string_view>()(name);
+}
+size_t Graph::NameHash::operator()(const Node* node) const {
+  return (*this)(absl::string_view(node->name()));
+}
+absl::string_view Graph::NameEq::Key(const Node* n) { return n->name(); }
 
 std::string Graph::UniqueName(absl::string_view base) {
   std::string candidate = IsValidName(base) ? std::string(base) : SanitizeName(base);
@@ -69,21 +110,24 @@ std::string Graph::UniqueName(absl::string_view base) {
 Node* Graph::CreateNode(OpCode op, std::string target,
                         std::vector<Argument> args, Kwargs kwargs,
                         absl::string_view name) {
-  std::unique_ptr<Node> owned(new Node(this, op, std::move(target)));
-  Node* node = owned.get();
+  Node* node = NewNode(op, target);
   absl::string_view base = name;
-  if (base.empty()) base = op == OpCode::kOutput ? "output" : node->target_;
+  // Both arms as string_view: mixing "output" with a std::string would make
+  // the conditional a temporary std::string, leaving `base` dangling.
+  if (base.empty()) {
+    base = op == OpCode::kOutput ? absl::string_view("output")
+                                 : absl::string_view(node->target());
+  }
   node->name_ = UniqueName(base);
-  names_.emplace(node->name_, node);
+  names_.insert(node);
   if (op == OpCode::kCallFunction) {
-    node->schema_ = OpRegistry::Global().Find(node->target_);
+    node->schema_ = OpRegistry::Global().Find(node->target());
   }
   node->args_.assign(std::make_move_iterator(args.begin()),
                      std::make_move_iterator(args.end()));
   node->kwargs_ = std::move(kwargs);
   node->AddUses();
   Link(node, insert_before_);
-  live_.push_back(std::move(owned));
   return node;
 }
 
@@ -169,9 +213,9 @@ absl::Status Graph::EraseNode(Node* node) {
   if (insert_before_ == node) insert_before_ = node->next_;
   node->RemoveUses();
   Unlink(node);
-  names_.erase(node->name_);
+  names_.erase(node);
   node->erased_ = true;
-  ++num_erased_;
+  erased_.push_back(node);
   return absl::OkStatus();
 }
 
@@ -184,16 +228,13 @@ void Graph::MoveBefore(Node* node, Node* position) {
 }
 
 void Graph::Cleanup() {
-  if (num_erased_ == 0) return;
-  live_.erase(std::remove_if(live_.begin(), live_.end(),
-                             [](const std::unique_ptr<Node>& n) { return n->erased_; }),
-              live_.end());
-  num_erased_ = 0;
+  for (Node* dead : erased_) DeleteNode(dead);
+  erased_.clear();
 }
 
 Node* Graph::FindNode(absl::string_view name) const {
   auto it = names_.find(name);
-  return it == names_.end() ? nullptr : it->second;
+  return it == names_.end() ? nullptr : *it;
 }
 
 Node* Graph::output() const {
@@ -212,6 +253,11 @@ std::vector<Node*> Graph::placeholders() const {
 }
 
 absl::Status Graph::Rename(Node* node, absl::string_view name) {
+  // An erased node's old name may already belong to a new node.
+  if (node->graph_ != this || node->erased_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot rename ", node->Ref(), ": not a live node of this graph"));
+  }
   if (node->name_ == name) return absl::OkStatus();
   if (!IsValidName(name)) {
     return absl::InvalidArgumentError(absl::StrCat("invalid node name '", name, "'"));
@@ -219,9 +265,9 @@ absl::Status Graph::Rename(Node* node, absl::string_view name) {
   if (names_.contains(name)) {
     return absl::AlreadyExistsError(absl::StrCat("node name '", name, "' is taken"));
   }
-  names_.erase(node->name_);
+  names_.erase(node);
   node->name_ = std::string(name);
-  names_.emplace(node->name_, node);
+  names_.insert(node);
   return absl::OkStatus();
 }
 
@@ -248,7 +294,7 @@ absl::flat_hash_map<const Node*, Node*> Graph::CopyFrom(const Graph& other) {
     for (const Argument& a : n->args_) args.push_back(MapArgument(a, map));
     Kwargs kwargs;
     for (const auto& [k, v] : n->kwargs_) kwargs.emplace_back(k, MapArgument(v, map));
-    Node* copy = CreateNode(n->op_, n->target_, std::move(args), std::move(kwargs),
+    Node* copy = CreateNode(n->op_, n->target(), std::move(args), std::move(kwargs),
                             n->name_);
     copy->meta_ = n->meta_;
     map.emplace(n, copy);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "graph/node.h"
@@ -59,7 +60,14 @@ class Graph {
   class InsertPoint {
    public:
     InsertPoint(InsertPoint&&) = delete;
-    ~InsertPoint() { graph_->insert_before_ = saved_; }
+    // The saved point may have been erased while this guard was live (by a
+    // nested guard's user): then insert where it was, before the first live
+    // node that followed it.
+    ~InsertPoint() {
+      Node* point = saved_;
+      while (point->erased_) point = point->next_;
+      graph_->insert_before_ = point;
+    }
 
    private:
     friend class Graph;
@@ -134,6 +142,7 @@ class Graph {
   void EnsureOrder() const;
 
  private:
+  friend class GraphTestPeer;  // Tests break invariants to check the verifier.
   void Link(Node* node, Node* before);
   void Unlink(Node* node);
   void AssignOrder(Node* node);
@@ -141,10 +150,43 @@ class Graph {
   std::unique_ptr<Node> root_;  // Sentinel of the circular list.
   Node* insert_before_;
   size_t num_nodes_ = 0;
-  absl::flat_hash_map<absl::string_view, Node*> names_;  // Views node names.
+  // Nodes by name: a set of node pointers hashed by name (8 bytes a slot).
+  struct NameHash {
+    using is_transparent = void;
+    size_t operator()(absl::string_view name) const;
+    size_t operator()(const Node* node) const;
+  };
+  struct NameEq {
+    using is_transparent = void;
+    static absl::string_view Key(absl::string_view s) { return s; }
+    static absl::string_view Key(const Node* n);
+    template <typename A, typename B>
+    bool operator()(const A& a, const B& b) const { return Key(a) == Key(b); }
+  };
+  absl::flat_hash_set<Node*, NameHash, NameEq> names_;
   absl::flat_hash_map<std::string, int64_t> name_counters_;
-  std::vector<std::unique_ptr<Node>> live_;  // Owning; compacted by Cleanup.
-  size_t num_erased_ = 0;
+  // Live nodes are owned through the list (freed by the destructor); erased
+  // ones wait here for Cleanup().
+  std::vector<Node*> erased_;
+  // Node memory comes from slabs: no per-node allocation header, and
+  // building a million-node graph makes a few thousand allocations.
+  class NodePool {
+   public:
+    NodePool() = default;
+    NodePool(const NodePool&) = delete;
+    NodePool& operator=(const NodePool&) = delete;
+    void* Allocate();
+    void Free(void* slot);
+
+   private:
+    static constexpr size_t kSlabNodes = 512;
+    std::vector<std::unique_ptr<std::byte[]>> slabs_;
+    size_t used_in_last_ = kSlabNodes;
+    std::vector<void*> free_;
+  };
+  Node* NewNode(OpCode op, absl::string_view target);
+  void DeleteNode(Node* node);
+  NodePool pool_;
   mutable bool order_valid_ = true;
 };
 

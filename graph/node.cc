@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <array>
 
+#include <deque>
+#include <mutex>
+
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "graph/graph.h"
 
@@ -23,7 +27,27 @@ void VisitNodeRefs(Argument& arg, Fn& fn) {
   }
 }
 
+// Targets are interned process-wide: a million-node graph has a handful of
+// distinct targets, and a pointer is a quarter of a std::string. Interned
+// strings are never freed, so the pointers stay valid.
+const std::string* InternTarget(absl::string_view target) {
+  static std::mutex mu;
+  static auto* storage = new std::deque<std::string>();
+  static auto* index =
+      new absl::flat_hash_map<absl::string_view, const std::string*>();
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = index->find(target);
+  if (it != index->end()) return it->second;
+  storage->emplace_back(target);
+  const std::string* interned = &storage->back();
+  index->emplace(*interned, interned);
+  return interned;
+}
+
 }  // namespace
+
+Node::Node(Graph* graph, OpCode op, absl::string_view target)
+    : graph_(graph), op_(op), target_(InternTarget(target)) {}
 
 absl::string_view OpCodeName(OpCode op) {
   return kOpCodeNames[static_cast<int>(op)];

@@ -12,6 +12,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/types/span.h"
 #include "graph/argument.h"
+#include "graph/boxed.h"
 #include "graph/tensor_type.h"
 
 namespace graft {
@@ -54,15 +55,61 @@ struct Provenance {
   std::vector<std::string> from;
 };
 
+// Free-form string entries of a node's meta, allocated on first write so
+// that the many nodes without any cost one pointer.
+class MetaEntries {
+ public:
+  using Map = std::map<std::string, std::string>;
+  MetaEntries() = default;
+  MetaEntries(const MetaEntries& o) : map_(o.map_ ? std::make_unique<Map>(*o.map_) : nullptr) {}
+  MetaEntries(MetaEntries&&) noexcept = default;
+  MetaEntries& operator=(const MetaEntries& o) {
+    if (this != &o) map_ = o.map_ ? std::make_unique<Map>(*o.map_) : nullptr;
+    return *this;
+  }
+  MetaEntries& operator=(MetaEntries&&) noexcept = default;
+
+  std::string& operator[](const std::string& key) { return Mutable()[key]; }
+  // Requires the key to exist.
+  const std::string& at(const std::string& key) const { return map_->at(key); }
+  const std::string* Find(const std::string& key) const {
+    if (!map_) return nullptr;
+    auto it = map_->find(key);
+    return it == map_->end() ? nullptr : &it->second;
+  }
+  bool empty() const { return !map_ || map_->empty(); }
+  size_t size() const { return map_ ? map_->size() : 0; }
+  const Map& map() const {
+    static const Map* kEmpty = new Map();
+    return map_ ? *map_ : *kEmpty;
+  }
+  Map::const_iterator begin() const { return map().begin(); }
+  Map::const_iterator end() const { return map().end(); }
+  void erase(const std::string& key) {
+    if (map_) map_->erase(key);
+  }
+  friend bool operator==(const MetaEntries& a, const MetaEntries& b) {
+    return a.map() == b.map();
+  }
+
+ private:
+  Map& Mutable() {
+    if (!map_) map_ = std::make_unique<Map>();
+    return *map_;
+  }
+  std::unique_ptr<Map> map_;
+};
+
 // Everything known about a node that is not its operation: its type (or
 // tuple of types), source location, provenance, and free-form entries.
 struct NodeMeta {
   std::optional<TensorType> type;
   // For ops that return a tuple (read with getitem); empty otherwise.
   std::vector<TensorType> tuple_types;
-  std::optional<SourceLocation> location;
-  std::optional<Provenance> provenance;
-  std::map<std::string, std::string> entries;
+  // Boxed (8 bytes each when absent): most nodes of big graphs have neither.
+  Boxed<SourceLocation> location;
+  Boxed<Provenance> provenance;
+  MetaEntries entries;
 };
 
 // A node of a Graph: one operation and, as in FX, the value it produces.
@@ -78,11 +125,11 @@ class Node {
   const std::string& name() const { return name_; }
   // Op name (call_function), input name (placeholder), tensor name
   // (get_attr), submodule name (call_module), "output" (output).
-  const std::string& target() const { return target_; }
+  const std::string& target() const { return *target_; }
   // The registered schema of a call_function node; null if not registered.
   const OpSchema* schema() const { return schema_; }
   bool is_call(absl::string_view op_name) const {
-    return op_ == OpCode::kCallFunction && target_ == op_name;
+    return op_ == OpCode::kCallFunction && *target_ == op_name;
   }
 
   absl::Span<const Argument> args() const { return args_; }
@@ -104,7 +151,8 @@ class Node {
   std::vector<Node*> inputs() const;
   // Distinct nodes among the operands, in first-use order.
   std::vector<Node*> unique_inputs() const;
-  const std::vector<Use>& uses() const { return uses_; }
+  using UseList = absl::InlinedVector<Use, 1>;
+  const UseList& uses() const { return uses_; }
   // Distinct users, in first-use order.
   std::vector<Node*> users() const;
   size_t num_uses() const { return uses_.size(); }
@@ -132,8 +180,8 @@ class Node {
 
  private:
   friend class Graph;
-  Node(Graph* graph, OpCode op, std::string target)
-      : graph_(graph), op_(op), target_(std::move(target)) {}
+  friend class GraphTestPeer;  // Tests break invariants to check the verifier.
+  Node(Graph* graph, OpCode op, absl::string_view target);
 
   template <typename Fn>
   void ForEachOperand(Fn&& fn);
@@ -148,18 +196,18 @@ class Node {
   bool erased_ = false;
   int64_t order_ = 0;  // Position key kept by Graph for IsBefore.
   std::string name_;
-  std::string target_;
+  const std::string* target_;  // Interned: targets repeat across nodes.
   const OpSchema* schema_ = nullptr;
   absl::InlinedVector<Argument, 2> args_;
   Kwargs kwargs_;
-  std::vector<Use> uses_;
+  UseList uses_;
   NodeMeta meta_;
 };
 
 template <typename Filter>
 size_t Node::ReplaceUsesWithIf(Node* replacement, Filter&& filter) {
   if (replacement == this) return 0;
-  std::vector<Use> kept;
+  UseList kept;
   size_t moved = 0;
   for (const Use& use : uses_) {
     if (!filter(use.user)) {

@@ -215,24 +215,32 @@ absl::Status OpRegistry::Register(OpSchema schema) {
         "invalid op name '", schema.name,
         "': use an identifier, or ns::name for extension ops"));
   }
-  std::unique_lock lock(mu_);
+  std::lock_guard<std::mutex> lock(write_mu_);
   if (ops_.contains(schema.name)) {
     return absl::AlreadyExistsError(
         absl::StrCat("op '", schema.name, "' is already registered"));
   }
   std::string name = schema.name;
-  ops_.emplace(std::move(name), std::make_unique<OpSchema>(std::move(schema)));
+  auto [it, inserted] =
+      ops_.emplace(std::move(name), std::make_unique<OpSchema>(std::move(schema)));
+  const Index* current = index_.load(std::memory_order_acquire);
+  auto next = current != nullptr ? std::make_unique<Index>(*current)
+                                 : std::make_unique<Index>();
+  next->emplace(it->first, it->second.get());
+  index_.store(next.get(), std::memory_order_release);
+  indexes_.push_back(std::move(next));
   return absl::OkStatus();
 }
 
 const OpSchema* OpRegistry::Find(absl::string_view name) const {
-  std::shared_lock lock(mu_);
-  auto it = ops_.find(name);
-  return it == ops_.end() ? nullptr : it->second.get();
+  const Index* index = index_.load(std::memory_order_acquire);
+  if (index == nullptr) return nullptr;
+  auto it = index->find(name);
+  return it == index->end() ? nullptr : it->second;
 }
 
 std::vector<const OpSchema*> OpRegistry::All() const {
-  std::shared_lock lock(mu_);
+  std::lock_guard<std::mutex> lock(write_mu_);
   std::vector<const OpSchema*> out;
   for (const auto& [name, schema] : ops_) out.push_back(schema.get());
   return out;

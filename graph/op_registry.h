@@ -5,11 +5,13 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <shared_mutex>
+#include <atomic>
+#include <mutex>
 #include <string>
 #include "absl/strings/string_view.h"
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -100,6 +102,8 @@ class InferContext {
  public:
   InferContext(const OpCall& call, const Node* node) : call_(call), node_(node) {}
   const OpCall& call() const { return call_; }
+  // The node being typed; null when a rule runs on arguments alone.
+  const Node* node() const { return node_; }
   // The type of tensor parameter `name`. For a literal scalar given to a
   // kTensorOrScalar parameter: a rank-0 type of the literal's dtype
   // (f32 for floats, i64 for ints, bool for bools).
@@ -135,8 +139,14 @@ class OpRegistry {
   std::vector<const OpSchema*> All() const;
 
  private:
-  mutable std::shared_mutex mu_;
+  // Lookups happen for every node created, so they take no lock: readers
+  // see an immutable index, and Register publishes a new one. Ops are never
+  // removed, so old indexes stay valid and are kept, not freed.
+  using Index = absl::flat_hash_map<std::string, const OpSchema*>;
+  mutable std::mutex write_mu_;
   std::map<std::string, std::unique_ptr<OpSchema>, std::less<>> ops_;
+  std::vector<std::unique_ptr<Index>> indexes_;
+  std::atomic<const Index*> index_{nullptr};
 };
 
 // Registers the core op set (graph/core_ops.cc).

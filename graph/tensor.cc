@@ -112,6 +112,7 @@ std::vector<double> Tensor::ToDoubles() const {
 }
 
 Tensor Tensor::Clone() const {
+  if (!defined()) return Tensor();  // Nothing to copy (and no data to read).
   Tensor t(dtype_, dims_);
   if (NumBytes() > 0) std::memcpy(t.raw_data(), raw_data(), NumBytes());
   return t;

@@ -1,0 +1,124 @@
+#ifndef GRAFT_BACKENDS_BACKEND_H_
+#define GRAFT_BACKENDS_BACKEND_H_
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "graph/module.h"
+#include "graph/node.h"
+#include "graph/tensor.h"
+#include "graph/tensor_type.h"
+
+namespace graft {
+
+// How a module should be compiled. Backends read what they understand and
+// refuse option keys they do not know, so a typo is an error rather than a
+// silently ignored setting.
+struct CompileOptions {
+  // Backend-specific settings, e.g. {"autotune", "1"}.
+  std::map<std::string, std::string> options;
+  // Which device of the backend's kind to use (GPU ordinal); 0 for the CPU.
+  int device_index = 0;
+  // If non-empty, one type per placeholder: the types the caller promises to
+  // pass. Each must be compatible with the placeholder's own type (a symbol
+  // may be narrowed to a constant); unknown placeholder types are filled in.
+  std::vector<TensorType> input_types;
+
+  // The value of option `key`, or `fallback` when it is not set.
+  std::string Get(absl::string_view key, absl::string_view fallback = "") const;
+};
+
+// The name and (when known) type of one input or output of an Executable.
+struct ValueSignature {
+  std::string name;
+  std::optional<TensorType> type;
+};
+
+// A compiled module, ready to run. Inputs are given in placeholder order;
+// outputs come back in the order of the output node's value (one node, or a
+// list of nodes; a tuple-valued output contributes each of its elements).
+class Executable {
+ public:
+  virtual ~Executable() = default;
+
+  virtual absl::StatusOr<std::vector<Tensor>> Run(
+      absl::Span<const Tensor> inputs) = 0;
+  virtual const std::vector<ValueSignature>& input_signature() const = 0;
+  virtual const std::vector<ValueSignature>& output_signature() const = 0;
+};
+
+// Something that turns a Module into an Executable: the reference
+// interpreter, a CPU JIT, a GPU code generator.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // The registry name: "interp", "orc", "cuda".
+  virtual absl::string_view name() const = 0;
+  // Whether this backend can run `node` itself; nodes it cannot run fall
+  // back to the interpreter.
+  virtual bool Supports(const Node& node) const = 0;
+  // The module is not referenced after Compile returns.
+  virtual absl::StatusOr<std::unique_ptr<Executable>> Compile(
+      const Module& module, const CompileOptions& options) = 0;
+};
+
+using BackendFactory = std::function<std::unique_ptr<Backend>()>;
+
+// Backends by name. A backend library registers itself when it is linked
+// into a program (see backends/CMakeLists.txt for how that is guaranteed).
+class BackendRegistry {
+ public:
+  static BackendRegistry& Global();
+
+  // Fails if `name` is taken.
+  absl::Status Register(std::string name, BackendFactory factory);
+  absl::StatusOr<std::unique_ptr<Backend>> Create(absl::string_view name) const;
+  // Sorted.
+  std::vector<std::string> Names() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, BackendFactory, std::less<>> factories_;
+};
+
+// BackendRegistry::Global().Create(name); an unknown name gives an error
+// listing the backends this program knows.
+absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(absl::string_view name);
+absl::Status RegisterBackend(std::string name, BackendFactory factory);
+
+// Which size each shape symbol stands for in one run ("batch" -> 32).
+using SymbolBindings = absl::flat_hash_map<std::string, int64_t>;
+
+// The signature of `graph`'s placeholders, in order.
+std::vector<ValueSignature> PlaceholderSignature(const Graph& graph);
+// The signature of the values the output node returns, in order. A
+// tuple-valued output contributes one entry per element ("split.0", ...)
+// when its tuple types are known.
+std::vector<ValueSignature> OutputSignature(const Graph& graph);
+
+// Applies CompileOptions::input_types to a placeholder signature: checks
+// that each given type is compatible and takes it.
+absl::Status NarrowSignature(std::vector<ValueSignature>& signature,
+                             const std::vector<TensorType>& input_types);
+
+// Checks run-time inputs against a signature: count, dtype, rank, constant
+// dims, and that a symbol binds to one size across all inputs. Returns the
+// bindings. Errors name the input.
+absl::StatusOr<SymbolBindings> CheckInputs(
+    absl::Span<const ValueSignature> signature,
+    absl::Span<const Tensor> inputs);
+
+}  // namespace graft
+
+#endif  // GRAFT_BACKENDS_BACKEND_H_

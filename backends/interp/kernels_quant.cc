@@ -1,0 +1,203 @@
+// Quantization kernels. Quantized values are plain i8/u8 tensors;
+// scale and zero point come as arguments.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "backends/interp/elementwise.h"
+#include "backends/interp/kernel.h"
+#include "backends/interp/kernel_util.h"
+
+namespace graft::interp {
+namespace {
+
+struct QRange {
+  int64_t min, max;
+};
+
+absl::StatusOr<QRange> QuantRange(DType dtype) {
+  switch (dtype) {
+    case DType::kI8:
+      return QRange{-128, 127};
+    case DType::kU8:
+      return QRange{0, 255};
+    default:
+      return KernelError("quantized dtype must be i8 or u8, got ",
+                         DTypeName(dtype));
+  }
+}
+
+absl::Status CheckScale(double scale, int64_t zero_point, QRange range) {
+  if (!(scale > 0) || !std::isfinite(scale)) {
+    return KernelError("scale must be positive and finite, got ", scale);
+  }
+  if (zero_point < range.min || zero_point > range.max) {
+    return KernelError("zero_point ", zero_point, " is outside [", range.min,
+                       ", ", range.max, "]");
+  }
+  return absl::OkStatus();
+}
+
+// q = clamp(round_half_even(x / scale) + zero_point); NaN maps to the zero
+// point.
+int64_t Quantize(double x, double scale, int64_t zero_point, QRange range) {
+  if (std::isnan(x)) return zero_point;
+  double q = std::nearbyint(x / scale) + static_cast<double>(zero_point);
+  q = std::clamp(q, static_cast<double>(range.min),
+                 static_cast<double>(range.max));
+  return static_cast<int64_t>(q);
+}
+
+// Number of elements before, along and after `axis`.
+struct AxisSplit {
+  int64_t outer = 1, len = 1, inner = 1;
+};
+
+AxisSplit SplitAt(const Tensor& x, int64_t axis) {
+  AxisSplit s;
+  for (int64_t d = 0; d < axis; ++d) s.outer *= x.dims()[d];
+  s.len = x.rank() == 0 ? 1 : x.dims()[axis];
+  for (int64_t d = axis + 1; d < x.rank(); ++d) s.inner *= x.dims()[d];
+  return s;
+}
+
+absl::StatusOr<Value> QuantizePerTensor(const KernelContext& ctx) {
+  absl::StatusOr<Tensor> x = ctx.Input("input");
+  if (!x.ok()) return x.status();
+  if (!IsFloatingPoint(x->dtype())) {
+    return KernelError("input must be floating point, got ", x->TypeString());
+  }
+  const DType dtype = ctx.call().GetDType("dtype");
+  absl::StatusOr<QRange> range = QuantRange(dtype);
+  if (!range.ok()) return range.status();
+  const double scale = ctx.call().Float("scale");
+  const int64_t zero_point = ctx.call().Int("zero_point");
+  if (absl::Status s = CheckScale(scale, zero_point, *range); !s.ok()) return s;
+  Tensor out(dtype, x->dims());
+  const int64_t n = x->NumElements();
+  for (int64_t i = 0; i < n; ++i) {
+    out.SetFromDouble(i, static_cast<double>(Quantize(x->GetAsDouble(i), scale,
+                                                      zero_point, *range)));
+  }
+  return Value(out);
+}
+
+// Per-channel parameters: one scale and zero point per slice along axis.
+absl::StatusOr<std::vector<double>> ChannelParams(const Tensor& t,
+                                                  absl::string_view name,
+                                                  int64_t channels) {
+  if (t.rank() > 1 || t.NumElements() != channels) {
+    return KernelError(name, " must be 1-D with one entry per channel (",
+                       channels, "), got ", t.TypeString());
+  }
+  return t.ToDoubles();
+}
+
+absl::StatusOr<Value> QuantizePerChannel(const KernelContext& ctx) {
+  absl::StatusOr<Tensor> x = ctx.Input("input");
+  if (!x.ok()) return x.status();
+  if (!IsFloatingPoint(x->dtype())) {
+    return KernelError("input must be floating point, got ", x->TypeString());
+  }
+  const DType dtype = ctx.call().GetDType("dtype");
+  absl::StatusOr<QRange> range = QuantRange(dtype);
+  if (!range.ok()) return range.status();
+  absl::StatusOr<int64_t> axis =
+      NormalizeDim(ctx.call().Int("axis"), x->rank());
+  if (!axis.ok()) return axis.status();
+  const AxisSplit split = SplitAt(*x, *axis);
+  absl::StatusOr<Tensor> scales_t = ctx.Input("scales");
+  if (!scales_t.ok()) return scales_t.status();
+  absl::StatusOr<Tensor> zps_t = ctx.Input("zero_points");
+  if (!zps_t.ok()) return zps_t.status();
+  absl::StatusOr<std::vector<double>> scales =
+      ChannelParams(*scales_t, "scales", split.len);
+  if (!scales.ok()) return scales.status();
+  absl::StatusOr<std::vector<double>> zps =
+      ChannelParams(*zps_t, "zero_points", split.len);
+  if (!zps.ok()) return zps.status();
+  for (int64_t c = 0; c < split.len; ++c) {
+    absl::Status s =
+        CheckScale((*scales)[c], static_cast<int64_t>((*zps)[c]), *range);
+    if (!s.ok()) return KernelError("channel ", c, ": ", s.message());
+  }
+  Tensor out(dtype, x->dims());
+  for (int64_t o = 0; o < split.outer; ++o) {
+    for (int64_t c = 0; c < split.len; ++c) {
+      for (int64_t i = 0; i < split.inner; ++i) {
+        const int64_t at = (o * split.len + c) * split.inner + i;
+        out.SetFromDouble(at, static_cast<double>(Quantize(
+                                  x->GetAsDouble(at), (*scales)[c],
+                                  static_cast<int64_t>((*zps)[c]), *range)));
+      }
+    }
+  }
+  return Value(out);
+}
+
+absl::StatusOr<Value> Dequantize(const KernelContext& ctx) {
+  absl::StatusOr<Tensor> x = ctx.Input("input");
+  if (!x.ok()) return x.status();
+  if (!IsInteger(x->dtype())) {
+    return KernelError("input must be a quantized integer tensor, got ",
+                       x->TypeString());
+  }
+  const DType dtype = ctx.call().GetDType("dtype");
+  if (!IsFloatingPoint(dtype)) {
+    return KernelError("dtype must be a float dtype, got ", DTypeName(dtype));
+  }
+  absl::StatusOr<Operand> scale = ctx.InputOrScalar("scale");
+  if (!scale.ok()) return scale.status();
+  absl::StatusOr<Operand> zp = ctx.InputOrScalar("zero_point");
+  if (!zp.ok()) return zp.status();
+  int64_t channels = 1;
+  AxisSplit split{1, 1, x->NumElements()};
+  if (!ctx.call().IsNone("axis")) {
+    absl::StatusOr<int64_t> axis =
+        NormalizeDim(ctx.call().Int("axis"), x->rank());
+    if (!axis.ok()) return axis.status();
+    split = SplitAt(*x, *axis);
+    channels = split.len;
+  }
+  // Per-tensor parameters are single values; per-channel ones have one
+  // entry per channel (a single zero point applies to every channel).
+  const bool per_channel = !ctx.call().IsNone("axis");
+  auto params =
+      [&](const Operand& op,
+          absl::string_view name) -> absl::StatusOr<std::vector<double>> {
+    const int64_t n = op.tensor.NumElements();
+    if (n == 1) return std::vector<double>(channels, op.tensor.GetAsDouble(0));
+    if (!per_channel) {
+      return KernelError(name, " has ", n,
+                         " values; per-channel dequantize needs axis");
+    }
+    return ChannelParams(op.tensor, name, channels);
+  };
+  absl::StatusOr<std::vector<double>> scales = params(*scale, "scale");
+  if (!scales.ok()) return scales.status();
+  absl::StatusOr<std::vector<double>> zps = params(*zp, "zero_point");
+  if (!zps.ok()) return zps.status();
+  Tensor out(dtype, x->dims());
+  for (int64_t o = 0; o < split.outer; ++o) {
+    for (int64_t c = 0; c < split.len; ++c) {
+      for (int64_t i = 0; i < split.inner; ++i) {
+        const int64_t at = (o * split.len + c) * split.inner + i;
+        out.SetFromDouble(at, (x->GetAsDouble(at) - (*zps)[c]) * (*scales)[c]);
+      }
+    }
+  }
+  return Value(out);
+}
+
+}  // namespace
+
+void RegisterQuantKernels(KernelTable& t) {
+  t.Add("quantize_per_tensor", QuantizePerTensor);
+  t.Add("quantize_per_channel", QuantizePerChannel);
+  t.Add("dequantize", Dequantize);
+}
+
+}  // namespace graft::interp

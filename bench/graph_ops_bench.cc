@@ -1,0 +1,97 @@
+// Graph-surgery basics on the chain graph (N x (mul, add, relu)):
+// build, print, parse, verify, at 10k, 100k and 1M nodes.
+//
+//   build/bench/graph_ops --benchmark_counters_tabular=true
+//
+// Counters: nodes/s for each operation, and bytes/node (heap growth while
+// building, tensors aside) for Build.
+#include <malloc.h>
+
+#include "benchmark/benchmark.h"
+#include "graph/chain_graph.h"
+#include "graph/parser.h"
+#include "graph/printer.h"
+#include "graph/verifier.h"
+
+namespace graft {
+namespace {
+
+int64_t Repetitions(const benchmark::State& state) { return state.range(0) / 3; }
+
+size_t HeapInUse() {
+  struct mallinfo2 info = mallinfo2();
+  return info.uordblks + info.hblkhd;
+}
+
+void SetNodeCounters(benchmark::State& state, int64_t nodes) {
+  state.counters["nodes"] = static_cast<double>(nodes);
+  state.counters["nodes/s"] = benchmark::Counter(
+      static_cast<double>(nodes), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_Build(benchmark::State& state) {
+  int64_t nodes = 0;
+  double bytes_per_node = 0;
+  for (auto _ : state) {
+    size_t before = HeapInUse();
+    Module m = BuildChainGraph(Repetitions(state));
+    nodes = static_cast<int64_t>(m.graph().num_nodes());
+    bytes_per_node = static_cast<double>(HeapInUse() - before) / nodes;
+    state.PauseTiming();
+    { Module discard = std::move(m); }
+    state.ResumeTiming();
+  }
+  SetNodeCounters(state, nodes);
+  state.counters["bytes/node"] = bytes_per_node;
+}
+
+void BM_Print(benchmark::State& state) {
+  Module m = BuildChainGraph(Repetitions(state));
+  size_t bytes = 0;
+  for (auto _ : state) {
+    std::string text = PrintModule(m);
+    bytes = text.size();
+    benchmark::DoNotOptimize(text);
+  }
+  SetNodeCounters(state, static_cast<int64_t>(m.graph().num_nodes()));
+  state.counters["text MB"] = bytes / 1e6;
+}
+
+void BM_Parse(benchmark::State& state) {
+  Module m = BuildChainGraph(Repetitions(state));
+  std::string text = PrintModule(m);
+  for (auto _ : state) {
+    absl::StatusOr<Module> parsed = ParseModule(text);
+    if (!parsed.ok()) {
+      state.SkipWithError(std::string(parsed.status().message()).c_str());
+      return;
+    }
+    state.PauseTiming();
+    { Module discard = *std::move(parsed); }
+    state.ResumeTiming();
+  }
+  SetNodeCounters(state, static_cast<int64_t>(m.graph().num_nodes()));
+}
+
+void BM_Verify(benchmark::State& state) {
+  Module m = BuildChainGraph(Repetitions(state));
+  for (auto _ : state) {
+    absl::Status s = Verify(m);
+    if (!s.ok()) {
+      state.SkipWithError(std::string(s.message()).c_str());
+      return;
+    }
+  }
+  SetNodeCounters(state, static_cast<int64_t>(m.graph().num_nodes()));
+}
+
+#define GRAFT_SIZES Arg(10'000)->Arg(100'000)->Arg(1'000'000)->Unit(benchmark::kMillisecond)
+BENCHMARK(BM_Build)->GRAFT_SIZES;
+BENCHMARK(BM_Print)->GRAFT_SIZES;
+BENCHMARK(BM_Parse)->GRAFT_SIZES;
+BENCHMARK(BM_Verify)->GRAFT_SIZES;
+
+}  // namespace
+}  // namespace graft
+
+BENCHMARK_MAIN();

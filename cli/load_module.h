@@ -1,0 +1,22 @@
+#ifndef GRAFT_CLI_LOAD_MODULE_H_
+#define GRAFT_CLI_LOAD_MODULE_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "graph/module.h"
+
+namespace graft::cli {
+
+// Reads a model in any format the command knows, chosen by the file's
+// extension (".graft": text IR). Unknown extensions are an error that lists
+// the known ones.
+absl::StatusOr<Module> LoadModule(absl::string_view path);
+
+// The known input extensions, for help texts: ".graft".
+std::string KnownModelExtensions();
+
+}  // namespace graft::cli
+
+#endif  // GRAFT_CLI_LOAD_MODULE_H_

@@ -1,0 +1,60 @@
+// The `graft` command: parses the command line with CLI11 and runs the
+// chosen subcommand. Exit codes: cli/exit_codes.h.
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/status/status.h"
+#include "cli/command.h"
+#include "cli/exit_codes.h"
+#include "cli/version.h"
+
+namespace graft::cli {
+namespace {
+
+// Every subcommand, in the order `graft --help` lists them.
+using AddCommandFn = Command (*)(CLI::App&);
+constexpr AddCommandFn kCommands[] = {
+    &AddPrintCommand,
+};
+
+std::string UsageFailureMessage(const CLI::App* app, const CLI::Error& e) {
+  std::string message = std::string("graft: error: ") + e.what() + "\n";
+  message += "Run with --help for more information.\n";
+  return message;
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app("graft: capture, rewrite and compile tensor graphs", "graft");
+  app.set_version_flag("--version", std::string("graft ") + GRAFT_VERSION +
+                                        " (" + GRAFT_BUILD_TAG + ")");
+  app.require_subcommand(1);
+  app.failure_message(UsageFailureMessage);
+  std::vector<Command> commands;
+  for (AddCommandFn add : kCommands) commands.push_back(add(app));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version arrive here too, with exit code 0.
+    return app.exit(e) == 0 ? kExitSuccess : kExitUsage;
+  }
+  for (const Command& command : commands) {
+    if (!command.app->parsed()) continue;
+    absl::Status status = command.run();
+    if (!status.ok()) {
+      std::fprintf(stderr, "graft: error: %.*s\n",
+                   static_cast<int>(status.message().size()),
+                   status.message().data());
+      return kExitUserError;
+    }
+    return kExitSuccess;
+  }
+  return kExitUsage;  // Unreachable: CLI11 requires one subcommand.
+}
+
+}  // namespace
+}  // namespace graft::cli
+
+int main(int argc, char** argv) { return graft::cli::Main(argc, argv); }

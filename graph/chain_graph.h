@@ -1,0 +1,17 @@
+#ifndef GRAFT_GRAPH_CHAIN_GRAPH_H_
+#define GRAFT_GRAPH_CHAIN_GRAPH_H_
+
+#include <cstdint>
+
+#include "graph/module.h"
+
+namespace graft {
+
+// The reference graph-surgery workload: one input x : f32[16] and
+// `repetitions` times x = relu(x * 2.0 + 1.0), i.e. 3 * repetitions compute
+// nodes plus the placeholder and the output. Types are filled in.
+Module BuildChainGraph(int64_t repetitions);
+
+}  // namespace graft
+
+#endif  // GRAFT_GRAPH_CHAIN_GRAPH_H_

@@ -1,0 +1,217 @@
+// Elementwise ops of docs/ops.md: one input, and two or three inputs with
+// NumPy broadcasting.
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "graph/core_ops_internal.h"
+#include "graph/type_rules.h"
+
+namespace graft::core_ops {
+namespace {
+
+using K = ParamKind;
+
+struct NamedOp {
+  const char* name;
+  const char* summary;
+};
+
+absl::StatusOr<TensorType> Same(const InferContext& ctx) {
+  return ctx.Type("input");
+}
+
+absl::StatusOr<TensorType> FloatUnary(const InferContext& ctx) {
+  TensorType t = ctx.Type("input");
+  t.dtype = rules::FloatResult(t.dtype);
+  return t;
+}
+
+absl::StatusOr<TensorType> Neg(const InferContext& ctx) {
+  TensorType t = ctx.Type("input");
+  if (t.dtype == DType::kBool) {
+    return ctx.Error(absl::StrCat("negating a bool tensor (", t.ToString(),
+                                  ") is not supported; use logical_not"));
+  }
+  return t;
+}
+
+absl::StatusOr<TensorType> LogicalNot(const InferContext& ctx) {
+  TensorType t = ctx.Type("input");
+  t.dtype = DType::kBool;
+  return t;
+}
+
+absl::StatusOr<TensorType> Gelu(const InferContext& ctx) {
+  const std::string& approximate = ctx.call().String("approximate");
+  if (approximate != "none" && approximate != "tanh") {
+    return ctx.Error(
+        absl::StrCat("approximate must be \"none\" or \"tanh\", "
+                     "got \"",
+                     approximate, "\""));
+  }
+  return FloatUnary(ctx);
+}
+
+absl::StatusOr<TensorType> Clamp(const InferContext& ctx) {
+  if (ctx.call().IsNone("min") && ctx.call().IsNone("max")) {
+    return ctx.Error("at least one of min and max must be given");
+  }
+  TensorType t = ctx.Type("input");
+  t.dtype = rules::ResultType(ctx, {"input", "min", "max"});
+  return t;
+}
+
+absl::StatusOr<TensorType> Cast(const InferContext& ctx) {
+  TensorType t = ctx.Type("input");
+  t.dtype = ctx.call().GetDType("dtype");
+  return t;
+}
+
+absl::StatusOr<Shape> Broadcast(const InferContext& ctx,
+                                std::initializer_list<const char*> params) {
+  Shape shape;
+  std::string described;
+  for (const char* name : params) {
+    TensorType t = ctx.Type(name);
+    absl::StrAppend(&described, described.empty() ? "" : ", ", name, " ",
+                    t.ToString());
+    absl::StatusOr<Shape> next = rules::BroadcastShapes(shape, t.shape);
+    if (!next.ok()) {
+      return ctx.Error(absl::StrCat("cannot broadcast ", described, ": ",
+                                    next.status().message()));
+    }
+    shape = *std::move(next);
+  }
+  return shape;
+}
+
+// Arithmetic: broadcast, dtype by PyTorch's promotion.
+absl::StatusOr<TensorType> Arithmetic(const InferContext& ctx) {
+  absl::StatusOr<Shape> shape = Broadcast(ctx, {"input", "other"});
+  if (!shape.ok()) return shape.status();
+  return TensorType{rules::ResultType(ctx, {"input", "other"}),
+                    *std::move(shape)};
+}
+
+absl::StatusOr<TensorType> Sub(const InferContext& ctx) {
+  absl::StatusOr<TensorType> t = Arithmetic(ctx);
+  if (t.ok() && t->dtype == DType::kBool) {
+    return ctx.Error(
+        "subtracting bool values is not supported; use logical_not or "
+        "logical ops, or cast to an integer type first");
+  }
+  return t;
+}
+
+// True division: integer and bool inputs give f32.
+absl::StatusOr<TensorType> Div(const InferContext& ctx) {
+  absl::StatusOr<TensorType> t = Arithmetic(ctx);
+  if (t.ok()) t->dtype = rules::FloatResult(t->dtype);
+  return t;
+}
+
+absl::StatusOr<TensorType> Predicate(const InferContext& ctx) {
+  absl::StatusOr<Shape> shape = Broadcast(ctx, {"input", "other"});
+  if (!shape.ok()) return shape.status();
+  return TensorType{DType::kBool, *std::move(shape)};
+}
+
+absl::StatusOr<TensorType> Where(const InferContext& ctx) {
+  TensorType condition = ctx.Type("condition");
+  if (condition.dtype != DType::kBool) {
+    return ctx.Error(absl::StrCat("condition must be a bool tensor, got ",
+                                  condition.ToString(),
+                                  "; compare it (ne 0) or cast it to bool"));
+  }
+  absl::StatusOr<Shape> shape = Broadcast(ctx, {"condition", "input", "other"});
+  if (!shape.ok()) return shape.status();
+  return TensorType{rules::ResultType(ctx, {"input", "other"}),
+                    *std::move(shape)};
+}
+
+void AddUnary(OpRegistry& r, const NamedOp& op, SingleInferFn fn) {
+  Add(r, {.name = op.name,
+          .params = {Param("input", K::kTensor)},
+          .infer = One(std::move(fn)),
+          .summary = op.summary});
+}
+
+void AddBinary(OpRegistry& r, const NamedOp& op, SingleInferFn fn) {
+  Add(r, {.name = op.name,
+          .params = {Param("input", K::kTensorOrScalar),
+                     Param("other", K::kTensorOrScalar)},
+          .infer = One(std::move(fn)),
+          .summary = op.summary});
+}
+
+}  // namespace
+
+void RegisterElementwiseOps(OpRegistry& r) {
+  AddUnary(r, {"neg", "elementwise negation, -x"}, Neg);
+  AddUnary(r, {"abs", "elementwise absolute value"}, Same);
+  AddUnary(r, {"relu", "elementwise max(x, 0)"}, Same);
+  for (NamedOp op : {
+           NamedOp{"exp", "elementwise e^x"},
+           NamedOp{"log", "elementwise natural logarithm"},
+           NamedOp{"sqrt", "elementwise square root"},
+           NamedOp{"rsqrt", "elementwise 1 / sqrt(x)"},
+           NamedOp{"sin", "elementwise sine"},
+           NamedOp{"cos", "elementwise cosine"},
+           NamedOp{"tanh", "elementwise hyperbolic tangent"},
+           NamedOp{"sigmoid", "elementwise 1 / (1 + e^-x)"},
+           NamedOp{"silu", "elementwise x * sigmoid(x)"},
+           NamedOp{"erf", "elementwise error function"},
+           NamedOp{"reciprocal", "elementwise 1 / x"},
+       }) {
+    AddUnary(r, op, FloatUnary);
+  }
+  AddUnary(r, {"logical_not", "elementwise not; result bool"}, LogicalNot);
+  Add(r, {.name = "gelu",
+          .params = {Param("input", K::kTensor),
+                     Defaulted("approximate", K::kString, "none")},
+          .infer = One(Gelu),
+          .summary = "elementwise GELU, exact (erf) or tanh approximation"});
+  Add(r, {.name = "leaky_relu",
+          .params = {Param("input", K::kTensor),
+                     Defaulted("negative_slope", K::kFloat, 0.01)},
+          .infer = One(FloatUnary),
+          .summary = "elementwise x if x > 0 else negative_slope * x"});
+  Add(r, {.name = "clamp",
+          .params = {Param("input", K::kTensor), Optional("min", K::kScalar),
+                     Optional("max", K::kScalar)},
+          .infer = One(Clamp),
+          .summary = "elementwise clamp to [min, max]"});
+  Add(r, {.name = "cast",
+          .params = {Param("input", K::kTensor), Param("dtype", K::kDType)},
+          .infer = One(Cast),
+          .summary = "convert to another dtype (float to int truncates)"});
+
+  AddBinary(r, {"add", "elementwise input + other, broadcasting"}, Arithmetic);
+  AddBinary(r, {"sub", "elementwise input - other, broadcasting"}, Sub);
+  AddBinary(r, {"mul", "elementwise input * other, broadcasting"}, Arithmetic);
+  AddBinary(r, {"div", "elementwise true division, broadcasting"}, Div);
+  AddBinary(r, {"pow", "elementwise input ** other, broadcasting"}, Arithmetic);
+  AddBinary(r, {"maximum", "elementwise max, broadcasting"}, Arithmetic);
+  AddBinary(r, {"minimum", "elementwise min, broadcasting"}, Arithmetic);
+  for (NamedOp op : {
+           NamedOp{"eq", "elementwise input == other; result bool"},
+           NamedOp{"ne", "elementwise input != other; result bool"},
+           NamedOp{"lt", "elementwise input < other; result bool"},
+           NamedOp{"le", "elementwise input <= other; result bool"},
+           NamedOp{"gt", "elementwise input > other; result bool"},
+           NamedOp{"ge", "elementwise input >= other; result bool"},
+           NamedOp{"logical_and", "elementwise and; result bool"},
+           NamedOp{"logical_or", "elementwise or; result bool"},
+       }) {
+    AddBinary(r, op, Predicate);
+  }
+  Add(r, {.name = "where",
+          .params = {Param("condition", K::kTensor),
+                     Param("input", K::kTensorOrScalar),
+                     Param("other", K::kTensorOrScalar)},
+          .infer = One(Where),
+          .summary = "elementwise condition ? input : other, broadcasting"});
+}
+
+}  // namespace graft::core_ops

@@ -1,0 +1,46 @@
+#ifndef GRAFT_GRAPH_CORE_OPS_INTERNAL_H_
+#define GRAFT_GRAPH_CORE_OPS_INTERNAL_H_
+
+// Shared by the core_ops_*.cc files, which register one family of the core
+// op set each (see docs/ops.md). Not part of graft's API.
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "graph/op_registry.h"
+
+namespace graft::core_ops {
+
+// A type rule for an op with one result.
+using SingleInferFn =
+    std::function<absl::StatusOr<TensorType>(const InferContext&)>;
+
+// Adapts a one-result rule to the registry's InferFn.
+InferFn One(SingleInferFn fn);
+
+// Registers `schema` with every core op's defaults (pure) and a guard in
+// front of its rule that turns a tuple-valued or untyped tensor argument
+// into an error instead of a crash. Aborts on a registration failure: the
+// core set is fixed at build time, so that is a programmer error.
+void Add(OpRegistry& registry, OpSchema schema);
+
+// Shorthands for schema tables.
+ParamSpec Param(std::string name, ParamKind kind);
+// Accepts None, which is also the default.
+ParamSpec Optional(std::string name, ParamKind kind);
+ParamSpec Defaulted(std::string name, ParamKind kind, Argument default_value);
+
+// One function per table of docs/ops.md.
+void RegisterElementwiseOps(OpRegistry& registry);
+void RegisterReductionOps(OpRegistry& registry);
+void RegisterNnOps(OpRegistry& registry);
+void RegisterShapeOps(OpRegistry& registry);
+void RegisterCreationOps(OpRegistry& registry);
+void RegisterQuantOps(OpRegistry& registry);
+void RegisterStructureOps(OpRegistry& registry);
+
+}  // namespace graft::core_ops
+
+#endif  // GRAFT_GRAPH_CORE_OPS_INTERNAL_H_

@@ -1,0 +1,163 @@
+// Quantization ops of docs/ops.md. Quantized values are plain i8/u8
+// tensors; scale and zero point travel as arguments.
+
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "graph/core_ops_internal.h"
+#include "graph/type_rules.h"
+
+namespace graft::core_ops {
+namespace {
+
+using K = ParamKind;
+
+absl::Status RequireFloatInput(const InferContext& ctx, const TensorType& t) {
+  if (IsFloatingPoint(t.dtype)) return absl::OkStatus();
+  return ctx.Error(
+      absl::StrCat("input ", t.ToString(), " must be floating point"));
+}
+
+absl::StatusOr<DType> QuantizedDType(const InferContext& ctx) {
+  DType d = ctx.call().GetDType("dtype");
+  if (d == DType::kI8 || d == DType::kU8) return d;
+  return ctx.Error(absl::StrCat("dtype must be i8 or u8, got ", DTypeName(d)));
+}
+
+absl::StatusOr<TensorType> QuantizePerTensor(const InferContext& ctx) {
+  TensorType t = ctx.Type("input");
+  absl::Status status = RequireFloatInput(ctx, t);
+  if (!status.ok()) return status;
+  absl::StatusOr<DType> dtype = QuantizedDType(ctx);
+  if (!dtype.ok()) return dtype.status();
+  double scale = ctx.call().Float("scale");
+  if (!(scale > 0) || !std::isfinite(scale)) {
+    return ctx.Error(
+        absl::StrCat("scale must be positive and finite, got ", scale));
+  }
+  int64_t zero_point = ctx.call().Int("zero_point");
+  int64_t lo = *dtype == DType::kI8 ? -128 : 0;
+  int64_t hi = *dtype == DType::kI8 ? 127 : 255;
+  if (zero_point < lo || zero_point > hi) {
+    return ctx.Error(absl::StrCat("zero_point ", zero_point,
+                                  " is out of range for ", DTypeName(*dtype),
+                                  " [", lo, ", ", hi, "]"));
+  }
+  t.dtype = *dtype;
+  return t;
+}
+
+// `param` must be a 1-D tensor with one entry per channel of `axis`.
+absl::Status CheckChannels(const InferContext& ctx, absl::string_view param,
+                           const TensorType& input, int64_t axis) {
+  TensorType p = ctx.Type(param);
+  Dim channels = input.shape[axis];
+  if (p.rank() == 1 && !rules::DimsConflict(p.shape[0], channels)) {
+    return absl::OkStatus();
+  }
+  return ctx.Error(absl::StrCat(param, " ", p.ToString(), " must be 1-D with ",
+                                channels.ToString(),
+                                " entries, one per channel of axis ", axis,
+                                " of input ", input.ToString()));
+}
+
+absl::Status CheckScaleDType(const InferContext& ctx, absl::string_view scale,
+                             absl::string_view zero_point) {
+  if (ctx.IsTensor(scale) && !IsFloatingPoint(ctx.Type(scale).dtype)) {
+    return ctx.Error(absl::StrCat(scale, " ", ctx.Type(scale).ToString(),
+                                  " must be floating point"));
+  }
+  if (ctx.IsTensor(zero_point) && !IsInteger(ctx.Type(zero_point).dtype)) {
+    return ctx.Error(absl::StrCat(zero_point, " ",
+                                  ctx.Type(zero_point).ToString(),
+                                  " must hold integers"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TensorType> QuantizePerChannel(const InferContext& ctx) {
+  TensorType t = ctx.Type("input");
+  absl::Status status = RequireFloatInput(ctx, t);
+  if (!status.ok()) return status;
+  absl::StatusOr<DType> dtype = QuantizedDType(ctx);
+  if (!dtype.ok()) return dtype.status();
+  absl::StatusOr<int64_t> axis =
+      rules::NormalizeDim(ctx, ctx.call().Int("axis"), t.rank(), "axis");
+  if (!axis.ok()) return axis.status();
+  for (const char* param : {"scales", "zero_points"}) {
+    status = CheckChannels(ctx, param, t, *axis);
+    if (!status.ok()) return status;
+  }
+  status = CheckScaleDType(ctx, "scales", "zero_points");
+  if (!status.ok()) return status;
+  t.dtype = *dtype;
+  return t;
+}
+
+absl::StatusOr<TensorType> Dequantize(const InferContext& ctx) {
+  TensorType t = ctx.Type("input");
+  if (!IsInteger(t.dtype)) {
+    return ctx.Error(absl::StrCat("input ", t.ToString(),
+                                  " is not a quantized (integer) tensor"));
+  }
+  DType dtype = ctx.call().GetDType("dtype");
+  if (!IsFloatingPoint(dtype)) {
+    return ctx.Error(absl::StrCat("dtype must be a floating-point type, got ",
+                                  DTypeName(dtype)));
+  }
+  absl::Status status = CheckScaleDType(ctx, "scale", "zero_point");
+  if (!status.ok()) return status;
+  if (ctx.call().IsNone("axis")) {
+    // Per tensor: a tensor scale or zero point must hold one value.
+    for (const char* param : {"scale", "zero_point"}) {
+      if (!ctx.IsTensor(param)) continue;
+      std::optional<Dim> n = rules::NumElementsDim(ctx.Type(param).shape);
+      if (n.has_value() && n->is_constant() && n->value() != 1) {
+        return ctx.Error(absl::StrCat(
+            param, " ", ctx.Type(param).ToString(), " has ", n->value(),
+            " values; give axis for per-channel dequantization"));
+      }
+    }
+    t.dtype = dtype;
+    return t;
+  }
+  absl::StatusOr<int64_t> axis =
+      rules::NormalizeDim(ctx, ctx.call().Int("axis"), t.rank(), "axis");
+  if (!axis.ok()) return axis.status();
+  for (const char* param : {"scale", "zero_point"}) {
+    if (!ctx.IsTensor(param)) continue;
+    status = CheckChannels(ctx, param, t, *axis);
+    if (!status.ok()) return status;
+  }
+  t.dtype = dtype;
+  return t;
+}
+
+}  // namespace
+
+void RegisterQuantOps(OpRegistry& r) {
+  Add(r, {.name = "quantize_per_tensor",
+          .params = {Param("input", K::kTensor), Param("scale", K::kFloat),
+                     Param("zero_point", K::kInt), Param("dtype", K::kDType)},
+          .infer = One(QuantizePerTensor),
+          .summary = "q = clamp(round(x / scale) + zero_point) as i8 or u8"});
+  Add(r, {.name = "quantize_per_channel",
+          .params = {Param("input", K::kTensor), Param("scales", K::kTensor),
+                     Param("zero_points", K::kTensor), Param("axis", K::kInt),
+                     Param("dtype", K::kDType)},
+          .infer = One(QuantizePerChannel),
+          .summary = "quantize with one scale and zero point per channel of "
+                     "axis"});
+  Add(r, {.name = "dequantize",
+          .params = {Param("input", K::kTensor),
+                     Param("scale", K::kTensorOrScalar),
+                     Param("zero_point", K::kTensorOrScalar),
+                     Optional("axis", K::kInt),
+                     Defaulted("dtype", K::kDType, DType::kF32)},
+          .infer = One(Dequantize),
+          .summary = "x = (q - zero_point) * scale, per tensor or per "
+                     "channel of axis"});
+}
+
+}  // namespace graft::core_ops

@@ -1,0 +1,123 @@
+#include "passes/canonicalize.h"
+#include "passes/cse.h"
+#include "passes/dce.h"
+#include "passes/decompose.h"
+#include "passes/fold_batchnorm.h"
+#include "passes/fold_constants.h"
+#include "passes/fuse_elementwise.h"
+#include "passes/fuse_linear_activation.h"
+#include "passes/fused_ops.h"
+#include "passes/partition.h"
+#include "passes/pass_registry.h"
+#include "passes/shape_prop.h"
+#include "passes/substitute.h"
+
+namespace graft::passes {
+namespace {
+
+template <typename P>
+PassFactory Simple() {
+  return [](const PassOptions&) -> absl::StatusOr<std::unique_ptr<Pass>> {
+    return std::make_unique<P>();
+  };
+}
+
+void MustRegister(PassRegistry& r, PassInfo info) {
+  absl::Status s = r.Register(std::move(info));
+  if (!s.ok()) {
+    std::fprintf(stderr, "graft: built-in pass registration failed: %s\n",
+                 s.ToString().c_str());
+    std::abort();
+  }
+}
+
+}  // namespace
+
+void RegisterBuiltinPasses(PassRegistry& r) {
+  MustRegister(r, {"shape-prop",
+                   "Computes every node's dtype and shape from the inputs' types.",
+                   "", Simple<ShapePropPass>()});
+  MustRegister(r, {"dce",
+                   "Removes nodes whose values are unused (keeps impure ops), and "
+                   "tensors and submodules nothing refers to.",
+                   "", Simple<DcePass>()});
+  MustRegister(r, {"cse",
+                   "Merges pure calls of the same op on the same arguments.", "",
+                   Simple<CsePass>()});
+  // The ops fuse-linear-activation creates must exist before any graph
+  // holding them is read or built.
+  RegisterFusedOps();
+  MustRegister(r, {"canonicalize",
+                   "Removes algebraic identities: x+0, x*1, x/1, double transpose "
+                   "and negation, permute/reshape chains, squeeze/unsqueeze round "
+                   "trips, identity, inference dropout and same-dtype casts.",
+                   "", Simple<CanonicalizePass>()});
+  MustRegister(
+      r, {"substitute",
+          "Replaces every match of each pattern in a table of pattern/replacement "
+          "pairs, read from a text file of '--- pattern NAME' and "
+          "'--- replacement NAME' sections.",
+          "file=PATH (required)",
+          [](const PassOptions& o) -> absl::StatusOr<std::unique_ptr<Pass>> {
+            std::string file = o.GetString("file", "");
+            if (file.empty()) {
+              return absl::InvalidArgumentError(
+                  "needs a table file: substitute{file=PATH}");
+            }
+            absl::StatusOr<std::vector<Substitution>> table =
+                LoadSubstitutionTable(file);
+            if (!table.ok()) return table.status();
+            return std::make_unique<SubstitutePass>(*std::move(table));
+          }});
+  MustRegister(
+      r, {"decompose",
+          "Rewrites gelu, silu, layer_norm, linear, softmax and log_softmax into "
+          "primitive ops.",
+          "ops=OP;OP... (default: all of gelu;layer_norm;linear;log_softmax;silu;"
+          "softmax)",
+          [](const PassOptions& o) -> absl::StatusOr<std::unique_ptr<Pass>> {
+            absl::StatusOr<std::unique_ptr<DecomposePass>> p =
+                DecomposePass::FromOptions(o);
+            if (!p.ok()) return p.status();
+            return std::unique_ptr<Pass>(*std::move(p));
+          }});
+  MustRegister(r, {"fold-batchnorm",
+                   "Folds an inference batch_norm into the conv2d or linear "
+                   "before it, when their parameters are module tensors.",
+                   "", Simple<FoldBatchNormPass>()});
+  MustRegister(r, {"fuse-linear-activation",
+                   "Fuses linear or matmul (+ bias) followed by relu or gelu "
+                   "into one graft::linear_activation.",
+                   "", Simple<FuseLinearActivationPass>()});
+  MustRegister(r, {"fuse-elementwise",
+                   "Moves connected groups of pointwise ops into one call_module "
+                   "each (submodules fused_0, fused_1, ...).",
+                   "", Simple<FuseElementwisePass>()});
+  MustRegister(
+      r, {"partition",
+          "Moves each maximal run of the listed ops into a call_module "
+          "(PREFIX_0, PREFIX_1, ...).",
+          "ops=OP;OP... (required), prefix=NAME (default partition)",
+          [](const PassOptions& o) -> absl::StatusOr<std::unique_ptr<Pass>> {
+            absl::StatusOr<std::unique_ptr<PartitionPass>> p =
+                PartitionPass::FromOptions(o);
+            if (!p.ok()) return p.status();
+            return std::unique_ptr<Pass>(*std::move(p));
+          }});
+  MustRegister(
+      r, {"fold-constants",
+          "Computes calls whose inputs are all constant and stores the results "
+          "as module tensors (needs the interpreter's constant evaluator).",
+          "max-size=N (default 65536): largest result stored, in elements",
+          [](const PassOptions& o) -> absl::StatusOr<std::unique_ptr<Pass>> {
+            absl::StatusOr<int64_t> max_size =
+                o.GetInt("max-size", FoldConstantsPass::kDefaultMaxSize);
+            if (!max_size.ok()) return max_size.status();
+            if (*max_size < 0) {
+              return absl::InvalidArgumentError("max-size must be at least 0");
+            }
+            return std::make_unique<FoldConstantsPass>(*max_size);
+          }});
+}
+
+}  // namespace graft::passes

@@ -1,0 +1,63 @@
+#include "passes/dce.h"
+
+#include <set>
+
+#include "graph/op_registry.h"
+
+namespace graft::passes {
+namespace {
+
+bool IsRemovable(const Node& node) {
+  switch (node.op()) {
+    case OpCode::kPlaceholder:
+    case OpCode::kOutput:
+      return false;
+    case OpCode::kGetAttr:
+    case OpCode::kCallModule:
+      return true;
+    case OpCode::kCallFunction:
+      return node.schema() == nullptr || node.schema()->pure;
+  }
+  return false;
+}
+
+// Drops tensors and submodules no get_attr/call_module names.
+bool DropUnreferenced(Module& module) {
+  std::set<std::string> tensors, submodules;
+  for (Node* n : module.graph().nodes()) {
+    if (n->op() == OpCode::kGetAttr) tensors.insert(n->target());
+    if (n->op() == OpCode::kCallModule) submodules.insert(n->target());
+  }
+  std::vector<std::string> dead_tensors, dead_submodules;
+  for (const auto& [name, t] : module.tensors()) {
+    if (!tensors.contains(name)) dead_tensors.push_back(name);
+  }
+  for (const auto& [name, m] : module.submodules()) {
+    if (!submodules.contains(name)) dead_submodules.push_back(name);
+  }
+  for (const std::string& name : dead_tensors) module.RemoveTensor(name);
+  for (const std::string& name : dead_submodules) module.RemoveSubmodule(name);
+  return !dead_tensors.empty() || !dead_submodules.empty();
+}
+
+}  // namespace
+
+bool EliminateDeadCode(Graph& graph) {
+  bool changed = false;
+  for (Node* node : graph.reversed_nodes()) {
+    if (!node->has_uses() && IsRemovable(*node)) {
+      // Cannot fail: the node has no uses.
+      (void)graph.EraseNode(node);
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+absl::StatusOr<bool> DcePass::Run(Module& module, PassContext& ctx) {
+  bool changed = EliminateDeadCode(module.graph());
+  changed |= DropUnreferenced(module);
+  return changed;
+}
+
+}  // namespace graft::passes

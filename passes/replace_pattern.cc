@@ -1,0 +1,442 @@
+#include "passes/replace_pattern.h"
+
+#include <algorithm>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "graph/op_registry.h"
+
+namespace graft::passes {
+namespace {
+
+// The pattern's shape, computed once: nodes numbered, placeholders and
+// output anchors listed.
+struct PatternInfo {
+  std::vector<const Node*> nodes;  // Placeholders and computations, in order.
+  absl::flat_hash_map<const Node*, int> index;
+  std::vector<int> placeholders;
+  std::vector<int> anchors;
+};
+
+absl::StatusOr<std::vector<const Node*>> OutputValues(const Graph& g,
+                                                      absl::string_view what) {
+  const Node* out = g.output();
+  if (out == nullptr || out->num_args() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " graph has no output"));
+  }
+  std::vector<const Node*> values;
+  const Argument& v = out->arg(0);
+  if (v.is_node()) {
+    values.push_back(v.node());
+  } else if (v.is_list()) {
+    for (const Argument& a : v.list()) {
+      if (!a.is_node()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(what, " graph returns a literal"));
+      }
+      values.push_back(a.node());
+    }
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(what, " graph returns a literal"));
+  }
+  return values;
+}
+
+absl::StatusOr<PatternInfo> AnalyzePattern(const Graph& pattern) {
+  PatternInfo info;
+  for (Node* n : pattern.nodes()) {
+    if (n->op() == OpCode::kOutput) continue;
+    info.index[n] = static_cast<int>(info.nodes.size());
+    if (n->op() == OpCode::kPlaceholder) info.placeholders.push_back(info.nodes.size());
+    info.nodes.push_back(n);
+  }
+  absl::StatusOr<std::vector<const Node*>> outs = OutputValues(pattern, "pattern");
+  if (!outs.ok()) return outs.status();
+  for (const Node* a : *outs) {
+    if (a->op() == OpCode::kPlaceholder) {
+      return absl::InvalidArgumentError(
+          "pattern output is a placeholder: it would match every node");
+    }
+    info.anchors.push_back(info.index.at(a));
+  }
+  return info;
+}
+
+bool LiteralsEqual(const Argument& p, const Argument& g) {
+  if (p.is_number() && g.is_number()) return p.number() == g.number();
+  return p == g;
+}
+
+// Matches one pattern against graph nodes. State is a vector indexed by
+// pattern node number, so a match attempt allocates nothing per node.
+class Matcher {
+ public:
+  Matcher(const PatternInfo& info, const ReplaceOptions& options,
+          const absl::flat_hash_set<const Node*>& claimed)
+      : info_(info), options_(options), claimed_(claimed),
+        bound_(info.nodes.size(), nullptr) {}
+
+  // Tries to match the pattern with anchor 0 at `g`.
+  bool MatchAt(Node* g) {
+    std::fill(bound_.begin(), bound_.end(), nullptr);
+    trail_.clear();
+    if (!MatchNode(info_.anchors[0], g)) return false;
+    for (size_t k = 1; k < info_.anchors.size(); ++k) {
+      if (!MatchOtherAnchor(info_.anchors[k])) return false;
+    }
+    return NoEscapingUses();
+  }
+
+  PatternMatch Result() const {
+    PatternMatch m;
+    for (size_t i = 0; i < info_.nodes.size(); ++i) m.nodes_map[info_.nodes[i]] = bound_[i];
+    for (int p : info_.placeholders) m.inputs.push_back(bound_[p]);
+    for (int a : info_.anchors) m.anchors.push_back(bound_[a]);
+    return m;
+  }
+  // Graph nodes the match computes (not the placeholders' bindings).
+  std::vector<Node*> Internal() const {
+    std::vector<Node*> out;
+    for (size_t i = 0; i < info_.nodes.size(); ++i) {
+      if (info_.nodes[i]->op() != OpCode::kPlaceholder && bound_[i] != nullptr) {
+        out.push_back(bound_[i]);
+      }
+    }
+    return out;
+  }
+
+ private:
+  bool IsInternal(const Node* g) const {
+    for (size_t i = 0; i < bound_.size(); ++i) {
+      if (bound_[i] == g && info_.nodes[i]->op() != OpCode::kPlaceholder) return true;
+    }
+    return false;
+  }
+
+  void Bind(int p, Node* g) {
+    bound_[p] = g;
+    trail_.push_back(p);
+  }
+  void Rollback(size_t mark) {
+    while (trail_.size() > mark) {
+      bound_[trail_.back()] = nullptr;
+      trail_.pop_back();
+    }
+  }
+
+  // Walks upwards from (p, g) with an explicit worklist.
+  bool MatchNode(int p0, Node* g0) {
+    work_.clear();
+    work_.push_back({p0, g0});
+    while (!work_.empty()) {
+      auto [p, g] = work_.back();
+      work_.pop_back();
+      if (bound_[p] != nullptr) {
+        if (bound_[p] != g) return false;
+        continue;
+      }
+      const Node* pn = info_.nodes[p];
+      if (pn->op() == OpCode::kPlaceholder) {
+        Bind(p, g);
+        continue;
+      }
+      if (g->op() != pn->op() || g->target() != pn->target() ||
+          g->num_args() != pn->num_args() ||
+          g->kwargs().size() != pn->kwargs().size() || claimed_.contains(g) ||
+          IsInternal(g)) {
+        return false;
+      }
+      Bind(p, g);
+      for (size_t i = 0; i < pn->num_args(); ++i) {
+        if (!MatchArgument(pn->arg(i), g->arg(i))) return false;
+      }
+      for (size_t i = 0; i < pn->kwargs().size(); ++i) {
+        const Argument* ga = g->kwarg(pn->kwargs()[i].first);
+        if (ga == nullptr || !MatchArgument(pn->kwargs()[i].second, *ga)) return false;
+      }
+    }
+    return true;
+  }
+
+  bool MatchArgument(const Argument& pa, const Argument& ga) {
+    if (pa.is_node()) {
+      if (!ga.is_node()) return false;
+      work_.push_back({info_.index.at(pa.node()), ga.node()});
+      return true;
+    }
+    if (pa.is_list()) {
+      if (!ga.is_list() || ga.list().size() != pa.list().size()) return false;
+      for (size_t i = 0; i < pa.list().size(); ++i) {
+        if (!MatchArgument(pa.list()[i], ga.list()[i])) return false;
+      }
+      return true;
+    }
+    if (ga.HasNodes()) return false;
+    return options_.ignore_literals || LiteralsEqual(pa, ga);
+  }
+
+  // A later output of a multi-output pattern: its candidates are the users
+  // of a graph node already bound to one of its operands.
+  bool MatchOtherAnchor(int anchor) {
+    const Node* pn = info_.nodes[anchor];
+    if (bound_[anchor] != nullptr) return true;
+    for (Node* operand : pn->inputs()) {
+      Node* bound = bound_[info_.index.at(operand)];
+      if (bound == nullptr) continue;
+      for (Node* candidate : bound->users()) {
+        size_t mark = trail_.size();
+        if (MatchNode(anchor, candidate)) return true;
+        Rollback(mark);
+      }
+      return false;
+    }
+    return false;  // Disconnected outputs are not supported.
+  }
+
+  bool NoEscapingUses() const {
+    for (size_t i = 0; i < info_.nodes.size(); ++i) {
+      if (info_.nodes[i]->op() == OpCode::kPlaceholder) continue;
+      if (std::find(info_.anchors.begin(), info_.anchors.end(), static_cast<int>(i)) !=
+          info_.anchors.end()) {
+        continue;
+      }
+      for (const Use& u : bound_[i]->uses()) {
+        if (!IsInternal(u.user)) return false;
+      }
+    }
+    return true;
+  }
+
+  const PatternInfo& info_;
+  const ReplaceOptions& options_;
+  const absl::flat_hash_set<const Node*>& claimed_;
+  std::vector<Node*> bound_;
+  std::vector<int> trail_;
+  std::vector<std::pair<int, Node*>> work_;
+};
+
+struct FoundMatch {
+  PatternMatch match;
+  std::vector<Node*> internal;
+};
+
+absl::StatusOr<std::vector<FoundMatch>> FindMatches(const Graph& graph,
+                                                    const PatternInfo& info,
+                                                    const ReplaceOptions& options) {
+  std::vector<FoundMatch> found;
+  absl::flat_hash_set<const Node*> claimed;
+  Matcher matcher(info, options, claimed);
+  const Node* anchor = info.nodes[info.anchors[0]];
+  for (Node* g : graph.nodes()) {
+    if (g->op() != anchor->op() || g->target() != anchor->target()) continue;
+    if (claimed.contains(g) || !matcher.MatchAt(g)) continue;
+    FoundMatch f{matcher.Result(), matcher.Internal()};
+    bool vetoed = false;
+    for (const MatchFilter& filter : options.filters) {
+      if (!filter(f.match, graph)) {
+        vetoed = true;
+        break;
+      }
+    }
+    if (vetoed) continue;
+    for (Node* n : f.internal) claimed.insert(n);
+    found.push_back(std::move(f));
+  }
+  return found;
+}
+
+// Copies replacement graphs into the target module, one match at a time.
+class Replacer {
+ public:
+  Replacer(Module& module, const Module& replacement, const PassContext* ctx)
+      : module_(module), replacement_(replacement), ctx_(ctx) {}
+
+  absl::Status Prepare(size_t num_inputs, size_t num_outputs) {
+    for (Node* n : replacement_.graph().nodes()) {
+      if (n->op() == OpCode::kPlaceholder) placeholders_.push_back(n);
+    }
+    absl::StatusOr<std::vector<const Node*>> outs =
+        OutputValues(replacement_.graph(), "replacement");
+    if (!outs.ok()) return outs.status();
+    outputs_ = *std::move(outs);
+    if (placeholders_.size() != num_inputs || outputs_.size() != num_outputs) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "pattern takes ", num_inputs, " inputs and returns ", num_outputs,
+          " values, but the replacement takes ", placeholders_.size(),
+          " and returns ", outputs_.size()));
+    }
+    return absl::OkStatus();
+  }
+
+  // Returns false (and changes nothing) if the rewrite would make a cycle.
+  bool Replace(FoundMatch& f, std::vector<ReplacedPattern>& replaced) {
+    for (Node*& input : f.match.inputs) input = Resolve(input);
+    Node* position = InsertionPoint(f);
+    if (position == nullptr) return false;
+    Graph& graph = module_.graph();
+    ReplacedPattern record{f.match.anchors[0], f.internal, {}};
+    absl::flat_hash_map<const Node*, Node*> map;
+    {
+      auto guard = graph.InsertingBefore(position);
+      size_t next_input = 0;
+      for (Node* n : replacement_.graph().nodes()) {
+        if (n->op() == OpCode::kOutput) continue;
+        if (n->op() == OpCode::kPlaceholder) {
+          map[n] = f.match.inputs[next_input++];
+          continue;
+        }
+        Node* copy = Copy(*n, map);
+        map[n] = copy;
+        record.replacements.push_back(copy);
+      }
+    }
+    for (size_t k = 0; k < outputs_.size(); ++k) {
+      Node* old_value = f.match.anchors[k];
+      Node* new_value = map.at(outputs_[k]);
+      old_value->ReplaceAllUsesWith(new_value);
+      replaced_by_[old_value] = new_value;
+    }
+    // Erase the matched nodes, users before producers.
+    std::vector<Node*> dead = f.internal;
+    std::sort(dead.begin(), dead.end(),
+              [](const Node* a, const Node* b) { return b->IsBefore(a); });
+    for (Node* n : dead) (void)graph.EraseNode(n);
+    replaced.push_back(std::move(record));
+    return true;
+  }
+
+ private:
+  Node* Resolve(Node* n) const {
+    for (auto it = replaced_by_.find(n); it != replaced_by_.end();
+         it = replaced_by_.find(n)) {
+      n = it->second;
+    }
+    return n;
+  }
+
+  // Before the earliest anchor if every input precedes it; otherwise right
+  // after the latest input, if that still precedes every outside user of
+  // the outputs. Null when neither holds (the rewrite would form a cycle).
+  Node* InsertionPoint(const FoundMatch& f) const {
+    Node* earliest = f.match.anchors[0];
+    for (Node* a : f.match.anchors) {
+      if (a->IsBefore(earliest)) earliest = a;
+    }
+    Node* latest_input = nullptr;
+    for (Node* in : f.match.inputs) {
+      if (latest_input == nullptr || latest_input->IsBefore(in)) latest_input = in;
+    }
+    if (latest_input == nullptr || latest_input->IsBefore(earliest)) return earliest;
+    for (Node* a : f.match.anchors) {
+      for (Node* user : a->users()) {
+        bool inside = std::find(f.internal.begin(), f.internal.end(), user) !=
+                      f.internal.end();
+        if (!inside && !latest_input->IsBefore(user)) return nullptr;
+      }
+    }
+    Node* after = latest_input->next();
+    return after;  // Never null: the output node follows every value.
+  }
+
+  Node* Copy(const Node& n, const absl::flat_hash_map<const Node*, Node*>& map) {
+    auto map_arg = [&](const Argument& a, auto& self) -> Argument {
+      if (a.is_node()) return Argument(map.at(a.node()));
+      if (!a.is_list()) return a;
+      ArgumentList list;
+      for (const Argument& e : a.list()) list.push_back(self(e, self));
+      return Argument(std::move(list));
+    };
+    std::vector<Argument> args;
+    args.reserve(n.num_args());
+    for (const Argument& a : n.args()) args.push_back(map_arg(a, map_arg));
+    Kwargs kwargs;
+    for (const auto& [k, v] : n.kwargs()) kwargs.emplace_back(k, map_arg(v, map_arg));
+    std::string target = n.target();
+    if (n.op() == OpCode::kGetAttr) target = TensorName(target);
+    Graph& graph = module_.graph();
+    Node* copy = graph.CreateNode(n.op(), std::move(target), std::move(args),
+                                  std::move(kwargs));
+    if (n.op() == OpCode::kGetAttr) {
+      copy->meta().type = module_.FindTensor(copy->target())->type();
+    } else if (n.op() == OpCode::kCallFunction) {
+      auto types = InferNodeTypes(*copy);
+      if (types.ok() && types->has_value() && !(*types)->empty()) {
+        if (copy->schema()->returns_tuple) {
+          copy->meta().tuple_types = **types;
+        } else {
+          copy->set_type((**types)[0]);
+        }
+      }
+    }
+    return copy;
+  }
+
+  // The module's name for a tensor of the replacement, copied on first use.
+  std::string TensorName(const std::string& name) {
+    auto it = tensor_names_.find(name);
+    if (it != tensor_names_.end()) return it->second;
+    std::string fresh = module_.UniqueTensorName(name);
+    const Tensor* t = replacement_.FindTensor(name);
+    module_.SetTensor(fresh, t != nullptr ? *t : Tensor());
+    tensor_names_[name] = fresh;
+    return fresh;
+  }
+
+  Module& module_;
+  const Module& replacement_;
+  const PassContext* ctx_;
+  std::vector<Node*> placeholders_;
+  std::vector<const Node*> outputs_;
+  absl::flat_hash_map<Node*, Node*> replaced_by_;
+  absl::flat_hash_map<std::string, std::string> tensor_names_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::vector<PatternMatch>> FindPatternMatches(
+    const Graph& graph, const Graph& pattern, const ReplaceOptions& options) {
+  absl::StatusOr<PatternInfo> info = AnalyzePattern(pattern);
+  if (!info.ok()) return info.status();
+  absl::StatusOr<std::vector<FoundMatch>> found = FindMatches(graph, *info, options);
+  if (!found.ok()) return found.status();
+  std::vector<PatternMatch> out;
+  out.reserve(found->size());
+  for (FoundMatch& f : *found) out.push_back(std::move(f.match));
+  return out;
+}
+
+absl::StatusOr<std::vector<ReplacedPattern>> ReplacePattern(
+    Module& module, const Module& pattern, const Module& replacement,
+    const ReplaceOptions& options, const PassContext* ctx) {
+  absl::StatusOr<PatternInfo> info = AnalyzePattern(pattern.graph());
+  if (!info.ok()) return info.status();
+  for (const Node* n : replacement.graph().nodes()) {
+    if (n->op() == OpCode::kGetAttr && replacement.FindTensor(n->target()) == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "replacement reads tensor '", n->target(), "', which it does not define"));
+    }
+    if (n->op() == OpCode::kCallModule) {
+      return absl::InvalidArgumentError("replacements may not call submodules");
+    }
+  }
+  Replacer replacer(module, replacement, ctx);
+  if (absl::Status s = replacer.Prepare(info->placeholders.size(), info->anchors.size());
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<std::vector<FoundMatch>> found =
+      FindMatches(module.graph(), *info, options);
+  if (!found.ok()) return found.status();
+  std::vector<ReplacedPattern> replaced;
+  replaced.reserve(found->size());
+  for (FoundMatch& f : *found) replacer.Replace(f, replaced);
+  // Provenance names the matched nodes, which are known only per match.
+  if (ctx != nullptr) {
+    for (ReplacedPattern& r : replaced) {
+      for (Node* n : r.replacements) ctx->RecordProvenance(n, r.matched);
+    }
+  }
+  return replaced;
+}
+
+}  // namespace graft::passes
