@@ -71,7 +71,7 @@ void* Graph::NodePool::Allocate() {
     return slot;
   }
   if (used_in_last_ == kSlabNodes) {
-    slabs_.push_back(std::make_unique<std::byte[]>(kSlabNodes * sizeof(Node)));
+    slabs_.push_back(std::make_unique_for_overwrite<std::byte[]>(kSlabNodes * sizeof(Node)));
     used_in_last_ = 0;
   }
   return slabs_.back().get() + sizeof(Node) * used_in_last_++;
@@ -112,14 +112,22 @@ Node* Graph::CreateNode(OpCode op, std::string target,
                         absl::string_view name) {
   Node* node = NewNode(op, target);
   absl::string_view base = name;
-  // Both arms as string_view: mixing "output" with a std::string would make
-  // the conditional a temporary std::string, leaving `base` dangling.
   if (base.empty()) {
     base = op == OpCode::kOutput ? absl::string_view("output")
                                  : absl::string_view(node->target());
   }
-  node->name_ = UniqueName(base);
-  names_.insert(node);
+  // Fast path: the wanted name is free (one hash, as parsers and copies
+  // give names that are usually unique already).
+  if (IsValidName(base)) {
+    node->name_.assign(base.data(), base.size());
+    if (!names_.insert(node).second) {
+      node->name_ = UniqueName(base);
+      names_.insert(node);
+    }
+  } else {
+    node->name_ = UniqueName(base);
+    names_.insert(node);
+  }
   if (op == OpCode::kCallFunction) {
     node->schema_ = OpRegistry::Global().Find(node->target());
   }

@@ -100,7 +100,7 @@ class GeluDecomposition : public Decomposition {
     } else {
       return nullptr;
     }
-    Node* half_x = e.Call("mul", {x, 0.6});
+    Node* half_x = e.Call("mul", {x, 0.5});
     return e.Call("mul", {half_x, e.Call("add", {inner, 1.0})});
   }
 };

@@ -92,7 +92,7 @@ Node* Fold(Module& module, Node* bn, const FoldPlan& plan,
       new_w.SetFromDouble(k, w.GetAsDouble(k) * scale);
     }
     new_b.SetFromDouble(c,
-                        (plan.bias[c] - plan.mean[c]) * scale);
+                        (plan.bias[c] - plan.mean[c]) * scale + plan.beta[c]);
   }
   Node* producer = plan.producer;
   const std::string base = producer->name();
