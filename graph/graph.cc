@@ -1,6 +1,7 @@
 #include "graph/graph.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <new>
 
 #include "absl/strings/ascii.h"
@@ -49,7 +50,7 @@ bool IsValidName(absl::string_view name) {
   return true;
 }
 
-Graph::Graph() : root_(new Node(this, OpCode::kOutput, "")) {
+Graph::Graph() : root_(new Node(this, OpCode::kOutput, InternTarget(""))) {
   root_->prev_ = root_->next_ = root_.get();
   insert_before_ = root_.get();
 }
@@ -79,7 +80,7 @@ void* Graph::NodePool::Allocate() {
 
 void Graph::NodePool::Free(void* slot) { free_.push_back(slot); }
 
-Node* Graph::NewNode(OpCode op, absl::string_view target) {
+Node* Graph::NewNode(OpCode op, const std::string* target) {
   return new (pool_.Allocate()) Node(this, op, target);
 }
 
@@ -107,29 +108,54 @@ std::string Graph::UniqueName(absl::string_view base) {
   return name;
 }
 
-Node* Graph::CreateNode(OpCode op, std::string target,
+void Graph::NameAfterTarget(Node* node) {
+  const std::string& base = node->target();
+  int64_t& counter = target_counters_[node->target_];
+  if (counter == 0) {
+    node->name_ = base;
+    if (names_.insert(node).second) return;
+  }
+  char digits[24];
+  do {
+    int length = std::snprintf(digits, sizeof(digits), "_%lld",
+                               static_cast<long long>(++counter));
+    node->name_.assign(base).append(digits, length);
+  } while (!names_.insert(node).second);
+}
+
+Node* Graph::CreateNode(OpCode op, absl::string_view target,
                         std::vector<Argument> args, Kwargs kwargs,
                         absl::string_view name) {
-  Node* node = NewNode(op, target);
-  absl::string_view base = name;
-  if (base.empty()) {
-    base = op == OpCode::kOutput ? absl::string_view("output")
-                                 : absl::string_view(node->target());
+  const OpSchema* schema = nullptr;
+  const std::string* interned;
+  if (op == OpCode::kCallFunction &&
+      (schema = OpRegistry::Global().Find(target)) != nullptr) {
+    interned = &schema->name;  // Stable for the life of the process.
+  } else {
+    interned = InternTarget(target);
   }
-  // Fast path: the wanted name is free (one hash, as parsers and copies
-  // give names that are usually unique already).
-  if (IsValidName(base)) {
-    node->name_.assign(base.data(), base.size());
-    if (!names_.insert(node).second) {
+  Node* node = NewNode(op, interned);
+  node->schema_ = schema;
+  if (name.empty() && op != OpCode::kOutput && IsValidName(*interned)) {
+    NameAfterTarget(node);
+  } else {
+    absl::string_view base = name;
+    if (base.empty()) {
+      base = op == OpCode::kOutput ? absl::string_view("output")
+                                   : absl::string_view(*interned);
+    }
+    // Fast path: the wanted name is free (parsers and copies give names
+    // that are usually unique already).
+    if (IsValidName(base)) {
+      node->name_.assign(base.data(), base.size());
+      if (!names_.insert(node).second) {
+        node->name_ = UniqueName(base);
+        names_.insert(node);
+      }
+    } else {
       node->name_ = UniqueName(base);
       names_.insert(node);
     }
-  } else {
-    node->name_ = UniqueName(base);
-    names_.insert(node);
-  }
-  if (op == OpCode::kCallFunction) {
-    node->schema_ = OpRegistry::Global().Find(node->target());
   }
   node->args_.assign(std::make_move_iterator(args.begin()),
                      std::make_move_iterator(args.end()));

@@ -86,7 +86,7 @@ class Graph {
 
   // Creating nodes: each is inserted at the insertion point (the end by
   // default) and named uniquely, from `name` if given, else from the target.
-  Node* CreateNode(OpCode op, std::string target, std::vector<Argument> args,
+  Node* CreateNode(OpCode op, absl::string_view target, std::vector<Argument> args,
                    Kwargs kwargs = {}, absl::string_view name = {});
   Node* Placeholder(absl::string_view name,
                     std::optional<TensorType> type = std::nullopt);
@@ -165,6 +165,11 @@ class Graph {
   };
   absl::flat_hash_set<Node*, NameHash, NameEq> names_;
   absl::flat_hash_map<std::string, int64_t> name_counters_;
+  // Name counters for nodes named after their (interned) target: a pointer
+  // key, so naming a call costs one string hash (the insert).
+  absl::flat_hash_map<const std::string*, int64_t> target_counters_;
+  // Names `node` after its target: "add", then "add_1", "add_2", ...
+  void NameAfterTarget(Node* node);
   // Live nodes are owned through the list (freed by the destructor); erased
   // ones wait here for Cleanup().
   std::vector<Node*> erased_;
@@ -184,7 +189,7 @@ class Graph {
     size_t used_in_last_ = kSlabNodes;
     std::vector<void*> free_;
   };
-  Node* NewNode(OpCode op, absl::string_view target);
+  Node* NewNode(OpCode op, const std::string* target);
   void DeleteNode(Node* node);
   NodePool pool_;
   mutable bool order_valid_ = true;

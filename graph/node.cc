@@ -27,9 +27,8 @@ void VisitNodeRefs(Argument& arg, Fn& fn) {
   }
 }
 
-// Targets are interned process-wide: a million-node graph has a handful of
-// distinct targets, and a pointer is a quarter of a std::string. Interned
-// strings are never freed, so the pointers stay valid.
+}  // namespace
+
 const std::string* InternTarget(absl::string_view target) {
   static std::mutex mu;
   static auto* storage = new std::deque<std::string>();
@@ -43,11 +42,6 @@ const std::string* InternTarget(absl::string_view target) {
   index->emplace(*interned, interned);
   return interned;
 }
-
-}  // namespace
-
-Node::Node(Graph* graph, OpCode op, absl::string_view target)
-    : graph_(graph), op_(op), target_(InternTarget(target)) {}
 
 absl::string_view OpCodeName(OpCode op) {
   return kOpCodeNames[static_cast<int>(op)];

@@ -29,6 +29,9 @@ enum class OpCode : uint8_t {
   kOutput,
 };
 absl::string_view OpCodeName(OpCode op);
+// A process-wide copy of `target` that is never freed: node targets repeat
+// across nodes and graphs, and a pointer is a quarter of a std::string.
+const std::string* InternTarget(absl::string_view target);
 std::optional<OpCode> ParseOpCode(absl::string_view name);
 
 // One use of a node's value: `user` reads it in operand slot `slot`. Slots
@@ -181,7 +184,9 @@ class Node {
  private:
   friend class Graph;
   friend class GraphTestPeer;  // Tests break invariants to check the verifier.
-  Node(Graph* graph, OpCode op, absl::string_view target);
+  // `target` is interned (or an op schema's name): it outlives the node.
+  Node(Graph* graph, OpCode op, const std::string* target)
+      : graph_(graph), op_(op), target_(target) {}
 
   template <typename Fn>
   void ForEachOperand(Fn&& fn);

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "graph/graph.h"
+#include "graph/printer.h"
 
 namespace graft {
 namespace {
@@ -88,7 +89,8 @@ std::string OpSchema::Signature() const {
     std::string s = absl::StrCat(p.name, ": ", ParamKindName(p.kind),
                                  p.optional ? "?" : "");
     if (p.default_value.has_value()) {
-      absl::StrAppend(&s, " = ", DescribeArgument(*p.default_value));
+      // As the text format writes it: "= 1", "= 1.0", "= None", "= f32".
+      absl::StrAppend(&s, " = ", PrintArgument(*p.default_value));
     }
     parts.push_back(std::move(s));
   }
