@@ -78,7 +78,10 @@ absl::StatusOr<Value> Arange(const KernelContext& ctx) {
             start.is_bool() ? start.bool_value() : start.int_value();
         const int64_t ti =
             step.is_bool() ? step.bool_value() : step.int_value();
-        o[i] = Tr::From(si + i * ti);  // Exact for integer arguments.
+        // Exact for integer arguments; wraps rather than overflowing.
+        o[i] = Tr::From(static_cast<int64_t>(static_cast<uint64_t>(si) +
+                                             static_cast<uint64_t>(i) *
+                                                 static_cast<uint64_t>(ti)));
       } else {
         o[i] = Tr::From(s + static_cast<double>(i) * st);
       }

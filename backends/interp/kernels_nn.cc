@@ -168,6 +168,10 @@ absl::StatusOr<std::array<int64_t, 2>> Pair(const KernelContext& ctx,
     if (e < min_value) {
       return KernelError(name, " must be at least ", min_value, ", got ", e);
     }
+    // Keeps window arithmetic far from overflow.
+    if (e > (int64_t{1} << 30)) {
+      return KernelError(name, " ", e, " is too large");
+    }
   }
   return out;
 }

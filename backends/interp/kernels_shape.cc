@@ -256,14 +256,21 @@ absl::StatusOr<Value> Split(const KernelContext& ctx) {
       return KernelError("split size must be positive, got ", chunk);
     }
     if (size == 0) sizes.push_back(0);
-    for (int64_t at = 0; at < size; at += chunk) {
-      sizes.push_back(std::min(chunk, size - at));
+    for (int64_t at = 0; at < size;) {
+      const int64_t piece = std::min(chunk, size - at);
+      sizes.push_back(piece);
+      at += piece;
     }
   } else {
     sizes = arg.int_list();
     int64_t total = 0;
     for (int64_t s : sizes) {
       if (s < 0) return KernelError("split sizes must not be negative");
+      if (s > size - total) {
+        return KernelError("split sizes ", DimsString(sizes),
+                           " add up to more than dim ", *dim, " of ",
+                           x->TypeString(), " (", size, ")");
+      }
       total += s;
     }
     if (total != size) {
@@ -298,7 +305,7 @@ absl::StatusOr<Value> Slice(const KernelContext& ctx) {
     return std::clamp<int64_t>(v, 0, size);
   };
   const int64_t start = bound("start", 0), end = bound("end", size);
-  const int64_t len = end > start ? (end - start + step - 1) / step : 0;
+  const int64_t len = end > start ? 1 + (end - start - 1) / step : 0;
   return Value(SliceAlong(*x, *dim, start, len, step));
 }
 
@@ -461,6 +468,11 @@ absl::StatusOr<Value> Pad(const KernelContext& ctx) {
   std::vector<int64_t> dims(rank);
   for (int64_t d = 0; d < rank; ++d) {
     const int64_t in = x->dims()[d];
+    constexpr int64_t kMaxPad = int64_t{1} << 40;
+    if (before[d] > kMaxPad || before[d] < -kMaxPad || after[d] > kMaxPad ||
+        after[d] < -kMaxPad) {
+      return KernelError("pad ", DimsString(pad), " is too large");
+    }
     dims[d] = in + before[d] + after[d];
     if (dims[d] < 0) {
       return KernelError("pad ", DimsString(pad), " makes dim ", d, " of ",

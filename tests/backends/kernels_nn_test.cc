@@ -269,6 +269,7 @@ TEST(NnKernels, MaxPool2d) {
   GRAFT_ASSERT_OK_AND_ASSIGN(
       nan, RunUnary("max_pool2d", F32({1, 2, 2}, {1, kNaN, 3, 4}), {2}));
   ExpectTensor(nan, DType::kF32, {1, 1, 1}, {kNaN});
+  EXPECT_FALSE(RunUnary("max_pool2d", x, {2, int64_t{1} << 62}).ok());
   absl::StatusOr<Tensor> pad = RunUnary("max_pool2d", x, {2, 2, 2});
   ASSERT_FALSE(pad.ok());
   EXPECT_THAT(pad.status().message(), HasSubstr("half"));

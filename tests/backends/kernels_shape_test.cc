@@ -1,5 +1,7 @@
 // Shape, data-movement, creation and structural kernels.
 
+#include <limits>
+
 #include "tests/backends/interp_test_util.h"
 
 namespace graft::interp_test {
@@ -138,6 +140,19 @@ TEST(ShapeKernels, SplitIntoChunksAndSections) {
     ASSERT_FALSE(bad.ok());
     EXPECT_THAT(bad.status().message(), HasSubstr("add up to"));
   }
+  {  // Huge sizes and chunks neither overflow nor crash.
+    OpRunner r;
+    EXPECT_FALSE(
+        r.RunAll("split", {r.In(M23()),
+                           Ints({std::numeric_limits<int64_t>::max(), 2}), 1})
+            .ok());
+    OpRunner r2;
+    GRAFT_ASSERT_OK_AND_ASSIGN(
+        one, r2.RunAll("split",
+                       {r2.In(M23()), std::numeric_limits<int64_t>::max(), 1}));
+    ASSERT_EQ(one.size(), 1u);
+    ExpectTensor(one[0], DType::kF32, {2, 3}, {1, 2, 3, 4, 5, 6});
+  }
 }
 
 TEST(ShapeKernels, SplitThenGetitem) {
@@ -179,6 +194,11 @@ TEST(ShapeKernels, Slice) {
   GRAFT_ASSERT_OK_AND_ASSIGN(e, RunUnary("slice", M23(), {1, 1}));
   ExpectTensor(e, DType::kF32, {2, 2}, {2, 3, 5, 6});
   EXPECT_FALSE(RunUnary("slice", x, {}, {{"step", 0}}).ok());
+  // A huge step takes the first element only (no overflow).
+  GRAFT_ASSERT_OK_AND_ASSIGN(
+      huge, RunUnary("slice", x, {0, 1},
+                     {{"step", std::numeric_limits<int64_t>::max()}}));
+  ExpectTensor(huge, DType::kF32, {1}, {1});
 }
 
 TEST(ShapeKernels, Gather) {
@@ -278,6 +298,12 @@ TEST(ShapeKernels, PadModes) {
   EXPECT_FALSE(RunUnary("pad", x, {Ints({3, 0}), "reflect"}).ok());
   EXPECT_FALSE(RunUnary("pad", x, {Ints({1})}).ok());
   EXPECT_FALSE(RunUnary("pad", x, {Ints({1, 1}), "circular"}).ok());
+  EXPECT_FALSE(
+      RunUnary("pad", x, {Ints({std::numeric_limits<int64_t>::min(), 0})})
+          .ok());
+  EXPECT_FALSE(
+      RunUnary("pad", x, {Ints({std::numeric_limits<int64_t>::max(), 1})})
+          .ok());
 }
 
 TEST(CreationKernels, FullAndZeros) {

@@ -17,8 +17,10 @@
 #include "graph/printer.h"
 #include "passes/fused_ops.h"
 #include "passes/pass_registry.h"
+#include "passes/pattern_registry.h"
 #include "passes/pipeline.h"
 #include "passes/shape_prop.h"
+#include "passes/substitute.h"
 #include "tests/backends/interp_test_util.h"
 
 namespace graft::interp_test {
@@ -185,6 +187,8 @@ std::vector<PassCase> Cases() {
        "conv2d;max_pool2d;neg;exp}",
        1e-5, true},
       {"fold-constants", "fold-constants", 1e-5, true},
+      {"apply-patterns", "apply-patterns{names=semantics_test.sigmoid_by_exp}",
+       1e-5, true},
   };
 }
 
@@ -194,6 +198,29 @@ class PassSemanticsTest : public ::testing::Test {
   void SetUp() override {
     interp::InstallInterpreterConstantEvaluator();
     passes::RegisterFusedOps();
+    RegisterTestPattern();
+  }
+
+  // sigmoid(x) -> 1 / (1 + exp(-x)) as a named pattern, for apply-patterns.
+  static void RegisterTestPattern() {
+    static const bool registered = [] {
+      absl::StatusOr<std::vector<passes::Substitution>> table =
+          passes::ParseSubstitutionTable(kTable);
+      EXPECT_TRUE(table.ok()) << table.status();
+      if (!table.ok()) return false;
+      passes::Substitution& s = (*table)[1];
+      EXPECT_EQ(s.name, "sigmoid");
+      passes::PatternInfo info;
+      info.name = "semantics_test.sigmoid_by_exp";
+      info.description = "sigmoid(x) -> 1 / (1 + exp(-x))";
+      info.pattern = std::move(s.pattern);
+      info.replacement = std::move(s.replacement);
+      absl::Status st =
+          passes::PatternRegistry::Global().Register(std::move(info));
+      EXPECT_TRUE(st.ok()) << st;
+      return st.ok();
+    }();
+    (void)registered;
   }
 
   // Parses a model and types it, as a model would be before optimization.
