@@ -20,6 +20,11 @@ struct Command {
 // top-level app; main.cc lists them. A new subcommand is one new file, one
 // declaration here and one line in main.cc.
 Command AddPrintCommand(CLI::App& graft);
+Command AddRunCommand(CLI::App& graft);
+Command AddDemoCommand(CLI::App& graft);
+Command AddOptCommand(CLI::App& graft);
+Command AddPassesCommand(CLI::App& graft);
+Command AddDotCommand(CLI::App& graft);
 
 }  // namespace graft::cli
 

@@ -10,6 +10,7 @@
 #include "cli/command.h"
 #include "cli/exit_codes.h"
 #include "cli/version.h"
+#include "serialize/dot_dump_writer.h"
 
 namespace graft::cli {
 namespace {
@@ -17,7 +18,12 @@ namespace {
 // Every subcommand, in the order `graft --help` lists them.
 using AddCommandFn = Command (*)(CLI::App&);
 constexpr AddCommandFn kCommands[] = {
+    &AddDemoCommand,
     &AddPrintCommand,
+    &AddRunCommand,
+    &AddOptCommand,
+    &AddPassesCommand,
+    &AddDotCommand,
 };
 
 std::string UsageFailureMessage(const CLI::App* app, const CLI::Error& e) {
@@ -27,6 +33,7 @@ std::string UsageFailureMessage(const CLI::App* app, const CLI::Error& e) {
 }
 
 int Main(int argc, char** argv) {
+  InstallDotDumpWriter();  // For --dump dot|svg of pass pipelines.
   CLI::App app("graft: capture, rewrite and compile tensor graphs", "graft");
   app.set_version_flag("--version", std::string("graft ") + GRAFT_VERSION +
                                         " (" + GRAFT_BUILD_TAG + ")");

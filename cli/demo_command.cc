@@ -1,0 +1,218 @@
+// graft demo: the benchmark MLP end to end, as a sequence of steps (trace,
+// optimize, run, look at the output) with timings. It is the first thing a
+// new user runs, so it stays short and fast. New features add a step to
+// DemoSteps() and, if they measure something, a line to the summary.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "backends/backend.h"
+#include "cli/command.h"
+#include "cli/flop_count.h"
+#include "cli/input_binding.h"
+#include "cli/output.h"
+#include "cli/tensor_summary.h"
+#include "cli/timing.h"
+#include "graph/benchmark_mlp.h"
+#include "graph/printer.h"
+#include "passes/pass_context.h"
+#include "passes/pipeline.h"
+
+namespace graft::cli {
+namespace {
+
+constexpr int64_t kBatch = 32;
+constexpr uint64_t kWeightSeed = 0;
+constexpr uint64_t kInputSeed = 1000;
+constexpr absl::string_view kPipeline =
+    "shape-prop,cse,dce,fuse-linear-activation,canonicalize";
+constexpr absl::string_view kBackend = "interp";
+
+// What the steps share: the module as it goes through them, what they
+// measured, and the summary the last lines print.
+struct DemoContext {
+  Module module;
+  std::vector<Tensor> outputs;
+  std::vector<std::string> output_names;
+  // Summary entries in step order: "trace 41 ms".
+  std::vector<std::string> summary;
+
+  // Writes the lines of a step, indented under its heading (empty lines
+  // stay empty).
+  absl::Status Say(absl::string_view text) {
+    std::string indented;
+    for (absl::string_view line : absl::StrSplit(text, '\n')) {
+      absl::StrAppend(&indented, line.empty() ? "" : "      ", line, "\n");
+    }
+    return WriteStdout(indented);
+  }
+};
+
+// One step of the demo: a heading and the work under it.
+struct DemoStep {
+  std::string heading;
+  absl::Status (*run)(DemoContext&);
+};
+
+std::string Megabytes(int64_t bytes) {
+  return absl::StrFormat("%.1f MB", static_cast<double>(bytes) / 1e6);
+}
+
+// "3 x linear, 2 x relu": how many nodes call each op, by op name.
+std::string OpCounts(const Graph& graph) {
+  std::map<std::string, int> counts;
+  for (const Node* node : graph.nodes()) {
+    if (node->op() == OpCode::kCallFunction) ++counts[node->target()];
+  }
+  return absl::StrJoin(counts, ", ", [](std::string* out, const auto& entry) {
+    absl::StrAppend(out, entry.second, " x ", entry.first);
+  });
+}
+
+absl::Status Trace(DemoContext& ctx) {
+  Stopwatch watch;
+  absl::StatusOr<Module> module = TraceBenchmarkMlp(kBatch, kWeightSeed);
+  if (!module.ok()) return module.status();
+  const double seconds = watch.Seconds();
+  ctx.module = *std::move(module);
+  int64_t values = 0;
+  int64_t bytes = 0;
+  for (const auto& [name, tensor] : ctx.module.tensors()) {
+    values += tensor.value.NumElements();
+    bytes += static_cast<int64_t>(tensor.value.NumBytes());
+  }
+  ctx.summary.push_back(absl::StrCat("trace ", FormatDuration(seconds)));
+  return ctx.Say(absl::StrCat(
+      ctx.module.graph().num_nodes(), " nodes, ", ctx.module.tensors().size(),
+      " parameter tensors (", absl::StrFormat("%.1fM", values / 1e6),
+      " values, ", Megabytes(bytes), ", random, seed ", kWeightSeed, ") in ",
+      FormatDuration(seconds), "\n\n",
+      // The graph already ends in a newline.
+      absl::StripSuffix(PrintGraph(ctx.module.graph()), "\n")));
+}
+
+absl::Status Optimize(DemoContext& ctx) {
+  absl::StatusOr<passes::Pipeline> pipeline =
+      passes::Pipeline::FromString(kPipeline);
+  if (!pipeline.ok()) return pipeline.status();
+  const size_t before = ctx.module.graph().num_nodes();
+  passes::PassContext pass_ctx;
+  Stopwatch watch;
+  absl::StatusOr<bool> changed = pipeline->Run(ctx.module, pass_ctx);
+  if (!changed.ok()) return changed.status();
+  const double seconds = watch.Seconds();
+  ctx.summary.push_back(absl::StrCat("passes ", FormatDuration(seconds)));
+  return ctx.Say(absl::StrCat(before, " -> ", ctx.module.graph().num_nodes(),
+                              " nodes in ", FormatDuration(seconds), ": ",
+                              OpCounts(ctx.module.graph())));
+}
+
+absl::Status Run(DemoContext& ctx) {
+  absl::StatusOr<std::unique_ptr<Backend>> backend = CreateBackend(kBackend);
+  if (!backend.ok()) return backend.status();
+  const std::vector<ValueSignature> placeholders =
+      PlaceholderSignature(ctx.module.graph());
+  absl::StatusOr<BoundInputs> inputs = BindInputs(placeholders, {}, kInputSeed);
+  if (!inputs.ok()) return inputs.status();
+  absl::StatusOr<std::unique_ptr<Executable>> executable =
+      (*backend)->Compile(ctx.module, CompileOptions());
+  if (!executable.ok()) return executable.status();
+  Stopwatch watch;
+  absl::StatusOr<std::vector<Tensor>> outputs =
+      (*executable)->Run(inputs->tensors);
+  if (!outputs.ok()) return outputs.status();
+  const double seconds = watch.Seconds();
+  ctx.outputs = *std::move(outputs);
+  for (const ValueSignature& s : (*executable)->output_signature()) {
+    ctx.output_names.push_back(s.name);
+  }
+  const double gflop = CountMatmulFlops(ctx.module.graph()) / 1e9;
+  const std::string rate =
+      absl::StrFormat("%.2f GFLOP/s", seconds > 0 ? gflop / seconds : 0.0);
+  ctx.summary.push_back(
+      absl::StrCat("run ", FormatDuration(seconds), " (", rate, ")"));
+  std::string text;
+  for (size_t i = 0; i < placeholders.size(); ++i) {
+    absl::StrAppend(&text, "input ", placeholders[i].name, ": ",
+                    inputs->tensors[i].TypeString(), " = ", inputs->sources[i],
+                    "\n");
+  }
+  absl::StrAppend(&text, absl::StrFormat("%.2f", gflop), " GFLOP in ",
+                  FormatDuration(seconds), ": ", rate);
+  return ctx.Say(text);
+}
+
+absl::Status ShowOutput(DemoContext& ctx) {
+  std::string text;
+  for (size_t i = 0; i < ctx.outputs.size(); ++i) {
+    const std::string name = i < ctx.output_names.size()
+                                 ? ctx.output_names[i]
+                                 : absl::StrCat("output_", i);
+    if (i > 0) text += "\n";
+    absl::StrAppend(&text, name, ": ", ctx.outputs[i].TypeString(), " = ",
+                    FormatValues(ctx.outputs[i], 6), "\n",
+                    FormatStats(ctx.outputs[i]));
+  }
+  return ctx.Say(text);
+}
+
+// The demo, in order. Later features (a DOT picture, a .gpb file, JIT
+// backends) add their step here.
+std::vector<DemoStep> DemoSteps() {
+  return {
+      {"Trace the MLP with the C++ tracer (graph/benchmark_mlp.cc)", &Trace},
+      {absl::StrCat("Optimize: ", kPipeline), &Optimize},
+      {absl::StrCat("Run on the ", kBackend, " backend"), &Run},
+      {"Output", &ShowOutput},
+  };
+}
+
+absl::Status RunDemo() {
+  const std::vector<DemoStep> steps = DemoSteps();
+  if (absl::Status s = WriteStdout(absl::StrCat(
+          "graft demo: benchmark MLP 1024-4096-4096-1024 (ReLU), batch ",
+          kBatch, ", f32\n"));
+      !s.ok()) {
+    return s;
+  }
+  DemoContext ctx;
+  Stopwatch total;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (absl::Status s = WriteStdout(absl::StrCat(
+            "\n[", i + 1, "/", steps.size(), "] ", steps[i].heading, "\n"));
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = steps[i].run(ctx); !s.ok()) {
+      return absl::Status(
+          s.code(),
+          absl::StrCat("demo step '", steps[i].heading, "': ", s.message()));
+    }
+  }
+  return WriteStdout(
+      absl::StrCat("\nSummary: ", absl::StrJoin(ctx.summary, ", "), "; total ",
+                   FormatDuration(total.Seconds()),
+                   "\nMore: graft --help; docs/cli.md "
+                   "runs each command on a small model\n"));
+}
+
+}  // namespace
+
+Command AddDemoCommand(CLI::App& graft) {
+  CLI::App* app = graft.add_subcommand(
+      "demo",
+      "Trace, optimize and run the benchmark MLP end to end, with timings");
+  return Command{app, [] { return RunDemo(); }};
+}
+
+}  // namespace graft::cli

@@ -1,0 +1,76 @@
+// graft dot MODEL -o OUT: a picture of a model's graph, as Graphviz DOT
+// text, SVG or PNG (by the output's extension).
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "cli/command.h"
+#include "cli/load_module.h"
+#include "serialize/dot_writer.h"
+#include "serialize/graphviz_render.h"
+
+namespace graft::cli {
+namespace {
+
+// The command line of `graft dot`.
+struct DotArgs {
+  std::string model;
+  std::string output;
+  bool cluster_fused = false;
+  size_t max_nodes = DotOptions().max_nodes;
+  bool edge_labels = true;
+};
+
+absl::Status RunDot(const DotArgs& args) {
+  // A bad output name fails before the model is read.
+  absl::StatusOr<PictureFormat> format = PictureFormatForPath(args.output);
+  if (!format.ok()) return format.status();
+  if (*format != PictureFormat::kDot && !HaveGraphviz()) {
+    return absl::FailedPreconditionError(GraphvizMissingMessage());
+  }
+  absl::StatusOr<Module> module = LoadModule(args.model);
+  if (!module.ok()) return module.status();
+  DotOptions options;
+  options.cluster_fused = args.cluster_fused;
+  options.max_nodes = args.max_nodes;
+  options.edge_labels = args.edge_labels;
+  std::string warning;
+  absl::Status written =
+      WriteModulePicture(*module, args.output, options, &warning);
+  // The picture is still made: the warning says what it leaves out.
+  if (!warning.empty())
+    std::fprintf(stderr, "graft: warning: %s\n", warning.c_str());
+  return written;
+}
+
+}  // namespace
+
+Command AddDotCommand(CLI::App& graft) {
+  auto args = std::make_shared<DotArgs>();
+  CLI::App* app = graft.add_subcommand(
+      "dot",
+      "Draw a model's graph: Graphviz DOT text, or SVG/PNG rendered in-process "
+      "(by the output's extension)");
+  app->add_option(
+         "model", args->model,
+         "Model file (formats by extension: " + KnownModelExtensions() + ")")
+      ->required();
+  app->add_option("-o,--output", args->output,
+                  "Picture to write: .dot, .svg or .png")
+      ->required();
+  app->add_flag(
+      "--cluster-fused,!--no-cluster-fused", args->cluster_fused,
+      "Draw call_module nodes (fused groups, partitions) as clusters holding "
+      "their submodule's nodes, instead of one box each");
+  app->add_option(
+         "--max-nodes", args->max_nodes,
+         "Most boxes to draw (0: no limit); above it submodules are collapsed "
+         "and then the graph is cut, with a note in the picture")
+      ->capture_default_str();
+  app->add_flag("!--no-edge-labels", args->edge_labels,
+                "Leave the shapes off the edges");
+  return Command{app, [args] { return RunDot(*args); }};
+}
+
+}  // namespace graft::cli

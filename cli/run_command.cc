@@ -1,0 +1,207 @@
+// graft run MODEL: runs a model on a backend with inputs from .npy files or
+// random ones, prints a summary of the outputs and optionally writes them
+// as .npy files or times repeated runs.
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "backends/backend.h"
+#include "cli/command.h"
+#include "cli/input_binding.h"
+#include "cli/load_module.h"
+#include "cli/output.h"
+#include "cli/output_files.h"
+#include "cli/tensor_summary.h"
+#include "cli/timing.h"
+
+namespace graft::cli {
+namespace {
+
+// The command line of `graft run`.
+struct RunArgs {
+  std::string model;
+  std::string backend = "interp";
+  std::vector<std::string> inputs;  // "NAME=FILE.npy".
+  bool random_inputs = false;
+  uint64_t seed = 0;
+  std::string output_dir;
+  int64_t bench = 0;  // Timed runs; 0: none.
+};
+
+// The names of a run's outputs: the signature's when it has one per output
+// (it may not when a tuple's types are unknown), else "output_<i>".
+std::vector<std::string> OutputNames(const Executable& executable,
+                                     size_t count) {
+  const std::vector<ValueSignature>& signature = executable.output_signature();
+  std::vector<std::string> names;
+  for (size_t i = 0; i < count; ++i) {
+    names.push_back(signature.size() == count ? signature[i].name
+                                              : absl::StrCat("output_", i));
+  }
+  return names;
+}
+
+std::string DescribeInputs(absl::Span<const ValueSignature> placeholders,
+                           const BoundInputs& inputs) {
+  std::string out;
+  for (size_t i = 0; i < placeholders.size(); ++i) {
+    absl::StrAppend(&out, "input ", placeholders[i].name, ": ",
+                    inputs.tensors[i].TypeString(), " from ", inputs.sources[i],
+                    "\n");
+  }
+  return out;
+}
+
+std::string DescribeOutputs(absl::Span<const std::string> names,
+                            absl::Span<const Tensor> outputs) {
+  std::string out;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    absl::StrAppend(&out, "output ", names[i], ": ", outputs[i].TypeString(),
+                    " = ", FormatValues(outputs[i]), "\n  ",
+                    FormatStats(outputs[i]), "\n");
+  }
+  return out;
+}
+
+// Runs `executable` `runs` more times on `inputs` and reports the median and
+// fastest time.
+absl::StatusOr<std::string> Bench(Executable& executable,
+                                  absl::Span<const Tensor> inputs,
+                                  int64_t runs) {
+  std::vector<double> seconds;
+  seconds.reserve(runs);
+  // Long benchmarks show progress on a terminal, a few times a second.
+  const bool progress = ::isatty(::fileno(stderr)) == 1;
+  Stopwatch total;
+  double last_report = 0;
+  for (int64_t i = 0; i < runs; ++i) {
+    Stopwatch watch;
+    absl::StatusOr<std::vector<Tensor>> outputs = executable.Run(inputs);
+    seconds.push_back(watch.Seconds());
+    if (!outputs.ok()) return outputs.status();
+    if (progress && total.Seconds() - last_report > 0.25) {
+      last_report = total.Seconds();
+      std::fprintf(stderr, "\rbench: %lld/%lld runs",
+                   static_cast<long long>(i + 1), static_cast<long long>(runs));
+    }
+  }
+  if (last_report > 0) std::fprintf(stderr, "\r\033[K");  // Clears the line.
+  return absl::StrCat(
+      "bench: ", runs, runs == 1 ? " run" : " runs",
+      " after 1 warm-up run: median ", FormatDuration(Median(seconds)),
+      ", min ",
+      FormatDuration(*std::min_element(seconds.begin(), seconds.end())), "\n");
+}
+
+absl::Status RunRun(const RunArgs& args) {
+  absl::StatusOr<Module> module = LoadModule(args.model);
+  if (!module.ok()) return module.status();
+  absl::StatusOr<std::unique_ptr<Backend>> backend =
+      CreateBackend(args.backend);
+  if (!backend.ok()) return backend.status();
+
+  const std::vector<ValueSignature> placeholders =
+      PlaceholderSignature(module->graph());
+  absl::StatusOr<std::vector<GivenInput>> given = ReadGivenInputs(args.inputs);
+  if (!given.ok()) return given.status();
+  absl::StatusOr<BoundInputs> inputs = BindInputs(
+      placeholders, *given,
+      args.random_inputs ? std::optional<uint64_t>(args.seed) : std::nullopt);
+  if (!inputs.ok()) return inputs.status();
+
+  // The backend may specialize on the exact input types.
+  CompileOptions options;
+  for (const Tensor& t : inputs->tensors)
+    options.input_types.push_back(t.type());
+  Stopwatch compile_watch;
+  absl::StatusOr<std::unique_ptr<Executable>> executable =
+      (*backend)->Compile(*module, options);
+  if (!executable.ok()) return executable.status();
+  const double compile_seconds = compile_watch.Seconds();
+
+  Stopwatch run_watch;
+  absl::StatusOr<std::vector<Tensor>> outputs =
+      (*executable)->Run(inputs->tensors);
+  if (!outputs.ok()) return outputs.status();
+  const double run_seconds = run_watch.Seconds();
+
+  const std::vector<std::string> names =
+      OutputNames(**executable, outputs->size());
+  std::string text = DescribeInputs(placeholders, *inputs);
+  absl::StrAppend(&text, DescribeOutputs(names, *outputs));
+  absl::StrAppend(&text, "backend ", args.backend, ": compile ",
+                  FormatDuration(compile_seconds), ", run ",
+                  FormatDuration(run_seconds), "\n");
+  if (!args.output_dir.empty()) {
+    absl::StatusOr<std::vector<std::string>> written =
+        WriteOutputFiles(args.output_dir, OutputFileNames(names), *outputs);
+    if (!written.ok()) return written.status();
+    for (const std::string& path : *written) {
+      absl::StrAppend(&text, "wrote ", path, "\n");
+    }
+  }
+  // Print what is known before a long benchmark starts.
+  if (absl::Status s = WriteStdout(text); !s.ok()) return s;
+  if (args.bench > 0) {
+    absl::StatusOr<std::string> bench =
+        Bench(**executable, inputs->tensors, args.bench);
+    if (!bench.ok()) return bench.status();
+    return WriteStdout(*bench);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+Command AddRunCommand(CLI::App& graft) {
+  auto args = std::make_shared<RunArgs>();
+  CLI::App* app = graft.add_subcommand(
+      "run",
+      "Run a model on a backend with inputs from .npy files or random ones");
+  app->add_option(
+         "model", args->model,
+         "Model file (formats by extension: " + KnownModelExtensions() + ")")
+      ->required();
+  app->add_option("--backend", args->backend,
+                  "Backend to run on (" +
+                      absl::StrJoin(BackendRegistry::Global().Names(), ", ") +
+                      ")")
+      ->capture_default_str();
+  app->add_option("--input", args->inputs,
+                  "NAME=FILE.npy: the value of placeholder NAME (repeatable)")
+      ->allow_extra_args(false);
+  CLI::Option* random = app->add_flag(
+      "--random-inputs", args->random_inputs,
+      "Fill placeholders without --input with random values (uniform in "
+      "[-1, 1) for floats), reproducible from --seed");
+  app->add_option("--seed", args->seed,
+                  "Seed of the random inputs; placeholder i uses seed + i")
+      ->needs(random)
+      ->capture_default_str();
+  app->add_option("--output-dir", args->output_dir,
+                  "Write each output to DIR/<output name>.npy (DIR/output.npy "
+                  "for a single output)");
+  app->add_option("--bench", args->bench,
+                  "After the first run, time N more runs and print the "
+                  "median and fastest")
+      ->check(CLI::Validator(
+          [](std::string& value) -> std::string {
+            int64_t runs = 0;
+            if (absl::SimpleAtoi(value, &runs) && runs >= 1) return "";
+            return "the number of runs must be at least 1, got '" + value + "'";
+          },
+          "N>=1"));
+  return Command{app, [args] { return RunRun(*args); }};
+}
+
+}  // namespace graft::cli
