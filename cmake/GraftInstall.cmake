@@ -2,7 +2,8 @@
 # other projects can build against an installed graft:
 #
 #   find_package(graft CONFIG REQUIRED)
-#   target_link_libraries(my_plugin PRIVATE graft::graph)
+#   target_link_libraries(my_program PRIVATE graft::passes)
+#   graft_add_plugin(my_plugin my_plugin.cc)   # a pass plugin (docs/plugins.md)
 #
 # Libraries made with graft_library(graft_<x>) are exported as graft::<x>,
 # and their headers are installed under include/graft/<folder>/, so the

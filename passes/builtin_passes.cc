@@ -1,3 +1,4 @@
+#include "passes/apply_patterns.h"
 #include "passes/canonicalize.h"
 #include "passes/cse.h"
 #include "passes/dce.h"
@@ -117,6 +118,17 @@ void RegisterBuiltinPasses(PassRegistry& r) {
               return absl::InvalidArgumentError("max-size must be at least 0");
             }
             return std::make_unique<FoldConstantsPass>(*max_size);
+          }});
+  MustRegister(
+      r, {"apply-patterns",
+          "Applies named patterns that plugins or C++ code registered "
+          "(see `graft passes`), each once over the whole graph.",
+          "names=NAME;NAME... (default: every registered pattern, by name)",
+          [](const PassOptions& o) -> absl::StatusOr<std::unique_ptr<Pass>> {
+            absl::StatusOr<std::unique_ptr<ApplyPatternsPass>> p =
+                ApplyPatternsPass::FromOptions(o);
+            if (!p.ok()) return p.status();
+            return std::unique_ptr<Pass>(*std::move(p));
           }});
 }
 

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <optional>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -131,8 +132,9 @@ void CleanupModule(Module& module) {
   }
 }
 
-absl::Status Pipeline::Dump(const Module& module, const PassContext& ctx,
-                            size_t index, absl::string_view pass,
+absl::Status Pipeline::Dump(const Module& module, const Module* before,
+                            const PassContext& ctx, size_t index,
+                            absl::string_view pass,
                             absl::string_view when) const {
   if (ctx.dump_dir.empty() || ctx.dump_format == DumpFormat::kNone) {
     return absl::OkStatus();
@@ -156,7 +158,13 @@ absl::Status Pipeline::Dump(const Module& module, const PassContext& ctx,
         "DOT and SVG dumps need graft's DOT writer, which this program does not "
         "include; use --dump text");
   }
-  return InstalledDumpWriter()(module, path, ctx.dump_format);
+  DumpRequest request;
+  request.module = &module;
+  request.before = before;
+  request.pass = std::string(pass);
+  request.path = std::move(path);
+  request.format = ctx.dump_format;
+  return InstalledDumpWriter()(request);
 }
 
 absl::StatusOr<bool> Pipeline::Run(Module& module, PassContext& ctx) {
@@ -166,7 +174,17 @@ absl::StatusOr<bool> Pipeline::Run(Module& module, PassContext& ctx) {
     Pass& pass = *passes_[i];
     std::string name(pass.name());
     ctx.set_current_pass(name);
-    if (absl::Status s = Dump(work, ctx, i + 1, name, "before"); !s.ok()) return s;
+    if (absl::Status s = Dump(work, nullptr, ctx, i + 1, name, "before");
+        !s.ok()) {
+      return s;
+    }
+    // A picture of the result marks what the pass removed, which needs the
+    // module as it was; text dumps do not.
+    std::optional<Module> before;
+    if (!ctx.dump_dir.empty() && (ctx.dump_format == DumpFormat::kDot ||
+                                  ctx.dump_format == DumpFormat::kSvg)) {
+      before = work.Clone();
+    }
     auto start = std::chrono::steady_clock::now();
     absl::StatusOr<bool> changed = pass.Run(work, ctx);
     double seconds = std::chrono::duration<double>(
@@ -186,7 +204,11 @@ absl::StatusOr<bool> Pipeline::Run(Module& module, PassContext& ctx) {
     }
     ctx.AddTiming({name, seconds, *changed});
     changed_any |= *changed;
-    if (absl::Status s = Dump(work, ctx, i + 1, name, "after"); !s.ok()) return s;
+    if (absl::Status s = Dump(work, before ? &*before : nullptr, ctx, i + 1,
+                              name, "after");
+        !s.ok()) {
+      return s;
+    }
   }
   ctx.set_current_pass("");
   module = std::move(work);

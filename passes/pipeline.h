@@ -23,11 +23,21 @@ struct PipelineEntry {
 // column and what was expected.
 absl::StatusOr<std::vector<PipelineEntry>> ParsePipeline(absl::string_view text);
 
+// One DOT or SVG dump: the module to draw and where. An "after" dump also
+// names the pass that just ran and gives the module as it was before it, so
+// the picture can mark what the pass created and what it removed.
+struct DumpRequest {
+  const Module* module = nullptr;
+  const Module* before = nullptr;  // Null for a "before" dump.
+  std::string pass;
+  std::string path;
+  DumpFormat format = DumpFormat::kNone;
+};
+
 // Writes a picture (DOT or SVG) of a module to a file, for dumps in those
 // formats. Installed by the layer that owns the DOT writer, so passes do not
 // depend on it.
-using DumpWriter =
-    std::function<absl::Status(const Module&, const std::string& path, DumpFormat)>;
+using DumpWriter = std::function<absl::Status(const DumpRequest&)>;
 void SetDumpWriter(DumpWriter writer);
 
 // A sequence of passes run as one transaction: the passes work on a copy of
@@ -47,7 +57,9 @@ class Pipeline {
   absl::StatusOr<bool> Run(Module& module, PassContext& ctx);
 
  private:
-  absl::Status Dump(const Module& module, const PassContext& ctx, size_t index,
+  // `before`: for an "after" picture, the module before the pass.
+  absl::Status Dump(const Module& module, const Module* before,
+                    const PassContext& ctx, size_t index,
                     absl::string_view pass, absl::string_view when) const;
 
   std::vector<std::unique_ptr<Pass>> passes_;

@@ -87,9 +87,13 @@ class Matcher {
     return NoEscapingUses();
   }
 
-  PatternMatch Result() const {
+  // The match; `with_map` also fills nodes_map (for filters and callers
+  // that asked for matches), which the rewrite itself does not need.
+  PatternMatch Result(bool with_map) const {
     PatternMatch m;
-    for (size_t i = 0; i < info_.nodes.size(); ++i) m.nodes_map[info_.nodes[i]] = bound_[i];
+    if (with_map) {
+      for (size_t i = 0; i < info_.nodes.size(); ++i) m.nodes_map[info_.nodes[i]] = bound_[i];
+    }
     for (int p : info_.placeholders) m.inputs.push_back(bound_[p]);
     for (int a : info_.anchors) m.anchors.push_back(bound_[a]);
     return m;
@@ -222,7 +226,9 @@ struct FoundMatch {
 
 absl::StatusOr<std::vector<FoundMatch>> FindMatches(const Graph& graph,
                                                     const PatternInfo& info,
-                                                    const ReplaceOptions& options) {
+                                                    const ReplaceOptions& options,
+                                                    bool with_map) {
+  with_map |= !options.filters.empty();
   std::vector<FoundMatch> found;
   absl::flat_hash_set<const Node*> claimed;
   Matcher matcher(info, options, claimed);
@@ -230,7 +236,7 @@ absl::StatusOr<std::vector<FoundMatch>> FindMatches(const Graph& graph,
   for (Node* g : graph.nodes()) {
     if (g->op() != anchor->op() || g->target() != anchor->target()) continue;
     if (claimed.contains(g) || !matcher.MatchAt(g)) continue;
-    FoundMatch f{matcher.Result(), matcher.Internal()};
+    FoundMatch f{matcher.Result(with_map), matcher.Internal()};
     bool vetoed = false;
     for (const MatchFilter& filter : options.filters) {
       if (!filter(f.match, graph)) {
@@ -275,7 +281,8 @@ class Replacer {
     if (position == nullptr) return false;
     Graph& graph = module_.graph();
     ReplacedPattern record{f.match.anchors[0], f.internal, {}};
-    absl::flat_hash_map<const Node*, Node*> map;
+    absl::flat_hash_map<const Node*, Node*>& map = map_;
+    map.clear();  // Keeps its capacity: no allocation per match.
     {
       auto guard = graph.InsertingBefore(position);
       size_t next_input = 0;
@@ -351,11 +358,11 @@ class Replacer {
     for (const Argument& a : n.args()) args.push_back(map_arg(a, map_arg));
     Kwargs kwargs;
     for (const auto& [k, v] : n.kwargs()) kwargs.emplace_back(k, map_arg(v, map_arg));
-    std::string target = n.target();
-    if (n.op() == OpCode::kGetAttr) target = TensorName(target);
+    std::string tensor_name;
+    absl::string_view target = n.target();
+    if (n.op() == OpCode::kGetAttr) target = tensor_name = TensorName(n.target());
     Graph& graph = module_.graph();
-    Node* copy = graph.CreateNode(n.op(), std::move(target), std::move(args),
-                                  std::move(kwargs));
+    Node* copy = graph.CreateNode(n.op(), target, std::move(args), std::move(kwargs));
     if (n.op() == OpCode::kGetAttr) {
       copy->meta().type = module_.FindTensor(copy->target())->type();
     } else if (n.op() == OpCode::kCallFunction) {
@@ -388,6 +395,7 @@ class Replacer {
   std::vector<Node*> placeholders_;
   std::vector<const Node*> outputs_;
   absl::flat_hash_map<Node*, Node*> replaced_by_;
+  absl::flat_hash_map<const Node*, Node*> map_;  // Replacement node -> copy.
   absl::flat_hash_map<std::string, std::string> tensor_names_;
 };
 
@@ -397,7 +405,7 @@ absl::StatusOr<std::vector<PatternMatch>> FindPatternMatches(
     const Graph& graph, const Graph& pattern, const ReplaceOptions& options) {
   absl::StatusOr<PatternInfo> info = AnalyzePattern(pattern);
   if (!info.ok()) return info.status();
-  absl::StatusOr<std::vector<FoundMatch>> found = FindMatches(graph, *info, options);
+  absl::StatusOr<std::vector<FoundMatch>> found = FindMatches(graph, *info, options, /*with_map=*/true);
   if (!found.ok()) return found.status();
   std::vector<PatternMatch> out;
   out.reserve(found->size());
@@ -425,7 +433,7 @@ absl::StatusOr<std::vector<ReplacedPattern>> ReplacePattern(
     return s;
   }
   absl::StatusOr<std::vector<FoundMatch>> found =
-      FindMatches(module.graph(), *info, options);
+      FindMatches(module.graph(), *info, options, /*with_map=*/false);
   if (!found.ok()) return found.status();
   std::vector<ReplacedPattern> replaced;
   replaced.reserve(found->size());
