@@ -4,6 +4,7 @@
 // DemoSteps() and, if they measure something, a line to the summary.
 
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
@@ -25,6 +26,8 @@
 #include "cli/timing.h"
 #include "graph/benchmark_mlp.h"
 #include "graph/printer.h"
+#include "serialize/dot_writer.h"
+#include "serialize/graphviz_render.h"
 #include "passes/pass_context.h"
 #include "passes/pipeline.h"
 
@@ -41,7 +44,11 @@ constexpr absl::string_view kBackend = "interp";
 // What the steps share: the module as it goes through them, what they
 // measured, and the summary the last lines print.
 struct DemoContext {
+  // Where the demo writes its files (pictures).
+  std::string output_dir;
   Module module;
+  // The module as traced, before the passes, for the before/after pictures.
+  std::optional<Module> traced;
   std::vector<Tensor> outputs;
   std::vector<std::string> output_names;
   // Summary entries in step order: "trace 41 ms".
@@ -106,6 +113,7 @@ absl::Status Optimize(DemoContext& ctx) {
       passes::Pipeline::FromString(kPipeline);
   if (!pipeline.ok()) return pipeline.status();
   const size_t before = ctx.module.graph().num_nodes();
+  ctx.traced = ctx.module.Clone();
   passes::PassContext pass_ctx;
   Stopwatch watch;
   absl::StatusOr<bool> changed = pipeline->Run(ctx.module, pass_ctx);
@@ -115,6 +123,50 @@ absl::Status Optimize(DemoContext& ctx) {
   return ctx.Say(absl::StrCat(before, " -> ", ctx.module.graph().num_nodes(),
                               " nodes in ", FormatDuration(seconds), ": ",
                               OpCounts(ctx.module.graph())));
+}
+
+// SVG when Graphviz is in the build, DOT text otherwise.
+std::string PictureExtension() { return HaveGraphviz() ? ".svg" : ".dot"; }
+
+// Pictures of the model before and after the passes; the "after" one
+// highlights what the passes created and shows what they removed as ghosts.
+absl::Status Draw(DemoContext& ctx) {
+  std::error_code error;
+  std::filesystem::create_directories(ctx.output_dir, error);
+  if (error) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot create the directory '", ctx.output_dir, "': ", error.message()));
+  }
+  const std::string before_path =
+      (std::filesystem::path(ctx.output_dir) / ("mlp_before" + PictureExtension()))
+          .string();
+  const std::string after_path =
+      (std::filesystem::path(ctx.output_dir) / ("mlp_after" + PictureExtension()))
+          .string();
+  Stopwatch watch;
+  DotOptions before_options;
+  before_options.title = "benchmark MLP as traced";
+  if (absl::Status s =
+          WriteModulePicture(*ctx.traced, before_path, before_options);
+      !s.ok()) {
+    return s;
+  }
+  DotOptions after_options;
+  after_options.title = absl::StrCat("after ", kPipeline);
+  AddPassDiff(*ctx.traced, ctx.module, "", &after_options);
+  if (absl::Status s = WriteModulePicture(ctx.module, after_path, after_options);
+      !s.ok()) {
+    return s;
+  }
+  ctx.summary.push_back(absl::StrCat("pictures ", FormatDuration(watch.Seconds())));
+  std::string text = absl::StrCat("before passes: ", before_path,
+                                  "\nafter passes:  ", after_path,
+                                  " (new nodes highlighted, removed ones dashed)");
+  if (!HaveGraphviz()) {
+    absl::StrAppend(&text, "\nDOT text: this graft was built without Graphviz; ",
+                    "`dot -Tsvg FILE.dot` draws it, or see docs/visualization.md");
+  }
+  return ctx.Say(text);
 }
 
 absl::Status Run(DemoContext& ctx) {
@@ -172,12 +224,13 @@ std::vector<DemoStep> DemoSteps() {
   return {
       {"Trace the MLP with the C++ tracer (graph/benchmark_mlp.cc)", &Trace},
       {absl::StrCat("Optimize: ", kPipeline), &Optimize},
+      {"Draw the graph before and after the passes", &Draw},
       {absl::StrCat("Run on the ", kBackend, " backend"), &Run},
       {"Output", &ShowOutput},
   };
 }
 
-absl::Status RunDemo() {
+absl::Status RunDemo(const std::string& output_dir) {
   const std::vector<DemoStep> steps = DemoSteps();
   if (absl::Status s = WriteStdout(absl::StrCat(
           "graft demo: benchmark MLP 1024-4096-4096-1024 (ReLU), batch ",
@@ -186,6 +239,7 @@ absl::Status RunDemo() {
     return s;
   }
   DemoContext ctx;
+  ctx.output_dir = output_dir;
   Stopwatch total;
   for (size_t i = 0; i < steps.size(); ++i) {
     if (absl::Status s = WriteStdout(absl::StrCat(
@@ -212,7 +266,11 @@ Command AddDemoCommand(CLI::App& graft) {
   CLI::App* app = graft.add_subcommand(
       "demo",
       "Trace, optimize and run the benchmark MLP end to end, with timings");
-  return Command{app, [] { return RunDemo(); }};
+  auto output_dir = std::make_shared<std::string>("graft-demo");
+  app->add_option("--output-dir", *output_dir,
+                  "Directory for the demo's files (pictures)")
+      ->capture_default_str();
+  return Command{app, [output_dir] { return RunDemo(*output_dir); }};
 }
 
 }  // namespace graft::cli
