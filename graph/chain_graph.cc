@@ -2,9 +2,10 @@
 
 namespace graft {
 
-Module BuildChainGraph(int64_t repetitions) {
+Module BuildChainGraph(int64_t repetitions, bool reserve_names) {
   Module module;
   Graph& g = module.graph();
+  if (reserve_names) g.ReserveNodes(static_cast<size_t>(3 * repetitions + 2));
   TensorType type{DType::kF32, {16}};
   Node* x = g.Placeholder("x", type);
   for (int64_t i = 0; i < repetitions; ++i) {

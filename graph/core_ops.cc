@@ -21,34 +21,41 @@ bool IsTensorKind(ParamKind kind) {
 
 // Rules read argument types with InferContext::Type, which needs a typed,
 // single-valued node. getitem alone reads a tuple.
+absl::Status CheckTensorArgument(const InferContext& ctx, const ParamSpec& p,
+                                 const Node* n) {
+  if (ctx.call().schema().name == "getitem") {
+    if (n->meta().tuple_types.empty()) {
+      return ctx.Error(absl::StrCat(
+          "input ", n->Ref(),
+          " is a single tensor, not a tuple; getitem reads an element "
+          "of a tuple result such as split's"));
+    }
+    return absl::OkStatus();
+  }
+  if (n->type().has_value()) return absl::OkStatus();
+  if (!n->meta().tuple_types.empty()) {
+    return ctx.Error(
+        absl::StrCat("argument '", p.name, "' (", n->Ref(),
+                     ") is a tuple of ", n->meta().tuple_types.size(),
+                     " tensors; read one element with getitem"));
+  }
+  return ctx.Error(absl::StrCat("argument '", p.name, "' (", n->Ref(),
+                                ") has no known type"));
+}
+
+// Walks the bound arguments in place (no copies): this runs for every node
+// whose type is inferred.
 absl::Status CheckTensorArguments(const InferContext& ctx) {
-  const OpSchema& schema = ctx.call().schema();
-  for (const ParamSpec& p : schema.params) {
+  for (const ParamSpec& p : ctx.call().schema().params) {
     if (!IsTensorKind(p.kind)) continue;
-    std::vector<Node*> nodes =
-        p.kind == ParamKind::kTensorList
-            ? ctx.call().TensorNodes(p.name)
-            : std::vector<Node*>{ctx.call().TensorNode(p.name)};
-    for (const Node* n : nodes) {
-      if (n == nullptr) continue;
-      if (schema.name == "getitem") {
-        if (n->meta().tuple_types.empty()) {
-          return ctx.Error(absl::StrCat(
-              "input ", n->Ref(),
-              " is a single tensor, not a tuple; getitem reads an element "
-              "of a tuple result such as split's"));
-        }
-        continue;
+    const Argument& a = ctx.call().Get(p.name);
+    if (a.is_node()) {
+      if (absl::Status s = CheckTensorArgument(ctx, p, a.node()); !s.ok()) return s;
+    } else if (a.is_list() && p.kind == ParamKind::kTensorList) {
+      for (const Argument& e : a.list()) {
+        if (!e.is_node()) continue;
+        if (absl::Status s = CheckTensorArgument(ctx, p, e.node()); !s.ok()) return s;
       }
-      if (n->type().has_value()) continue;
-      if (!n->meta().tuple_types.empty()) {
-        return ctx.Error(
-            absl::StrCat("argument '", p.name, "' (", n->Ref(),
-                         ") is a tuple of ", n->meta().tuple_types.size(),
-                         " tensors; read one element with getitem"));
-      }
-      return ctx.Error(absl::StrCat("argument '", p.name, "' (", n->Ref(),
-                                    ") has no known type"));
     }
   }
   return absl::OkStatus();

@@ -71,13 +71,16 @@ absl::StatusOr<TensorType> Cast(const InferContext& ctx) {
 absl::StatusOr<Shape> Broadcast(const InferContext& ctx,
                                 std::initializer_list<const char*> params) {
   Shape shape;
-  std::string described;
   for (const char* name : params) {
-    TensorType t = ctx.Type(name);
-    absl::StrAppend(&described, described.empty() ? "" : ", ", name, " ",
-                    t.ToString());
-    absl::StatusOr<Shape> next = rules::BroadcastShapes(shape, t.shape);
+    absl::StatusOr<Shape> next = rules::BroadcastShapes(shape, ctx.Type(name).shape);
     if (!next.ok()) {
+      // Described only on failure: type inference runs for every new node.
+      std::string described;
+      for (const char* p : params) {
+        absl::StrAppend(&described, described.empty() ? "" : ", ", p, " ",
+                        ctx.Type(p).ToString());
+        if (p == name) break;
+      }
       return ctx.Error(absl::StrCat("cannot broadcast ", described, ": ",
                                     next.status().message()));
     }

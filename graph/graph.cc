@@ -5,6 +5,7 @@
 #include <new>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "graph/op_registry.h"
 
@@ -115,11 +116,11 @@ void Graph::NameAfterTarget(Node* node) {
     node->name_ = base;
     if (names_.insert(node).second) return;
   }
-  char digits[24];
+  char digits[absl::numbers_internal::kFastToBufferSize + 1];
+  digits[0] = '_';
   do {
-    int length = std::snprintf(digits, sizeof(digits), "_%lld",
-                               static_cast<long long>(++counter));
-    node->name_.assign(base).append(digits, length);
+    char* end = absl::numbers_internal::FastIntToBuffer(++counter, digits + 1);
+    node->name_.assign(base).append(digits, end - digits);
   } while (!names_.insert(node).second);
 }
 
@@ -319,9 +320,12 @@ Argument MapArgument(const Argument& arg,
 
 }  // namespace
 
+void Graph::ReserveNodes(size_t count) { names_.reserve(names_.size() + count); }
+
 absl::flat_hash_map<const Node*, Node*> Graph::CopyFrom(const Graph& other) {
   absl::flat_hash_map<const Node*, Node*> map;
   map.reserve(other.num_nodes());
+  ReserveNodes(other.num_nodes());
   for (Node* n : other.nodes()) {
     std::vector<Argument> args;
     args.reserve(n->args_.size());
@@ -332,6 +336,13 @@ absl::flat_hash_map<const Node*, Node*> Graph::CopyFrom(const Graph& other) {
                             n->name_);
     copy->meta_ = n->meta_;
     map.emplace(n, copy);
+  }
+  // Continue the source's name counters (targets are interned process-wide,
+  // so the keys match): nodes created later in the copy then find a free
+  // name at once instead of probing past every name the copy took over.
+  for (const auto& [target, count] : other.target_counters_) {
+    int64_t& mine = target_counters_[target];
+    mine = std::max(mine, count);
   }
   return map;
 }

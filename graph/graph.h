@@ -123,6 +123,11 @@ class Graph {
   size_t num_nodes() const { return num_nodes_; }
   bool empty() const { return num_nodes_ == 0; }
 
+  // Prepares for `count` more nodes, so that building a large graph whose
+  // size is known (a parser, a copy, a generator) does not rehash the name
+  // table as it grows. Only a hint: more nodes are fine.
+  void ReserveNodes(size_t count);
+
   Node* FindNode(absl::string_view name) const;
   // The output node, or null.
   Node* output() const;

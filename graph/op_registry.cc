@@ -248,16 +248,40 @@ std::vector<const OpSchema*> OpRegistry::All() const {
   return out;
 }
 
+namespace {
+
+bool IsTyped(const Argument& a) {
+  if (a.is_node()) {
+    const Node* n = a.node();
+    return n->type().has_value() || !n->meta().tuple_types.empty();
+  }
+  if (!a.is_list()) return true;
+  for (const Argument& e : a.list()) {
+    if (!IsTyped(e)) return false;
+  }
+  return true;
+}
+
+// Whether every node the operands refer to has a type. Walks the operands
+// in place: type inference runs for every node a pass creates.
+bool AllInputsTyped(const Node& node) {
+  for (const Argument& a : node.args()) {
+    if (!IsTyped(a)) return false;
+  }
+  for (const auto& [name, a] : node.kwargs()) {
+    if (!IsTyped(a)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 absl::StatusOr<std::optional<std::vector<TensorType>>> InferNodeTypes(
     const Node& node) {
   absl::StatusOr<OpCall> call = OpCall::Bind(node);
   if (!call.ok()) return call.status();
   if (!call->schema().infer) return std::nullopt;
-  for (Node* input : node.inputs()) {
-    if (!input->type().has_value() && input->meta().tuple_types.empty()) {
-      return std::nullopt;
-    }
-  }
+  if (!AllInputsTyped(node)) return std::nullopt;
   InferContext ctx(*call, &node);
   absl::StatusOr<std::vector<TensorType>> types = call->schema().infer(ctx);
   if (!types.ok()) return types.status();

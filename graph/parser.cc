@@ -1,5 +1,6 @@
 #include "graph/parser.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -43,7 +44,7 @@ class TextParser {
  public:
   TextParser(absl::string_view text, absl::string_view filename,
              const ParseOptions& options)
-      : lexer_(text), filename_(filename), options_(options) {
+      : lexer_(text), text_(text), filename_(filename), options_(options) {
     tok_ = lexer_.Next();
   }
 
@@ -67,6 +68,7 @@ class TextParser {
 
   // Module structure.
   absl::Status ParseModuleBody(Module& module, int depth);
+  void ReserveForRestOfText(Graph& graph);
   absl::Status ParseTensor(Module& module);
   absl::Status ParseSubmodule(Module& module, int depth);
   absl::Status ParseGraph(Module& module);
@@ -103,6 +105,7 @@ class TextParser {
   }
 
   Lexer lexer_;
+  absl::string_view text_;
   Token tok_;
   std::string filename_;
   const ParseOptions& options_;
@@ -151,12 +154,23 @@ absl::Status TextParser::ParseModuleBody(Module& module, int depth) {
     } else if (AtWord("submodule")) {
       status = ParseSubmodule(module, depth);
     } else if (AtWord("graph")) {
+      if (depth == 0) ReserveForRestOfText(module.graph());
       return ParseGraph(module);
     } else {
       return Expected("'tensor', 'submodule' or 'graph():'");
     }
     if (!status.ok()) return status;
   }
+}
+
+// The top-level graph holds at most one node per remaining line: reserving
+// that many names up front saves rehashing the name table while a large
+// graph is read.
+void TextParser::ReserveForRestOfText(Graph& graph) {
+  const size_t at = static_cast<size_t>(tok_.text.data() - text_.data());
+  if (at >= text_.size()) return;
+  const absl::string_view rest = text_.substr(at);
+  graph.ReserveNodes(static_cast<size_t>(std::count(rest.begin(), rest.end(), '\n')));
 }
 
 absl::StatusOr<std::string> TextParser::ParseName(absl::string_view what) {

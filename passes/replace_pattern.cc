@@ -261,6 +261,7 @@ class Replacer {
     for (Node* n : replacement_.graph().nodes()) {
       if (n->op() == OpCode::kPlaceholder) placeholders_.push_back(n);
     }
+    replacement_nodes_ = replacement_.graph().num_nodes() - placeholders_.size();
     absl::StatusOr<std::vector<const Node*>> outs =
         OutputValues(replacement_.graph(), "replacement");
     if (!outs.ok()) return outs.status();
@@ -280,7 +281,8 @@ class Replacer {
     Node* position = InsertionPoint(f);
     if (position == nullptr) return false;
     Graph& graph = module_.graph();
-    ReplacedPattern record{f.match.anchors[0], f.internal, {}};
+    ReplacedPattern record{f.match.anchors[0], {}, {}};
+    record.replacements.reserve(replacement_nodes_);
     absl::flat_hash_map<const Node*, Node*>& map = map_;
     map.clear();  // Keeps its capacity: no allocation per match.
     {
@@ -304,10 +306,11 @@ class Replacer {
       replaced_by_[old_value] = new_value;
     }
     // Erase the matched nodes, users before producers.
-    std::vector<Node*> dead = f.internal;
-    std::sort(dead.begin(), dead.end(),
+    dead_.assign(f.internal.begin(), f.internal.end());  // Reuses capacity.
+    std::sort(dead_.begin(), dead_.end(),
               [](const Node* a, const Node* b) { return b->IsBefore(a); });
-    for (Node* n : dead) (void)graph.EraseNode(n);
+    for (Node* n : dead_) (void)graph.EraseNode(n);
+    record.matched = std::move(f.internal);
     replaced.push_back(std::move(record));
     return true;
   }
@@ -396,6 +399,8 @@ class Replacer {
   std::vector<const Node*> outputs_;
   absl::flat_hash_map<Node*, Node*> replaced_by_;
   absl::flat_hash_map<const Node*, Node*> map_;  // Replacement node -> copy.
+  std::vector<Node*> dead_;                       // Matched nodes to erase.
+  size_t replacement_nodes_ = 0;  // Nodes one match adds (reserve hint).
   absl::flat_hash_map<std::string, std::string> tensor_names_;
 };
 

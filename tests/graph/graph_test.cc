@@ -442,3 +442,38 @@ TEST(GraphTest, MillionNodeChain) {
 
 }  // namespace
 }  // namespace graft
+
+namespace graft {
+namespace {
+
+// A copy continues the original's name counters: a node added to the copy
+// gets the name the original would give it, even when the latest node of
+// that target was erased (FX never reuses such a name either).
+TEST(GraphCopyTest, CopyNamesNewNodesAsTheOriginalWould) {
+  Graph original;
+  Node* x = original.Placeholder("x");
+  Node* a = original.CallFunction("relu", {x});
+  Node* b = original.CallFunction("relu", {a});
+  Node* c = original.CallFunction("relu", {b});
+  original.Output(b);
+  ASSERT_TRUE(original.EraseNode(c).ok());  // relu_2 is gone.
+  Graph copy;
+  copy.CopyFrom(original);
+  EXPECT_EQ(copy.FindNode("relu_2"), nullptr);
+  EXPECT_EQ(copy.CallFunction("relu", {copy.FindNode("x")})->name(), "relu_3");
+  EXPECT_EQ(original.CallFunction("relu", {x})->name(), "relu_3");
+}
+
+TEST(GraphCopyTest, ReserveNodesIsOnlyAHint) {
+  Graph g;
+  g.ReserveNodes(1000);
+  Node* x = g.Placeholder("x");
+  for (int i = 0; i < 2000; ++i) x = g.CallFunction("neg", {x});
+  g.Output(x);
+  EXPECT_EQ(g.num_nodes(), 2002u);
+  EXPECT_EQ(g.FindNode("neg_1999")->name(), "neg_1999");
+  EXPECT_TRUE(Verify(g).ok());
+}
+
+}  // namespace
+}  // namespace graft
