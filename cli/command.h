@@ -25,6 +25,7 @@ Command AddDemoCommand(CLI::App& graft);
 Command AddOptCommand(CLI::App& graft);
 Command AddPassesCommand(CLI::App& graft);
 Command AddDotCommand(CLI::App& graft);
+Command AddConvertCommand(CLI::App& graft);
 
 }  // namespace graft::cli
 

@@ -10,6 +10,8 @@
 #include "cli/command.h"
 #include "cli/exit_codes.h"
 #include "cli/version.h"
+#include "serialize/graphviz_render.h"
+#include "serialize/onnx_import.h"
 #include "serialize/dot_dump_writer.h"
 
 namespace graft::cli {
@@ -24,6 +26,7 @@ constexpr AddCommandFn kCommands[] = {
     &AddOptCommand,
     &AddPassesCommand,
     &AddDotCommand,
+    &AddConvertCommand,
 };
 
 std::string UsageFailureMessage(const CLI::App* app, const CLI::Error& e) {
@@ -32,11 +35,22 @@ std::string UsageFailureMessage(const CLI::App* app, const CLI::Error& e) {
   return message;
 }
 
+// The optional parts this binary has, for --version (and for tests that
+// need one): "with: graphviz onnx".
+std::string BuiltInParts() {
+  std::string parts = "with:";
+  if (HaveGraphviz()) parts += " graphviz";
+  if (HaveOnnx()) parts += " onnx";
+  if (parts == "with:") parts += " (no optional parts)";
+  return parts;
+}
+
 int Main(int argc, char** argv) {
   InstallDotDumpWriter();  // For --dump dot|svg of pass pipelines.
   CLI::App app("graft: capture, rewrite and compile tensor graphs", "graft");
   app.set_version_flag("--version", std::string("graft ") + GRAFT_VERSION +
-                                        " (" + GRAFT_BUILD_TAG + ")");
+                                        " (" + GRAFT_BUILD_TAG + ")\n" +
+                                        BuiltInParts());
   app.require_subcommand(1);
   app.failure_message(UsageFailureMessage);
   std::vector<Command> commands;

@@ -14,6 +14,7 @@
 #include "cli/command.h"
 #include "cli/load_module.h"
 #include "cli/output.h"
+#include "serialize/model_io.h"
 #include "cli/timing.h"
 #include "graph/printer.h"
 #include "graph/verifier.h"
@@ -77,11 +78,9 @@ absl::StatusOr<passes::DumpFormat> ParseDumpFormat(absl::string_view name) {
 
 absl::Status RunOpt(const OptArgs& args) {
   if (absl::Status s = LoadPlugins(args.plugins); !s.ok()) return s;
-  if (!args.output.empty() && !absl::EndsWith(args.output, ".graft")) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot write '", args.output,
-                     "': graft opt writes text IR, so the output needs the "
-                     "extension .graft"));
+  // A bad output name fails before any work is done.
+  if (!args.output.empty()) {
+    if (absl::Status s = OutputModelFormatForPath(args.output).status(); !s.ok()) return s;
   }
   absl::StatusOr<passes::Pipeline> pipeline =
       passes::Pipeline::FromString(args.pipeline);
@@ -111,11 +110,10 @@ absl::Status RunOpt(const OptArgs& args) {
   if (args.time_passes) std::fputs(TimingTable(ctx).c_str(), stderr);
   if (!changed.ok()) return changed.status();
   if (args.output.empty()) return WriteStdout(PrintModule(*module));
-  // A file is read back later, so it holds every tensor's data (stdout, a
-  // view, elides large tensors as `graft print` does).
-  PrintOptions all_data;
-  all_data.max_inline_elements = -1;
-  return WriteTextModule(*module, args.output, all_data);
+  // In the format the extension names; a text file holds every tensor's
+  // data, so it reads back (stdout, a view, elides large tensors as
+  // `graft print` does).
+  return SaveModel(*module, args.output);
 }
 
 }  // namespace
@@ -134,8 +132,8 @@ Command AddOptCommand(CLI::App& graft) {
                   "`graft passes`)")
       ->required();
   app->add_option("-o,--output", args->output,
-                  "Write the result to this .graft file (atomically) instead "
-                  "of stdout");
+                  "Write the result to this file (" + KnownModelExtensions() +
+                      ", by extension; atomically) instead of stdout");
   app->add_option("--load-pass-plugin", args->plugins,
                   "Load a pass plugin (a shared library) before the pipeline "
                   "is read; may be repeated");

@@ -38,6 +38,15 @@ for tool in ["FileCheck", "not", "split-file"]:
         lit_config.fatal(f"{tool} not found in {tools_dir} (set --param llvm_tools_dir)")
 
 config.substitutions.append(("%graft", graft))
+config.substitutions.append(("%source", source_root))
+
+# Features from the optional parts the binary has (`graft --version` lists
+# them): tests of them say `REQUIRES: onnx` or `REQUIRES: graphviz`.
+import subprocess
+_version = subprocess.run([graft, "--version"], capture_output=True, text=True).stdout
+for line in _version.splitlines():
+    if line.startswith("with:"):
+        config.available_features.update(line.split()[1:])
 config.substitutions.append(("%docs", os.path.join(source_root, "docs")))
 # Tools by name, as LLVM's own tests write them; the look-arounds keep
 # "FileCheck" inside paths or options, and "not" inside words, untouched.
