@@ -23,7 +23,7 @@ packages=(
   # tests and benchmarks (lit and FileCheck ship in llvm-19-tools)
   libgtest-dev libgmock-dev libbenchmark-dev llvm-19-tools python3
   # sanitizer and fuzzer runtimes (libFuzzer needs clang)
-  clang libclang-rt-dev
+  clang-19 libclang-rt-19-dev
 )
 
 if [[ "${1:-}" == --list ]]; then

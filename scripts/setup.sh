@@ -4,10 +4,13 @@
 #   scripts/setup.sh demo    install dependencies, build into build/, run `graft demo`
 #   scripts/setup.sh test    install dependencies, build, run the whole ctest suite;
 #                            under CI=true (or with --asan) then also build and run
-#                            the suite under ASan + UBSan in build-asan/
+#                            the suite under ASan + UBSan in build-asan/, and (or
+#                            with --fuzz) build the libFuzzer targets with clang in
+#                            build-fuzz/ and run each for GRAFT_FUZZ_SECONDS
 #
 # Options:
 #   --asan / --no-asan   run / skip the sanitizer suite (default: run it when CI=true)
+#   --fuzz / --no-fuzz   run / skip the fuzzers (default: run them when CI=true)
 #   --no-install         do not check or install Debian packages
 #   -j N, --jobs N       parallel build and test jobs (default: number of CPUs)
 #   -h, --help           this text
@@ -15,7 +18,8 @@
 # Environment:
 #   GRAFT_ASAN_START_LIMIT_MIN  skip the sanitizer suite (with a warning) when the steps
 #                               before it took longer than this many minutes (default 45;
-#                               CI gives the whole run 90)
+#                               CI gives the whole run 90); the fuzzers likewise
+#   GRAFT_FUZZ_SECONDS          how long each fuzzer runs (default 20)
 #
 # Every step prints what it runs. Running it again only redoes what is out of
 # date: an installed, built tree costs about a second before the demo or the
@@ -26,6 +30,7 @@ usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
 
 mode=""
 asan=""
+fuzz=""
 install=1
 jobs=$(nproc 2>/dev/null || echo 2)
 while [[ $# -gt 0 ]]; do
@@ -33,6 +38,8 @@ while [[ $# -gt 0 ]]; do
     demo|test) mode=$1 ;;
     --asan) asan=1 ;;
     --no-asan) asan=0 ;;
+    --fuzz) fuzz=1 ;;
+    --no-fuzz) fuzz=0 ;;
     --no-install) install=0 ;;
     -j|--jobs) jobs=${2:?"$1 needs a number"}; shift ;;
     -j*) jobs=${1#-j} ;;
@@ -47,6 +54,9 @@ if [[ -z "$mode" ]]; then
 fi
 if [[ -z "$asan" ]]; then
   if [[ "${CI:-}" == true ]]; then asan=1; else asan=0; fi
+fi
+if [[ -z "$fuzz" ]]; then
+  if [[ "${CI:-}" == true ]]; then fuzz=1; else fuzz=0; fi
 fi
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -157,6 +167,33 @@ case "$mode" in
         else
           status=1
           echo "sanitizer tests: FAILED (after $(elapsed "$t"))"
+        fi
+      fi
+    fi
+
+    if [[ $fuzz == 1 ]]; then
+      limit=${GRAFT_ASAN_START_LIMIT_MIN:-45}
+      if (( SECONDS - start > (limit + 15) * 60 )); then
+        step "Fuzzers SKIPPED"
+        echo "WARNING: the steps so far took $(elapsed); building the fuzzers would" \
+             "risk CI's time limit, so they were not run. Run them with:" \
+             "scripts/setup.sh test --fuzz"
+      else
+        step "Configure build-fuzz/ (cmake --preset fuzz: clang, libFuzzer, ASan + UBSan)"
+        configure fuzz build-fuzz
+        step "Build the fuzzers"
+        t=$SECONDS
+        build fuzz
+        echo "build: $(elapsed "$t")"
+        step "Fuzz each target for ${GRAFT_FUZZ_SECONDS:-20}s (ctest --preset fuzz)"
+        if [[ -n "${GRAFT_FUZZ_SECONDS:-}" ]]; then
+          run cmake -DGRAFT_FUZZ_SECONDS="$GRAFT_FUZZ_SECONDS" build-fuzz >/dev/null
+        fi
+        if run ctest --preset fuzz -V; then
+          echo "fuzzers: no findings"
+        else
+          status=1
+          echo "fuzzers: FOUND PROBLEMS (see above)"
         fi
       fi
     fi
