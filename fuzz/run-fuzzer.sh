@@ -19,10 +19,15 @@ shift 2
 name=$(basename "$fuzzer")
 out=${GRAFT_FUZZ_OUT:-$(mktemp -d)}/$name
 mkdir -p "$out/corpus" "$out/seeds"
+# Numbered copies: seeds of different folders may share a name (model.onnx).
+n=0
 for dir in "$@"; do
   [[ -d "$dir" ]] || continue
-  find "$dir" -type f \( -name '*.graft' -o -name '*.gpb' -o -name '*.onnx' \) \
-    -size -1024k -exec cp -t "$out/seeds" {} + 2>/dev/null || true
+  while IFS= read -r -d '' file; do
+    n=$((n + 1))
+    cp "$file" "$out/seeds/$n-$(basename "$file")"
+  done < <(find "$dir" -type f \( -name '*.graft' -o -name '*.gpb' -o -name '*.onnx' \) \
+             -size -1024k -print0)
 done
 echo "$name: $(ls "$out/seeds" | wc -l) seed files, ${seconds}s"
 cd "$out"
