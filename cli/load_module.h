@@ -9,12 +9,12 @@
 
 namespace graft::cli {
 
-// Reads a model in any format the command knows, chosen by the file's
-// extension (".graft": text IR). Unknown extensions are an error that lists
-// the known ones.
+// Reads a model in any format graft knows, chosen by the file's extension
+// (.graft, .gpb, .json, .onnx: serialize/model_io.h). Unknown extensions are
+// an error that lists the known ones.
 absl::StatusOr<Module> LoadModule(absl::string_view path);
 
-// The known input extensions, for help texts: ".graft".
+// The known input extensions, for help texts: ".graft, .gpb, .json, .onnx".
 std::string KnownModelExtensions();
 
 }  // namespace graft::cli

@@ -33,8 +33,11 @@ std::string KnownModelExtensions() {
                        });
 }
 
-absl::StatusOr<ModelFormat> ModelFormatForPath(absl::string_view path,
-                                               bool writing) {
+namespace {
+
+// ModelFormatForPath, its message worded for reading or writing.
+absl::StatusOr<ModelFormat> FormatForPath(absl::string_view path,
+                                          bool writing) {
   for (const FormatEntry& entry : kFormats) {
     if (absl::EndsWith(path, entry.extension)) return entry.format;
   }
@@ -51,6 +54,12 @@ absl::StatusOr<ModelFormat> ModelFormatForPath(absl::string_view path,
       absl::StrCat(writing ? "cannot write '" : "cannot read '", path,
                    "': unknown model format '", base.substr(dot),
                    "' (known: ", KnownModelExtensions(), ")"));
+}
+
+}  // namespace
+
+absl::StatusOr<ModelFormat> ModelFormatForPath(absl::string_view path) {
+  return FormatForPath(path, /*writing=*/false);
 }
 
 absl::StatusOr<LoadedModel> LoadModelWithInfo(const std::string& path,
@@ -92,19 +101,13 @@ absl::StatusOr<Module> LoadModel(const std::string& path) {
 }
 
 absl::StatusOr<ModelFormat> OutputModelFormatForPath(absl::string_view path) {
-  absl::StatusOr<ModelFormat> format = ModelFormatForPath(path);
-  if (!format.ok()) {
-    // The same message, worded for writing.
-    std::string message(format.status().message());
-    if (absl::StartsWith(message, "cannot read")) {
-      message.replace(0, 11, "cannot write");
-    }
-    return absl::InvalidArgumentError(message);
-  }
+  absl::StatusOr<ModelFormat> format = FormatForPath(path, /*writing=*/true);
+  if (!format.ok()) return format.status();
   if (*format == ModelFormat::kOnnx) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cannot write '", path,
-        "': graft imports ONNX but does not export it; write .graft, .gpb or .json"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot write '", path,
+                     "': graft imports ONNX but does not export it; write "
+                     ".graft, .gpb or .json"));
   }
   return format;
 }

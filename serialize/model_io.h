@@ -28,15 +28,15 @@ enum class ModelFormat { kText, kGpb, kJson, kOnnx };
 
 // The format of `path` by its extension; an error naming the path and the
 // known extensions otherwise ("cannot read 'x.onnx2': unknown model format
-// ...", or "cannot write ..." when `writing`).
-absl::StatusOr<ModelFormat> ModelFormatForPath(absl::string_view path,
-                                               bool writing = false);
+// ...").
+absl::StatusOr<ModelFormat> ModelFormatForPath(absl::string_view path);
 
 // The format to write `path` in: as ModelFormatForPath, worded for writing,
 // and refusing .onnx (import only). Commands check it before doing work.
 absl::StatusOr<ModelFormat> OutputModelFormatForPath(absl::string_view path);
 
-// The known extensions, for messages and help texts: ".graft, .gpb, .json".
+// The known extensions, for messages and help texts: ".graft, .gpb, .json,
+// .onnx".
 std::string KnownModelExtensions();
 
 struct ModelLoadOptions {

@@ -55,7 +55,7 @@ TEST(ModelIoTest, FormatByExtension) {
                 known + ")");
   // The side file is not a model.
   EXPECT_FALSE(ModelFormatForPath("m.gpb.data").ok());
-  f = ModelFormatForPath("out.xyz", /*writing=*/true);
+  f = OutputModelFormatForPath("out.xyz");
   ASSERT_FALSE(f.ok());
   EXPECT_EQ(f.status().message(),
             "cannot write 'out.xyz': unknown model format '.xyz' (known: " +
