@@ -209,6 +209,15 @@ TEST(TracerTest, SourceLocationOfCallsAndOperators) {
   EXPECT_EQ(s.node()->meta().location->line, add_line);
 }
 
+// Files are named from the source tree's root, whatever directory graft
+// was built in, so saved models and error messages do not vary with it.
+TEST(TracerTest, SourceFilesAreNamedFromTheSourceRoot) {
+  Tracer t;
+  Proxy x = t.Input("x", F32({2}));
+  ASSERT_TRUE(x.node()->meta().location.has_value());
+  EXPECT_EQ(x.node()->meta().location->file, "tests/graph/tracer_test.cc");
+}
+
 // ---- Errors ----
 
 TEST(TracerTest, TypeErrorNamesOpAndLocation) {

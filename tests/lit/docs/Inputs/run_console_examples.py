@@ -16,6 +16,7 @@ compares stdout and stderr, together, with the lines shown after it:
 Exits 1 with a diff-like report on the first mismatch.
 """
 
+import difflib
 import os
 import re
 import subprocess
@@ -38,6 +39,24 @@ def matches(expected, actual):
                    for i in range(len(actual) + 1))
     return (bool(actual) and normalize(expected[0]) == normalize(actual[0])
             and matches(expected[1:], actual[1:]))
+
+
+def report(command, status, want, expected, actual):
+    """Says how an example failed, on stdout (for FileCheck) and, with a diff
+    that leads to the first differing line, on stderr (for whoever reads the
+    test log, which may keep only its tail)."""
+    text = "\n".join([
+        f"example: $ {command}",
+        f"exit status {status}, expected {want}",
+        "expected output:\n  " + "\n  ".join(expected),
+        "actual output:\n  " + "\n  ".join(actual)])
+    print(text)
+    diff = difflib.unified_diff([normalize(l) for l in expected],
+                                [normalize(l) for l in actual],
+                                "shown on the page", "printed", n=1, lineterm="")
+    print(f"example: $ {command}: exit status {status} (expected {want}); "
+          "differences, times and rates aside:\n" + "\n".join(diff),
+          file=sys.stderr)
 
 
 def parse(page):
@@ -80,10 +99,7 @@ def main():
         want = 1 if any(l.startswith("graft: error:") for l in expected) else 0
         actual = result.stdout.splitlines()
         if result.returncode != want or not matches(expected, actual):
-            print(f"example: $ {command}")
-            print(f"exit status {result.returncode}, expected {want}")
-            print("expected output:\n  " + "\n  ".join(expected))
-            print("actual output:\n  " + "\n  ".join(actual))
+            report(command, result.returncode, want, expected, actual)
             sys.exit(1)
         print(f"ok: $ {command}")
 
