@@ -12,6 +12,16 @@
 namespace graft {
 namespace {
 
+// Sets *name to `base`, or to base_<n> when n > 0.
+void AppendCounter(absl::string_view base, int64_t n, std::string* name) {
+  name->assign(base.data(), base.size());
+  if (n == 0) return;
+  char digits[absl::numbers_internal::kFastToBufferSize + 1];
+  digits[0] = '_';
+  char* end = absl::numbers_internal::FastIntToBuffer(n, digits + 1);
+  name->append(digits, end - digits);
+}
+
 constexpr int64_t kOrderGap = 1 << 16;
 
 // FX-style base name for a target: "ns::gelu" -> "ns_gelu".
@@ -110,17 +120,13 @@ std::string Graph::UniqueName(absl::string_view base) {
 }
 
 void Graph::NameAfterTarget(Node* node) {
-  const std::string& base = node->target();
   int64_t& counter = target_counters_[node->target_];
-  if (counter == 0) {
-    node->name_ = base;
-    if (names_.insert(node).second) return;
-  }
-  char digits[absl::numbers_internal::kFastToBufferSize + 1];
-  digits[0] = '_';
+  // node->name_ already holds the first candidate: the target itself while
+  // the counter is 0, then target_<counter + 1>.
+  if (counter != 0) ++counter;
+  if (names_.insert(node).second) return;
   do {
-    char* end = absl::numbers_internal::FastIntToBuffer(++counter, digits + 1);
-    node->name_.assign(base).append(digits, end - digits);
+    AppendCounter(node->target(), ++counter, &node->name_);
   } while (!names_.insert(node).second);
 }
 
@@ -137,32 +143,41 @@ Node* Graph::CreateNode(OpCode op, absl::string_view target,
   }
   Node* node = NewNode(op, interned);
   node->schema_ = schema;
-  if (name.empty() && op != OpCode::kOutput && IsValidName(*interned)) {
-    NameAfterTarget(node);
-  } else {
-    absl::string_view base = name;
-    if (base.empty()) {
-      base = op == OpCode::kOutput ? absl::string_view("output")
-                                   : absl::string_view(*interned);
-    }
-    // Fast path: the wanted name is free (parsers and copies give names
-    // that are usually unique already).
-    if (IsValidName(base)) {
-      node->name_.assign(base.data(), base.size());
-      if (!names_.insert(node).second) {
-        node->name_ = UniqueName(base);
-        names_.insert(node);
-      }
-    } else {
-      node->name_ = UniqueName(base);
-      names_.insert(node);
-    }
+  const bool named_after_target =
+      name.empty() && op != OpCode::kOutput && IsValidName(*interned);
+  // The name table of a big graph is read at random, so claiming a name
+  // costs a cache miss: start loading the slot of the likely name now, and
+  // claim it after the work on operands, which hides most of the miss.
+  if (named_after_target) {
+    const int64_t counter = target_counters_[interned];
+    AppendCounter(*interned, counter == 0 ? 0 : counter + 1, &node->name_);
+    names_.prefetch(node);
+  } else if (!name.empty()) {
+    node->name_.assign(name.data(), name.size());
+    names_.prefetch(node);
   }
   node->args_.assign(std::make_move_iterator(args.begin()),
                      std::make_move_iterator(args.end()));
   node->kwargs_ = std::move(kwargs);
   node->AddUses();
   Link(node, insert_before_);
+  if (named_after_target) {
+    NameAfterTarget(node);
+    return node;
+  }
+  absl::string_view base = name;
+  if (base.empty()) {
+    base = op == OpCode::kOutput ? absl::string_view("output")
+                                 : absl::string_view(*interned);
+  }
+  // Fast path: the wanted name is free (parsers and copies give names that
+  // are usually unique already).
+  if (IsValidName(base)) {
+    node->name_.assign(base.data(), base.size());
+    if (names_.insert(node).second) return node;
+  }
+  node->name_ = UniqueName(base);
+  names_.insert(node);
   return node;
 }
 

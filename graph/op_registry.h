@@ -1,19 +1,20 @@
 #ifndef GRAFT_GRAPH_OP_REGISTRY_H_
 #define GRAFT_GRAPH_OP_REGISTRY_H_
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
-#include <optional>
-#include <atomic>
 #include <mutex>
+#include <optional>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "graph/argument.h"
 #include "graph/node.h"
@@ -94,7 +95,8 @@ class OpCall {
 
  private:
   const OpSchema* schema_ = nullptr;
-  std::vector<const Argument*> bound_;  // One per parameter.
+  // One per parameter; inline, since every node a pass creates binds one.
+  absl::InlinedVector<const Argument*, 8> bound_;
 };
 
 // Inputs to an op's type rule.

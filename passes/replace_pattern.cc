@@ -4,6 +4,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "graph/op_registry.h"
 
 namespace graft::passes {
@@ -87,27 +88,8 @@ class Matcher {
     return NoEscapingUses();
   }
 
-  // The match; `with_map` also fills nodes_map (for filters and callers
-  // that asked for matches), which the rewrite itself does not need.
-  PatternMatch Result(bool with_map) const {
-    PatternMatch m;
-    if (with_map) {
-      for (size_t i = 0; i < info_.nodes.size(); ++i) m.nodes_map[info_.nodes[i]] = bound_[i];
-    }
-    for (int p : info_.placeholders) m.inputs.push_back(bound_[p]);
-    for (int a : info_.anchors) m.anchors.push_back(bound_[a]);
-    return m;
-  }
-  // Graph nodes the match computes (not the placeholders' bindings).
-  std::vector<Node*> Internal() const {
-    std::vector<Node*> out;
-    for (size_t i = 0; i < info_.nodes.size(); ++i) {
-      if (info_.nodes[i]->op() != OpCode::kPlaceholder && bound_[i] != nullptr) {
-        out.push_back(bound_[i]);
-      }
-    }
-    return out;
-  }
+  // The graph node bound to each pattern node, by pattern node number.
+  absl::Span<Node* const> bound() const { return bound_; }
 
  private:
   bool IsInternal(const Node* g) const {
@@ -219,34 +201,64 @@ class Matcher {
   std::vector<std::pair<int, Node*>> work_;
 };
 
-struct FoundMatch {
-  PatternMatch match;
-  std::vector<Node*> internal;
+// The match whose pattern-node bindings are `bound` (by pattern node
+// number); `with_map` also fills nodes_map.
+PatternMatch MakeMatch(const PatternInfo& info, absl::Span<Node* const> bound,
+                       bool with_map) {
+  PatternMatch m;
+  if (with_map) {
+    for (size_t i = 0; i < info.nodes.size(); ++i) m.nodes_map[info.nodes[i]] = bound[i];
+  }
+  for (int p : info.placeholders) m.inputs.push_back(bound[p]);
+  for (int a : info.anchors) m.anchors.push_back(bound[a]);
+  return m;
+}
+
+// Calls fn(node) for each graph node a match computes (its bindings other
+// than the placeholders').
+template <typename Fn>
+void ForEachInternal(const PatternInfo& info, absl::Span<Node* const> bound, Fn&& fn) {
+  for (size_t i = 0; i < info.nodes.size(); ++i) {
+    if (info.nodes[i]->op() != OpCode::kPlaceholder && bound[i] != nullptr) fn(bound[i]);
+  }
+}
+
+// The matches found, in graph order, as one flat array of bindings: match i
+// binds pattern node p to bound[i * stride + p]. Thousands of matches cost a
+// few allocations, not a few each.
+struct FoundMatches {
+  size_t stride = 0;
+  std::vector<Node*> bound;
+  size_t size() const { return stride == 0 ? 0 : bound.size() / stride; }
+  absl::Span<Node* const> operator[](size_t i) const {
+    return absl::MakeConstSpan(bound).subspan(i * stride, stride);
+  }
 };
 
-absl::StatusOr<std::vector<FoundMatch>> FindMatches(const Graph& graph,
-                                                    const PatternInfo& info,
-                                                    const ReplaceOptions& options,
-                                                    bool with_map) {
-  with_map |= !options.filters.empty();
-  std::vector<FoundMatch> found;
+FoundMatches FindMatches(const Graph& graph, const PatternInfo& info,
+                         const ReplaceOptions& options) {
+  FoundMatches found;
+  found.stride = info.nodes.size();
   absl::flat_hash_set<const Node*> claimed;
   Matcher matcher(info, options, claimed);
   const Node* anchor = info.nodes[info.anchors[0]];
   for (Node* g : graph.nodes()) {
     if (g->op() != anchor->op() || g->target() != anchor->target()) continue;
     if (claimed.contains(g) || !matcher.MatchAt(g)) continue;
-    FoundMatch f{matcher.Result(with_map), matcher.Internal()};
-    bool vetoed = false;
-    for (const MatchFilter& filter : options.filters) {
-      if (!filter(f.match, graph)) {
-        vetoed = true;
-        break;
+    absl::Span<Node* const> bound = matcher.bound();
+    if (!options.filters.empty()) {
+      const PatternMatch match = MakeMatch(info, bound, /*with_map=*/true);
+      bool vetoed = false;
+      for (const MatchFilter& filter : options.filters) {
+        if (!filter(match, graph)) {
+          vetoed = true;
+          break;
+        }
       }
+      if (vetoed) continue;
     }
-    if (vetoed) continue;
-    for (Node* n : f.internal) claimed.insert(n);
-    found.push_back(std::move(f));
+    ForEachInternal(info, bound, [&](Node* n) { claimed.insert(n); });
+    found.bound.insert(found.bound.end(), bound.begin(), bound.end());
   }
   return found;
 }
@@ -254,8 +266,9 @@ absl::StatusOr<std::vector<FoundMatch>> FindMatches(const Graph& graph,
 // Copies replacement graphs into the target module, one match at a time.
 class Replacer {
  public:
-  Replacer(Module& module, const Module& replacement, const PassContext* ctx)
-      : module_(module), replacement_(replacement), ctx_(ctx) {}
+  Replacer(Module& module, const Module& replacement, const PatternInfo& info,
+           const PassContext* ctx)
+      : module_(module), replacement_(replacement), info_(info), ctx_(ctx) {}
 
   absl::Status Prepare(size_t num_inputs, size_t num_outputs) {
     for (Node* n : replacement_.graph().nodes()) {
@@ -275,13 +288,19 @@ class Replacer {
     return absl::OkStatus();
   }
 
-  // Returns false (and changes nothing) if the rewrite would make a cycle.
-  bool Replace(FoundMatch& f, std::vector<ReplacedPattern>& replaced) {
-    for (Node*& input : f.match.inputs) input = Resolve(input);
-    Node* position = InsertionPoint(f);
+  // Replaces the match whose bindings are `bound`. Returns false (and
+  // changes nothing) if the rewrite would make a cycle.
+  bool Replace(absl::Span<Node* const> bound, std::vector<ReplacedPattern>& replaced) {
+    inputs_.clear();  // Member vectors keep their capacity across matches.
+    for (int p : info_.placeholders) inputs_.push_back(Resolve(bound[p]));
+    anchors_.clear();
+    for (int a : info_.anchors) anchors_.push_back(bound[a]);
+    internal_.clear();
+    ForEachInternal(info_, bound, [&](Node* n) { internal_.push_back(n); });
+    Node* position = InsertionPoint();
     if (position == nullptr) return false;
     Graph& graph = module_.graph();
-    ReplacedPattern record{f.match.anchors[0], {}, {}};
+    ReplacedPattern record{anchors_[0], {}, {}};
     record.replacements.reserve(replacement_nodes_);
     absl::flat_hash_map<const Node*, Node*>& map = map_;
     map.clear();  // Keeps its capacity: no allocation per match.
@@ -291,7 +310,7 @@ class Replacer {
       for (Node* n : replacement_.graph().nodes()) {
         if (n->op() == OpCode::kOutput) continue;
         if (n->op() == OpCode::kPlaceholder) {
-          map[n] = f.match.inputs[next_input++];
+          map[n] = inputs_[next_input++];
           continue;
         }
         Node* copy = Copy(*n, map);
@@ -300,17 +319,16 @@ class Replacer {
       }
     }
     for (size_t k = 0; k < outputs_.size(); ++k) {
-      Node* old_value = f.match.anchors[k];
+      Node* old_value = anchors_[k];
       Node* new_value = map.at(outputs_[k]);
       old_value->ReplaceAllUsesWith(new_value);
       replaced_by_[old_value] = new_value;
     }
+    record.matched = internal_;
     // Erase the matched nodes, users before producers.
-    dead_.assign(f.internal.begin(), f.internal.end());  // Reuses capacity.
-    std::sort(dead_.begin(), dead_.end(),
+    std::sort(internal_.begin(), internal_.end(),
               [](const Node* a, const Node* b) { return b->IsBefore(a); });
-    for (Node* n : dead_) (void)graph.EraseNode(n);
-    record.matched = std::move(f.internal);
+    for (Node* n : internal_) (void)graph.EraseNode(n);
     replaced.push_back(std::move(record));
     return true;
   }
@@ -327,20 +345,20 @@ class Replacer {
   // Before the earliest anchor if every input precedes it; otherwise right
   // after the latest input, if that still precedes every outside user of
   // the outputs. Null when neither holds (the rewrite would form a cycle).
-  Node* InsertionPoint(const FoundMatch& f) const {
-    Node* earliest = f.match.anchors[0];
-    for (Node* a : f.match.anchors) {
+  Node* InsertionPoint() const {
+    Node* earliest = anchors_[0];
+    for (Node* a : anchors_) {
       if (a->IsBefore(earliest)) earliest = a;
     }
     Node* latest_input = nullptr;
-    for (Node* in : f.match.inputs) {
+    for (Node* in : inputs_) {
       if (latest_input == nullptr || latest_input->IsBefore(in)) latest_input = in;
     }
     if (latest_input == nullptr || latest_input->IsBefore(earliest)) return earliest;
-    for (Node* a : f.match.anchors) {
+    for (Node* a : anchors_) {
       for (Node* user : a->users()) {
-        bool inside = std::find(f.internal.begin(), f.internal.end(), user) !=
-                      f.internal.end();
+        bool inside = std::find(internal_.begin(), internal_.end(), user) !=
+                      internal_.end();
         if (!inside && !latest_input->IsBefore(user)) return nullptr;
       }
     }
@@ -394,12 +412,17 @@ class Replacer {
 
   Module& module_;
   const Module& replacement_;
+  const PatternInfo& info_;
   const PassContext* ctx_;
   std::vector<Node*> placeholders_;
   std::vector<const Node*> outputs_;
   absl::flat_hash_map<Node*, Node*> replaced_by_;
   absl::flat_hash_map<const Node*, Node*> map_;  // Replacement node -> copy.
-  std::vector<Node*> dead_;                       // Matched nodes to erase.
+  // The match being replaced: its (resolved) inputs, anchors and internal
+  // nodes.
+  std::vector<Node*> inputs_;
+  std::vector<Node*> anchors_;
+  std::vector<Node*> internal_;
   size_t replacement_nodes_ = 0;  // Nodes one match adds (reserve hint).
   absl::flat_hash_map<std::string, std::string> tensor_names_;
 };
@@ -410,11 +433,12 @@ absl::StatusOr<std::vector<PatternMatch>> FindPatternMatches(
     const Graph& graph, const Graph& pattern, const ReplaceOptions& options) {
   absl::StatusOr<PatternInfo> info = AnalyzePattern(pattern);
   if (!info.ok()) return info.status();
-  absl::StatusOr<std::vector<FoundMatch>> found = FindMatches(graph, *info, options, /*with_map=*/true);
-  if (!found.ok()) return found.status();
+  const FoundMatches found = FindMatches(graph, *info, options);
   std::vector<PatternMatch> out;
-  out.reserve(found->size());
-  for (FoundMatch& f : *found) out.push_back(std::move(f.match));
+  out.reserve(found.size());
+  for (size_t i = 0; i < found.size(); ++i) {
+    out.push_back(MakeMatch(*info, found[i], /*with_map=*/true));
+  }
   return out;
 }
 
@@ -432,17 +456,15 @@ absl::StatusOr<std::vector<ReplacedPattern>> ReplacePattern(
       return absl::InvalidArgumentError("replacements may not call submodules");
     }
   }
-  Replacer replacer(module, replacement, ctx);
+  Replacer replacer(module, replacement, *info, ctx);
   if (absl::Status s = replacer.Prepare(info->placeholders.size(), info->anchors.size());
       !s.ok()) {
     return s;
   }
-  absl::StatusOr<std::vector<FoundMatch>> found =
-      FindMatches(module.graph(), *info, options, /*with_map=*/false);
-  if (!found.ok()) return found.status();
+  const FoundMatches found = FindMatches(module.graph(), *info, options);
   std::vector<ReplacedPattern> replaced;
-  replaced.reserve(found->size());
-  for (FoundMatch& f : *found) replacer.Replace(f, replaced);
+  replaced.reserve(found.size());
+  for (size_t i = 0; i < found.size(); ++i) replacer.Replace(found[i], replaced);
   // Provenance names the matched nodes, which are known only per match.
   if (ctx != nullptr) {
     for (ReplacedPattern& r : replaced) {

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Builds graft's graph-surgery benchmarks on a machine without Debian
+# packages (dependencies from the offline bundle, see
+# scripts/unpack-offline-bundle.sh) and runs the figures docs/benchmarks.md
+# quotes: build, print and parse at 1M nodes; ReplacePattern and the greedy
+# driver at every size.
+#
+#   scripts/bench-offline.sh [BASELINE_SOURCE_DIR]
+#
+# With BASELINE_SOURCE_DIR (another graft source tree, e.g. one made by
+# `git archive`), builds that too and runs the two alternately, twice each,
+# so that before and after come from the same host. Each benchmark repeats
+# five times; prints the median of each, prefixed with "new" or "base".
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+repo=$PWD
+baseline=${1:-}
+jobs=$(nproc)
+
+build() {
+  local dir=$1
+  (
+    cd "$dir"
+    [[ -e .bundle ]] || ln -s "$repo/.bundle" .bundle
+    cmake --preset gpu-offline -DGRAFT_BUILD_TESTS=OFF -DGRAFT_WITH_CUDA=OFF >/dev/null
+    cmake --build build-gpu -j "$jobs" --target graph_ops rewrite >/dev/null
+  )
+}
+
+median() {
+  local label=$1
+  shift
+  "$@" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true 2>/dev/null |
+    grep '_median' | awk -v l="$label" '{printf "%-5s %-40s %9s %s\n", l, $1, $2, $3}'
+}
+
+run() {
+  local label=$1 dir=$2
+  median "$label" "$dir/build-gpu/bench/graph_ops" \
+    --benchmark_filter='BM_Build/nodes:1000000|BM_Print/1000000|BM_Parse'
+  median "$label" "$dir/build-gpu/bench/rewrite" \
+    --benchmark_filter='BM_ReplacePattern|BM_GreedyDriver'
+}
+
+scripts/unpack-offline-bundle.sh >/dev/null
+build "$repo"
+if [[ -n "$baseline" ]]; then
+  build "$baseline"
+fi
+echo "host: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+for round in 1 2; do
+  [[ -n "$baseline" ]] && run base "$baseline"
+  run new "$repo"
+done
