@@ -63,16 +63,6 @@ absl::Status CheckTensorArguments(const InferContext& ctx) {
 
 }  // namespace
 
-InferFn One(SingleInferFn fn) {
-  return
-      [fn = std::move(fn)](
-          const InferContext& ctx) -> absl::StatusOr<std::vector<TensorType>> {
-        absl::StatusOr<TensorType> type = fn(ctx);
-        if (!type.ok()) return type.status();
-        return std::vector<TensorType>{*std::move(type)};
-      };
-}
-
 void Add(OpRegistry& registry, OpSchema schema) {
   schema.pure = true;
   if (schema.infer) {

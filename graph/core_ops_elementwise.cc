@@ -136,7 +136,7 @@ absl::StatusOr<TensorType> Where(const InferContext& ctx) {
 void AddUnary(OpRegistry& r, const NamedOp& op, SingleInferFn fn) {
   Add(r, {.name = op.name,
           .params = {Param("input", K::kTensor)},
-          .infer = One(std::move(fn)),
+          .infer = One(fn),
           .summary = op.summary});
 }
 
@@ -144,7 +144,7 @@ void AddBinary(OpRegistry& r, const NamedOp& op, SingleInferFn fn) {
   Add(r, {.name = op.name,
           .params = {Param("input", K::kTensorOrScalar),
                      Param("other", K::kTensorOrScalar)},
-          .infer = One(std::move(fn)),
+          .infer = One(fn),
           .summary = op.summary});
 }
 

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -14,11 +15,20 @@
 namespace graft::core_ops {
 
 // A type rule for an op with one result.
-using SingleInferFn =
-    std::function<absl::StatusOr<TensorType>(const InferContext&)>;
+using SingleInferFn = absl::StatusOr<TensorType> (*)(const InferContext&);
 
-// Adapts a one-result rule to the registry's InferFn.
-InferFn One(SingleInferFn fn);
+// Adapts a one-result rule (a function or a lambda) to the registry's
+// InferFn. A template, so the rule is called directly: type inference runs
+// for every node a pass creates, and a second std::function costs there.
+template <typename Rule>
+InferFn One(Rule rule) {
+  return [rule = std::move(rule)](const InferContext& ctx)
+             -> absl::StatusOr<std::vector<TensorType>> {
+    absl::StatusOr<TensorType> type = rule(ctx);
+    if (!type.ok()) return type.status();
+    return std::vector<TensorType>{*std::move(type)};
+  };
+}
 
 // Registers `schema` with every core op's defaults (pure) and a guard in
 // front of its rule that turns a tuple-valued or untyped tensor argument
