@@ -23,7 +23,7 @@ bool IsTensorKind(ParamKind kind) {
 // single-valued node. getitem alone reads a tuple.
 absl::Status CheckTensorArgument(const InferContext& ctx, const ParamSpec& p,
                                  const Node* n) {
-  if (ctx.call().schema().name == "getitem") {
+  if (absl::string_view(ctx.call().schema().name) == "getitem") {
     if (n->meta().tuple_types.empty()) {
       return ctx.Error(absl::StrCat(
           "input ", n->Ref(),
@@ -46,9 +46,11 @@ absl::Status CheckTensorArgument(const InferContext& ctx, const ParamSpec& p,
 // Walks the bound arguments in place (no copies): this runs for every node
 // whose type is inferred.
 absl::Status CheckTensorArguments(const InferContext& ctx) {
-  for (const ParamSpec& p : ctx.call().schema().params) {
+  const std::vector<ParamSpec>& params = ctx.call().schema().params;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const ParamSpec& p = params[i];
     if (!IsTensorKind(p.kind)) continue;
-    const Argument& a = ctx.call().Get(p.name);
+    const Argument& a = ctx.call().GetAt(i);
     if (a.is_node()) {
       if (absl::Status s = CheckTensorArgument(ctx, p, a.node()); !s.ok()) return s;
     } else if (a.is_list() && p.kind == ParamKind::kTensorList) {

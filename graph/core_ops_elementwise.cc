@@ -70,9 +70,14 @@ absl::StatusOr<TensorType> Cast(const InferContext& ctx) {
 
 absl::StatusOr<Shape> Broadcast(const InferContext& ctx,
                                 std::initializer_list<const char*> params) {
+  static const Shape* const kScalar = new Shape();
   Shape shape;
   for (const char* name : params) {
-    absl::StatusOr<Shape> next = rules::BroadcastShapes(shape, ctx.Type(name).shape);
+    // Reads a node's shape in place: this runs for every elementwise node a
+    // pass creates. Literals are scalars.
+    const Argument& a = ctx.call().Get(name);
+    const Shape& operand = a.is_node() ? a.node()->type()->shape : *kScalar;
+    absl::StatusOr<Shape> next = rules::BroadcastShapes(shape, operand);
     if (!next.ok()) {
       // Described only on failure: type inference runs for every new node.
       std::string described;

@@ -77,6 +77,9 @@ class OpCall {
   const OpSchema& schema() const { return *schema_; }
   // The bound argument (or default). `name` must be a parameter of the op.
   const Argument& Get(absl::string_view name) const;
+  // The bound argument (or default) of parameter number `index` of the
+  // schema; for code that walks every parameter.
+  const Argument& GetAt(size_t index) const { return *bound_[index]; }
   bool IsNone(absl::string_view name) const { return Get(name).is_none(); }
   int64_t Int(absl::string_view name) const { return Get(name).int_value(); }
   double Float(absl::string_view name) const { return Get(name).number(); }

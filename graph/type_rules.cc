@@ -213,12 +213,17 @@ std::optional<DType> Combine(std::optional<DType> higher,
 DType ResultType(const InferContext& ctx,
                  std::initializer_list<absl::string_view> params) {
   std::optional<DType> dimensioned, zero_dim, literal;
+  // One lookup per parameter and no copies of types: this runs for every
+  // arithmetic node a pass creates.
   for (absl::string_view name : params) {
-    if (ctx.call().IsNone(name)) continue;
-    TensorType t = ctx.Type(name);
-    if (!ctx.IsTensor(name)) {
-      literal = PromoteOptional(literal, t.dtype);
-    } else if (t.rank() == 0) {
+    const Argument& a = ctx.call().Get(name);
+    if (a.is_none()) continue;
+    if (!a.is_node()) {
+      literal = PromoteOptional(literal, ctx.Type(name).dtype);
+      continue;
+    }
+    const TensorType& t = *a.node()->type();
+    if (t.rank() == 0) {
       zero_dim = PromoteOptional(zero_dim, t.dtype);
     } else {
       dimensioned = PromoteOptional(dimensioned, t.dtype);

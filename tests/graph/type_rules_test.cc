@@ -182,6 +182,26 @@ TEST(BroadcastBinaryTest, WorksForAnyTwoOperandSchema) {
       HasSubstr("test::plus: shapes [4] and [5] do not broadcast"));
 }
 
+// Keyword, positional and defaulted arguments land in parameter order.
+TEST(OpCallTest, GetAtReadsParametersInSchemaOrder) {
+  OpSchema schema{.name = "test::three",
+                  .params = {{"input", ParamKind::kTensor},
+                             {"alpha", ParamKind::kFloat},
+                             {.name = "beta",
+                              .kind = ParamKind::kFloat,
+                              .default_value = Argument(0.5)}}};
+  Graph g;
+  Node* x = g.Placeholder("x", op_test::T(DType::kF32, {2}));
+  std::vector<Argument> args = {x};
+  absl::StatusOr<OpCall> call =
+      OpCall::Bind(schema, args, {{"alpha", Argument(2.0)}});
+  ASSERT_TRUE(call.ok()) << call.status();
+  EXPECT_EQ(call->GetAt(0), Argument(x));
+  EXPECT_EQ(call->GetAt(1), Argument(2.0));
+  EXPECT_EQ(call->GetAt(2), Argument(0.5));
+  EXPECT_EQ(&call->GetAt(1), &call->Get("alpha"));
+}
+
 TEST(UnknownDimTest, DistinctWithoutANode) {
   OpSchema schema{.name = "test::unknown"};
   absl::StatusOr<OpCall> call = OpCall::Bind(schema, {}, {});
