@@ -11,6 +11,8 @@
 # `git archive`), builds that too and runs the two alternately, twice each,
 # so that before and after come from the same host. Each benchmark repeats
 # five times; prints the median of each, prefixed with "new" or "base".
+# ROUNDS (default 2) sets how many times each tree runs; the benchmarks run
+# pinned to one core (taskset) where that exists, which steadies them.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -28,10 +30,13 @@ build() {
   )
 }
 
+pin=()
+command -v taskset >/dev/null && pin=(taskset -c 1)
+
 median() {
   local label=$1
   shift
-  "$@" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true 2>/dev/null |
+  "${pin[@]}" "$@" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true 2>/dev/null |
     grep '_median' | awk -v l="$label" '{printf "%-5s %-40s %9s %s\n", l, $1, $2, $3}'
 }
 
@@ -49,7 +54,7 @@ if [[ -n "$baseline" ]]; then
   build "$baseline"
 fi
 echo "host: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
-for round in 1 2; do
+for ((round = 1; round <= ${ROUNDS:-2}; round++)); do
   [[ -n "$baseline" ]] && run base "$baseline"
   run new "$repo"
 done
