@@ -10,7 +10,8 @@
 # With BASELINE_SOURCE_DIR (another graft source tree, e.g. one made by
 # `git archive`), builds that too and runs the two alternately, twice each,
 # so that before and after come from the same host. Each benchmark repeats
-# five times; prints the median of each, prefixed with "new" or "base".
+# five times; prints the median and the fastest of each, prefixed with "new"
+# or "base".
 # ROUNDS (default 2) sets how many times each tree runs; the benchmarks run
 # pinned to one core (taskset) where that exists, which steadies them.
 set -euo pipefail
@@ -33,11 +34,22 @@ build() {
 pin=()
 command -v taskset >/dev/null && pin=(taskset -c 1)
 
+# Runs a benchmark program five times over; prints, per benchmark, the
+# median and the fastest of the five (the fastest is the least disturbed by
+# other work on a shared host).
 median() {
   local label=$1
   shift
-  "${pin[@]}" "$@" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true 2>/dev/null |
-    grep '_median' | awk -v l="$label" '{printf "%-5s %-40s %9s %s\n", l, $1, $2, $3}'
+  "${pin[@]}" "$@" --benchmark_repetitions=5 2>/dev/null |
+    awk -v l="$label" '
+      /^BM_/ && $1 !~ /_(mean|median|stddev|cv)$/ {
+        ms = ($3 == "ms") ? $2 : ($3 == "s" ? $2 * 1000 : $2 / 1000)
+        if (!($1 in best) || ms < best[$1]) best[$1] = ms
+      }
+      /^BM_.*_median / {
+        name = $1; sub(/_median$/, "", name)
+        printf "%-5s %-36s median %8s %s  fastest %8.1f ms\n", l, name, $2, $3, best[name]
+      }'
 }
 
 run() {
