@@ -192,9 +192,10 @@ TEST(OpCallTest, GetAtReadsParametersInSchemaOrder) {
                               .default_value = Argument(0.5)}}};
   Graph g;
   Node* x = g.Placeholder("x", op_test::T(DType::kF32, {2}));
+  // The call points into its arguments: they must outlive it.
   std::vector<Argument> args = {x};
-  absl::StatusOr<OpCall> call =
-      OpCall::Bind(schema, args, {{"alpha", Argument(2.0)}});
+  Kwargs kwargs = {{"alpha", Argument(2.0)}};
+  absl::StatusOr<OpCall> call = OpCall::Bind(schema, args, kwargs);
   ASSERT_TRUE(call.ok()) << call.status();
   EXPECT_EQ(call->GetAt(0), Argument(x));
   EXPECT_EQ(call->GetAt(1), Argument(2.0));
