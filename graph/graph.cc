@@ -13,7 +13,7 @@ namespace graft {
 namespace {
 
 // Sets *name to `base`, or to base_<n> when n > 0.
-void AppendCounter(absl::string_view base, int64_t n, std::string* name) {
+void SetNumberedName(absl::string_view base, int64_t n, std::string* name) {
   name->assign(base.data(), base.size());
   if (n == 0) return;
   char digits[absl::numbers_internal::kFastToBufferSize + 1];
@@ -126,7 +126,7 @@ void Graph::NameAfterTarget(Node* node) {
   if (counter != 0) ++counter;
   if (names_.insert(node).second) return;
   do {
-    AppendCounter(node->target(), ++counter, &node->name_);
+    SetNumberedName(node->target(), ++counter, &node->name_);
   } while (!names_.insert(node).second);
 }
 
@@ -148,14 +148,17 @@ Node* Graph::CreateNode(OpCode op, absl::string_view target,
   // The name table of a big graph is read at random, so claiming a name
   // costs a cache miss: start loading the slot of the likely name now, and
   // claim it after the work on operands, which hides most of the miss.
+  absl::string_view base;  // The wanted name, unless named after the target.
   if (named_after_target) {
     const int64_t counter = target_counters_[interned];
-    AppendCounter(*interned, counter == 0 ? 0 : counter + 1, &node->name_);
-    names_.prefetch(node);
-  } else if (!name.empty()) {
-    node->name_.assign(name.data(), name.size());
-    names_.prefetch(node);
+    SetNumberedName(*interned, counter == 0 ? 0 : counter + 1, &node->name_);
+  } else {
+    base = !name.empty() ? name
+           : op == OpCode::kOutput ? absl::string_view("output")
+                                   : absl::string_view(*interned);
+    node->name_.assign(base.data(), base.size());
   }
+  names_.prefetch(node);
   node->args_.assign(std::make_move_iterator(args.begin()),
                      std::make_move_iterator(args.end()));
   node->kwargs_ = std::move(kwargs);
@@ -165,17 +168,9 @@ Node* Graph::CreateNode(OpCode op, absl::string_view target,
     NameAfterTarget(node);
     return node;
   }
-  absl::string_view base = name;
-  if (base.empty()) {
-    base = op == OpCode::kOutput ? absl::string_view("output")
-                                 : absl::string_view(*interned);
-  }
-  // Fast path: the wanted name is free (parsers and copies give names that
-  // are usually unique already).
-  if (IsValidName(base)) {
-    node->name_.assign(base.data(), base.size());
-    if (names_.insert(node).second) return node;
-  }
+  // Fast path: the wanted name is valid and free (parsers and copies give
+  // names that are usually unique already).
+  if (IsValidName(base) && names_.insert(node).second) return node;
   node->name_ = UniqueName(base);
   names_.insert(node);
   return node;
