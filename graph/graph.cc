@@ -76,21 +76,6 @@ Graph::~Graph() {
   for (Node* dead : erased_) DeleteNode(dead);
 }
 
-void* Graph::NodePool::Allocate() {
-  if (!free_.empty()) {
-    void* slot = free_.back();
-    free_.pop_back();
-    return slot;
-  }
-  if (used_in_last_ == kSlabNodes) {
-    slabs_.push_back(std::make_unique_for_overwrite<std::byte[]>(kSlabNodes * sizeof(Node)));
-    used_in_last_ = 0;
-  }
-  return slabs_.back().get() + sizeof(Node) * used_in_last_++;
-}
-
-void Graph::NodePool::Free(void* slot) { free_.push_back(slot); }
-
 Node* Graph::NewNode(OpCode op, const std::string* target) {
   return new (pool_.Allocate()) Node(this, op, target);
 }
@@ -100,34 +85,26 @@ void Graph::DeleteNode(Node* node) {
   pool_.Free(node);
 }
 
-size_t Graph::NameHash::operator()(absl::string_view name) const {
-  return absl::Hash<absl::string_view>()(name);
-}
-size_t Graph::NameHash::operator()(const Node* node) const {
-  return (*this)(absl::string_view(node->name()));
-}
-absl::string_view Graph::NameEq::Key(const Node* n) { return n->name(); }
-
 std::string Graph::UniqueName(absl::string_view base) {
   std::string candidate = IsValidName(base) ? std::string(base) : SanitizeName(base);
-  if (!names_.contains(candidate)) return candidate;
+  if (!names_.Contains(candidate)) return candidate;
   int64_t& counter = name_counters_[candidate];
   std::string name;
   do {
     name = absl::StrCat(candidate, "_", ++counter);
-  } while (names_.contains(name));
+  } while (names_.Contains(name));
   return name;
 }
 
-void Graph::NameAfterTarget(Node* node) {
+void Graph::NameAfterTarget(Node* node, size_t name_hash) {
   int64_t& counter = target_counters_[node->target_];
   // node->name_ already holds the first candidate: the target itself while
   // the counter is 0, then target_<counter + 1>.
   if (counter != 0) ++counter;
-  if (names_.insert(node).second) return;
+  if (names_.Insert(node, name_hash)) return;
   do {
     SetNumberedName(node->target(), ++counter, &node->name_);
-  } while (!names_.insert(node).second);
+  } while (!names_.Insert(node));
 }
 
 Node* Graph::CreateNode(OpCode op, absl::string_view target,
@@ -158,21 +135,22 @@ Node* Graph::CreateNode(OpCode op, absl::string_view target,
                                    : absl::string_view(*interned);
     node->name_.assign(base.data(), base.size());
   }
-  names_.prefetch(node);
+  const size_t name_hash = NameTable::Hash(node->name_);
+  names_.Prefetch(name_hash);
   node->args_.assign(std::make_move_iterator(args.begin()),
                      std::make_move_iterator(args.end()));
   node->kwargs_ = std::move(kwargs);
   node->AddUses();
   Link(node, insert_before_);
   if (named_after_target) {
-    NameAfterTarget(node);
+    NameAfterTarget(node, name_hash);
     return node;
   }
   // Fast path: the wanted name is valid and free (parsers and copies give
   // names that are usually unique already).
-  if (IsValidName(base) && names_.insert(node).second) return node;
+  if (IsValidName(base) && names_.Insert(node, name_hash)) return node;
   node->name_ = UniqueName(base);
-  names_.insert(node);
+  names_.Insert(node);
   return node;
 }
 
@@ -258,7 +236,7 @@ absl::Status Graph::EraseNode(Node* node) {
   if (insert_before_ == node) insert_before_ = node->next_;
   node->RemoveUses();
   Unlink(node);
-  names_.erase(node);
+  names_.Erase(node);
   node->erased_ = true;
   erased_.push_back(node);
   return absl::OkStatus();
@@ -278,8 +256,7 @@ void Graph::Cleanup() {
 }
 
 Node* Graph::FindNode(absl::string_view name) const {
-  auto it = names_.find(name);
-  return it == names_.end() ? nullptr : *it;
+  return names_.Find(name);
 }
 
 Node* Graph::output() const {
@@ -307,12 +284,12 @@ absl::Status Graph::Rename(Node* node, absl::string_view name) {
   if (!IsValidName(name)) {
     return absl::InvalidArgumentError(absl::StrCat("invalid node name '", name, "'"));
   }
-  if (names_.contains(name)) {
+  if (names_.Contains(name)) {
     return absl::AlreadyExistsError(absl::StrCat("node name '", name, "' is taken"));
   }
-  names_.erase(node);
+  names_.Erase(node);
   node->name_ = std::string(name);
-  names_.insert(node);
+  names_.Insert(node);
   return absl::OkStatus();
 }
 
@@ -330,7 +307,7 @@ Argument MapArgument(const Argument& arg,
 
 }  // namespace
 
-void Graph::ReserveNodes(size_t count) { names_.reserve(names_.size() + count); }
+void Graph::ReserveNodes(size_t count) { names_.Reserve(names_.size() + count); }
 
 absl::flat_hash_map<const Node*, Node*> Graph::CopyFrom(const Graph& other) {
   absl::flat_hash_map<const Node*, Node*> map;

@@ -8,10 +8,11 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "graph/name_table.h"
 #include "graph/node.h"
+#include "graph/node_pool.h"
 
 namespace graft {
 
@@ -155,48 +156,20 @@ class Graph {
   std::unique_ptr<Node> root_;  // Sentinel of the circular list.
   Node* insert_before_;
   size_t num_nodes_ = 0;
-  // Nodes by name: a set of node pointers hashed by name (8 bytes a slot).
-  struct NameHash {
-    using is_transparent = void;
-    size_t operator()(absl::string_view name) const;
-    size_t operator()(const Node* node) const;
-  };
-  struct NameEq {
-    using is_transparent = void;
-    static absl::string_view Key(absl::string_view s) { return s; }
-    static absl::string_view Key(const Node* n);
-    template <typename A, typename B>
-    bool operator()(const A& a, const B& b) const { return Key(a) == Key(b); }
-  };
-  absl::flat_hash_set<Node*, NameHash, NameEq> names_;
+  NameTable names_;
   absl::flat_hash_map<std::string, int64_t> name_counters_;
   // Name counters for nodes named after their (interned) target: a pointer
   // key, so naming a call costs one string hash (the insert).
   absl::flat_hash_map<const std::string*, int64_t> target_counters_;
   // Names `node` after its target: "add", then "add_1", "add_2", ...
-  void NameAfterTarget(Node* node);
+  // `name_hash` is the hash of the first candidate, already in node->name_.
+  void NameAfterTarget(Node* node, size_t name_hash);
   // Live nodes are owned through the list (freed by the destructor); erased
   // ones wait here for Cleanup().
   std::vector<Node*> erased_;
-  // Node memory comes from slabs: no per-node allocation header, and
-  // building a million-node graph makes a few thousand allocations.
-  class NodePool {
-   public:
-    NodePool() = default;
-    NodePool(const NodePool&) = delete;
-    NodePool& operator=(const NodePool&) = delete;
-    void* Allocate();
-    void Free(void* slot);
-
-   private:
-    static constexpr size_t kSlabNodes = 512;
-    std::vector<std::unique_ptr<std::byte[]>> slabs_;
-    size_t used_in_last_ = kSlabNodes;
-    std::vector<void*> free_;
-  };
   Node* NewNode(OpCode op, const std::string* target);
   void DeleteNode(Node* node);
-  NodePool pool_;
+  NodePool pool_{sizeof(Node)};
   mutable bool order_valid_ = true;
 };
 

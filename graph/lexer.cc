@@ -1,5 +1,6 @@
 #include "graph/lexer.h"
 
+#include "absl/base/attributes.h"
 #include "absl/strings/str_cat.h"
 #include "graph/dtype.h"
 
@@ -113,14 +114,19 @@ Token Lexer::Next() {
   }
   if (IsDigit(c) || c == '-') return LexNumber(begin);
   if (IsIdentStart(c)) return LexIdentifier(begin);
-  ++pos_;
+  return UnexpectedCharacter(begin);
+}
+
+ABSL_ATTRIBUTE_NOINLINE Token Lexer::UnexpectedCharacter(size_t at) {
+  pos_ = at + 1;
+  const char c = text_[at];
   auto u = static_cast<unsigned char>(c);
   error_messages_.push_back(
       u >= 0x20 && u < 0x7f
           ? absl::StrCat("unexpected character '", absl::string_view(&c, 1),
                          "'")
           : absl::StrCat("unexpected byte 0x", absl::Hex(u, absl::kZeroPad2)));
-  return Error(error_messages_.back(), begin);
+  return Error(error_messages_.back(), at);
 }
 
 Token Lexer::LexIdentifier(size_t begin) {

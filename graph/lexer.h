@@ -53,6 +53,9 @@ class Lexer {
   void SkipSpaceAndComments();
   Token Make(TokenKind kind, size_t begin, size_t end) const;
   Token Error(absl::string_view message, size_t at) const;
+  // Out of line: its message building would otherwise make Next() keep a
+  // large stack frame for every token.
+  Token UnexpectedCharacter(size_t at);
   Token LexNumber(size_t begin);
   Token LexString(size_t begin);
   Token LexIdentifier(size_t begin);

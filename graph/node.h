@@ -13,6 +13,7 @@
 #include "absl/types/span.h"
 #include "graph/argument.h"
 #include "graph/boxed.h"
+#include "graph/boxed_vector.h"
 #include "graph/tensor_type.h"
 
 namespace graft {
@@ -108,7 +109,8 @@ class MetaEntries {
 struct NodeMeta {
   std::optional<TensorType> type;
   // For ops that return a tuple (read with getitem); empty otherwise.
-  std::vector<TensorType> tuple_types;
+  // Boxed, like the members below: most nodes return one tensor.
+  BoxedVector<TensorType> tuple_types;
   // Boxed (8 bytes each when absent): most nodes of big graphs have neither.
   Boxed<SourceLocation> location;
   Boxed<Provenance> provenance;
@@ -138,7 +140,7 @@ class Node {
   absl::Span<const Argument> args() const { return args_; }
   const Argument& arg(size_t i) const { return args_[i]; }
   size_t num_args() const { return args_.size(); }
-  const Kwargs& kwargs() const { return kwargs_; }
+  const Kwargs& kwargs() const { return kwargs_.get(); }
   // The kwarg `name`, or null.
   const Argument* kwarg(absl::string_view name) const;
 
@@ -204,7 +206,7 @@ class Node {
   const std::string* target_;  // Interned: targets repeat across nodes.
   const OpSchema* schema_ = nullptr;
   absl::InlinedVector<Argument, 2> args_;
-  Kwargs kwargs_;
+  BoxedVector<std::pair<std::string, Argument>> kwargs_;  // Usually none.
   UseList uses_;
   NodeMeta meta_;
 };

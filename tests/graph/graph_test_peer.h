@@ -18,7 +18,7 @@ class GraphTestPeer {
   // Changes the name and drops the node from the graph's name table, as a
   // buggy pass that bypassed Graph::Rename would leave it.
   static void SetRawName(Node* node, std::string name) {
-    node->graph_->names_.erase(node);
+    node->graph_->names_.Erase(node);
     node->name_ = std::move(name);
   }
   // Erased nodes still allocated, waiting for Cleanup().
