@@ -9,7 +9,7 @@
 
 #include "benchmark/benchmark.h"
 #include "graph/chain_graph.h"
-#include "graph/node_pool.h"
+#include "graph/huge_pages.h"
 #include "graph/parser.h"
 #include "graph/printer.h"
 #include "graph/verifier.h"
@@ -19,11 +19,11 @@ namespace {
 
 int64_t Repetitions(const benchmark::State& state) { return state.range(0) / 3; }
 
-// Memory in use: malloc's heap and mmap'd blocks, and the node slabs that
-// graphs map themselves (not seen by malloc).
+// Memory in use: malloc's heap and mmap'd blocks, and what graphs map
+// themselves on huge pages (node slabs, name tables; not seen by malloc).
 size_t MemoryInUse() {
   struct mallinfo2 info = mallinfo2();
-  return info.uordblks + info.hblkhd + NodePool::MappedBytes();
+  return info.uordblks + info.hblkhd + HugePageBytesInUse();
 }
 
 void SetNodeCounters(benchmark::State& state, int64_t nodes) {

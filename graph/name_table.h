@@ -5,6 +5,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/string_view.h"
+#include "graph/huge_pages.h"
 
 namespace graft {
 
@@ -58,7 +59,8 @@ class NameTable {
       return a.hash == b.hash && Name(a) == Name(b);
     }
   };
-  absl::flat_hash_set<Slot, SlotHash, SlotEq> slots_;
+  // Big tables on huge pages: lookups land at random across the table.
+  absl::flat_hash_set<Slot, SlotHash, SlotEq, HugePageAllocator<Slot>> slots_;
 };
 
 }  // namespace graft

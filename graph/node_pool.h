@@ -10,8 +10,7 @@ namespace graft {
 // header per node, a few hundred allocations for a million nodes, and slots
 // of freed nodes reused. Slabs double from a few nodes, so that the many
 // small graphs (patterns, replacements) stay small, up to 2 MiB; slabs of
-// that size are mapped 2 MiB-aligned and advised as transparent huge pages,
-// so that a big graph takes one page fault per 2 MiB rather than per 4 KiB.
+// that size come from MapHugePages (graph/huge_pages.h).
 class NodePool {
  public:
   explicit NodePool(size_t object_size);
@@ -23,10 +22,6 @@ class NodePool {
   void* Allocate();
   // Gives back a slot from Allocate() whose object has been destroyed.
   void Free(void* slot);
-
-  // Bytes held in mapped slabs by every pool of the process. They do not
-  // come through malloc, so heap statistics do not see them.
-  static size_t MappedBytes();
 
  private:
   struct Slab {

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "graph/op_registry.h"
+#include "passes/inferred_type_cache.h"
 
 namespace graft::passes {
 namespace {
@@ -263,6 +264,22 @@ FoundMatches FindMatches(const Graph& graph, const PatternInfo& info,
   return found;
 }
 
+// Replacing a match reads and writes its nodes (operands, use-lists, names,
+// links), which matching visited long before: in a big graph they have left
+// the cache by then. The replace loop starts loading the nodes of the match
+// this many ahead, so that their misses overlap the work on earlier ones.
+constexpr size_t kPrefetchAhead = 4;
+
+void PrefetchNodes(absl::Span<Node* const> nodes) {
+  for (const Node* n : nodes) {
+    if (n == nullptr) continue;
+    const char* p = reinterpret_cast<const char*>(n);
+    for (size_t offset = 0; offset < sizeof(Node); offset += 64) {
+      __builtin_prefetch(p + offset, /*rw=*/1);
+    }
+  }
+}
+
 // Copies replacement graphs into the target module, one match at a time.
 class Replacer {
  public:
@@ -387,14 +404,7 @@ class Replacer {
     if (n.op() == OpCode::kGetAttr) {
       copy->meta().type = module_.FindTensor(copy->target())->type();
     } else if (n.op() == OpCode::kCallFunction) {
-      auto types = InferNodeTypes(*copy);
-      if (types.ok() && types->has_value() && !(*types)->empty()) {
-        if (copy->schema()->returns_tuple) {
-          copy->meta().tuple_types = **types;
-        } else {
-          copy->set_type((**types)[0]);
-        }
-      }
+      types_.Apply(&n, copy);
     }
     return copy;
   }
@@ -425,6 +435,7 @@ class Replacer {
   std::vector<Node*> internal_;
   size_t replacement_nodes_ = 0;  // Nodes one match adds (reserve hint).
   absl::flat_hash_map<std::string, std::string> tensor_names_;
+  InferredTypeCache types_;  // Copies of one replacement node share types.
 };
 
 }  // namespace
@@ -464,7 +475,10 @@ absl::StatusOr<std::vector<ReplacedPattern>> ReplacePattern(
   const FoundMatches found = FindMatches(module.graph(), *info, options);
   std::vector<ReplacedPattern> replaced;
   replaced.reserve(found.size());
-  for (size_t i = 0; i < found.size(); ++i) replacer.Replace(found[i], replaced);
+  for (size_t i = 0; i < found.size(); ++i) {
+    if (i + kPrefetchAhead < found.size()) PrefetchNodes(found[i + kPrefetchAhead]);
+    replacer.Replace(found[i], replaced);
+  }
   // Provenance names the matched nodes, which are known only per match.
   if (ctx != nullptr) {
     for (ReplacedPattern& r : replaced) {

@@ -5,13 +5,14 @@
 #include <set>
 #include <vector>
 
+#include "graph/huge_pages.h"
 #include "gtest/gtest.h"
 
 namespace graft {
 namespace {
 
 constexpr size_t kObject = 248;
-constexpr size_t kHugePage = size_t{2} << 20;
+constexpr size_t kHugePage = kHugePageBytes;
 
 TEST(NodePoolTest, SlotsAreDistinctAlignedAndDoNotOverlap) {
   NodePool pool(kObject);
@@ -38,20 +39,20 @@ TEST(NodePoolTest, SlotsAreDistinctAlignedAndDoNotOverlap) {
 }
 
 TEST(NodePoolTest, BigPoolsMapHugeSlabsAndGiveThemBack) {
-  const size_t before = NodePool::MappedBytes();
+  const size_t before = HugePageBytesInUse();
   {
     NodePool small(kObject);
     for (int i = 0; i < 100; ++i) small.Allocate();
     // A hundred nodes stay in small slabs from malloc.
-    EXPECT_EQ(NodePool::MappedBytes(), before);
+    EXPECT_EQ(HugePageBytesInUse(), before);
 
     NodePool big(kObject);
     for (size_t i = 0; i < 4 * kHugePage / kObject; ++i) big.Allocate();
-    const size_t mapped = NodePool::MappedBytes() - before;
+    const size_t mapped = HugePageBytesInUse() - before;
     EXPECT_GE(mapped, 2 * kHugePage);
     EXPECT_EQ(mapped % kHugePage, 0u);
   }
-  EXPECT_EQ(NodePool::MappedBytes(), before);
+  EXPECT_EQ(HugePageBytesInUse(), before);
 }
 
 TEST(NodePoolTest, HugeSlabsAreAlignedToTheHugePageSize) {

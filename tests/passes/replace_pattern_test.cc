@@ -62,6 +62,40 @@ TEST(ReplacePatternTest, ReplacesEveryOccurrence) {
   EXPECT_THAT(prov->from, ::testing::UnorderedElementsAre("add", "relu"));
 }
 
+TEST(ReplacePatternTest, EachCopyGetsTheTypesOfItsOwnOperands) {
+  // Four matches over operands of three types, the first type twice: the
+  // copies of one replacement node must not share types across operand
+  // types.
+  Module m = Parse(R"(
+graph():
+    %a : f32[2] = placeholder[target=a]
+    %b : f32[3,4] = placeholder[target=b]
+    %c : f32[batch,4] = placeholder[target=c]
+    %add : f32[2] = call_function[target=add](args = (%a, 1.0), kwargs = {})
+    %relu : f32[2] = call_function[target=relu](args = (%add,), kwargs = {})
+    %add_1 : f32[3,4] = call_function[target=add](args = (%b, 1.0), kwargs = {})
+    %relu_1 : f32[3,4] = call_function[target=relu](args = (%add_1,), kwargs = {})
+    %add_2 : f32[batch,4] = call_function[target=add](args = (%c, 1.0), kwargs = {})
+    %relu_2 : f32[batch,4] = call_function[target=relu](args = (%add_2,), kwargs = {})
+    %add_3 : f32[2] = call_function[target=add](args = (%a, 1.0), kwargs = {})
+    %relu_3 : f32[2] = call_function[target=relu](args = (%add_3,), kwargs = {})
+    return (relu, relu_1, relu_2, relu_3)
+)");
+  auto replaced =
+      ReplacePattern(m, Parse(kReluPattern), Parse(kLeakyReplacement), {}, nullptr);
+  ASSERT_TRUE(replaced.ok()) << replaced.status();
+  ASSERT_EQ(replaced->size(), 4u);
+  const char* expected[] = {"f32[2]", "f32[3,4]", "f32[batch,4]", "f32[2]"};
+  for (size_t i = 0; i < 4; ++i) {
+    for (Node* copy : (*replaced)[i].replacements) {
+      ASSERT_TRUE(copy->type().has_value()) << copy->Ref();
+      EXPECT_EQ(copy->type()->ToString(), expected[i]) << copy->Ref();
+    }
+  }
+  m.graph().Cleanup();
+  EXPECT_TRUE(Verify(m).ok()) << Verify(m);
+}
+
 TEST(ReplacePatternTest, LiteralsMustMatchUnlessIgnored) {
   Module pattern = Parse(R"(
 graph():

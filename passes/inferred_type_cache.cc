@@ -1,0 +1,75 @@
+#include "passes/inferred_type_cache.h"
+
+#include <algorithm>
+
+#include "graph/op_registry.h"
+
+namespace graft::passes {
+namespace {
+
+// Appends the types of the nodes `a` refers to, depth first; false if one
+// has no tensor type.
+bool AppendTypes(const Argument& a, std::vector<TensorType>& out) {
+  if (a.is_node()) {
+    if (!a.node()->type().has_value()) return false;
+    out.push_back(*a.node()->type());
+    return true;
+  }
+  if (!a.is_list()) return true;
+  for (const Argument& e : a.list()) {
+    if (!AppendTypes(e, out)) return false;
+  }
+  return true;
+}
+
+bool AllDimsConstant(const std::vector<TensorType>& types) {
+  return std::all_of(types.begin(), types.end(), [](const TensorType& t) {
+    return std::all_of(t.shape.begin(), t.shape.end(),
+                       [](Dim d) { return d.is_constant(); });
+  });
+}
+
+}  // namespace
+
+bool InferredTypeCache::OperandTypes(const Node& copy) {
+  operand_types_.clear();
+  for (const Argument& a : copy.args()) {
+    if (!AppendTypes(a, operand_types_)) return false;
+  }
+  for (const auto& [key, value] : copy.kwargs()) {
+    if (!AppendTypes(value, operand_types_)) return false;
+  }
+  return true;
+}
+
+void InferredTypeCache::Set(Node* copy, const std::vector<TensorType>& types) {
+  if (types.empty()) return;
+  if (copy->schema() != nullptr && copy->schema()->returns_tuple) {
+    copy->meta().tuple_types = types;
+  } else {
+    copy->set_type(types[0]);
+  }
+}
+
+void InferredTypeCache::Apply(const Node* template_node, Node* copy) {
+  const bool cacheable = OperandTypes(*copy);
+  std::vector<Entry>* entries = nullptr;
+  if (cacheable) {
+    entries = &entries_[template_node];
+    for (const Entry& e : *entries) {
+      if (e.operand_types == operand_types_) {
+        Set(copy, e.types);
+        return;
+      }
+    }
+  }
+  absl::StatusOr<std::optional<std::vector<TensorType>>> inferred = InferNodeTypes(*copy);
+  std::vector<TensorType> types;
+  if (inferred.ok() && inferred->has_value()) types = **std::move(inferred);
+  Set(copy, types);
+  if (cacheable && entries->size() < kMaxEntries && AllDimsConstant(types)) {
+    entries->push_back(Entry{operand_types_, std::move(types)});
+  }
+}
+
+}  // namespace graft::passes
