@@ -11,7 +11,10 @@ namespace graft {
 // A std::vector kept behind one pointer, allocated on first insert: 8 bytes
 // instead of 24 where the vector is usually empty (a node's keyword
 // arguments, a node's tuple types). Reads see a const std::vector<T>& (an
-// empty one while nothing is stored), so callers keep the vector API.
+// empty one while nothing is stored), so callers keep the vector API. Unlike
+// a plain member vector, a reference taken while nothing is stored goes on
+// seeing an empty vector after the first insert: take it again after a
+// change. Once allocated, the box stays until the BoxedVector goes.
 template <typename T>
 class BoxedVector {
  public:
@@ -27,13 +30,12 @@ class BoxedVector {
     return *this;
   }
   BoxedVector& operator=(BoxedVector&&) noexcept = default;
-  // An empty vector frees the box, so "empty" costs nothing.
+  // Allocates no box for an empty vector; an existing box is kept, so that
+  // references to it stay valid.
   BoxedVector& operator=(Vector values) {
-    if (values.empty()) {
-      box_.reset();
-    } else if (box_) {
+    if (box_) {
       *box_ = std::move(values);
-    } else {
+    } else if (!values.empty()) {
       box_ = std::make_unique<Vector>(std::move(values));
     }
     return *this;
@@ -61,7 +63,9 @@ class BoxedVector {
   void reserve(size_t n) {
     if (n > 0) Mutable().reserve(n);
   }
-  void clear() { box_.reset(); }
+  void clear() {
+    if (box_) box_->clear();
+  }
 
   friend bool operator==(const BoxedVector& a, const BoxedVector& b) {
     return a.get() == b.get();

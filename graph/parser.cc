@@ -399,8 +399,9 @@ absl::StatusOr<ArgumentList> TextParser::ParseSequence(const Graph& graph,
   while (!At(close)) {
     absl::StatusOr<Argument> value = ParseValue(graph, depth, in_return);
     if (!value.ok()) return value.status();
-    // Room for a typical call's operands at once, not one by one.
-    if (list.empty()) list.reserve(4);
+    // Room for a typical call's operands at once, not one by one (the
+    // args tuple is copied into the node; nested lists are kept as built).
+    if (depth == 0 && list.empty()) list.reserve(4);
     list.push_back(*std::move(value));
     if (At(TokenKind::kComma)) {
       Take();

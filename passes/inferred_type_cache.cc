@@ -11,7 +11,10 @@ namespace {
 // has no tensor type.
 bool AppendTypes(const Argument& a, std::vector<TensorType>& out) {
   if (a.is_node()) {
-    if (!a.node()->type().has_value()) return false;
+    // getitem reads tuple types; such operands are not part of the key.
+    if (!a.node()->type().has_value() || !a.node()->meta().tuple_types.empty()) {
+      return false;
+    }
     out.push_back(*a.node()->type());
     return true;
   }
@@ -51,8 +54,16 @@ void InferredTypeCache::Set(Node* copy, const std::vector<TensorType>& types) {
   }
 }
 
+// Core ops' type rules read only literals and operand types (and the node's
+// name, for a fresh symbolic dimension); an extension op's rule ("ns::op")
+// may read more of its node, so its copies always run it.
+bool IsCoreOp(const Node& n) {
+  return n.schema() != nullptr &&
+         absl::string_view(n.schema()->name).find("::") == absl::string_view::npos;
+}
+
 void InferredTypeCache::Apply(const Node* template_node, Node* copy) {
-  const bool cacheable = OperandTypes(*copy);
+  const bool cacheable = IsCoreOp(*copy) && OperandTypes(*copy);
   std::vector<Entry>* entries = nullptr;
   if (cacheable) {
     entries = &entries_[template_node];

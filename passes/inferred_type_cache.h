@@ -13,8 +13,9 @@ namespace graft::passes {
 // literals, which every copy shares, and its operands' types; so copies
 // whose operands have the same types get the same types, and the rule need
 // not run again. Results that name a fresh symbolic dimension after their
-// node ("add_7_d0"), and operands without a single tensor type, are not
-// remembered: those copies run the rule themselves.
+// node ("add_7_d0"), operands without a single tensor type, and extension
+// ops (whose rules may read more of the node) are not remembered: those
+// copies run the rule themselves.
 class InferredTypeCache {
  public:
   // Sets `copy`'s type (or tuple types) as InferNodeTypes gives them; `copy`

@@ -277,6 +277,7 @@ void PrefetchNodes(absl::Span<Node* const> nodes) {
     for (size_t offset = 0; offset < sizeof(Node); offset += 64) {
       __builtin_prefetch(p + offset, /*rw=*/1);
     }
+    __builtin_prefetch(p + sizeof(Node) - 1, /*rw=*/1);  // A node seldom starts a line.
   }
 }
 

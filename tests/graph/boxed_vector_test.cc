@@ -42,7 +42,7 @@ TEST(BoxedVectorTest, CopiesAreDeepAndCompareByValue) {
   EXPECT_TRUE(a == b);
   BoxedVector<int> empty;
   EXPECT_FALSE(a == empty);
-  a = std::vector<int>{};  // Assigning nothing leaves it empty (and unboxed).
+  a = std::vector<int>{};  // Assigning nothing leaves it empty.
   EXPECT_TRUE(a == empty);
 }
 

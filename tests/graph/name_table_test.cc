@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "graph/graph.h"
+#include "graph/huge_pages.h"
 #include "gtest/gtest.h"
 
 namespace graft {
@@ -32,11 +33,13 @@ TEST(NameTableTest, FindsInsertsAndErasesByName) {
 
 TEST(NameTableTest, KeepsEveryNameThroughManyGrowths) {
   // Grows from empty through many rehashes, which use the stored hashes
-  // only; every node must still be found by its name afterwards.
+  // only, up to a table on huge pages; every node must still be found by its
+  // name afterwards.
+  const size_t mapped_before = HugePageBytesInUse();
   Graph g;
   Node* x = g.Placeholder("x");
   Node* last = x;
-  constexpr int kNodes = 50'000;
+  constexpr int kNodes = 70'000;
   for (int i = 0; i < kNodes; ++i) last = g.CallFunction("relu", {last});
   EXPECT_EQ(g.FindNode("relu"), x->users()[0]);
   int found = 0;
@@ -44,6 +47,9 @@ TEST(NameTableTest, KeepsEveryNameThroughManyGrowths) {
   EXPECT_EQ(found, kNodes + 1);
   EXPECT_EQ(g.FindNode(absl::StrCat("relu_", kNodes - 1)), last);
   EXPECT_EQ(g.FindNode(absl::StrCat("relu_", kNodes)), nullptr);
+  // 70k names need a table of 2^17 slots (over 2 MiB), and node slabs
+  // beyond the first 2 MiB: both mapped.
+  EXPECT_GE(HugePageBytesInUse() - mapped_before, 3 * kHugePageBytes);
 }
 
 TEST(NameTableTest, RenamedAndErasedNodesAreFoundUnderTheirNewState) {

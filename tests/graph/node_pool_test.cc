@@ -25,11 +25,12 @@ TEST(NodePoolTest, SlotsAreDistinctAlignedAndDoNotOverlap) {
     std::memset(p, static_cast<int>(i & 0xff), kObject);  // Writable, all of it.
     slots.push_back(p);
   }
-  std::set<std::byte*> sorted(slots.begin(), slots.end());
+  std::set<uintptr_t> sorted;
+  for (std::byte* p : slots) sorted.insert(reinterpret_cast<uintptr_t>(p));
   ASSERT_EQ(sorted.size(), count);
-  std::byte* prev = nullptr;
-  for (std::byte* p : sorted) {
-    if (prev != nullptr) EXPECT_GE(p - prev, static_cast<ptrdiff_t>(kObject));
+  uintptr_t prev = 0;
+  for (uintptr_t p : sorted) {
+    if (prev != 0) EXPECT_GE(p - prev, kObject);
     prev = p;
   }
   // Each slot still holds what was written to it: no slot was handed out twice.
