@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "graph/op_registry.h"
+#include "graph/shape.h"
+#include "passes/node_util.h"
 
 namespace graft::passes {
 namespace {
@@ -25,11 +27,9 @@ bool AppendTypes(const Argument& a, std::vector<TensorType>& out) {
   return true;
 }
 
-bool AllDimsConstant(const std::vector<TensorType>& types) {
-  return std::all_of(types.begin(), types.end(), [](const TensorType& t) {
-    return std::all_of(t.shape.begin(), t.shape.end(),
-                       [](Dim d) { return d.is_constant(); });
-  });
+bool AllStatic(const std::vector<TensorType>& types) {
+  return std::all_of(types.begin(), types.end(),
+                     [](const TensorType& t) { return IsStatic(t.shape); });
 }
 
 }  // namespace
@@ -43,15 +43,6 @@ bool InferredTypeCache::OperandTypes(const Node& copy) {
     if (!AppendTypes(value, operand_types_)) return false;
   }
   return true;
-}
-
-void InferredTypeCache::Set(Node* copy, const std::vector<TensorType>& types) {
-  if (types.empty()) return;
-  if (copy->schema() != nullptr && copy->schema()->returns_tuple) {
-    copy->meta().tuple_types = types;
-  } else {
-    copy->set_type(types[0]);
-  }
 }
 
 // Core ops' type rules read only literals and operand types (and the node's
@@ -69,7 +60,7 @@ void InferredTypeCache::Apply(const Node* template_node, Node* copy) {
     entries = &entries_[template_node];
     for (const Entry& e : *entries) {
       if (e.operand_types == operand_types_) {
-        Set(copy, e.types);
+        SetInferredTypes(copy, e.types);
         return;
       }
     }
@@ -77,8 +68,8 @@ void InferredTypeCache::Apply(const Node* template_node, Node* copy) {
   absl::StatusOr<std::optional<std::vector<TensorType>>> inferred = InferNodeTypes(*copy);
   std::vector<TensorType> types;
   if (inferred.ok() && inferred->has_value()) types = **std::move(inferred);
-  Set(copy, types);
-  if (cacheable && entries->size() < kMaxEntries && AllDimsConstant(types)) {
+  SetInferredTypes(copy, types);
+  if (cacheable && entries->size() < kMaxEntries && AllStatic(types)) {
     entries->push_back(Entry{operand_types_, std::move(types)});
   }
 }

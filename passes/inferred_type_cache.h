@@ -34,7 +34,6 @@ class InferredTypeCache {
 
   // The operands' types in slot order; false if one has no tensor type.
   bool OperandTypes(const Node& copy);
-  static void Set(Node* copy, const std::vector<TensorType>& types);
 
   absl::flat_hash_map<const Node*, std::vector<Entry>> entries_;
   std::vector<TensorType> operand_types_;  // Scratch, reused.

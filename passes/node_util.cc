@@ -23,11 +23,15 @@ std::optional<TensorType> KnownType(const Node& node) {
 void InferAndSetType(Node* node) {
   if (node->op() != OpCode::kCallFunction) return;
   auto types = InferNodeTypes(*node);
-  if (!types.ok() || !types->has_value() || (*types)->empty()) return;
+  if (types.ok() && types->has_value()) SetInferredTypes(node, **types);
+}
+
+void SetInferredTypes(Node* node, const std::vector<TensorType>& types) {
+  if (types.empty()) return;
   if (node->schema() != nullptr && node->schema()->returns_tuple) {
-    node->meta().tuple_types = **types;
+    node->meta().tuple_types = types;
   } else {
-    node->set_type((**types)[0]);
+    node->set_type(types[0]);
   }
 }
 

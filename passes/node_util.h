@@ -23,6 +23,9 @@ std::optional<TensorType> KnownType(const Node& node);
 
 // Records on `node` the type(s) its op's type rule gives, when known.
 void InferAndSetType(Node* node);
+// Records `types`, a type rule's result for `node`: its type, or its tuple
+// types for an op that returns a tuple. Nothing when `types` is empty.
+void SetInferredTypes(Node* node, const std::vector<TensorType>& types);
 
 // True for get_attr nodes and calls of registered pure ops.
 bool IsPureNode(const Node& node);

@@ -6,32 +6,14 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "graph/op_registry.h"
+#include "passes/node_util.h"
 
 namespace graft::passes {
-namespace {
-
-void InferType(Node* n) {
-  if (n->op() != OpCode::kCallFunction) return;
-  auto types = InferNodeTypes(*n);
-  if (!types.ok() || !types->has_value() || (*types)->empty()) return;
-  if (n->schema() != nullptr && n->schema()->returns_tuple) {
-    n->meta().tuple_types = **types;
-  } else {
-    n->set_type((**types)[0]);
-  }
-}
-
-bool IsPure(const Node& n) {
-  if (n.op() == OpCode::kGetAttr) return true;
-  return n.op() == OpCode::kCallFunction && n.schema() != nullptr && n.schema()->pure;
-}
-
-}  // namespace
 
 Node* Rewriter::Call(absl::string_view op, std::vector<Argument> args, Kwargs kwargs) {
   auto guard = graph().InsertingBefore(root_);
   Node* n = graph().CallFunction(op, std::move(args), std::move(kwargs));
-  InferType(n);
+  InferAndSetType(n);
   created_.push_back(n);
   return n;
 }
@@ -57,7 +39,7 @@ void Rewriter::EraseIfDead(Node* node) {
   while (!work.empty()) {
     Node* n = work.back();
     work.pop_back();
-    if (n->erased() || n->has_uses() || !IsPure(*n)) continue;
+    if (n->erased() || n->has_uses() || !IsPureNode(*n)) continue;
     std::vector<Node*> inputs = n->unique_inputs();
     (void)graph().EraseNode(n);
     for (Node* in : inputs) {
