@@ -48,6 +48,30 @@ std::string CompileOptions::Get(absl::string_view key,
   return it == options.end() ? std::string(fallback) : it->second;
 }
 
+std::string CompileOptions::KeyString() const {
+  std::string key = absl::StrCat("device=", device_index,
+                                 ";keep_outputs_on_device=",
+                                 keep_outputs_on_device, ";inputs=");
+  for (const TensorType& t : input_types) absl::StrAppend(&key, t.ToString(), ",");
+  for (const auto& [k, v] : options) {
+    absl::StrAppend(&key, ";", k.size(), ":", k, "=", v.size(), ":", v);
+  }
+  return key;
+}
+
+absl::StatusOr<std::string> Backend::SerializeExecutable(
+    const Executable& executable) const {
+  return absl::UnimplementedError(absl::StrCat(
+      "the ", name(), " backend does not write executables to disk"));
+}
+
+absl::StatusOr<std::unique_ptr<Executable>> Backend::DeserializeExecutable(
+    absl::string_view bytes, const Module& module,
+    const CompileOptions& options) const {
+  return absl::UnimplementedError(absl::StrCat(
+      "the ", name(), " backend does not read executables from disk"));
+}
+
 BackendRegistry& BackendRegistry::Global() {
   static auto* registry = new BackendRegistry();
   return *registry;

@@ -33,9 +33,15 @@ struct CompileOptions {
   // pass. Each must be compatible with the placeholder's own type (a symbol
   // may be narrowed to a constant); unknown placeholder types are filled in.
   std::vector<TensorType> input_types;
+  // Leave outputs in the device's memory (Tensor::device()) instead of
+  // copying them to the host; for chaining runs on a GPU. No effect on
+  // backends that run on the host.
+  bool keep_outputs_on_device = false;
 
   // The value of option `key`, or `fallback` when it is not set.
   std::string Get(absl::string_view key, absl::string_view fallback = "") const;
+  // Every field in one deterministic string, for compile cache keys.
+  std::string KeyString() const;
 };
 
 // The name and (when known) type of one input or output of an Executable.
@@ -44,17 +50,30 @@ struct ValueSignature {
   std::optional<TensorType> type;
 };
 
+// What an executable can say about itself after compiling, for
+// `graft run --stats` and for tests. Zero means unknown.
+struct ExecutableInfo {
+  // Bytes of the intermediates' memory arena planned from value lifetimes,
+  // beside the sum of every intermediate's size.
+  size_t arena_bytes = 0;
+  size_t intermediate_bytes = 0;
+};
+
 // A compiled module, ready to run. Inputs are given in placeholder order;
 // outputs come back in the order of the output node's value (one node, or a
 // list of nodes; a tuple-valued output contributes each of its elements).
+// Run may be called from several threads at once.
 class Executable {
  public:
   virtual ~Executable() = default;
 
+  // Inputs may be on the host or on the executable's device; outputs are on
+  // the host unless CompileOptions::keep_outputs_on_device asked otherwise.
   virtual absl::StatusOr<std::vector<Tensor>> Run(
       absl::Span<const Tensor> inputs) = 0;
   virtual const std::vector<ValueSignature>& input_signature() const = 0;
   virtual const std::vector<ValueSignature>& output_signature() const = 0;
+  virtual ExecutableInfo info() const { return {}; }
 };
 
 // Something that turns a Module into an Executable: the reference
@@ -65,12 +84,38 @@ class Backend {
 
   // The registry name: "interp", "orc", "cuda".
   virtual absl::string_view name() const = 0;
-  // Whether this backend can run `node` itself; nodes it cannot run fall
-  // back to the interpreter.
-  virtual bool Supports(const Node& node) const = 0;
-  // The module is not referenced after Compile returns.
+  // OK if this backend can run `node` itself with `options`, else why not
+  // ("conv2d: groups=3 with dilation 2"). Nodes it cannot run fall back to
+  // the interpreter (CompileWithFallback) and are reported as graph breaks.
+  virtual absl::Status CanRun(const Node& node,
+                              const CompileOptions& options) const = 0;
+  // Compiles the whole module; fails if a node cannot run. The module is
+  // not referenced after Compile returns.
   virtual absl::StatusOr<std::unique_ptr<Executable>> Compile(
       const Module& module, const CompileOptions& options) = 0;
+
+  // The device the executables run on; the host unless overridden.
+  virtual Device device(const CompileOptions& options) const { return {}; }
+  // The allocator of that device; null for the host.
+  virtual std::shared_ptr<DeviceAllocator> allocator(
+      const CompileOptions& options) const {
+    return nullptr;
+  }
+
+  // The on-disk compile cache. A backend whose executables can be written
+  // as bytes returns a non-empty identity: everything besides the module
+  // and the options that decides the compiled code (compiler version, CPU
+  // or GPU model and features), so that an entry made elsewhere is never
+  // loaded. The interpreter has nothing worth keeping.
+  virtual std::string CacheIdentity(const CompileOptions& options) const {
+    return "";
+  }
+  virtual absl::StatusOr<std::string> SerializeExecutable(
+      const Executable& executable) const;
+  // `module` and `options` are those the bytes were compiled from.
+  virtual absl::StatusOr<std::unique_ptr<Executable>> DeserializeExecutable(
+      absl::string_view bytes, const Module& module,
+      const CompileOptions& options) const;
 };
 
 using BackendFactory = std::function<std::unique_ptr<Backend>()>;

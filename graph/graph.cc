@@ -307,23 +307,28 @@ Argument MapArgument(const Argument& arg,
 
 }  // namespace
 
+Node* Graph::CopyNode(const Node& node,
+                      const absl::flat_hash_map<const Node*, Node*>& map) {
+  std::vector<Argument> args;
+  args.reserve(node.args_.size());
+  for (const Argument& a : node.args_) args.push_back(MapArgument(a, map));
+  Kwargs kwargs;
+  for (const auto& [k, v] : node.kwargs_) {
+    kwargs.emplace_back(k, MapArgument(v, map));
+  }
+  Node* copy = CreateNode(node.op_, node.target(), std::move(args),
+                          std::move(kwargs), node.name_);
+  copy->meta_ = node.meta_;
+  return copy;
+}
+
 void Graph::ReserveNodes(size_t count) { names_.Reserve(names_.size() + count); }
 
 absl::flat_hash_map<const Node*, Node*> Graph::CopyFrom(const Graph& other) {
   absl::flat_hash_map<const Node*, Node*> map;
   map.reserve(other.num_nodes());
   ReserveNodes(other.num_nodes());
-  for (Node* n : other.nodes()) {
-    std::vector<Argument> args;
-    args.reserve(n->args_.size());
-    for (const Argument& a : n->args_) args.push_back(MapArgument(a, map));
-    Kwargs kwargs;
-    for (const auto& [k, v] : n->kwargs_) kwargs.emplace_back(k, MapArgument(v, map));
-    Node* copy = CreateNode(n->op_, n->target(), std::move(args), std::move(kwargs),
-                            n->name_);
-    copy->meta_ = n->meta_;
-    map.emplace(n, copy);
-  }
+  for (Node* n : other.nodes()) map.emplace(n, CopyNode(*n, map));
   // Continue the source's name counters (targets are interned process-wide,
   // so the keys match): nodes created later in the copy then find a free
   // name at once instead of probing past every name the copy took over.

@@ -139,6 +139,11 @@ class Graph {
   // "add", "add_1", "add_2", ...
   std::string UniqueName(absl::string_view base);
 
+  // Copies `node` (of any graph) to the insertion point, with its name when
+  // free, its meta, and every node it reads replaced through `map`, which
+  // must hold them all.
+  Node* CopyNode(const Node& node,
+                 const absl::flat_hash_map<const Node*, Node*>& map);
   // Copies every node of `other` to the end of this graph. Returns the map
   // from `other`'s nodes to the copies.
   absl::flat_hash_map<const Node*, Node*> CopyFrom(const Graph& other);

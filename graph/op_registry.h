@@ -55,6 +55,9 @@ struct OpSchema {
   std::vector<ParamSpec> params;
   bool pure = true;            // False: dce keeps it even when unused.
   bool returns_tuple = false;  // Results are read with getitem.
+  // Raised whenever what the op computes changes, so that compiled code
+  // cached for the old meaning (keyed by ModuleFingerprint) is not reused.
+  int version = 1;
   InferFn infer;
   std::string summary;  // One line, shown by `graft passes`.
 

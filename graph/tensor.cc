@@ -28,8 +28,62 @@ std::shared_ptr<Storage> Storage::Wrap(void* data, size_t bytes,
       new Storage(static_cast<std::byte*>(data), bytes, std::move(keep_alive)));
 }
 
+absl::StatusOr<std::shared_ptr<Storage>> Storage::AllocateOn(
+    std::shared_ptr<DeviceAllocator> allocator, size_t bytes) {
+  absl::StatusOr<void*> data = allocator->Allocate(bytes);
+  if (!data.ok()) return data.status();
+  // The keep-alive frees the buffer through the allocator it came from.
+  DeviceAllocator* raw = allocator.get();
+  std::shared_ptr<void> owner(*data, [raw](void* p) { raw->Free(p); });
+  std::shared_ptr<Storage> storage(
+      new Storage(static_cast<std::byte*>(*data), bytes, std::move(owner)));
+  storage->device_ = allocator->device();
+  storage->allocator_ = std::move(allocator);
+  return storage;
+}
+
 Storage::~Storage() {
-  if (keep_alive_ == nullptr) std::free(data_);
+  if (owned()) {
+    std::free(data_);
+    return;
+  }
+  // Frees a device buffer while its allocator is still alive.
+  keep_alive_.reset();
+}
+
+std::string Device::ToString() const {
+  switch (kind) {
+    case DeviceKind::kCpu:
+      return "cpu";
+    case DeviceKind::kCuda:
+      return absl::StrCat("cuda:", index);
+  }
+  return "unknown";
+}
+
+absl::StatusOr<Tensor> CopyToHost(const Tensor& tensor) {
+  if (!tensor.defined() || tensor.on_host()) return tensor;
+  Tensor host(tensor.dtype(), tensor.dims());
+  absl::Status s = tensor.storage()->allocator()->CopyToHost(
+      tensor.raw_data(), host.raw_data(), tensor.NumBytes());
+  if (!s.ok()) return s;
+  return host;
+}
+
+absl::StatusOr<Tensor> CopyToDevice(
+    const Tensor& tensor, const std::shared_ptr<DeviceAllocator>& allocator) {
+  if (!tensor.defined() || tensor.device() == allocator->device()) {
+    return tensor;
+  }
+  absl::StatusOr<Tensor> host = CopyToHost(tensor);
+  if (!host.ok()) return host.status();
+  absl::StatusOr<std::shared_ptr<Storage>> storage =
+      Storage::AllocateOn(allocator, host->NumBytes());
+  if (!storage.ok()) return storage.status();
+  absl::Status s = allocator->CopyFromHost(host->raw_data(), (*storage)->data(),
+                                           host->NumBytes());
+  if (!s.ok()) return s;
+  return Tensor(host->dtype(), host->dims(), *std::move(storage));
 }
 
 Tensor::Tensor(DType dtype, std::vector<int64_t> dims)

@@ -8,13 +8,17 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "graph/device.h"
 #include "graph/dtype.h"
 #include "graph/tensor_type.h"
 
 namespace graft {
 
-// Bytes of tensor data. Either owned (64-byte aligned, from the heap) or a
-// view of memory kept alive by someone else, e.g. a mapped file region.
+// Bytes of tensor data. Either owned (64-byte aligned, from the heap), a
+// view of memory kept alive by someone else (a mapped file region), or a
+// buffer in a device's memory from that device's allocator. The data of a
+// device storage is a device address: host code must not read it.
 class Storage {
  public:
   static constexpr size_t kAlignment = 64;
@@ -24,6 +28,9 @@ class Storage {
   // Wraps `data` without copying; `keep_alive` owns it (an mmap, a buffer).
   static std::shared_ptr<Storage> Wrap(void* data, size_t bytes,
                                        std::shared_ptr<void> keep_alive);
+  // Uninitialized memory of `allocator`'s device, freed through it.
+  static absl::StatusOr<std::shared_ptr<Storage>> AllocateOn(
+      std::shared_ptr<DeviceAllocator> allocator, size_t bytes);
 
   ~Storage();
   Storage(const Storage&) = delete;
@@ -32,6 +39,9 @@ class Storage {
   std::byte* data() const { return data_; }
   size_t size() const { return size_; }
   bool owned() const { return keep_alive_ == nullptr; }
+  Device device() const { return device_; }
+  // The allocator of a device storage; null for host memory.
+  DeviceAllocator* allocator() const { return allocator_.get(); }
 
  private:
   Storage(std::byte* data, size_t size, std::shared_ptr<void> keep_alive)
@@ -40,6 +50,8 @@ class Storage {
   std::byte* data_;
   size_t size_;
   std::shared_ptr<void> keep_alive_;
+  Device device_;
+  std::shared_ptr<DeviceAllocator> allocator_;
 };
 
 // A dense, C-ordered tensor with a static shape. Copies share storage
@@ -68,8 +80,12 @@ class Tensor {
   size_t NumBytes() const { return NumElements() * DTypeSize(dtype_); }
   TensorType type() const;
   const std::shared_ptr<Storage>& storage() const { return storage_; }
+  // Where the bytes are; the host for an undefined tensor.
+  Device device() const { return storage_ ? storage_->device() : Device{}; }
+  bool on_host() const { return device().is_host(); }
   size_t offset() const { return offset_; }
 
+  // On a device tensor: a device address.
   void* raw_data() const { return storage_->data() + offset_; }
   template <typename T>
   T* data() const {
@@ -99,6 +115,14 @@ class Tensor {
   std::shared_ptr<Storage> storage_;
   size_t offset_ = 0;
 };
+
+// A host copy of `tensor`: the tensor itself when it is on the host.
+absl::StatusOr<Tensor> CopyToHost(const Tensor& tensor);
+// A copy of `tensor` in `allocator`'s device memory; the tensor itself when
+// it is already there. A device tensor of another device goes through the
+// host.
+absl::StatusOr<Tensor> CopyToDevice(
+    const Tensor& tensor, const std::shared_ptr<DeviceAllocator>& allocator);
 
 // Half-precision conversions used for f16 and bf16 storage.
 float HalfToFloat(uint16_t h);

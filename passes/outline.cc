@@ -12,29 +12,6 @@ namespace {
 
 using NodeMap = absl::flat_hash_map<const Node*, Node*>;
 
-Argument MapArgument(const Argument& a, const NodeMap& map) {
-  if (a.is_node()) return Argument(map.at(a.node()));
-  if (!a.is_list()) return a;
-  ArgumentList list;
-  list.reserve(a.list().size());
-  for (const Argument& e : a.list()) list.push_back(MapArgument(e, map));
-  return Argument(std::move(list));
-}
-
-// Copies `n` into `graph`, reading operands through `map`.
-Node* CopyNode(Graph& graph, const Node& n, const NodeMap& map) {
-  std::vector<Argument> args;
-  args.reserve(n.num_args());
-  for (const Argument& a : n.args()) args.push_back(MapArgument(a, map));
-  Kwargs kwargs;
-  for (const auto& [k, v] : n.kwargs())
-    kwargs.emplace_back(k, MapArgument(v, map));
-  Node* copy = graph.CreateNode(n.op(), n.target(), std::move(args),
-                                std::move(kwargs), n.name());
-  copy->meta() = n.meta();
-  return copy;
-}
-
 }  // namespace
 
 absl::StatusOr<Node*> OutlineNodes(Module& module,
@@ -94,7 +71,7 @@ absl::StatusOr<Node*> OutlineNodes(Module& module,
   NodeMap map;
   for (Node* in : inputs) map[in] = sg.Placeholder(in->name(), in->type());
   for (Node* n : nodes) {
-    Node* copy = CopyNode(sg, *n, map);
+    Node* copy = sg.CopyNode(*n, map);
     if (ctx != nullptr) ctx->RecordProvenance(copy, {n});
     map[n] = copy;
   }

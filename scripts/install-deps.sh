@@ -14,7 +14,7 @@ packages=(
   # build
   cmake ninja-build g++ ccache pkg-config
   # core: status/strings/containers, the command line
-  libabsl-dev libcli11-dev
+  libabsl-dev libcli11-dev libxxhash-dev
   # serialization and ONNX import
   libprotobuf-dev protobuf-compiler libonnx-dev
   # optional parts: CPU JIT, oneDNN, Graphviz rendering. LLVM's static

@@ -19,6 +19,7 @@ set -euo pipefail
 packages=(
   libabsl-dev libabsl20220623        # headers + CMake config, shared libraries
   libcli11-dev                       # header-only
+  libxxhash-dev                      # header-only use (XXH_INLINE_ALL)
   libgtest-dev libgmock-dev          # static libraries + CMake config
   libbenchmark-dev libbenchmark1debian
   llvm-19-tools libz3-4              # FileCheck, lit, not; FileCheck needs libz3.so.4

@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/arena.h"
-#include "serialize/atomic_file.h"
+#include "support/atomic_file.h"
 #include "serialize/side_file.h"
 #include "serialize/utf8.h"
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "support/atomic_file.h"
 #include "absl/strings/str_join.h"
 
 namespace graft {
@@ -535,39 +536,15 @@ absl::Status WriteNpy(const std::string& path, const Tensor& tensor) {
   if (!tensor.defined()) {
     return absl::InvalidArgumentError("cannot write an undefined tensor");
   }
-  static std::atomic<uint64_t> counter{0};
-  std::string tmp;
-  int fd = -1;
-  for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
-    tmp = absl::StrCat(path, ".tmp-", ::getpid(), "-", counter++);
-    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0 && errno != EEXIST) break;
-  }
-  if (fd < 0) {
-    return absl::PermissionDeniedError(
-        absl::StrCat("cannot write '", path, "': ", ErrnoText()));
-  }
-  FdCloser closer(fd);
   const Tensor data = DataToWrite(tensor);
-  const std::string header = MakeHeader(tensor);
-  bool ok = WriteFully(fd, header.data(), header.size()) &&
-            WriteFully(fd, data.raw_data(), data.NumBytes()) &&
-            ::fsync(fd) == 0;
-  std::string why = ok ? "" : ErrnoText();
-  if (::close(closer.Release()) != 0 && ok) {
-    ok = false;
-    why = ErrnoText();
+  absl::StatusOr<AtomicFile> file = AtomicFile::Create(path);
+  if (!file.ok()) return file.status();
+  if (absl::Status s = file->Write(MakeHeader(tensor)); !s.ok()) return s;
+  if (absl::Status s = file->Write(data.raw_data(), data.NumBytes()); !s.ok()) {
+    return s;
   }
-  if (ok && ::rename(tmp.c_str(), path.c_str()) != 0) {
-    ok = false;
-    why = ErrnoText();
-  }
-  if (!ok) {
-    ::unlink(tmp.c_str());
-    return absl::DataLossError(
-        absl::StrCat("cannot write '", path, "': ", why));
-  }
-  return absl::OkStatus();
+  if (absl::Status s = file->Finish(); !s.ok()) return s;
+  return file->Publish();
 }
 
 }  // namespace graft

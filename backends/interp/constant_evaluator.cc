@@ -14,15 +14,6 @@ namespace {
 
 using NodeMap = absl::flat_hash_map<const Node*, Node*>;
 
-Argument MapArgument(const Argument& a, const NodeMap& map) {
-  if (a.is_node()) return Argument(map.at(a.node()));
-  if (!a.is_list()) return a;
-  ArgumentList list;
-  list.reserve(a.list().size());
-  for (const Argument& e : a.list()) list.push_back(MapArgument(e, map));
-  return Argument(std::move(list));
-}
-
 }  // namespace
 
 absl::StatusOr<std::vector<Tensor>> EvaluateNode(
@@ -44,16 +35,7 @@ absl::StatusOr<std::vector<Tensor>> EvaluateNode(
     map[operands[i]] =
         graph.Placeholder(absl::StrCat("in", i), inputs[i].type());
   }
-  std::vector<Argument> args;
-  args.reserve(node.num_args());
-  for (const Argument& a : node.args()) args.push_back(MapArgument(a, map));
-  Kwargs kwargs;
-  for (const auto& [k, v] : node.kwargs())
-    kwargs.emplace_back(k, MapArgument(v, map));
-  Node* copy =
-      graph.CreateNode(OpCode::kCallFunction, node.target(), std::move(args),
-                       std::move(kwargs), node.name());
-  graph.Output(copy);
+  graph.Output(graph.CopyNode(node, map));
   Interpreter interpreter(module);
   return interpreter.Run(inputs);
 }

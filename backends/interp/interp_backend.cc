@@ -1,13 +1,13 @@
 #include "backends/interp/interp_backend.h"
 
-#include <mutex>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "backends/interp/interpreter.h"
+#include "backends/interp/execution_plan.h"
 #include "backends/interp/kernel.h"
 #include "graph/graph.h"
 #include "graph/op_registry.h"
+#include "support/status_macros.h"
 
 // Referenced by the link options of graft_interp (backends/CMakeLists.txt)
 // so that this file, and the registration below, is linked into every
@@ -19,93 +19,62 @@ int graft_link_interp_backend = 0;
 namespace graft::interp {
 namespace {
 
-// An interpreter over its own copy of the module.
+// A plan over the executable's own copy of the module. Everything is built
+// in the constructor and only read afterwards, so Run needs no lock.
 class InterpExecutable : public Executable {
  public:
-  InterpExecutable(Module module, std::vector<ValueSignature> inputs)
-      : module_(std::make_unique<Module>(std::move(module))),
-        interpreter_(*module_),
-        outputs_(OutputSignature(module_->graph())) {
-    interpreter_.set_input_signature(std::move(inputs));
+  static absl::StatusOr<std::unique_ptr<Executable>> Create(
+      const Module& module, std::vector<ValueSignature> inputs) {
+    std::unique_ptr<InterpExecutable> e(new InterpExecutable(module.Clone()));
+    ASSIGN_OR_RETURN(e->plan_, ExecutionPlan::Build(*e->module_));
+    e->inputs_ = std::move(inputs);
+    e->outputs_ = OutputSignature(e->module_->graph());
+    return std::unique_ptr<Executable>(std::move(e));
   }
 
   absl::StatusOr<std::vector<Tensor>> Run(
       absl::Span<const Tensor> inputs) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    return interpreter_.Run(inputs);
+    std::vector<Tensor> host;
+    absl::Span<const Tensor> checked = inputs;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (inputs[i].on_host()) continue;
+      if (host.empty()) host.assign(inputs.begin(), inputs.end());
+      ASSIGN_OR_RETURN(host[i], CopyToHost(inputs[i]));
+    }
+    if (!host.empty()) checked = host;
+    RETURN_IF_ERROR(CheckInputs(inputs_, checked).status());
+    ASSIGN_OR_RETURN(Value value, plan_->Run(checked));
+    if (value.is_tensor()) return std::vector<Tensor>{value.tensor()};
+    return value.tuple();
   }
   const std::vector<ValueSignature>& input_signature() const override {
-    return interpreter_.input_signature();
+    return inputs_;
   }
   const std::vector<ValueSignature>& output_signature() const override {
     return outputs_;
   }
+  ExecutableInfo info() const override { return plan_->info(); }
 
  private:
-  std::unique_ptr<Module> module_;  // Stable address for the interpreter.
-  Interpreter interpreter_;
-  std::vector<ValueSignature> outputs_;
-  std::mutex mu_;
-};
+  explicit InterpExecutable(Module module)
+      : module_(std::make_unique<Module>(std::move(module))) {}
 
-// Checks that every node of `module` can run, so errors surface at compile
-// time rather than halfway through a run.
-absl::Status CheckRunnable(const Module& module) {
-  const Graph& graph = module.graph();
-  bool has_output = false;
-  for (const Node* node : graph.nodes()) {
-    switch (node->op()) {
-      case OpCode::kCallFunction: {
-        absl::StatusOr<OpCall> call = OpCall::Bind(*node);
-        if (!call.ok()) {
-          return absl::Status(
-              call.status().code(),
-              absl::StrCat("node ", node->Ref(), " (", node->target(),
-                           "): ", call.status().message()));
-        }
-        if (KernelTable::Global().Find(node->target()) == nullptr) {
-          return absl::UnimplementedError(
-              absl::StrCat("node ", node->Ref(),
-                           ": the interpreter has no "
-                           "kernel for op '",
-                           node->target(), "'"));
-        }
-        break;
-      }
-      case OpCode::kGetAttr:
-        if (module.FindTensor(node->target()) == nullptr) {
-          return absl::NotFoundError(absl::StrCat("node ", node->Ref(),
-                                                  ": the module has no tensor "
-                                                  "named '",
-                                                  node->target(), "'"));
-        }
-        break;
-      case OpCode::kCallModule:
-        if (module.FindSubmodule(node->target()) == nullptr) {
-          return absl::NotFoundError(absl::StrCat("node ", node->Ref(),
-                                                  ": the module has no "
-                                                  "submodule named '",
-                                                  node->target(), "'"));
-        }
-        break;
-      case OpCode::kOutput:
-        has_output = true;
-        break;
-      case OpCode::kPlaceholder:
-        break;
-    }
-  }
-  if (!has_output) {
-    return absl::InvalidArgumentError("the graph has no output node");
-  }
-  return absl::OkStatus();
-}
+  std::unique_ptr<Module> module_;  // Stable address for the plan.
+  std::unique_ptr<ExecutionPlan> plan_;
+  std::vector<ValueSignature> inputs_;
+  std::vector<ValueSignature> outputs_;
+};
 
 }  // namespace
 
-bool InterpBackend::Supports(const Node& node) const {
-  return node.op() != OpCode::kCallFunction ||
-         KernelTable::Global().Find(node.target()) != nullptr;
+absl::Status InterpBackend::CanRun(const Node& node,
+                                   const CompileOptions& options) const {
+  if (node.op() != OpCode::kCallFunction ||
+      KernelTable::Global().Find(node.target()) != nullptr) {
+    return absl::OkStatus();
+  }
+  return absl::UnimplementedError(absl::StrCat(
+      "the interpreter has no kernel for op '", node.target(), "'"));
 }
 
 absl::StatusOr<std::unique_ptr<Executable>> InterpBackend::Compile(
@@ -121,13 +90,9 @@ absl::StatusOr<std::unique_ptr<Executable>> InterpBackend::Compile(
                      "got device ",
                      options.device_index));
   }
-  if (absl::Status s = CheckRunnable(module); !s.ok()) return s;
   std::vector<ValueSignature> inputs = PlaceholderSignature(module.graph());
-  if (absl::Status s = NarrowSignature(inputs, options.input_types); !s.ok()) {
-    return s;
-  }
-  return std::unique_ptr<Executable>(
-      new InterpExecutable(module.Clone(), std::move(inputs)));
+  RETURN_IF_ERROR(NarrowSignature(inputs, options.input_types));
+  return InterpExecutable::Create(module, std::move(inputs));
 }
 
 namespace {

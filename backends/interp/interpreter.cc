@@ -6,55 +6,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "backends/interp/kernel.h"
+#include "backends/interp/node_status.h"
+#include "backends/interp/value_binding.h"
 #include "graph/graph.h"
 #include "graph/op_registry.h"
 
 namespace graft::interp {
-namespace {
-
-// "node %add_1 (add)", "node %sub (call_module block)".
-std::string Describe(const Node& node) {
-  if (node.op() == OpCode::kCallFunction) {
-    return absl::StrCat("node ", node.Ref(), " (", node.target(), ")");
-  }
-  return absl::StrCat("node ", node.Ref(), " (", OpCodeName(node.op()), " ",
-                      node.target(), ")");
-}
-
-absl::Status Annotate(const Node& node, const absl::Status& status) {
-  return absl::Status(status.code(),
-                      absl::StrCat(Describe(node), ": ", status.message()));
-}
-
-// Collects the tensors of an output argument (a node or nested lists of
-// nodes; the nesting is that of the literal, not of the graph).
-absl::Status CollectOutputs(const Argument& arg,
-                            const std::function<const Value*(const Node*)>& of,
-                            std::vector<Tensor>& out) {
-  if (arg.is_list()) {
-    for (const Argument& e : arg.list()) {
-      if (absl::Status s = CollectOutputs(e, of, out); !s.ok()) return s;
-    }
-    return absl::OkStatus();
-  }
-  if (!arg.is_node()) {
-    return absl::InvalidArgumentError(
-        "outputs must be nodes or lists of nodes, not literals");
-  }
-  const Value* v = of(arg.node());
-  if (v == nullptr || v->empty()) {
-    return absl::InternalError(
-        absl::StrCat("output ", arg.node()->Ref(), " has no value"));
-  }
-  if (v->is_tensor()) {
-    out.push_back(v->tensor());
-  } else {
-    for (const Tensor& t : v->tuple()) out.push_back(t);
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
 
 Interpreter::Interpreter(const Module& module) : module_(module) {}
 
@@ -83,7 +40,7 @@ absl::Status Interpreter::Prepare() {
       auto it = position_.find(input);
       if (it == position_.end() || it->second >= i) {
         return absl::InvalidArgumentError(
-            absl::StrCat(Describe(*order_[i]), ": input ", input->Ref(),
+            absl::StrCat(DescribeNode(*order_[i]), ": input ", input->Ref(),
                          " is not defined before it in the graph"));
       }
       last_use[it->second] = i;
@@ -127,9 +84,9 @@ absl::StatusOr<Value> Interpreter::RunGraph() {
     } catch (const std::bad_alloc&) {
       value = absl::ResourceExhaustedError("out of memory");
     }
-    if (!value.ok()) return Annotate(node, value.status());
+    if (!value.ok()) return AnnotateNode(node, value.status());
     if (value->empty()) {
-      return Annotate(node, absl::InternalError("produced no value"));
+      return AnnotateNode(node, absl::InternalError("produced no value"));
     }
     if (node.op() == OpCode::kOutput) return *std::move(value);
     env_[i] = *std::move(value);
@@ -225,49 +182,12 @@ absl::StatusOr<Value> Interpreter::CallModule(const Node& node) {
     return absl::NotFoundError(absl::StrCat(
         "the module has no submodule named '", node.target(), "'"));
   }
-  std::vector<ValueSignature> params = PlaceholderSignature(sub->graph());
-  std::vector<Tensor> inputs(params.size());
-  std::vector<bool> given(params.size(), false);
-  if (node.num_args() > params.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("submodule '", node.target(), "' takes ", params.size(),
-                     " inputs, got ", node.num_args()));
-  }
-  auto bind = [&](size_t i, const Argument& arg) -> absl::Status {
-    if (!arg.is_node()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("input '", params[i].name, "' of submodule '",
-                       node.target(), "' must be a tensor"));
-    }
-    absl::StatusOr<Tensor> t = TensorOf(arg.node());
-    if (!t.ok()) return t.status();
-    inputs[i] = *std::move(t);
-    given[i] = true;
-    return absl::OkStatus();
-  };
-  for (size_t i = 0; i < node.num_args(); ++i) {
-    if (absl::Status s = bind(i, node.arg(i)); !s.ok()) return s;
-  }
-  for (const auto& [key, arg] : node.kwargs()) {
-    size_t i = 0;
-    while (i < params.size() && params[i].name != key) ++i;
-    if (i == params.size() || given[i]) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("submodule '", node.target(), "' has no input '", key,
-                       "' or it was given twice"));
-    }
-    if (absl::Status s = bind(i, arg); !s.ok()) return s;
-  }
-  for (size_t i = 0; i < params.size(); ++i) {
-    if (!given[i]) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("input '", params[i].name, "' of submodule '",
-                       node.target(), "' is not given"));
-    }
-  }
+  absl::StatusOr<std::vector<Tensor>> inputs = SubmoduleInputs(
+      node, *sub, [this](const Node* n) { return ValueOf(n); });
+  if (!inputs.ok()) return inputs.status();
   std::unique_ptr<Interpreter>& nested = nested_[sub];
   if (nested == nullptr) nested = CreateNested(*sub);
-  return nested->RunToValue(inputs);
+  return nested->RunToValue(*inputs);
 }
 
 absl::StatusOr<Value> Interpreter::Output(const Node& node) {
@@ -277,7 +197,7 @@ absl::StatusOr<Value> Interpreter::Output(const Node& node) {
   }
   const Argument& arg = node.arg(0);
   std::vector<Tensor> tensors;
-  absl::Status s = CollectOutputs(
+  absl::Status s = CollectOutputTensors(
       arg, [this](const Node* n) { return ValueOf(n); }, tensors);
   if (!s.ok()) return s;
   if (arg.is_node()) return *ValueOf(arg.node());

@@ -119,13 +119,15 @@ TEST(InterpBackend, CompileReportsUnrunnableNodes) {
   EXPECT_FALSE(backend.Compile(no_output, {}).ok());
 }
 
-TEST(InterpBackend, SupportsNodesWithKernels) {
+TEST(InterpBackend, CanRunSaysWhyNot) {
   interp::InterpBackend backend;
   Module m;
   Node* x = m.graph().Placeholder("x");
-  EXPECT_TRUE(backend.Supports(*x));
-  EXPECT_TRUE(backend.Supports(*m.graph().CallFunction("relu", {x})));
-  EXPECT_FALSE(backend.Supports(*m.graph().CallFunction("my::op", {x})));
+  EXPECT_TRUE(backend.CanRun(*x, {}).ok());
+  EXPECT_TRUE(backend.CanRun(*m.graph().CallFunction("relu", {x}), {}).ok());
+  absl::Status s = backend.CanRun(*m.graph().CallFunction("my::op", {x}), {});
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(s.message(), HasSubstr("no kernel for op 'my::op'"));
 }
 
 TEST(Signatures, OutputSignatureExpandsTuples) {

@@ -1,5 +1,5 @@
-#ifndef GRAFT_SERIALIZE_ATOMIC_FILE_H_
-#define GRAFT_SERIALIZE_ATOMIC_FILE_H_
+#ifndef GRAFT_SUPPORT_ATOMIC_FILE_H_
+#define GRAFT_SUPPORT_ATOMIC_FILE_H_
 
 #include <cstdint>
 #include <string>
@@ -62,4 +62,4 @@ class AtomicFile {
 
 }  // namespace graft
 
-#endif  // GRAFT_SERIALIZE_ATOMIC_FILE_H_
+#endif  // GRAFT_SUPPORT_ATOMIC_FILE_H_

@@ -1,0 +1,221 @@
+#include "backends/disk_cache.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "graph/file_io.h"
+#include "support/atomic_file.h"
+#include "support/fingerprint.h"
+
+namespace graft {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kMagic[8] = {'G', 'R', 'A', 'F', 'T', 'C', 'C', '\0'};
+constexpr uint32_t kFormatVersion = 1;
+constexpr absl::string_view kEntrySuffix = ".entry";
+
+// Fixed-size header of an entry file; key and payload follow.
+struct EntryHeader {
+  char magic[8];
+  uint32_t version;
+  uint32_t key_bytes;
+  uint64_t payload_bytes;
+  uint64_t checksum;  // Of key and payload.
+};
+static_assert(sizeof(EntryHeader) == 32);
+
+uint64_t EntryChecksum(absl::string_view key, absl::string_view payload) {
+  FingerprintBuilder b;
+  b.AddString(key).AddString(payload);
+  return b.Finish().low;
+}
+
+bool IsEntry(const fs::directory_entry& e) {
+  return e.is_regular_file() &&
+         absl::EndsWith(e.path().filename().string(), kEntrySuffix);
+}
+
+}  // namespace
+
+DiskCache::DiskCache(std::string dir, uint64_t max_bytes)
+    : dir_(std::move(dir)),
+      entries_dir_(absl::StrCat(dir_, "/v", kFormatVersion)),
+      max_bytes_(max_bytes),
+      warn_([](const std::string& message) {
+        std::fprintf(stderr, "graft: warning: %s\n", message.c_str());
+      }) {}
+
+std::string DiskCache::DefaultDir() {
+  if (const char* dir = std::getenv("GRAFT_CACHE_DIR"); dir && *dir) {
+    return dir;
+  }
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
+    return absl::StrCat(xdg, "/graft");
+  }
+  const char* home = std::getenv("HOME");
+  return absl::StrCat(home && *home ? home : "/tmp", "/.cache/graft");
+}
+
+uint64_t DiskCache::DefaultMaxBytes() {
+  uint64_t mb = 0;
+  if (const char* v = std::getenv("GRAFT_CACHE_MAX_MB");
+      v != nullptr && absl::SimpleAtoi(v, &mb)) {
+    return mb << 20;
+  }
+  return kDefaultMaxBytes;
+}
+
+std::string DiskCache::EntryPath(absl::string_view key) const {
+  FingerprintBuilder b;
+  b.AddString(key);
+  return absl::StrCat(entries_dir_, "/", b.Finish().ToHex(), kEntrySuffix);
+}
+
+void DiskCache::Warn(const std::string& what) {
+  if (!warned_.exchange(true)) {
+    warn_(absl::StrCat("compile cache at ", dir_, ": ", what,
+                       "; compiled code is not kept between runs"));
+  }
+}
+
+std::optional<std::string> DiskCache::Load(absl::string_view key) {
+  const std::string path = EntryPath(key);
+  if (::access(path.c_str(), F_OK) != 0) return std::nullopt;
+  absl::StatusOr<std::string> bytes = ReadFile(path);
+  if (!bytes.ok()) return std::nullopt;
+  EntryHeader h;
+  bool good = bytes->size() >= sizeof(h);
+  if (good) {
+    std::memcpy(&h, bytes->data(), sizeof(h));
+    good = std::memcmp(h.magic, kMagic, sizeof(kMagic)) == 0 &&
+           h.version == kFormatVersion &&
+           bytes->size() == sizeof(h) + h.key_bytes + h.payload_bytes;
+  }
+  if (good) {
+    absl::string_view stored_key(bytes->data() + sizeof(h), h.key_bytes);
+    absl::string_view payload(bytes->data() + sizeof(h) + h.key_bytes,
+                              h.payload_bytes);
+    good = EntryChecksum(stored_key, payload) == h.checksum;
+    // A different key under the same name is a hash collision, not damage.
+    if (good && stored_key != key) return std::nullopt;
+    if (good) {
+      ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);  // Recently used.
+      return std::string(payload);
+    }
+  }
+  ++damaged_;
+  std::error_code ignored;
+  fs::remove(path, ignored);
+  return std::nullopt;
+}
+
+void DiskCache::Store(absl::string_view key, absl::string_view payload) {
+  std::error_code ec;
+  fs::create_directories(entries_dir_, ec);
+  if (ec) {
+    Warn(absl::StrCat("cannot create ", entries_dir_, ": ", ec.message()));
+    return;
+  }
+  EntryHeader h;
+  std::memcpy(h.magic, kMagic, sizeof(kMagic));
+  h.version = kFormatVersion;
+  h.key_bytes = static_cast<uint32_t>(key.size());
+  h.payload_bytes = payload.size();
+  h.checksum = EntryChecksum(key, payload);
+  absl::StatusOr<AtomicFile> file = AtomicFile::Create(EntryPath(key));
+  absl::Status s = file.status();
+  if (s.ok()) s = file->Write(&h, sizeof(h));
+  if (s.ok()) s = file->Write(key);
+  if (s.ok()) s = file->Write(payload);
+  if (s.ok()) s = file->Finish();
+  if (s.ok()) s = file->Publish();
+  if (!s.ok()) {
+    Warn(std::string(s.message()));
+    return;
+  }
+  Evict();
+}
+
+void DiskCache::Evict() {
+  struct Entry {
+    fs::path path;
+    uint64_t bytes;
+    fs::file_time_type used;
+  };
+  std::vector<Entry> entries;
+  uint64_t total = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(entries_dir_, ec)) {
+    if (!IsEntry(e)) continue;
+    std::error_code size_ec, time_ec;
+    const uint64_t bytes = e.file_size(size_ec);
+    const fs::file_time_type used = e.last_write_time(time_ec);
+    if (size_ec || time_ec) continue;  // Removed by another process.
+    entries.push_back({e.path(), bytes, used});
+    total += bytes;
+  }
+  if (total <= max_bytes_) return;
+  std::sort(entries.begin(), entries.end(),
+            [](const Entry& a, const Entry& b) { return a.used < b.used; });
+  for (const Entry& e : entries) {
+    if (total <= max_bytes_) break;
+    std::error_code ignored;
+    fs::remove(e.path, ignored);
+    total -= e.bytes;
+  }
+}
+
+absl::StatusOr<DiskCacheInfo> DiskCache::Info() const {
+  DiskCacheInfo info{dir_, 0, 0, max_bytes_};
+  std::error_code ec;
+  if (!fs::exists(entries_dir_, ec)) return info;
+  for (const auto& e : fs::directory_iterator(entries_dir_, ec)) {
+    if (!IsEntry(e)) continue;
+    std::error_code size_ec;
+    const uint64_t bytes = e.file_size(size_ec);
+    if (size_ec) continue;
+    ++info.entries;
+    info.bytes += bytes;
+  }
+  if (ec) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot read ", entries_dir_, ": ", ec.message()));
+  }
+  return info;
+}
+
+absl::Status DiskCache::Clear() {
+  std::error_code ec;
+  if (!fs::exists(entries_dir_, ec)) return absl::OkStatus();
+  std::vector<fs::path> doomed;
+  for (const auto& e : fs::directory_iterator(entries_dir_, ec)) {
+    if (e.is_regular_file()) doomed.push_back(e.path());
+  }
+  for (const fs::path& p : doomed) {
+    if (!fs::remove(p, ec) && ec) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "cannot remove ", p.string(), ": ", ec.message()));
+    }
+  }
+  if (ec) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot read ", entries_dir_, ": ", ec.message()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace graft

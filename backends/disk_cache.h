@@ -1,0 +1,77 @@
+#ifndef GRAFT_BACKENDS_DISK_CACHE_H_
+#define GRAFT_BACKENDS_DISK_CACHE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace graft {
+
+// What `graft cache info` shows.
+struct DiskCacheInfo {
+  std::string dir;
+  int64_t entries = 0;
+  uint64_t bytes = 0;
+  uint64_t max_bytes = 0;
+};
+
+// Compiled code kept on disk between processes: one file per key under
+// DIR/v1/, each with a header (magic, format version, lengths, a checksum
+// of key and payload) and the full key, so a damaged, truncated or
+// colliding entry is detected, removed and rebuilt, never trusted. Entries
+// are written to a temporary file and renamed into place, so readers and
+// concurrent writers of one key only ever see a whole entry. The total size
+// stays under a bound: after each store the least recently used entries
+// (by modification time, which a load refreshes) are removed. The cache
+// only ever costs speed: a directory that cannot be created or written
+// (read-only, full) gives one warning per DiskCache and no error.
+class DiskCache {
+ public:
+  static constexpr uint64_t kDefaultMaxBytes = uint64_t{2} << 30;  // 2 GiB.
+
+  explicit DiskCache(std::string dir, uint64_t max_bytes = kDefaultMaxBytes);
+
+  // $GRAFT_CACHE_DIR, else $XDG_CACHE_HOME/graft, else ~/.cache/graft.
+  static std::string DefaultDir();
+  // $GRAFT_CACHE_MAX_MB megabytes when set to a number, else the default.
+  static uint64_t DefaultMaxBytes();
+
+  // The payload stored under `key`, or nullopt.
+  std::optional<std::string> Load(absl::string_view key);
+  // Stores `payload` under `key`, then evicts down to the size bound.
+  void Store(absl::string_view key, absl::string_view payload);
+
+  absl::StatusOr<DiskCacheInfo> Info() const;
+  // Removes every entry (and stray temporary files); the directory stays.
+  absl::Status Clear();
+
+  const std::string& dir() const { return dir_; }
+  // Entries found damaged (and removed) by Load so far.
+  int64_t damaged() const { return damaged_.load(); }
+  // Where the one warning goes; stderr by default.
+  void set_warning_sink(std::function<void(const std::string&)> sink) {
+    warn_ = std::move(sink);
+  }
+
+ private:
+  std::string EntryPath(absl::string_view key) const;
+  void Warn(const std::string& what);
+  void Evict();
+
+  std::string dir_;
+  std::string entries_dir_;
+  uint64_t max_bytes_;
+  std::atomic<int64_t> damaged_{0};
+  std::atomic<bool> warned_{false};
+  std::function<void(const std::string&)> warn_;
+};
+
+}  // namespace graft
+
+#endif  // GRAFT_BACKENDS_DISK_CACHE_H_

@@ -1,0 +1,48 @@
+#ifndef GRAFT_SUPPORT_STATUS_MACROS_H_
+#define GRAFT_SUPPORT_STATUS_MACROS_H_
+
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+// Early returns for absl::Status and absl::StatusOr, as Abseil-based code
+// bases spell them (XLA, TensorFlow):
+//
+//   RETURN_IF_ERROR(CheckSomething());
+//   ASSIGN_OR_RETURN(Module module, LoadModel(path));
+//   ASSIGN_OR_RETURN(auto [a, b], Pair());  // not supported: name one value
+//
+// Each returns the error unchanged from the enclosing function, which must
+// return absl::Status or absl::StatusOr<T>.
+
+#define GRAFT_STATUS_CONCAT_INNER_(a, b) a##b
+#define GRAFT_STATUS_CONCAT_(a, b) GRAFT_STATUS_CONCAT_INNER_(a, b)
+
+#define RETURN_IF_ERROR(expr)                                   \
+  do {                                                          \
+    ::absl::Status graft_status_ = ::graft::internal::AsStatus( \
+        (expr));                                                \
+    if (!graft_status_.ok()) return graft_status_;              \
+  } while (false)
+
+#define ASSIGN_OR_RETURN(lhs, expr) \
+  GRAFT_ASSIGN_OR_RETURN_IMPL_(     \
+      GRAFT_STATUS_CONCAT_(graft_statusor_, __LINE__), lhs, expr)
+
+#define GRAFT_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, expr) \
+  auto statusor = (expr);                                  \
+  if (!statusor.ok()) return std::move(statusor).status(); \
+  lhs = *std::move(statusor)
+
+namespace graft::internal {
+
+inline const absl::Status& AsStatus(const absl::Status& s) { return s; }
+template <typename T>
+const absl::Status& AsStatus(const absl::StatusOr<T>& s) {
+  return s.status();
+}
+
+}  // namespace graft::internal
+
+#endif  // GRAFT_SUPPORT_STATUS_MACROS_H_
