@@ -26,6 +26,7 @@ Command AddOptCommand(CLI::App& graft);
 Command AddPassesCommand(CLI::App& graft);
 Command AddDotCommand(CLI::App& graft);
 Command AddConvertCommand(CLI::App& graft);
+Command AddCacheCommand(CLI::App& graft);
 
 }  // namespace graft::cli
 

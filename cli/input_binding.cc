@@ -3,7 +3,11 @@
 #include <cmath>
 #include <utility>
 
+#include <algorithm>
+
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "graph/random_tensor.h"
@@ -83,6 +87,12 @@ absl::StatusOr<Tensor> CheckGiven(const GivenInput& input,
 // bound by name when it mentions a symbol no input binds.
 class SymbolBinder {
  public:
+  // A size fixed on the command line (--dim), before any input binds.
+  void Preset(const std::string& symbol, int64_t size) {
+    bindings_[symbol] = size;
+    bound_by_[symbol] = absl::StrCat("--dim ", symbol, "=", size);
+  }
+
   absl::Status Bind(const GivenInput& input, const Tensor& tensor,
                     const TensorType& type, bool derived) {
     for (size_t d = 0; d < type.shape.size(); ++d) {
@@ -144,8 +154,8 @@ absl::StatusOr<Tensor> MakeRandom(const ValueSignature& placeholder,
           "placeholder ", placeholder.name, " is ", type.ToString(), ": dim ",
           d, " is symbolic (", type.shape[d].symbol(),
           ") and no given input fixes its size, so a random input cannot be "
-          "made for it; ",
-          use_input));
+          "made for it; give its size with --dim ",
+          type.shape[d].symbol(), "=SIZE, or ", use_input));
     }
     dims.push_back(*size);
   }
@@ -153,6 +163,25 @@ absl::StatusOr<Tensor> MakeRandom(const ValueSignature& placeholder,
 }
 
 }  // namespace
+
+absl::StatusOr<SymbolBindings> ParseDims(absl::Span<const std::string> specs) {
+  SymbolBindings dims;
+  for (const std::string& text : specs) {
+    const size_t eq = text.find('=');
+    int64_t size = -1;
+    if (eq == std::string::npos || eq == 0 ||
+        !absl::SimpleAtoi(absl::string_view(text).substr(eq + 1), &size) ||
+        size < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--dim '", text, "' is not of the form SYMBOL=SIZE with SIZE >= 0"));
+    }
+    if (!dims.emplace(text.substr(0, eq), size).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--dim ", text.substr(0, eq), " is given twice"));
+    }
+  }
+  return dims;
+}
 
 absl::StatusOr<InputSpec> ParseInputSpec(absl::string_view text) {
   const size_t eq = text.find('=');
@@ -190,7 +219,8 @@ absl::StatusOr<std::vector<GivenInput>> ReadGivenInputs(
 
 absl::StatusOr<BoundInputs> BindInputs(
     absl::Span<const ValueSignature> placeholders,
-    absl::Span<const GivenInput> given, std::optional<uint64_t> random_seed) {
+    absl::Span<const GivenInput> given, std::optional<uint64_t> random_seed,
+    const SymbolBindings& dims) {
   absl::flat_hash_map<std::string, size_t> index;  // Placeholder -> position.
   for (size_t i = 0; i < placeholders.size(); ++i) {
     index.emplace(placeholders[i].name, i);
@@ -227,6 +257,27 @@ absl::StatusOr<BoundInputs> BindInputs(
     bound.tensors[i] = *std::move(tensor);
   }
   SymbolBinder binder;
+  if (!dims.empty()) {
+    absl::flat_hash_set<std::string> symbols;
+    for (const ValueSignature& p : placeholders) {
+      if (!p.type.has_value()) continue;
+      for (const Dim& d : p.type->shape) {
+        if (d.is_symbolic()) symbols.insert(std::string(d.symbol()));
+      }
+    }
+    for (const auto& [symbol, size] : dims) {
+      if (!symbols.contains(symbol)) {
+        std::vector<std::string> known(symbols.begin(), symbols.end());
+        std::sort(known.begin(), known.end());
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--dim ", symbol, "=", size, ": no input has a dim named ", symbol,
+            known.empty() ? "; the inputs have no symbolic dims"
+                          : absl::StrCat("; symbolic dims: ",
+                                         absl::StrJoin(known, ", "))));
+      }
+      binder.Preset(symbol, size);
+    }
+  }
   for (bool derived : {false, true}) {
     for (size_t i = 0; i < placeholders.size(); ++i) {
       if (by_placeholder[i] == nullptr || !placeholders[i].type.has_value()) {

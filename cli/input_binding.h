@@ -54,11 +54,19 @@ struct BoundInputs {
 //    placeholder's type, or whose size for a symbolic dim differs from the
 //    size another input bound that symbol to;
 //  - a placeholder without an input when random inputs are off;
-//  - a random input whose type is unknown, or has a symbolic dim that no
-//    given input binds (the message suggests --input).
+//  - a random input whose type is unknown, or has a symbolic dim that
+//    neither `dims` nor a given input binds (the message suggests --dim);
+//  - a symbol in `dims` that no placeholder's type mentions, or a given
+//    input whose size for a symbol differs from `dims`.
+// `dims` are the --dim SYMBOL=SIZE options: sizes of symbolic dims.
 absl::StatusOr<BoundInputs> BindInputs(
     absl::Span<const ValueSignature> placeholders,
-    absl::Span<const GivenInput> given, std::optional<uint64_t> random_seed);
+    absl::Span<const GivenInput> given, std::optional<uint64_t> random_seed,
+    const SymbolBindings& dims = {});
+
+// Parses --dim options, "SYMBOL=SIZE" with SIZE >= 0; a symbol given twice
+// is an error.
+absl::StatusOr<SymbolBindings> ParseDims(absl::Span<const std::string> specs);
 
 }  // namespace graft::cli
 

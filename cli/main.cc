@@ -28,6 +28,7 @@ constexpr AddCommandFn kCommands[] = {
     &AddPassesCommand,
     &AddDotCommand,
     &AddConvertCommand,
+    &AddCacheCommand,
 };
 
 std::string UsageFailureMessage(const CLI::App* app, const CLI::Error& e) {

@@ -16,6 +16,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "backends/backend.h"
+#include "backends/compile_cache.h"
+#include "backends/disk_cache.h"
 #include "cli/command.h"
 #include "cli/input_binding.h"
 #include "cli/load_module.h"
@@ -23,6 +25,7 @@
 #include "cli/output_files.h"
 #include "cli/tensor_summary.h"
 #include "cli/timing.h"
+#include "support/status_macros.h"
 
 namespace graft::cli {
 namespace {
@@ -36,6 +39,9 @@ struct RunArgs {
   uint64_t seed = 0;
   std::string output_dir;
   int64_t bench = 0;  // Timed runs; 0: none.
+  std::vector<std::string> dims;  // "SYMBOL=SIZE".
+  bool stats = false;
+  bool explain = false;
 };
 
 // The names of a run's outputs: the signature's when it has one per output
@@ -103,6 +109,51 @@ absl::StatusOr<std::string> Bench(Executable& executable,
       FormatDuration(*std::min_element(seconds.begin(), seconds.end())), "\n");
 }
 
+// The types the module is compiled for: each placeholder's declared type
+// (symbolic dims stay symbolic, so other sizes reuse the executable), or the
+// input's own type where the placeholder has none.
+std::vector<TensorType> CompileTypes(
+    absl::Span<const ValueSignature> placeholders,
+    absl::Span<const Tensor> inputs) {
+  std::vector<TensorType> types;
+  for (size_t i = 0; i < placeholders.size(); ++i) {
+    types.push_back(placeholders[i].type.value_or(inputs[i].type()));
+  }
+  return types;
+}
+
+// `graft run --explain`: the graph breaks and partitions, as
+// torch._dynamo.explain lists them.
+std::string Explain(absl::string_view backend, const CompileReport& report) {
+  std::string text = absl::StrCat(
+      "explain: backend ", backend, ", ", report.breaks.size(), " graph break",
+      report.breaks.size() == 1 ? "" : "s", ", ", report.partitions,
+      " partition", report.partitions == 1 ? "" : "s", " (",
+      report.backend_partitions, " on ", backend, ", ",
+      report.partitions - report.backend_partitions, " on interp)\n");
+  for (const GraphBreak& b : report.breaks) {
+    absl::StrAppend(&text, "  graph break: ", b.node, " (", b.op,
+                    "): ", b.reason, "\n");
+  }
+  return text;
+}
+
+std::string Stats(const CompileCacheStats& stats, const ExecutableInfo& info,
+                  const DiskCache& disk) {
+  std::string text = absl::StrCat(
+      "stats: traces ", stats.traces, ", compiles ", stats.compiles,
+      ", memory hits ", stats.memory_hits, ", disk hits ", stats.disk_hits,
+      ", damaged disk entries ", stats.disk_damaged, ", compile time ",
+      FormatDuration(stats.compile_seconds), "\n");
+  absl::StrAppend(&text, "stats: disk cache ", disk.dir(), "\n");
+  if (info.intermediate_bytes > 0) {
+    absl::StrAppend(&text, "stats: memory plan ", info.arena_bytes,
+                    " bytes of arena for ", info.intermediate_bytes,
+                    " bytes of intermediates\n");
+  }
+  return text;
+}
+
 absl::Status RunRun(const RunArgs& args) {
   absl::StatusOr<Module> module = LoadModule(args.model);
   if (!module.ok()) return module.status();
@@ -114,18 +165,22 @@ absl::Status RunRun(const RunArgs& args) {
       PlaceholderSignature(module->graph());
   absl::StatusOr<std::vector<GivenInput>> given = ReadGivenInputs(args.inputs);
   if (!given.ok()) return given.status();
+  ASSIGN_OR_RETURN(SymbolBindings dims, ParseDims(args.dims));
   absl::StatusOr<BoundInputs> inputs = BindInputs(
       placeholders, *given,
-      args.random_inputs ? std::optional<uint64_t>(args.seed) : std::nullopt);
+      args.random_inputs ? std::optional<uint64_t>(args.seed) : std::nullopt,
+      dims);
   if (!inputs.ok()) return inputs.status();
 
-  // The backend may specialize on the exact input types.
   CompileOptions options;
-  for (const Tensor& t : inputs->tensors)
-    options.input_types.push_back(t.type());
+  options.input_types = CompileTypes(placeholders, inputs->tensors);
+  auto disk = std::make_shared<DiskCache>(DiskCache::DefaultDir(),
+                                          DiskCache::DefaultMaxBytes());
+  CompileCache cache(disk);
+  CompileReport report;
   Stopwatch compile_watch;
-  absl::StatusOr<std::unique_ptr<Executable>> executable =
-      (*backend)->Compile(*module, options);
+  absl::StatusOr<std::shared_ptr<Executable>> executable =
+      cache.GetOrCompile(**backend, *module, options, &report);
   if (!executable.ok()) return executable.status();
   const double compile_seconds = compile_watch.Seconds();
 
@@ -142,6 +197,10 @@ absl::Status RunRun(const RunArgs& args) {
   absl::StrAppend(&text, "backend ", args.backend, ": compile ",
                   FormatDuration(compile_seconds), ", run ",
                   FormatDuration(run_seconds), "\n");
+  if (args.explain) absl::StrAppend(&text, Explain(args.backend, report));
+  if (args.stats) {
+    absl::StrAppend(&text, Stats(cache.stats(), (*executable)->info(), *disk));
+  }
   if (!args.output_dir.empty()) {
     absl::StatusOr<std::vector<std::string>> written =
         WriteOutputFiles(args.output_dir, OutputFileNames(names), *outputs);
@@ -188,6 +247,16 @@ Command AddRunCommand(CLI::App& graft) {
                   "Seed of the random inputs; placeholder i uses seed + i")
       ->needs(random)
       ->capture_default_str();
+  app->add_option("--dim", args->dims,
+                  "SYMBOL=SIZE: the size of a symbolic dim for --random-inputs "
+                  "(repeatable)")
+      ->allow_extra_args(false);
+  app->add_flag("--explain", args->explain,
+                "List the nodes the backend cannot run (graph breaks, run by "
+                "the interpreter instead) and the partitions");
+  app->add_flag("--stats", args->stats,
+                "Print the compile cache's counters (traces, compiles, memory "
+                "and disk hits, compile time) and the memory plan");
   app->add_option("--output-dir", args->output_dir,
                   "Write each output to DIR/<output name>.npy (DIR/output.npy "
                   "for a single output)");

@@ -1,0 +1,279 @@
+#include "backends/compile_cache.h"
+
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "graph/parser.h"
+#include "gtest/gtest.h"
+#include "support/status_matchers.h"
+#include "tests/backends/model_files.h"
+#include "tests/backends/test_backends.h"
+
+namespace graft::backend_test {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::SizeIs;
+
+constexpr absl::string_view kMlp = R"(
+tensor w : f32[16,8] = random(seed=1)
+tensor b : f32[16] = random(seed=2)
+
+graph():
+    %x : f32[batch,8] = placeholder[target=x]
+    %w : f32[16,8] = get_attr[target=w]
+    %b : f32[16] = get_attr[target=b]
+    %fc : f32[batch,16] = call_function[target=linear](args = (%x, %w), kwargs = {bias: %b})
+    %relu : f32[batch,16] = call_function[target=relu](args = (%fc,), kwargs = {})
+    return relu
+)";
+
+Module Mlp() {
+  absl::StatusOr<Module> m = ParseModule(kMlp);
+  EXPECT_OK(m);
+  return *std::move(m);
+}
+
+std::string FreshDir(const std::string& name) {
+  const std::string dir =
+      absl::StrCat(::testing::TempDir(), "/graft_cache_", name, "_", getpid());
+  fs::remove_all(dir);
+  return dir;
+}
+
+std::vector<std::string> FilesIn(const std::string& dir) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return files;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (e.is_regular_file()) files.push_back(e.path().string());
+  }
+  return files;
+}
+
+TEST(CompileCache, SymbolicBatchCompilesOnce) {
+  Module m = Mlp();
+  interp::InterpBackend backend;
+  CompileCache cache;
+  CompileOptions options;  // The placeholders' own, symbolic, types.
+  for (int64_t batch : {1, 2, 5, 2}) {
+    ASSERT_OK_AND_ASSIGN(std::shared_ptr<Executable> e,
+                         cache.GetOrCompile(backend, m, options));
+    std::vector<Tensor> in = RandomInputs(e->input_signature(), 1, batch);
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> out, e->Run(in));
+    EXPECT_EQ(out[0].dims(), (std::vector<int64_t>{batch, 16}));
+  }
+  const CompileCacheStats stats = cache.stats();
+  EXPECT_EQ(stats.compiles, 1);
+  EXPECT_EQ(stats.memory_hits, 3);
+  EXPECT_EQ(stats.disk_hits, 0);
+  EXPECT_GT(stats.compile_seconds, 0);
+}
+
+TEST(CompileCache, KeyCoversModuleOptionsAndBackend) {
+  Module m = Mlp();
+  interp::InterpBackend interp;
+  TextBackend text;
+  CompileCache cache;
+  ASSERT_OK(cache.GetOrCompile(interp, m, {}));
+  ASSERT_OK(cache.GetOrCompile(text, m, {}));  // Another backend.
+  CompileOptions fixed;
+  fixed.input_types = {TensorType{DType::kF32, {4, 8}}};
+  ASSERT_OK(cache.GetOrCompile(interp, m, fixed));  // Another signature.
+  Tensor w = m.FindTensor("w")->Clone();
+  w.data<float>()[5] += 1;
+  m.SetTensor("w", w);
+  ASSERT_OK(cache.GetOrCompile(interp, m, {}));  // Another weight.
+  EXPECT_EQ(cache.stats().compiles, 4);
+  EXPECT_EQ(cache.stats().memory_hits, 0);
+  cache.CountTrace();
+  EXPECT_EQ(cache.stats().traces, 1);
+}
+
+TEST(CompileCache, SecondProcessLoadsFromDisk) {
+  const std::string dir = FreshDir("disk");
+  Module m = Mlp();
+  TextBackend backend;
+  std::vector<Tensor> in = RandomInputs(
+      {ValueSignature{"x", TensorType{DType::kF32, {3, 8}}}}, 9);
+  std::vector<Tensor> first;
+  {
+    CompileCache cache(std::make_shared<DiskCache>(dir));
+    ASSERT_OK_AND_ASSIGN(std::shared_ptr<Executable> e,
+                         cache.GetOrCompile(backend, m, {}));
+    ASSERT_OK_AND_ASSIGN(first, e->Run(in));
+    EXPECT_EQ(cache.stats().compiles, 1);
+  }
+  ASSERT_THAT(FilesIn(dir), SizeIs(1));
+  CompileCache cache(std::make_shared<DiskCache>(dir));
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Executable> e,
+                       cache.GetOrCompile(backend, m, {}));
+  EXPECT_EQ(cache.stats().disk_hits, 1);
+  EXPECT_EQ(cache.stats().compiles, 0);
+  EXPECT_EQ(backend.compiles.load(), 1);
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> again, e->Run(in));
+  EXPECT_TRUE(again[0].BitwiseEqual(first[0]));
+}
+
+// Flips one byte at `offset` from the end of the only entry under `dir`.
+void DamageEntry(const std::string& dir, int64_t offset_from_end) {
+  std::vector<std::string> files = FilesIn(dir);
+  ASSERT_THAT(files, SizeIs(1));
+  std::fstream f(files[0], std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(-offset_from_end, std::ios::end);
+  char c;
+  f.read(&c, 1);
+  f.seekp(-offset_from_end, std::ios::end);
+  c = static_cast<char>(c ^ 0x20);
+  f.write(&c, 1);
+}
+
+TEST(CompileCache, DamagedEntryIsRebuilt) {
+  const std::string dir = FreshDir("damaged");
+  Module m = Mlp();
+  TextBackend backend;
+  {
+    CompileCache cache(std::make_shared<DiskCache>(dir));
+    ASSERT_OK(cache.GetOrCompile(backend, m, {}));
+  }
+  for (int64_t offset : {int64_t{10}, int64_t{-1}}) {
+    if (offset > 0) {
+      DamageEntry(dir, offset);
+    } else {
+      fs::resize_file(FilesIn(dir)[0], 20);  // Truncated mid-header.
+    }
+    CompileCache cache(std::make_shared<DiskCache>(dir));
+    ASSERT_OK_AND_ASSIGN(std::shared_ptr<Executable> e,
+                         cache.GetOrCompile(backend, m, {}));
+    EXPECT_EQ(cache.stats().disk_damaged, 1);
+    EXPECT_EQ(cache.stats().disk_hits, 0);
+    EXPECT_EQ(cache.stats().compiles, 1);
+    // The rebuilt entry is good again.
+    CompileCache next(std::make_shared<DiskCache>(dir));
+    ASSERT_OK(next.GetOrCompile(backend, m, {}));
+    EXPECT_EQ(next.stats().disk_hits, 1);
+  }
+}
+
+TEST(DiskCache, ConcurrentWritersLeaveOneGoodEntry) {
+  const std::string dir = FreshDir("race");
+  const std::string payload(3 << 20, 'p');
+  std::vector<pid_t> children;
+  for (int c = 0; c < 2; ++c) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      DiskCache cache(dir);
+      for (int i = 0; i < 20; ++i) cache.Store("key", payload);
+      _exit(0);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  EXPECT_THAT(FilesIn(dir), SizeIs(1));  // No temporary files left.
+  DiskCache cache(dir);
+  std::optional<std::string> got = cache.Load("key");
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(*got, payload);
+  EXPECT_EQ(cache.damaged(), 0);
+}
+
+TEST(DiskCache, UnwritableDirectoryWarnsOnceAndStillCompiles) {
+  const std::string base = FreshDir("readonly");
+  fs::create_directories(base);
+  std::ofstream(base + "/file") << "not a directory";
+  auto disk = std::make_shared<DiskCache>(base + "/file/cache");
+  std::vector<std::string> warnings;
+  disk->set_warning_sink([&](const std::string& w) { warnings.push_back(w); });
+  CompileCache cache(disk);
+  TextBackend backend;
+  Module m = Mlp();
+  ASSERT_OK(cache.GetOrCompile(backend, m, {}));
+  CompileOptions other;
+  other.input_types = {TensorType{DType::kF32, {2, 8}}};
+  ASSERT_OK(cache.GetOrCompile(backend, m, other));
+  EXPECT_EQ(cache.stats().compiles, 2);
+  ASSERT_THAT(warnings, SizeIs(1));
+  EXPECT_THAT(warnings[0], HasSubstr(base + "/file/cache"));
+}
+
+// A full disk, as a file size limit: every write fails with EFBIG.
+TEST(DiskCache, FullDiskWarnsOnceAndLeavesNoFiles) {
+  const std::string dir = FreshDir("full");
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    signal(SIGXFSZ, SIG_IGN);
+    rlimit limit{64, 64};
+    setrlimit(RLIMIT_FSIZE, &limit);
+    auto disk = std::make_shared<DiskCache>(dir);
+    int warnings = 0;
+    disk->set_warning_sink([&](const std::string&) { ++warnings; });
+    CompileCache cache(disk);
+    TextBackend backend;
+    Module m = Mlp();
+    CompileOptions other;
+    other.input_types = {TensorType{DType::kF32, {2, 8}}};
+    const bool ok = cache.GetOrCompile(backend, m, {}).ok() &&
+                    cache.GetOrCompile(backend, m, other).ok();
+    _exit(ok && warnings == 1 ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "the child failed to compile or did not warn exactly once";
+  EXPECT_THAT(FilesIn(dir), SizeIs(0));
+}
+
+TEST(DiskCache, EvictsLeastRecentlyUsed) {
+  const std::string dir = FreshDir("lru");
+  const std::string payload(1000, 'x');
+  DiskCache cache(dir, 2500);  // Room for two entries.
+  cache.Store("a", payload);
+  cache.Store("b", payload);
+  // "a" was stored first, but is used after "b".
+  std::vector<std::string> files = FilesIn(dir);
+  ASSERT_THAT(files, SizeIs(2));
+  for (const std::string& f : files) {
+    fs::last_write_time(f, fs::file_time_type::clock::now() -
+                               std::chrono::hours(1));
+  }
+  ASSERT_TRUE(cache.Load("a").has_value());
+  cache.Store("c", payload);
+  EXPECT_TRUE(cache.Load("a").has_value());
+  EXPECT_FALSE(cache.Load("b").has_value());
+  EXPECT_TRUE(cache.Load("c").has_value());
+  ASSERT_OK_AND_ASSIGN(DiskCacheInfo info, cache.Info());
+  EXPECT_EQ(info.entries, 2);
+  EXPECT_LE(info.bytes, 2500u);
+  ASSERT_OK(cache.Clear());
+  ASSERT_OK_AND_ASSIGN(info, cache.Info());
+  EXPECT_EQ(info.entries, 0);
+  EXPECT_FALSE(cache.Load("a").has_value());
+}
+
+TEST(DiskCache, DefaultDirFollowsTheEnvironment) {
+  setenv("GRAFT_CACHE_DIR", "/somewhere/else", 1);
+  EXPECT_EQ(DiskCache::DefaultDir(), "/somewhere/else");
+  unsetenv("GRAFT_CACHE_DIR");
+  const char* home = std::getenv("HOME");
+  if (home != nullptr && std::getenv("XDG_CACHE_HOME") == nullptr) {
+    EXPECT_EQ(DiskCache::DefaultDir(), absl::StrCat(home, "/.cache/graft"));
+  }
+}
+
+}  // namespace
+}  // namespace graft::backend_test
