@@ -18,6 +18,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "backends/backend.h"
+#include "backends/interp/constant_evaluator.h"
 #include "cli/command.h"
 #include "cli/flop_count.h"
 #include "cli/input_binding.h"
@@ -124,6 +125,7 @@ absl::Status Optimize(DemoContext& ctx) {
   const size_t before = ctx.module.graph().num_nodes();
   ctx.traced = ctx.module.Clone();
   passes::PassContext pass_ctx;
+  pass_ctx.constant_evaluator = interp::EvaluateNode;
   Stopwatch watch;
   absl::StatusOr<bool> changed = pipeline->Run(ctx.module, pass_ctx);
   if (!changed.ok()) return changed.status();

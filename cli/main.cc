@@ -12,8 +12,7 @@
 #include "cli/version.h"
 #include "serialize/graphviz_render.h"
 #include "serialize/onnx_import.h"
-#include "serialize/dot_dump_writer.h"
-#include "passes/fused_ops.h"
+#include "graph/fused_ops.h"
 
 namespace graft::cli {
 namespace {
@@ -48,10 +47,6 @@ std::string BuiltInParts() {
 }
 
 int Main(int argc, char** argv) {
-  InstallDotDumpWriter();  // For --dump dot|svg of pass pipelines.
-  // Ops that built-in passes create (graft::linear_activation), so every
-  // command reads the models those passes wrote.
-  passes::RegisterFusedOps();
   CLI::App app("graft: capture, rewrite and compile tensor graphs", "graft");
   app.set_version_flag("--version", std::string("graft ") + GRAFT_VERSION +
                                         " (" + GRAFT_BUILD_TAG + ")\n" +

@@ -21,6 +21,7 @@
 #include "passes/pass_context.h"
 #include "passes/pipeline.h"
 #include "passes/plugin_loader.h"
+#include "serialize/dot_dump_writer.h"
 
 namespace graft::cli {
 namespace {
@@ -92,8 +93,9 @@ absl::Status RunOpt(const OptArgs& args) {
         absl::StrCat(args.model, " is not a valid model: ", s.message()));
   }
 
-  interp::InstallInterpreterConstantEvaluator();  // For fold-constants.
   passes::PassContext ctx;
+  ctx.constant_evaluator = interp::EvaluateNode;  // For fold-constants.
+  ctx.dump_writer = WriteDotDump;                 // For --dump dot|svg.
   ctx.verify_each = args.verify_each;
   ctx.time_passes = args.time_passes;
   if (!args.dump_dir.empty()) {

@@ -125,12 +125,14 @@ std::vector<TensorType> CompileTypes(
 // `graft run --explain`: the graph breaks and partitions, as
 // torch._dynamo.explain lists them.
 std::string Explain(absl::string_view backend, const CompileReport& report) {
+  const int fallback = report.partitions - report.backend_partitions;
   std::string text = absl::StrCat(
       "explain: backend ", backend, ", ", report.breaks.size(), " graph break",
       report.breaks.size() == 1 ? "" : "s", ", ", report.partitions,
       " partition", report.partitions == 1 ? "" : "s", " (",
-      report.backend_partitions, " on ", backend, ", ",
-      report.partitions - report.backend_partitions, " on interp)\n");
+      report.backend_partitions, " on ", backend);
+  if (fallback > 0) absl::StrAppend(&text, ", ", fallback, " on interp");
+  absl::StrAppend(&text, ")\n");
   for (const GraphBreak& b : report.breaks) {
     absl::StrAppend(&text, "  graph break: ", b.node, " (", b.op,
                     "): ", b.reason, "\n");

@@ -110,6 +110,7 @@ void RegisterCoreOps(OpRegistry& registry) {
   core_ops::RegisterCreationOps(registry);
   core_ops::RegisterQuantOps(registry);
   core_ops::RegisterStructureOps(registry);
+  core_ops::RegisterFusedOps(registry);
 }
 
 }  // namespace graft

@@ -50,6 +50,8 @@ void RegisterShapeOps(OpRegistry& registry);
 void RegisterCreationOps(OpRegistry& registry);
 void RegisterQuantOps(OpRegistry& registry);
 void RegisterStructureOps(OpRegistry& registry);
+// graft's own fused ops (graph/fused_ops.h).
+void RegisterFusedOps(OpRegistry& registry);
 
 }  // namespace graft::core_ops
 

@@ -7,7 +7,7 @@
 #include "passes/fold_constants.h"
 #include "passes/fuse_elementwise.h"
 #include "passes/fuse_linear_activation.h"
-#include "passes/fused_ops.h"
+#include "graph/fused_ops.h"
 #include "passes/partition.h"
 #include "passes/pass_registry.h"
 #include "passes/shape_prop.h"
@@ -45,9 +45,6 @@ void RegisterBuiltinPasses(PassRegistry& r) {
   MustRegister(r, {"cse",
                    "Merges pure calls of the same op on the same arguments.", "",
                    Simple<CsePass>()});
-  // The ops fuse-linear-activation creates must exist before any graph
-  // holding them is read or built.
-  RegisterFusedOps();
   MustRegister(r, {"canonicalize",
                    "Removes algebraic identities: x+0, x*1, x/1, double transpose "
                    "and negation, permute/reshape chains, squeeze/unsqueeze round "

@@ -15,16 +15,10 @@ namespace graft::passes {
 // fold-constants. `inputs` holds one tensor per element of
 // node.unique_inputs(), in that order. Returns one tensor, or one per
 // element for an op that returns a tuple. Passes cannot depend on backends,
-// so the interpreter installs one
-// (interp::InstallInterpreterConstantEvaluator).
+// so the program gives one through PassContext::constant_evaluator; the
+// interpreter's is graft::interp::EvaluateNode.
 using ConstantEvaluator = std::function<absl::StatusOr<std::vector<Tensor>>(
     const Node& node, absl::Span<const Tensor> inputs)>;
-
-// Installs the process-wide evaluator, replacing any earlier one. Meant to
-// be called once at startup, before passes run.
-void SetConstantEvaluator(ConstantEvaluator evaluator);
-// The installed evaluator, or null when there is none.
-const ConstantEvaluator* GetConstantEvaluator();
 
 }  // namespace graft::passes
 

@@ -86,13 +86,13 @@ std::optional<ConstantValue> Evaluate(const Node& n,
 }  // namespace
 
 absl::StatusOr<bool> FoldConstantsPass::Run(Module& module, PassContext& ctx) {
-  const ConstantEvaluator* evaluate = GetConstantEvaluator();
-  if (evaluate == nullptr) {
+  if (!ctx.constant_evaluator) {
     return absl::FailedPreconditionError(
-        "fold-constants computes values with the interpreter, but no constant "
-        "evaluator is installed: link graft_interp and call "
-        "graft::interp::InstallInterpreterConstantEvaluator() first");
+        "fold-constants computes values with the interpreter, but the pass "
+        "context has no constant evaluator: link graft_interp and set "
+        "PassContext::constant_evaluator = graft::interp::EvaluateNode");
   }
+  const ConstantEvaluator* evaluate = &ctx.constant_evaluator;
   Graph& graph = module.graph();
   ConstantMap constants;
   for (Node* n : graph.nodes()) {

@@ -6,7 +6,7 @@
 
 #include "graph/op_registry.h"
 #include "graph/type_rules.h"
-#include "passes/fused_ops.h"
+#include "graph/fused_ops.h"
 #include "passes/node_util.h"
 
 namespace graft::passes {
@@ -112,8 +112,6 @@ std::optional<Fusion> MatchProducer(Node* in, const Node* act) {
 }
 
 }  // namespace
-
-FuseLinearActivationPass::FuseLinearActivationPass() { RegisterFusedOps(); }
 
 absl::StatusOr<bool> FuseLinearActivationPass::Run(Module& module,
                                                    PassContext& ctx) {

@@ -7,7 +7,7 @@ namespace graft::passes {
 
 // Linear/activation fusion: a relu or gelu whose input is a linear, a
 // matmul by a 2-D weight, or such a matmul plus a bias vector, becomes one
-// graft::linear_activation (passes/fused_ops.h), which GEMM libraries run
+// graft::linear_activation (graph/fused_ops.h), which GEMM libraries run
 // with the bias and activation as an epilogue instead of three passes over
 // memory. Every intermediate value must have the activation as its only
 // user, and all types must be known and floating point: the fused node must
@@ -16,8 +16,6 @@ namespace graft::passes {
 // as is ("in_out" layout) rather than gaining a transpose.
 class FuseLinearActivationPass : public Pass {
  public:
-  // Registers the fused op if needed.
-  FuseLinearActivationPass();
   absl::string_view name() const override { return "fuse-linear-activation"; }
   absl::StatusOr<bool> Run(Module& module, PassContext& ctx) override;
 };

@@ -7,11 +7,10 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "graph/node.h"
+#include "passes/constant_evaluator.h"
+#include "passes/dump_writer.h"
 
 namespace graft::passes {
-
-// How to write before/after dumps of each pass.
-enum class DumpFormat { kNone, kText, kDot, kSvg };
 
 // Time one pass took, for --time-passes.
 struct PassTiming {
@@ -29,6 +28,13 @@ class PassContext {
   bool time_passes = false;
   std::string dump_dir;  // Empty: no dumps.
   DumpFormat dump_format = DumpFormat::kNone;
+  // What passes need from the layers above them, given by the program
+  // rather than installed globally. fold-constants computes values with
+  // `constant_evaluator` (graft::interp::EvaluateNode); DOT and SVG dumps
+  // are drawn by `dump_writer` (graft::WriteDotDump). Either may be empty:
+  // what needs it then fails with a message saying so.
+  ConstantEvaluator constant_evaluator;
+  DumpWriter dump_writer;
 
   // The pass now running; the pipeline sets it.
   const std::string& current_pass() const { return current_pass_; }

@@ -15,11 +15,6 @@
 namespace graft::passes {
 namespace {
 
-DumpWriter& InstalledDumpWriter() {
-  static auto* writer = new DumpWriter();
-  return *writer;
-}
-
 // Recursive-descent reader for pipeline strings.
 class PipelineReader {
  public:
@@ -106,7 +101,6 @@ absl::StatusOr<std::vector<PipelineEntry>> ParsePipeline(absl::string_view text)
   return PipelineReader(text).Read();
 }
 
-void SetDumpWriter(DumpWriter writer) { InstalledDumpWriter() = std::move(writer); }
 
 absl::StatusOr<Pipeline> Pipeline::FromString(absl::string_view text) {
   absl::StatusOr<std::vector<PipelineEntry>> entries = ParsePipeline(text);
@@ -153,7 +147,7 @@ absl::Status Pipeline::Dump(const Module& module, const Module* before,
   if (ctx.dump_format == DumpFormat::kText) {
     return WriteFileAtomically(path, PrintModule(module));
   }
-  if (!InstalledDumpWriter()) {
+  if (!ctx.dump_writer) {
     return absl::FailedPreconditionError(
         "DOT and SVG dumps need graft's DOT writer, which this program does not "
         "include; use --dump text");
@@ -164,7 +158,7 @@ absl::Status Pipeline::Dump(const Module& module, const Module* before,
   request.pass = std::string(pass);
   request.path = std::move(path);
   request.format = ctx.dump_format;
-  return InstalledDumpWriter()(request);
+  return ctx.dump_writer(request);
 }
 
 absl::StatusOr<bool> Pipeline::Run(Module& module, PassContext& ctx) {

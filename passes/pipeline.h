@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "graph/module.h"
+#include "passes/dump_writer.h"
 #include "passes/pass.h"
 #include "passes/pass_context.h"
 
@@ -23,22 +24,6 @@ struct PipelineEntry {
 // column and what was expected.
 absl::StatusOr<std::vector<PipelineEntry>> ParsePipeline(absl::string_view text);
 
-// One DOT or SVG dump: the module to draw and where. An "after" dump also
-// names the pass that just ran and gives the module as it was before it, so
-// the picture can mark what the pass created and what it removed.
-struct DumpRequest {
-  const Module* module = nullptr;
-  const Module* before = nullptr;  // Null for a "before" dump.
-  std::string pass;
-  std::string path;
-  DumpFormat format = DumpFormat::kNone;
-};
-
-// Writes a picture (DOT or SVG) of a module to a file, for dumps in those
-// formats. Installed by the layer that owns the DOT writer, so passes do not
-// depend on it.
-using DumpWriter = std::function<absl::Status(const DumpRequest&)>;
-void SetDumpWriter(DumpWriter writer);
 
 // A sequence of passes run as one transaction: the passes work on a copy of
 // the module, which replaces the caller's only if every pass succeeded and

@@ -22,6 +22,5 @@ absl::Status WriteDotDump(const passes::DumpRequest& request) {
   return WriteModulePicture(*request.module, request.path, options);
 }
 
-void InstallDotDumpWriter() { passes::SetDumpWriter(&WriteDotDump); }
 
 }  // namespace graft

@@ -2,7 +2,7 @@
 #define GRAFT_SERIALIZE_DOT_DUMP_WRITER_H_
 
 #include "absl/status/status.h"
-#include "passes/pipeline.h"
+#include "passes/dump_writer.h"
 
 namespace graft {
 
@@ -10,11 +10,6 @@ namespace graft {
 // as clusters, and in an "after" picture the nodes the pass created
 // highlighted and the nodes it removed drawn as ghosts where they were.
 absl::Status WriteDotDump(const passes::DumpRequest& request);
-
-// Makes pass pipelines write DOT and SVG dumps with WriteDotDump
-// (passes::SetDumpWriter). Programs that offer --dump dot|svg call it once
-// at startup.
-void InstallDotDumpWriter();
 
 }  // namespace graft
 

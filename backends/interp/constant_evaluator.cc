@@ -40,8 +40,4 @@ absl::StatusOr<std::vector<Tensor>> EvaluateNode(
   return interpreter.Run(inputs);
 }
 
-void InstallInterpreterConstantEvaluator() {
-  passes::SetConstantEvaluator(EvaluateNode);
-}
-
 }  // namespace graft::interp

@@ -18,10 +18,6 @@ namespace graft::interp {
 absl::StatusOr<std::vector<Tensor>> EvaluateNode(
     const Node& node, absl::Span<const Tensor> inputs);
 
-// Makes EvaluateNode the process-wide constant evaluator, which
-// fold-constants needs. Programs that run pipelines call it at startup.
-void InstallInterpreterConstantEvaluator();
-
 }  // namespace graft::interp
 
 #endif  // GRAFT_BACKENDS_INTERP_CONSTANT_EVALUATOR_H_

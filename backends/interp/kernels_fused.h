@@ -6,7 +6,7 @@
 namespace graft::interp {
 
 // Adds kernels for the fused ops the passes library defines
-// (passes/fused_ops.h, docs/ops.md "Fused ops"): graft::linear_activation.
+// (graph/fused_ops.h, docs/ops.md "Fused ops"): graft::linear_activation.
 void RegisterFusedKernels(KernelTable& table);
 
 }  // namespace graft::interp

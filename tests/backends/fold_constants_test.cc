@@ -31,10 +31,10 @@ std::string Ops(const Graph& g) {
   return out;
 }
 
-// Installs the interpreter as the constant evaluator for each test.
+// Gives each test's pass context the interpreter as its constant evaluator.
 class FoldConstantsTest : public ::testing::Test {
  protected:
-  void SetUp() override { interp::InstallInterpreterConstantEvaluator(); }
+  void SetUp() override { ctx_.constant_evaluator = interp::EvaluateNode; }
 
   // Runs `pipeline` (fold-constants with options) and checks it verifies.
   bool Fold(Module& m, absl::string_view pipeline = "fold-constants") {
@@ -152,7 +152,7 @@ graph():
 }
 
 TEST_F(FoldConstantsTest, NeedsAnEvaluator) {
-  passes::SetConstantEvaluator(nullptr);
+  ctx_.constant_evaluator = nullptr;
   Module m = ParseOrDie(R"(
 graph():
     %x : f32[2] = placeholder[target=x]
@@ -162,8 +162,8 @@ graph():
   absl::StatusOr<bool> r = pass.Run(m, ctx_);
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(),
-              HasSubstr("InstallInterpreterConstantEvaluator"));
-  interp::InstallInterpreterConstantEvaluator();
+              HasSubstr("PassContext::constant_evaluator"));
+  ctx_.constant_evaluator = interp::EvaluateNode;
   EXPECT_TRUE(pass.Run(m, ctx_).ok());
 }
 

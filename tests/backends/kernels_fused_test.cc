@@ -2,22 +2,16 @@
 
 #include <cmath>
 
-#include "passes/fused_ops.h"
+#include "graph/fused_ops.h"
 #include "tests/backends/interp_test_util.h"
 
 namespace graft::interp_test {
 namespace {
 
-// Makes sure the fused ops are registered before graphs use them.
-class FusedKernelsTest : public ::testing::Test {
- protected:
-  void SetUp() override { passes::RegisterFusedOps(); }
-};
-
 // x = [1, 2], W = [[1, 2], [3, 4]].
 // out_in: y_j = sum_k x_k W[j][k] = [5, 11].
 // in_out: y_j = sum_k x_k W[k][j] = [7, 10].
-TEST_F(FusedKernelsTest, LinearActivationLayouts) {
+TEST(FusedKernelsTest, LinearActivationLayouts) {
   Tensor x = F32({1, 2}, {1, 2});
   Tensor w = F32({2, 2}, {1, 2, 3, 4});
   Tensor b = F32({2}, {-6, 0.5});
@@ -36,7 +30,7 @@ TEST_F(FusedKernelsTest, LinearActivationLayouts) {
   }
 }
 
-TEST_F(FusedKernelsTest, GeluForms) {
+TEST(FusedKernelsTest, GeluForms) {
   // One input feature, weight 1, no bias: the activation of x itself.
   Tensor x = T(DType::kF64, {3, 1}, {-1, 0, 2});
   Tensor w = T(DType::kF64, {1, 1}, {1});
@@ -64,7 +58,7 @@ TEST_F(FusedKernelsTest, GeluForms) {
   }
 }
 
-TEST_F(FusedKernelsTest, BatchDimsAndErrors) {
+TEST(FusedKernelsTest, BatchDimsAndErrors) {
   OpRunner r;
   Tensor x = F32({2, 1, 2}, {1, 0, 0, 1});
   Tensor w = F32({3, 2}, {1, 0, 0, 1, 1, 1});

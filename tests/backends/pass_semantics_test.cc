@@ -15,7 +15,7 @@
 #include "backends/interp/interpreter.h"
 #include "graph/parser.h"
 #include "graph/printer.h"
-#include "passes/fused_ops.h"
+#include "graph/fused_ops.h"
 #include "passes/pass_registry.h"
 #include "passes/pattern_registry.h"
 #include "passes/pipeline.h"
@@ -196,8 +196,6 @@ std::vector<PassCase> Cases() {
 class PassSemanticsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    interp::InstallInterpreterConstantEvaluator();
-    passes::RegisterFusedOps();
     RegisterTestPattern();
   }
 
@@ -291,6 +289,7 @@ TEST_F(PassSemanticsTest, PassesKeepWhatModelsCompute) {
           passes::Pipeline::FromString(c.pipeline);
       ASSERT_TRUE(pipeline.ok()) << pipeline.status();
       passes::PassContext ctx;
+      ctx.constant_evaluator = interp::EvaluateNode;
       absl::StatusOr<bool> changed = pipeline->Run(optimized, ctx);
       ASSERT_TRUE(changed.ok()) << changed.status();
       changed_any |= *changed;
@@ -319,6 +318,7 @@ TEST_F(PassSemanticsTest, FullPipeline) {
         "decompose,canonicalize,dce,fuse-elementwise,shape-prop");
     ASSERT_TRUE(pipeline.ok()) << pipeline.status();
     passes::PassContext ctx;
+    ctx.constant_evaluator = interp::EvaluateNode;
     ASSERT_TRUE(pipeline->Run(optimized, ctx).ok());
     absl::StatusOr<std::vector<Tensor>> got = Run(optimized, inputs);
     ASSERT_TRUE(got.ok()) << got.status() << "\n" << PrintModule(optimized);

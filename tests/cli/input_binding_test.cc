@@ -193,13 +193,50 @@ TEST(BindInputsTest, RandomInputsNeedStaticTypes) {
   EXPECT_EQ(bound.status().message(),
             "placeholder x is f32[batch,3]: dim 0 is symbolic (batch) and no "
             "given input fixes its size, so a random input cannot be made for "
-            "it; give it a tensor with --input x=FILE.npy");
+            "it; give its size with --dim batch=SIZE, or give it a tensor "
+            "with --input x=FILE.npy");
   std::vector<ValueSignature> untyped = {Placeholder("x", std::nullopt)};
   bound = BindInputs(untyped, {}, uint64_t{0});
   ASSERT_FALSE(bound.ok());
   EXPECT_THAT(bound.status().message(),
               AllOf(HasSubstr("placeholder x has no type"),
                     HasSubstr("--input x=FILE.npy")));
+}
+
+TEST(BindInputsTest, DimsSizeSymbolicRandomInputs) {
+  std::vector<ValueSignature> placeholders = {
+      Placeholder("x", Type(DType::kF32, {Dim::Symbol("batch"), 3})),
+      Placeholder("y", Type(DType::kF32, {Dim::Symbol("batch")}))};
+  absl::StatusOr<SymbolBindings> dims = ParseDims({"batch=5"});
+  ASSERT_TRUE(dims.ok()) << dims.status();
+  absl::StatusOr<BoundInputs> bound =
+      BindInputs(placeholders, {}, uint64_t{0}, *dims);
+  ASSERT_TRUE(bound.ok()) << bound.status();
+  EXPECT_THAT(bound->tensors[0].dims(), ElementsAre(5, 3));
+  EXPECT_THAT(bound->tensors[1].dims(), ElementsAre(5));
+  // A given input must agree with --dim.
+  bound = BindInputs(placeholders, {Given("y", Tensor(DType::kF32, {4}))},
+                     uint64_t{0}, *dims);
+  ASSERT_FALSE(bound.ok());
+  EXPECT_THAT(bound.status().message(),
+              AllOf(HasSubstr("is 4"), HasSubstr("--dim batch=5")));
+  // An unknown symbol is named with the known ones.
+  dims = ParseDims({"bacth=5"});
+  ASSERT_TRUE(dims.ok());
+  bound = BindInputs(placeholders, {}, uint64_t{0}, *dims);
+  ASSERT_FALSE(bound.ok());
+  EXPECT_THAT(bound.status().message(),
+              AllOf(HasSubstr("no input has a dim named bacth"),
+                    HasSubstr("symbolic dims: batch")));
+}
+
+TEST(ParseDimsTest, RejectsMalformedAndRepeatedDims) {
+  for (const char* bad : {"batch", "=3", "batch=", "batch=-1", "batch=x"}) {
+    EXPECT_FALSE(ParseDims({bad}).ok()) << bad;
+  }
+  absl::StatusOr<SymbolBindings> twice = ParseDims({"b=1", "b=2"});
+  ASSERT_FALSE(twice.ok());
+  EXPECT_THAT(twice.status().message(), HasSubstr("given twice"));
 }
 
 TEST(BindInputsTest, UntypedPlaceholdersAcceptAnyTensor) {

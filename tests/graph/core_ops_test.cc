@@ -106,8 +106,6 @@ std::map<std::string, DocOp> ParseOpsDoc(const std::string& doc) {
     }
     for (absl::string_view name :
          absl::StrSplit(cells[1], ' ', absl::SkipEmpty())) {
-      // Extension ops ("ns::name") are registered by their own libraries.
-      if (absl::StrContains(name, "::")) continue;
       ops[std::string(name)] = op;
     }
   }

@@ -47,7 +47,8 @@ struct SeenDump {
 
 TEST(DotDumpWriterTest, AfterDumpsGetTheModuleBeforeThePass) {
   std::vector<SeenDump> seen;
-  passes::SetDumpWriter([&](const passes::DumpRequest& r) {
+  passes::PassContext ctx;
+  ctx.dump_writer = [&](const passes::DumpRequest& r) {
     SeenDump s;
     s.pass = r.pass;
     s.path = r.path;
@@ -57,11 +58,10 @@ TEST(DotDumpWriterTest, AfterDumpsGetTheModuleBeforeThePass) {
     s.module_has_dead = r.module->graph().FindNode("dead") != nullptr;
     seen.push_back(s);
     return absl::OkStatus();
-  });
+  };
   Module m = Parse();
   absl::StatusOr<passes::Pipeline> p = passes::Pipeline::FromString("dce");
   ASSERT_TRUE(p.ok()) << p.status();
-  passes::PassContext ctx;
   ctx.dump_dir = ::testing::TempDir() + "/dot_dump_requests";
   ctx.dump_format = passes::DumpFormat::kDot;
   ASSERT_TRUE(p->Run(m, ctx).ok());
@@ -77,12 +77,12 @@ TEST(DotDumpWriterTest, AfterDumpsGetTheModuleBeforeThePass) {
 }
 
 TEST(DotDumpWriterTest, DotDumpsMarkWhatEachPassDid) {
-  InstallDotDumpWriter();
   Module m = Parse();
   absl::StatusOr<passes::Pipeline> p =
       passes::Pipeline::FromString("dce,fuse-elementwise");
   ASSERT_TRUE(p.ok()) << p.status();
   passes::PassContext ctx;
+  ctx.dump_writer = WriteDotDump;
   ctx.dump_dir = ::testing::TempDir() + "/dot_dumps";
   ctx.dump_format = passes::DumpFormat::kDot;
   absl::StatusOr<bool> changed = p->Run(m, ctx);
@@ -124,11 +124,11 @@ TEST(DotDumpWriterTest, SvgDumps) {
   if (!HaveGraphviz()) {
     GTEST_SKIP() << "graft was built without Graphviz: SVG dumps need it";
   }
-  InstallDotDumpWriter();
   Module m = Parse();
   absl::StatusOr<passes::Pipeline> p = passes::Pipeline::FromString("dce");
   ASSERT_TRUE(p.ok());
   passes::PassContext ctx;
+  ctx.dump_writer = WriteDotDump;
   ctx.dump_dir = ::testing::TempDir() + "/svg_dumps";
   ctx.dump_format = passes::DumpFormat::kSvg;
   ASSERT_TRUE(p->Run(m, ctx).ok());

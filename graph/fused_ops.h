@@ -1,10 +1,14 @@
-#ifndef GRAFT_PASSES_FUSED_OPS_H_
-#define GRAFT_PASSES_FUSED_OPS_H_
+#ifndef GRAFT_GRAPH_FUSED_OPS_H_
+#define GRAFT_GRAPH_FUSED_OPS_H_
 
 #include "absl/strings/string_view.h"
 
-namespace graft::passes {
+namespace graft {
 
+// graft's own fused ops, which its passes create. They are core ops like any
+// other (graph/core_ops_fused.cc registers them with the rest), so every
+// program reads graphs that hold them.
+//
 // act(input @ W^T + bias) in one op, made by fuse-linear-activation:
 //   graft::linear_activation(input: Tensor, weight: Tensor,
 //                            bias: Tensor? = None, activation: str = "relu",
@@ -16,12 +20,7 @@ namespace graft::passes {
 inline constexpr absl::string_view kLinearActivationOp =
     "graft::linear_activation";
 
-// Registers the fused ops (docs/ops.md, "Fused ops") in the global op
-// registry. Idempotent and thread-safe; the built-in pass registry calls it,
-// and so must a program that reads graphs holding fused ops before it has
-// touched the pass registry.
-void RegisterFusedOps();
 
-}  // namespace graft::passes
+}  // namespace graft
 
-#endif  // GRAFT_PASSES_FUSED_OPS_H_
+#endif  // GRAFT_GRAPH_FUSED_OPS_H_

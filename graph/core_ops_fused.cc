@@ -1,15 +1,13 @@
-#include "passes/fused_ops.h"
+#include "graph/core_ops_internal.h"
+#include "graph/fused_ops.h"
 
-#include <cstdio>
-#include <cstdlib>
-#include <mutex>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "graph/op_registry.h"
 #include "graph/type_rules.h"
 
-namespace graft::passes {
+namespace graft::core_ops {
 namespace {
 
 // The type of tensor parameter `name`, or an error when it is unknown.
@@ -77,34 +75,22 @@ absl::StatusOr<std::vector<TensorType>> InferLinearActivation(
   return std::vector<TensorType>{TensorType{x->dtype, std::move(shape)}};
 }
 
-void MustRegister(OpSchema schema) {
-  absl::Status s = OpRegistry::Global().Register(std::move(schema));
-  if (!s.ok()) {
-    std::fprintf(stderr, "graft: fused op registration failed: %s\n",
-                 s.ToString().c_str());
-    std::abort();
-  }
-}
-
 }  // namespace
 
-void RegisterFusedOps() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    OpSchema schema;
-    schema.name = std::string(kLinearActivationOp);
-    schema.params = {
-        {"input", ParamKind::kTensor},
-        {"weight", ParamKind::kTensor},
-        {"bias", ParamKind::kTensor, /*optional=*/true, Argument()},
-        {"activation", ParamKind::kString, false, Argument("relu")},
-        {"weight_layout", ParamKind::kString, false, Argument("out_in")},
-    };
-    schema.infer = InferLinearActivation;
-    schema.summary =
-        "activation(input @ weight^T + bias) in one op (relu, gelu, gelu_tanh)";
-    MustRegister(std::move(schema));
-  });
+void RegisterFusedOps(OpRegistry& registry) {
+  OpSchema schema;
+  schema.name = std::string(kLinearActivationOp);
+  schema.params = {
+      {"input", ParamKind::kTensor},
+      {"weight", ParamKind::kTensor},
+      {"bias", ParamKind::kTensor, /*optional=*/true, Argument()},
+      {"activation", ParamKind::kString, false, Argument("relu")},
+      {"weight_layout", ParamKind::kString, false, Argument("out_in")},
+  };
+  schema.infer = InferLinearActivation;
+  schema.summary =
+      "activation(input @ weight^T + bias) in one op (relu, gelu, gelu_tanh)";
+  Add(registry, std::move(schema));
 }
 
-}  // namespace graft::passes
+}  // namespace graft::core_ops
