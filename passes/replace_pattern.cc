@@ -284,9 +284,8 @@ void PrefetchNodes(absl::Span<Node* const> nodes) {
 // Copies replacement graphs into the target module, one match at a time.
 class Replacer {
  public:
-  Replacer(Module& module, const Module& replacement, const PatternInfo& info,
-           const PassContext* ctx)
-      : module_(module), replacement_(replacement), info_(info), ctx_(ctx) {}
+  Replacer(Module& module, const Module& replacement, const PatternInfo& info)
+      : module_(module), replacement_(replacement), info_(info) {}
 
   absl::Status Prepare(size_t num_inputs, size_t num_outputs) {
     for (Node* n : replacement_.graph().nodes()) {
@@ -424,7 +423,6 @@ class Replacer {
   Module& module_;
   const Module& replacement_;
   const PatternInfo& info_;
-  const PassContext* ctx_;
   std::vector<Node*> placeholders_;
   std::vector<const Node*> outputs_;
   absl::flat_hash_map<Node*, Node*> replaced_by_;
@@ -441,19 +439,6 @@ class Replacer {
 
 }  // namespace
 
-absl::StatusOr<std::vector<PatternMatch>> FindPatternMatches(
-    const Graph& graph, const Graph& pattern, const ReplaceOptions& options) {
-  absl::StatusOr<PatternInfo> info = AnalyzePattern(pattern);
-  if (!info.ok()) return info.status();
-  const FoundMatches found = FindMatches(graph, *info, options);
-  std::vector<PatternMatch> out;
-  out.reserve(found.size());
-  for (size_t i = 0; i < found.size(); ++i) {
-    out.push_back(MakeMatch(*info, found[i], /*with_map=*/true));
-  }
-  return out;
-}
-
 absl::StatusOr<std::vector<ReplacedPattern>> ReplacePattern(
     Module& module, const Module& pattern, const Module& replacement,
     const ReplaceOptions& options, const PassContext* ctx) {
@@ -468,7 +453,7 @@ absl::StatusOr<std::vector<ReplacedPattern>> ReplacePattern(
       return absl::InvalidArgumentError("replacements may not call submodules");
     }
   }
-  Replacer replacer(module, replacement, *info, ctx);
+  Replacer replacer(module, replacement, *info);
   if (absl::Status s = replacer.Prepare(info->placeholders.size(), info->anchors.size());
       !s.ok()) {
     return s;

@@ -57,10 +57,6 @@ absl::StatusOr<std::vector<ReplacedPattern>> ReplacePattern(
     Module& module, const Module& pattern, const Module& replacement,
     const ReplaceOptions& options = {}, const PassContext* ctx = nullptr);
 
-// Only finds matches (no rewrite), in graph order.
-absl::StatusOr<std::vector<PatternMatch>> FindPatternMatches(
-    const Graph& graph, const Graph& pattern, const ReplaceOptions& options = {});
-
 }  // namespace graft::passes
 
 #endif  // GRAFT_PASSES_REPLACE_PATTERN_H_

@@ -92,9 +92,12 @@ absl::StatusOr<Module> OnnxImporter::Import() {
     return Error(
         absl::InvalidArgumentError("not an ONNX model: it has no graph"));
   }
-  for (absl::Status s : {CheckOpset(), AddInitializers(), AddInputs()}) {
-    if (!s.ok()) return Error(s);
-  }
+  // Each step runs only once the steps before it succeeded: a model with an
+  // unsupported opset is refused before its initializers, which may be
+  // gigabytes of external data, are read.
+  if (absl::Status s = CheckOpset(); !s.ok()) return Error(s);
+  if (absl::Status s = AddInitializers(); !s.ok()) return Error(s);
+  if (absl::Status s = AddInputs(); !s.ok()) return Error(s);
   if (absl::Status s = ConvertNodes(); !s.ok()) return Error(s);
   if (absl::Status s = AddOutputs(); !s.ok()) return Error(s);
   Module& module = state_.module();

@@ -90,7 +90,7 @@ absl::StatusOr<Value> Interpreter::RunGraph() {
     }
     if (node.op() == OpCode::kOutput) return *std::move(value);
     env_[i] = *std::move(value);
-    if (free_dead_values_) FreeAfter(i);
+    FreeAfter(i);
   }
   return absl::InvalidArgumentError("the graph has no output node");
 }

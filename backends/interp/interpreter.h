@@ -51,8 +51,6 @@ class Interpreter {
   void set_input_signature(std::vector<ValueSignature> signature) {
     input_signature_ = std::move(signature);
   }
-  // Whether values are dropped after their last use (default true).
-  void set_free_dead_values(bool free) { free_dead_values_ = free; }
 
  protected:
   // Computes one node. The default dispatches on the opcode to the hooks
@@ -89,7 +87,6 @@ class Interpreter {
 
   const Module& module_;
   bool prepared_ = false;
-  bool free_dead_values_ = true;
   std::vector<const Node*> order_;                      // Graph order.
   absl::flat_hash_map<const Node*, int64_t> position_;  // Node -> order_.
   std::vector<std::vector<int64_t>> frees_;  // Per position: values dead after.

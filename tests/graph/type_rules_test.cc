@@ -1,5 +1,7 @@
 #include "graph/type_rules.h"
 
+#include <utility>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/graph/op_type_test_util.h"
@@ -10,20 +12,28 @@ namespace {
 using op_test::Sym;
 using ::testing::HasSubstr;
 
+// The broadcast of `a` and `b`; a failure naming the error (and an empty
+// shape) when they do not broadcast.
+Shape Broadcast(const Shape& a, const Shape& b) {
+  absl::StatusOr<Shape> s = rules::BroadcastShapes(a, b);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? *std::move(s) : Shape();
+}
+
 TEST(BroadcastShapesTest, NumPyRules) {
-  EXPECT_EQ(*rules::BroadcastShapes({3, 1, 5}, {4, 1}), (Shape{3, 4, 5}));
-  EXPECT_EQ(*rules::BroadcastShapes({}, {2, 3}), (Shape{2, 3}));
-  EXPECT_EQ(*rules::BroadcastShapes({0, 1}, {1, 7}), (Shape{0, 7}));
-  EXPECT_EQ(*rules::BroadcastShapes({2, 3}, {2, 3}), (Shape{2, 3}));
+  EXPECT_EQ(Broadcast({3, 1, 5}, {4, 1}), (Shape{3, 4, 5}));
+  EXPECT_EQ(Broadcast({}, {2, 3}), (Shape{2, 3}));
+  EXPECT_EQ(Broadcast({0, 1}, {1, 7}), (Shape{0, 7}));
+  EXPECT_EQ(Broadcast({2, 3}, {2, 3}), (Shape{2, 3}));
 }
 
 TEST(BroadcastShapesTest, SymbolicDims) {
   Dim b = Sym("batch");
-  EXPECT_EQ(*rules::BroadcastShapes({b, 1, 5}, {4, 1}), (Shape{b, 4, 5}));
-  EXPECT_EQ(*rules::BroadcastShapes({b, 5}, {1, 5}), (Shape{b, 5}));
+  EXPECT_EQ(Broadcast({b, 1, 5}, {4, 1}), (Shape{b, 4, 5}));
+  EXPECT_EQ(Broadcast({b, 5}, {1, 5}), (Shape{b, 5}));
   // Only 7 can be valid for the symbol.
-  EXPECT_EQ(*rules::BroadcastShapes({b}, {7}), (Shape{7}));
-  EXPECT_EQ(*rules::BroadcastShapes({b, 2}, {b, 1}), (Shape{b, 2}));
+  EXPECT_EQ(Broadcast({b}, {7}), (Shape{7}));
+  EXPECT_EQ(Broadcast({b, 2}, {b, 1}), (Shape{b, 2}));
 }
 
 TEST(BroadcastShapesTest, MismatchNamesBothShapes) {

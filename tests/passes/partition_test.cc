@@ -71,7 +71,9 @@ TEST(PartitionTest, PassOptions) {
   ASSERT_TRUE(p.ok()) << p.status();
   Module m = Parse(kModel);
   PassContext ctx;
-  ASSERT_TRUE(*p->Run(m, ctx));
+  absl::StatusOr<bool> changed = p->Run(m, ctx);
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  ASSERT_TRUE(*changed);
   // relu and add form one run; linear and mul are not listed.
   EXPECT_EQ(Calls(m.graph()), "partition_0 partition_1");
   EXPECT_EQ(Ops(m.graph()), "getitem getitem linear mul");

@@ -81,7 +81,9 @@ graph():
   EXPECT_EQ(pass.table()[0].name, "substitution_0");
   Module m = Parse(kModel);
   PassContext ctx;
-  ASSERT_TRUE(*pass.Run(m, ctx));
+  absl::StatusOr<bool> changed = pass.Run(m, ctx);
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  ASSERT_TRUE(*changed);
   m.graph().Cleanup();
   EXPECT_EQ(Ops(m.graph()), "clamp sigmoid clamp");
   Node* first = m.graph().first()->next();
@@ -107,7 +109,9 @@ TEST(SubstituteTest, TableFromFileInPatternOrder) {
   Module m = Parse(kModel);
   PassContext ctx;
   SubstitutePass pass(*std::move(table));
-  ASSERT_TRUE(*pass.Run(m, ctx));
+  absl::StatusOr<bool> changed = pass.Run(m, ctx);
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  ASSERT_TRUE(*changed);
   m.graph().Cleanup();
   EXPECT_EQ(Ops(m.graph()), "leaky_relu neg exp add reciprocal leaky_relu");
   Node* last = m.graph().output()->arg(0).node();
@@ -124,7 +128,9 @@ TEST(SubstituteTest, PipelineOption) {
   ASSERT_TRUE(p.ok()) << p.status();
   Module m = Parse(kModel);
   PassContext ctx;
-  ASSERT_TRUE(*p->Run(m, ctx));
+  absl::StatusOr<bool> changed = p->Run(m, ctx);
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  ASSERT_TRUE(*changed);
   EXPECT_EQ(Ops(m.graph()), "leaky_relu neg exp add reciprocal leaky_relu");
   ASSERT_TRUE(m.graph().FindNode("reciprocal")->meta().provenance.has_value());
   EXPECT_EQ(m.graph().FindNode("reciprocal")->meta().provenance->pass,

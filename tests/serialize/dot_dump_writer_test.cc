@@ -112,11 +112,13 @@ TEST(DotDumpWriterTest, DotDumpsMarkWhatEachPassDid) {
   EXPECT_THAT(*fuse, HasSubstr("new: fuse-elementwise"));
   EXPECT_THAT(*fuse, HasSubstr("<S>relu</S>"));
   EXPECT_THAT(*fuse, HasSubstr("replaced by"));
-  if (HaveGraphviz()) {
-    for (const std::string* text : {&*before, &*dce, &*fuse}) {
-      absl::StatusOr<DotGraphSummary> s = ParseDot(*text);
-      EXPECT_TRUE(s.ok()) << s.status() << "\n" << *text;
-    }
+  if (!HaveGraphviz()) {
+    GTEST_SKIP() << "graft was built without Graphviz (libgraphviz-dev), so "
+                    "libcgraph cannot check the dumps";
+  }
+  for (const std::string* text : {&*before, &*dce, &*fuse}) {
+    absl::StatusOr<DotGraphSummary> s = ParseDot(*text);
+    EXPECT_TRUE(s.ok()) << s.status() << "\n" << *text;
   }
 }
 

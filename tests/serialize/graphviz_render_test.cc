@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -68,10 +69,16 @@ std::string FreshDir(absl::string_view name) {
 }
 
 TEST(GraphvizRenderTest, FormatFromExtension) {
-  EXPECT_EQ(*PictureFormatForPath("a/b.dot"), PictureFormat::kDot);
-  EXPECT_EQ(*PictureFormatForPath("b.gv"), PictureFormat::kDot);
-  EXPECT_EQ(*PictureFormatForPath("B.SVG"), PictureFormat::kSvg);
-  EXPECT_EQ(*PictureFormatForPath("x.png"), PictureFormat::kPng);
+  const std::pair<absl::string_view, PictureFormat> formats[] = {
+      {"a/b.dot", PictureFormat::kDot},
+      {"b.gv", PictureFormat::kDot},
+      {"B.SVG", PictureFormat::kSvg},
+      {"x.png", PictureFormat::kPng}};
+  for (const auto& [path, format] : formats) {
+    absl::StatusOr<PictureFormat> f = PictureFormatForPath(path);
+    ASSERT_TRUE(f.ok()) << path << ": " << f.status();
+    EXPECT_EQ(*f, format) << path;
+  }
   for (absl::string_view bad : {"x.jpg", "x", "dir.svg/x", "x.svg.txt", ""}) {
     absl::StatusOr<PictureFormat> f = PictureFormatForPath(bad);
     ASSERT_FALSE(f.ok()) << bad;
@@ -103,7 +110,9 @@ TEST(GraphvizRenderTest, DotNeedsNoGraphviz) {
   EXPECT_EQ(*dot, "digraph { a }");
   std::string dir = FreshDir("render_dot");
   ASSERT_TRUE(WritePicture(dir + "/g.dot", "digraph { a }").ok());
-  EXPECT_EQ(*ReadFile(dir + "/g.dot"), "digraph { a }");
+  absl::StatusOr<std::string> written = ReadFile(dir + "/g.dot");
+  ASSERT_TRUE(written.ok()) << written.status();
+  EXPECT_EQ(*written, "digraph { a }");
   EXPECT_EQ(FilesIn(dir),
             std::vector<std::string>{"g.dot"});  // no temporary left
 }
@@ -159,8 +168,12 @@ TEST(GraphvizRenderTest, WritesRenderedFilesAtomically) {
   std::string dir = FreshDir("render_files");
   ASSERT_TRUE(WritePicture(dir + "/m.svg", ModelDot()).ok());
   ASSERT_TRUE(WritePicture(dir + "/m.png", ModelDot()).ok());
-  EXPECT_THAT(*ReadFile(dir + "/m.svg"), HasSubstr("linear_y"));
-  EXPECT_TRUE(absl::StartsWith(*ReadFile(dir + "/m.png"), "\x89PNG"));
+  absl::StatusOr<std::string> svg = ReadFile(dir + "/m.svg");
+  ASSERT_TRUE(svg.ok()) << svg.status();
+  EXPECT_THAT(*svg, HasSubstr("linear_y"));
+  absl::StatusOr<std::string> png = ReadFile(dir + "/m.png");
+  ASSERT_TRUE(png.ok()) << png.status();
+  EXPECT_TRUE(absl::StartsWith(*png, "\x89PNG"));
   // A graph Graphviz refuses leaves no file behind, not even a temporary.
   absl::Status s = WritePicture(dir + "/bad.svg", "digraph { -> }");
   EXPECT_FALSE(s.ok());

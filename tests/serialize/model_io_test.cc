@@ -3,6 +3,7 @@
 #include <dirent.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -35,9 +36,15 @@ std::vector<std::string> List(const std::string& dir) {
 }
 
 TEST(ModelIoTest, FormatByExtension) {
-  EXPECT_EQ(*ModelFormatForPath("a/b.graft"), ModelFormat::kText);
-  EXPECT_EQ(*ModelFormatForPath("b.gpb"), ModelFormat::kGpb);
-  EXPECT_EQ(*ModelFormatForPath("x.y/b.json"), ModelFormat::kJson);
+  const std::pair<absl::string_view, ModelFormat> formats[] = {
+      {"a/b.graft", ModelFormat::kText},
+      {"b.gpb", ModelFormat::kGpb},
+      {"x.y/b.json", ModelFormat::kJson}};
+  for (const auto& [path, format] : formats) {
+    absl::StatusOr<ModelFormat> f = ModelFormatForPath(path);
+    ASSERT_TRUE(f.ok()) << path << ": " << f.status();
+    EXPECT_EQ(*f, format) << path;
+  }
   // Other formats (ONNX import) may follow these three.
   const std::string known = KnownModelExtensions();
   EXPECT_THAT(known, ::testing::StartsWith(".graft, .gpb, .json"));

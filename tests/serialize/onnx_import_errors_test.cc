@@ -6,8 +6,11 @@
 #ifdef GRAFT_HAVE_ONNX
 
 #include <stdlib.h>
+#include <sys/inotify.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -87,6 +90,84 @@ TEST(OnnxImportErrors, OpsetsOutsideTheRange) {
   none.model().mutable_opset_import(0)->set_domain("ai.onnx.ml");
   EXPECT_EQ(ImportError(none),
             "test.onnx: the model imports no opset of the default ONNX domain");
+}
+
+// Counts the opens of one file (through inotify), to see which files an
+// import reads.
+class OpenCounter {
+ public:
+  explicit OpenCounter(const std::string& path)
+      : fd_(inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) {
+    if (fd_ >= 0) watch_ = inotify_add_watch(fd_, path.c_str(), IN_OPEN);
+  }
+  ~OpenCounter() {
+    if (fd_ >= 0) close(fd_);
+  }
+  OpenCounter(const OpenCounter&) = delete;
+  OpenCounter& operator=(const OpenCounter&) = delete;
+
+  bool ok() const { return fd_ >= 0 && watch_ >= 0; }
+
+  // The opens since the last call. The kernel queues the event before
+  // open() returns, so every open made so far is counted.
+  int Take() {
+    int opens = 0;
+    alignas(inotify_event) char buffer[4096];
+    for (;;) {
+      const ssize_t got = read(fd_, buffer, sizeof(buffer));
+      if (got <= 0) return opens;
+      for (ssize_t at = 0; at < got;) {
+        const auto* event = reinterpret_cast<const inotify_event*>(buffer + at);
+        if (event->mask & IN_OPEN) ++opens;
+        at += static_cast<ssize_t>(sizeof(inotify_event) + event->len);
+      }
+    }
+  }
+
+ private:
+  int fd_;
+  int watch_ = -1;
+};
+
+// An unsupported opset is refused before the initializers are read: the
+// file that holds a model's external data is never opened.
+TEST(OnnxImportErrors, UnsupportedOpsetStopsBeforeTheInitializers) {
+  std::string dir = ::testing::TempDir() + "/onnx_opset_XXXXXX";
+  ASSERT_NE(mkdtemp(dir.data()), nullptr) << std::strerror(errno);
+  const std::string weights = dir + "/weights.bin";
+  {
+    const float values[2] = {1, 2};
+    std::ofstream f(weights, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(values), sizeof(values));
+  }
+  auto model = [](int64_t opset) {
+    ModelBuilder b(opset);
+    TP* w = b.NewTensor("w", TP::FLOAT, {2});
+    w->set_data_location(TP::EXTERNAL);
+    onnx::StringStringEntryProto* location = w->add_external_data();
+    location->set_key("location");
+    location->set_value("weights.bin");
+    b.Output("w");
+    return b;
+  };
+  OpenCounter opens(weights);
+  ASSERT_TRUE(opens.ok()) << "inotify: " << std::strerror(errno);
+
+  // With a supported opset the import reads the file, and the counter sees
+  // it.
+  ModelBuilder supported = model(17);
+  absl::StatusOr<Module> m =
+      ImportOnnxModel(supported.model(), dir, "test.onnx", {});
+  EXPECT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(opens.Take(), 1);
+
+  ModelBuilder old = model(12);
+  m = ImportOnnxModel(old.model(), dir, "test.onnx", {});
+  ASSERT_FALSE(m.ok());
+  EXPECT_THAT(std::string(m.status().message()),
+              StartsWith("test.onnx: opset 12 is not supported"));
+  EXPECT_EQ(opens.Take(), 0);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(OnnxImportErrors, UnknownInputValue) {
