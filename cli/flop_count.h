@@ -9,12 +9,11 @@
 
 namespace graft::cli {
 
-// The multiply-adds of the graph's matrix products, two FLOPs each:
-// linear, graft::linear_activation and matmul (2 * result elements * the
-// contracted size) and conv2d (2 * result elements * in/groups * kh * kw).
-// Everything else (bias adds, activations) is cheap next to them and not
-// counted. Needs static types on those nodes (run shape-prop first); nodes
-// without them count zero.
+// The multiply-adds of the graph's contractions (OpKind::kContraction:
+// linear, graft::linear_activation, matmul, conv2d), two FLOPs each, as
+// their ops' traits count them (graft::CostOf). Everything else (bias adds,
+// activations) is cheap next to them and not counted. Needs static types
+// on those nodes (run shape-prop first); nodes without them count zero.
 int64_t CountMatmulFlops(const Graph& graph);
 
 }  // namespace graft::cli

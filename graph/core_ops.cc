@@ -83,6 +83,44 @@ void Add(OpRegistry& registry, OpSchema schema) {
   }
 }
 
+namespace {
+
+// The static type of argument `i`, if it is a node of static type.
+std::optional<TensorType> StaticArgType(const Node& node, size_t i) {
+  if (node.num_args() <= i || !node.arg(i).is_node()) return std::nullopt;
+  const std::optional<TensorType>& type = node.arg(i).node()->type();
+  if (!type.has_value() || !IsStatic(type->shape)) return std::nullopt;
+  return type;
+}
+
+std::optional<int64_t> StaticResultElements(const Node& node) {
+  if (!node.type().has_value() || !IsStatic(node.type()->shape)) {
+    return std::nullopt;
+  }
+  return NumElements(node.type()->shape);
+}
+
+}  // namespace
+
+std::optional<int64_t> LastDimContractionFlops(const Node& node) {
+  std::optional<TensorType> input = StaticArgType(node, 0);
+  std::optional<int64_t> out = StaticResultElements(node);
+  if (!input.has_value() || input->rank() == 0 || !out.has_value()) {
+    return std::nullopt;
+  }
+  return 2 * *out * input->shape.back().value();
+}
+
+std::optional<int64_t> Conv2dFlops(const Node& node) {
+  std::optional<TensorType> weight = StaticArgType(node, 1);
+  std::optional<int64_t> out = StaticResultElements(node);
+  if (!weight.has_value() || weight->rank() != 4 || !out.has_value()) {
+    return std::nullopt;
+  }
+  return 2 * *out * weight->shape[1].value() * weight->shape[2].value() *
+         weight->shape[3].value();
+}
+
 ParamSpec Param(std::string name, ParamKind kind) {
   return ParamSpec{.name = std::move(name), .kind = kind};
 }

@@ -15,7 +15,12 @@ using K = ParamKind;
 struct NamedOp {
   const char* name;
   const char* summary;
+  const char* formula;  // OpTraits::formula.
 };
+
+OpTraits Pointwise(std::string formula) {
+  return {.kind = OpKind::kPointwise, .formula = Formula(std::move(formula))};
+}
 
 absl::StatusOr<TensorType> Same(const InferContext& ctx) {
   return ctx.Type("input");
@@ -138,9 +143,27 @@ absl::StatusOr<TensorType> Where(const InferContext& ctx) {
                     *std::move(shape)};
 }
 
+// gelu(x) = x * Phi(x), exactly (erf) or with PyTorch's tanh approximation.
+std::string GeluFormula(const OpCall& call) {
+  if (call.String("approximate") == "tanh") {
+    return "0.5 * input * (1 + tanh(0.7978845608028654 * (input + 0.044715 * "
+           "input * input * input)))";
+  }
+  return "0.5 * input * (1 + erf(input * 0.7071067811865476))";
+}
+
+// Only the bounds that are given.
+std::string ClampFormula(const OpCall& call) {
+  std::string f = "input";
+  if (!call.IsNone("min")) f = "max(" + f + ", min)";
+  if (!call.IsNone("max")) f = "min(" + f + ", max)";
+  return f;
+}
+
 void AddUnary(OpRegistry& r, const NamedOp& op, SingleInferFn fn) {
   Add(r, {.name = op.name,
           .params = {Param("input", K::kTensor)},
+          .traits = Pointwise(op.formula),
           .infer = One(fn),
           .summary = op.summary});
 }
@@ -149,6 +172,7 @@ void AddBinary(OpRegistry& r, const NamedOp& op, SingleInferFn fn) {
   Add(r, {.name = op.name,
           .params = {Param("input", K::kTensorOrScalar),
                      Param("other", K::kTensorOrScalar)},
+          .traits = Pointwise(op.formula),
           .infer = One(fn),
           .summary = op.summary});
 }
@@ -156,61 +180,84 @@ void AddBinary(OpRegistry& r, const NamedOp& op, SingleInferFn fn) {
 }  // namespace
 
 void RegisterElementwiseOps(OpRegistry& r) {
-  AddUnary(r, {"neg", "elementwise negation, -x"}, Neg);
-  AddUnary(r, {"abs", "elementwise absolute value"}, Same);
-  AddUnary(r, {"relu", "elementwise max(x, 0)"}, Same);
+  AddUnary(r, {"neg", "elementwise negation, -x", "-input"}, Neg);
+  AddUnary(r, {"abs", "elementwise absolute value", "abs(input)"}, Same);
+  AddUnary(r, {"relu", "elementwise max(x, 0)", "max(input, 0)"}, Same);
   for (NamedOp op : {
-           NamedOp{"exp", "elementwise e^x"},
-           NamedOp{"log", "elementwise natural logarithm"},
-           NamedOp{"sqrt", "elementwise square root"},
-           NamedOp{"rsqrt", "elementwise 1 / sqrt(x)"},
-           NamedOp{"sin", "elementwise sine"},
-           NamedOp{"cos", "elementwise cosine"},
-           NamedOp{"tanh", "elementwise hyperbolic tangent"},
-           NamedOp{"sigmoid", "elementwise 1 / (1 + e^-x)"},
-           NamedOp{"silu", "elementwise x * sigmoid(x)"},
-           NamedOp{"erf", "elementwise error function"},
-           NamedOp{"reciprocal", "elementwise 1 / x"},
+           NamedOp{"exp", "elementwise e^x", "exp(input)"},
+           NamedOp{"log", "elementwise natural logarithm", "log(input)"},
+           NamedOp{"sqrt", "elementwise square root", "sqrt(input)"},
+           NamedOp{"rsqrt", "elementwise 1 / sqrt(x)", "1 / sqrt(input)"},
+           NamedOp{"sin", "elementwise sine", "sin(input)"},
+           NamedOp{"cos", "elementwise cosine", "cos(input)"},
+           NamedOp{"tanh", "elementwise hyperbolic tangent", "tanh(input)"},
+           NamedOp{"sigmoid", "elementwise 1 / (1 + e^-x)",
+                   "1 / (1 + exp(-input))"},
+           NamedOp{"silu", "elementwise x * sigmoid(x)",
+                   "input / (1 + exp(-input))"},
+           NamedOp{"erf", "elementwise error function", "erf(input)"},
+           NamedOp{"reciprocal", "elementwise 1 / x", "1 / input"},
        }) {
     AddUnary(r, op, FloatUnary);
   }
-  AddUnary(r, {"logical_not", "elementwise not; result bool"}, LogicalNot);
+  AddUnary(r, {"logical_not", "elementwise not; result bool", "!input"}, LogicalNot);
   Add(r, {.name = "gelu",
           .params = {Param("input", K::kTensor),
                      Defaulted("approximate", K::kString, "none")},
+          .traits = {.kind = OpKind::kPointwise, .formula = GeluFormula},
           .infer = One(Gelu),
           .summary = "elementwise GELU, exact (erf) or tanh approximation"});
   Add(r, {.name = "leaky_relu",
           .params = {Param("input", K::kTensor),
                      Defaulted("negative_slope", K::kFloat, 0.01)},
+          .traits = Pointwise("input >= 0 ? input : negative_slope * input"),
           .infer = One(FloatUnary),
           .summary = "elementwise x if x > 0 else negative_slope * x"});
   Add(r, {.name = "clamp",
           .params = {Param("input", K::kTensor), Optional("min", K::kScalar),
                      Optional("max", K::kScalar)},
+          .traits = {.kind = OpKind::kPointwise, .formula = ClampFormula},
           .infer = One(Clamp),
           .summary = "elementwise clamp to [min, max]"});
   Add(r, {.name = "cast",
           .params = {Param("input", K::kTensor), Param("dtype", K::kDType)},
+          // The conversion to the result dtype (truncating, saturating) is
+          // the code generator's, as for every formula's result.
+          .traits = Pointwise("input"),
           .infer = One(Cast),
           .summary = "convert to another dtype (float to int truncates)"});
 
-  AddBinary(r, {"add", "elementwise input + other, broadcasting"}, Arithmetic);
-  AddBinary(r, {"sub", "elementwise input - other, broadcasting"}, Sub);
-  AddBinary(r, {"mul", "elementwise input * other, broadcasting"}, Arithmetic);
-  AddBinary(r, {"div", "elementwise true division, broadcasting"}, Div);
-  AddBinary(r, {"pow", "elementwise input ** other, broadcasting"}, Arithmetic);
-  AddBinary(r, {"maximum", "elementwise max, broadcasting"}, Arithmetic);
-  AddBinary(r, {"minimum", "elementwise min, broadcasting"}, Arithmetic);
+  AddBinary(r, {"add", "elementwise input + other, broadcasting",
+                "input + other"}, Arithmetic);
+  AddBinary(r, {"sub", "elementwise input - other, broadcasting",
+                "input - other"}, Sub);
+  AddBinary(r, {"mul", "elementwise input * other, broadcasting",
+                "input * other"}, Arithmetic);
+  AddBinary(r, {"div", "elementwise true division, broadcasting",
+                "input / other"}, Div);
+  AddBinary(r, {"pow", "elementwise input ** other, broadcasting",
+                "pow(input, other)"}, Arithmetic);
+  AddBinary(r, {"maximum", "elementwise max, broadcasting",
+                "max(input, other)"}, Arithmetic);
+  AddBinary(r, {"minimum", "elementwise min, broadcasting",
+                "min(input, other)"}, Arithmetic);
   for (NamedOp op : {
-           NamedOp{"eq", "elementwise input == other; result bool"},
-           NamedOp{"ne", "elementwise input != other; result bool"},
-           NamedOp{"lt", "elementwise input < other; result bool"},
-           NamedOp{"le", "elementwise input <= other; result bool"},
-           NamedOp{"gt", "elementwise input > other; result bool"},
-           NamedOp{"ge", "elementwise input >= other; result bool"},
-           NamedOp{"logical_and", "elementwise and; result bool"},
-           NamedOp{"logical_or", "elementwise or; result bool"},
+           NamedOp{"eq", "elementwise input == other; result bool",
+                   "input == other"},
+           NamedOp{"ne", "elementwise input != other; result bool",
+                   "input != other"},
+           NamedOp{"lt", "elementwise input < other; result bool",
+                   "input < other"},
+           NamedOp{"le", "elementwise input <= other; result bool",
+                   "input <= other"},
+           NamedOp{"gt", "elementwise input > other; result bool",
+                   "input > other"},
+           NamedOp{"ge", "elementwise input >= other; result bool",
+                   "input >= other"},
+           NamedOp{"logical_and", "elementwise and; result bool",
+                   "input && other"},
+           NamedOp{"logical_or", "elementwise or; result bool",
+                   "input || other"},
        }) {
     AddBinary(r, op, Predicate);
   }
@@ -218,6 +265,7 @@ void RegisterElementwiseOps(OpRegistry& r) {
           .params = {Param("condition", K::kTensor),
                      Param("input", K::kTensorOrScalar),
                      Param("other", K::kTensorOrScalar)},
+          .traits = Pointwise("condition ? input : other"),
           .infer = One(Where),
           .summary = "elementwise condition ? input : other, broadcasting"});
 }

@@ -87,6 +87,8 @@ void RegisterFusedOps(OpRegistry& registry) {
       {"activation", ParamKind::kString, false, Argument("relu")},
       {"weight_layout", ParamKind::kString, false, Argument("out_in")},
   };
+  schema.traits = {.kind = OpKind::kContraction,
+                   .flops = LastDimContractionFlops};
   schema.infer = InferLinearActivation;
   schema.summary =
       "activation(input @ weight^T + bias) in one op (relu, gelu, gelu_tanh)";

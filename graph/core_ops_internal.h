@@ -42,6 +42,12 @@ ParamSpec Param(std::string name, ParamKind kind);
 ParamSpec Optional(std::string name, ParamKind kind);
 ParamSpec Defaulted(std::string name, ParamKind kind, Argument default_value);
 
+// FLOPs of contractions, from static types (OpTraits::flops): 2 per
+// multiply-add, over the input's last dim (matmul, linear and the fused
+// linear ops) or the weight's in_channels * kh * kw (conv2d).
+std::optional<int64_t> LastDimContractionFlops(const Node& node);
+std::optional<int64_t> Conv2dFlops(const Node& node);
+
 // One function per table of docs/ops.md.
 void RegisterElementwiseOps(OpRegistry& registry);
 void RegisterReductionOps(OpRegistry& registry);

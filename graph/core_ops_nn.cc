@@ -306,12 +306,14 @@ absl::StatusOr<TensorType> AdaptiveAvgPool(const InferContext& ctx) {
 void RegisterNnOps(OpRegistry& r) {
   Add(r, {.name = "matmul",
           .params = {Param("input", K::kTensor), Param("other", K::kTensor)},
+          .traits = {.kind = OpKind::kContraction, .flops = LastDimContractionFlops},
           .infer = One(Matmul),
           .summary = "matrix product (torch.matmul: 1-D rules, batch dims "
                      "broadcast)"});
   Add(r, {.name = "linear",
           .params = {Param("input", K::kTensor), Param("weight", K::kTensor),
                      Optional("bias", K::kTensor)},
+          .traits = {.kind = OpKind::kContraction, .flops = LastDimContractionFlops},
           .infer = One(Linear),
           .summary = "input @ weight^T + bias, weight [out, in]"});
   Add(r, {.name = "conv2d",
@@ -321,6 +323,7 @@ void RegisterNnOps(OpRegistry& r) {
                      Defaulted("padding", K::kIntList, 0),
                      Defaulted("dilation", K::kIntList, 1),
                      Defaulted("groups", K::kInt, 1)},
+          .traits = {.kind = OpKind::kContraction, .flops = Conv2dFlops},
           .infer = One(Conv2d),
           .summary = "2-D convolution, NCHW, weight [out, in/groups, kh, kw]"});
   Add(r,
@@ -330,6 +333,7 @@ void RegisterNnOps(OpRegistry& r) {
                   Defaulted("padding", K::kIntList, 0),
                   Defaulted("dilation", K::kIntList, 1),
                   Defaulted("ceil_mode", K::kBool, false)},
+       .traits = {.kind = OpKind::kReduction},
        .infer = One([](const InferContext& ctx) {
          return Pool(ctx, /*average=*/false);
        }),
@@ -341,12 +345,14 @@ void RegisterNnOps(OpRegistry& r) {
                   Defaulted("padding", K::kIntList, 0),
                   Defaulted("ceil_mode", K::kBool, false),
                   Defaulted("count_include_pad", K::kBool, true)},
+       .traits = {.kind = OpKind::kReduction},
        .infer = One(
            [](const InferContext& ctx) { return Pool(ctx, /*average=*/true); }),
        .summary = "2-D average pooling, NCHW"});
   Add(r, {.name = "adaptive_avg_pool2d",
           .params = {Param("input", K::kTensor),
                      Param("output_size", K::kIntList)},
+          .traits = {.kind = OpKind::kReduction},
           .infer = One(AdaptiveAvgPool),
           .summary = "2-D average pooling to a given output size, NCHW"});
 }

@@ -140,12 +140,14 @@ void RegisterQuantOps(OpRegistry& r) {
   Add(r, {.name = "quantize_per_tensor",
           .params = {Param("input", K::kTensor), Param("scale", K::kFloat),
                      Param("zero_point", K::kInt), Param("dtype", K::kDType)},
+          .traits = {.kind = OpKind::kQuantize},
           .infer = One(QuantizePerTensor),
           .summary = "q = clamp(round(x / scale) + zero_point) as i8 or u8"});
   Add(r, {.name = "quantize_per_channel",
           .params = {Param("input", K::kTensor), Param("scales", K::kTensor),
                      Param("zero_points", K::kTensor), Param("axis", K::kInt),
                      Param("dtype", K::kDType)},
+          .traits = {.kind = OpKind::kQuantize},
           .infer = One(QuantizePerChannel),
           .summary = "quantize with one scale and zero point per channel of "
                      "axis"});
@@ -155,6 +157,7 @@ void RegisterQuantOps(OpRegistry& r) {
                      Param("zero_point", K::kTensorOrScalar),
                      Optional("axis", K::kInt),
                      Defaulted("dtype", K::kDType, DType::kF32)},
+          .traits = {.kind = OpKind::kQuantize},
           .infer = One(Dequantize),
           .summary = "x = (q - zero_point) * scale, per tensor or per "
                      "channel of axis"});

@@ -221,6 +221,7 @@ void RegisterReductionOps(OpRegistry& r) {
     Reduction kind = op.kind;
     Add(r, {.name = op.name,
             .params = {Param("input", K::kTensor), DimsParam(), KeepDim()},
+            .traits = {.kind = OpKind::kReduction},
             .infer = One(
                 [kind](const InferContext& ctx) { return Reduce(ctx, kind); }),
             .summary = op.summary});
@@ -228,15 +229,18 @@ void RegisterReductionOps(OpRegistry& r) {
   Add(r, {.name = "argmax",
           .params = {Param("input", K::kTensor), Optional("dim", K::kInt),
                      KeepDim()},
+          .traits = {.kind = OpKind::kReduction},
           .infer = One(Argmax),
           .summary = "index of the maximum along dim (flattened when None); "
                      "result i64"});
   Add(r, {.name = "softmax",
           .params = {Param("input", K::kTensor), Param("dim", K::kInt)},
+          .traits = {.kind = OpKind::kReduction},
           .infer = One(Softmax),
           .summary = "softmax along dim"});
   Add(r, {.name = "log_softmax",
           .params = {Param("input", K::kTensor), Param("dim", K::kInt)},
+          .traits = {.kind = OpKind::kReduction},
           .infer = One(Softmax),
           .summary = "log of softmax along dim"});
   Add(r,
@@ -245,6 +249,7 @@ void RegisterReductionOps(OpRegistry& r) {
                   Param("normalized_shape", K::kIntList),
                   Optional("weight", K::kTensor), Optional("bias", K::kTensor),
                   Defaulted("eps", K::kFloat, 1e-5)},
+       .traits = {.kind = OpKind::kReduction},
        .infer = One(LayerNorm),
        .summary = "layer normalization over the last dims"});
   Add(r,
@@ -253,6 +258,7 @@ void RegisterReductionOps(OpRegistry& r) {
                   Param("running_var", K::kTensor),
                   Optional("weight", K::kTensor), Optional("bias", K::kTensor),
                   Defaulted("eps", K::kFloat, 1e-5)},
+       .traits = {.kind = OpKind::kReduction},
        .infer = One(BatchNorm),
        .summary = "batch normalization with running statistics, "
                   "channels in dim 1 (inference form)"});

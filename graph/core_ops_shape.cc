@@ -486,39 +486,47 @@ absl::StatusOr<TensorType> Pad(const InferContext& ctx) {
 void RegisterShapeOps(OpRegistry& r) {
   Add(r, {.name = "reshape",
           .params = {Param("input", K::kTensor), Param("shape", K::kIntList)},
+          .traits = {.kind = OpKind::kView},
           .infer = One(Reshape),
           .summary = "same elements in a new shape; one -1 is inferred"});
   Add(r, {.name = "permute",
           .params = {Param("input", K::kTensor), Param("dims", K::kIntList)},
+          .traits = {.kind = OpKind::kView},
           .infer = One(Permute),
           .summary = "reorder dims"});
   Add(r, {.name = "transpose",
           .params = {Param("input", K::kTensor), Param("dim0", K::kInt),
                      Param("dim1", K::kInt)},
+          .traits = {.kind = OpKind::kView},
           .infer = One(Transpose),
           .summary = "swap two dims"});
   Add(r, {.name = "flatten",
           .params = {Param("input", K::kTensor),
                      Defaulted("start_dim", K::kInt, 0),
                      Defaulted("end_dim", K::kInt, -1)},
+          .traits = {.kind = OpKind::kView},
           .infer = One(Flatten),
           .summary = "merge dims start_dim..end_dim into one"});
   Add(r, {.name = "squeeze",
           .params = {Param("input", K::kTensor), Optional("dim", K::kIntList)},
+          .traits = {.kind = OpKind::kView},
           .infer = One(Squeeze),
           .summary = "drop size-1 dims (every one when dim is None)"});
   Add(r, {.name = "unsqueeze",
           .params = {Param("input", K::kTensor), Param("dim", K::kInt)},
+          .traits = {.kind = OpKind::kView},
           .infer = One(Unsqueeze),
           .summary = "insert a size-1 dim"});
   Add(r,
       {.name = "expand",
        .params = {Param("input", K::kTensor), Param("size", K::kIntList)},
+       .traits = {.kind = OpKind::kView},
        .infer = One(Expand),
        .summary = "broadcast size-1 dims to a larger size (-1 keeps a dim)"});
   Add(r, {.name = "concat",
           .params = {Param("tensors", K::kTensorList),
                      Defaulted("dim", K::kInt, 0)},
+          .traits = {.kind = OpKind::kView},
           .infer = One(Concat),
           .summary = "join tensors along dim"});
   Add(r, {.name = "split",
@@ -526,6 +534,7 @@ void RegisterShapeOps(OpRegistry& r) {
                      Param("split_size_or_sections", K::kIntList),
                      Defaulted("dim", K::kInt, 0)},
           .returns_tuple = true,
+          .traits = {.kind = OpKind::kView},
           .infer = Split,
           .summary = "cut along dim into chunks of a size or given sizes; "
                      "returns a tuple"});
@@ -533,27 +542,32 @@ void RegisterShapeOps(OpRegistry& r) {
           .params = {Param("input", K::kTensor), Defaulted("dim", K::kInt, 0),
                      Optional("start", K::kInt), Optional("end", K::kInt),
                      Defaulted("step", K::kInt, 1)},
+          .traits = {.kind = OpKind::kView},
           .infer = One(Slice),
           .summary = "input[start:end:step] along dim (Python bounds)"});
   Add(r, {.name = "gather",
           .params = {Param("input", K::kTensor), Param("dim", K::kInt),
                      Param("index", K::kTensor)},
+          .traits = {.kind = OpKind::kView},
           .infer = One(Gather),
           .summary = "pick elements along dim by an index tensor of the "
                      "same rank"});
   Add(r, {.name = "index_select",
           .params = {Param("input", K::kTensor), Param("dim", K::kInt),
                      Param("index", K::kTensor)},
+          .traits = {.kind = OpKind::kView},
           .infer = One(IndexSelect),
           .summary = "pick slices along dim by a 1-D index"});
   Add(r, {.name = "embedding",
           .params = {Param("input", K::kTensor), Param("weight", K::kTensor)},
+          .traits = {.kind = OpKind::kView},
           .infer = One(Embedding),
           .summary = "rows of weight looked up by the indices in input"});
   Add(r, {.name = "pad",
           .params = {Param("input", K::kTensor), Param("pad", K::kIntList),
                      Defaulted("mode", K::kString, "constant"),
                      Defaulted("value", K::kFloat, 0.0)},
+          .traits = {.kind = OpKind::kView},
           .infer = One(Pad),
           .summary = "pad dims from the last, as F.pad (constant, reflect, "
                      "replicate)"});

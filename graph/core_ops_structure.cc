@@ -40,10 +40,12 @@ absl::StatusOr<TensorType> Dropout(const InferContext& ctx) {
 void RegisterStructureOps(OpRegistry& r) {
   Add(r, {.name = "getitem",
           .params = {Param("input", K::kTensor), Param("index", K::kInt)},
+          .traits = {.kind = OpKind::kView},
           .infer = One(GetItem),
           .summary = "one element of a tuple result"});
   Add(r, {.name = "identity",
           .params = {Param("input", K::kTensor)},
+          .traits = {.kind = OpKind::kPointwise, .formula = Formula("input")},
           .infer = One(Same),
           .summary = "the input, unchanged"});
   Add(r, {.name = "dropout",

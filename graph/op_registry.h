@@ -18,6 +18,7 @@
 #include "absl/types/span.h"
 #include "graph/argument.h"
 #include "graph/node.h"
+#include "graph/op_traits.h"
 #include "graph/tensor_type.h"
 
 namespace graft {
@@ -58,6 +59,8 @@ struct OpSchema {
   // Raised whenever what the op computes changes, so that compiled code
   // cached for the old meaning (keyed by ModuleFingerprint) is not reused.
   int version = 1;
+  // What kind of work it does (graph/op_traits.h).
+  OpTraits traits;
   InferFn infer;
   std::string summary;  // One line, shown by `graft passes`.
 

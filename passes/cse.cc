@@ -52,7 +52,7 @@ struct NodeEq {
 
 bool IsCandidate(const Node& n) {
   if (n.op() == OpCode::kGetAttr) return true;
-  return n.op() == OpCode::kCallFunction && n.schema() != nullptr && n.schema()->pure;
+  return n.op() == OpCode::kCallFunction && IsPureNode(n);
 }
 
 }  // namespace

@@ -14,9 +14,8 @@ bool IsRemovable(const Node& node) {
       return false;
     case OpCode::kGetAttr:
     case OpCode::kCallModule:
-      return true;
     case OpCode::kCallFunction:
-      return node.schema() == nullptr || node.schema()->pure;
+      return IsPureNode(node);
   }
   return false;
 }

@@ -8,7 +8,8 @@ namespace graft::passes {
 // Dead-code elimination. Removes nodes whose value nobody uses, walking the
 // graph backwards once so that chains of dead nodes go in a single linear
 // sweep. Keeps placeholders (they are the module's signature), the output,
-// and calls of impure ops (schema.pure == false), as torch.fx does. Also
+// and calls of impure or unregistered ops (graft::IsPureNode), as torch.fx
+// does. Also
 // drops module tensors and submodules that no node refers to any more.
 class DcePass : public Pass {
  public:

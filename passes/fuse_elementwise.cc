@@ -5,7 +5,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "passes/outline.h"
-#include "passes/pointwise_ops.h"
+#include "graph/op_traits.h"
 
 namespace graft::passes {
 namespace {
@@ -29,12 +29,12 @@ absl::StatusOr<bool> FuseElementwisePass::Run(Module& module,
   absl::flat_hash_map<const Node*, int64_t> group_of;
   int64_t num_groups = 0;
   for (Node* n : graph.reversed_nodes()) {
-    if (!IsPointwise(*n)) continue;
+    if (KindOf(*n) != OpKind::kPointwise) continue;
     auto [it, inserted] = group_of.try_emplace(n, num_groups);
     if (inserted) ++num_groups;
     const int64_t group = it->second;
     for (Node* in : n->unique_inputs()) {
-      if (IsPointwise(*in) && OnlyUser(in, n)) group_of[in] = group;
+      if (KindOf(*in) == OpKind::kPointwise && OnlyUser(in, n)) group_of[in] = group;
     }
   }
   // Members in graph order.

@@ -5,7 +5,7 @@
 
 namespace graft::passes {
 
-// Elementwise fusion: groups connected pointwise ops (passes/pointwise_ops.h)
+// Elementwise fusion: groups connected pointwise ops (OpKind::kPointwise in the op registry)
 // into one call_module each, so a backend compiles every group as a single
 // loop that reads the group's inputs once and writes one result. A producer
 // joins its consumer's group only when that consumer is its one and only

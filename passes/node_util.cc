@@ -35,12 +35,6 @@ void SetInferredTypes(Node* node, const std::vector<TensorType>& types) {
   }
 }
 
-bool IsPureNode(const Node& node) {
-  if (node.op() == OpCode::kGetAttr) return true;
-  return node.op() == OpCode::kCallFunction && node.schema() != nullptr &&
-         node.schema()->pure;
-}
-
 CallOperands OperandsOf(const Node& node) {
   CallOperands out;
   out.args.assign(node.args().begin(), node.args().end());

@@ -27,8 +27,6 @@ void InferAndSetType(Node* node);
 // types for an op that returns a tuple. Nothing when `types` is empty.
 void SetInferredTypes(Node* node, const std::vector<TensorType>& types);
 
-// True for get_attr nodes and calls of registered pure ops.
-bool IsPureNode(const Node& node);
 
 // A call's operands, positional and keyword, ready for Graph::CallFunction.
 struct CallOperands {

@@ -10,7 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "graph/op_registry.h"
 #include "graph/printer.h"
-#include "passes/pointwise_ops.h"
+#include "graph/op_traits.h"
 #include "serialize/graphviz_render.h"
 
 namespace graft {
@@ -76,43 +76,6 @@ absl::string_view Shorten(absl::string_view text, size_t max, bool* cut) {
   while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80)
     --end;
   return text.substr(0, end);
-}
-
-bool InList(absl::string_view op,
-            std::initializer_list<absl::string_view> ops) {
-  return std::find(ops.begin(), ops.end(), op) != ops.end();
-}
-
-// The op name without its namespace: "graft::linear_activation" ->
-// "linear_activation", so extension ops are classified by what they are.
-absl::string_view BaseName(absl::string_view op) {
-  size_t colon = op.rfind("::");
-  return colon == absl::string_view::npos ? op : op.substr(colon + 2);
-}
-
-bool IsQuantizeOp(absl::string_view op) {
-  return absl::StrContains(BaseName(op), "quantize");
-}
-
-bool IsComputeHeavyOp(absl::string_view op) {
-  absl::string_view base = BaseName(op);
-  return InList(base, {"matmul", "linear", "conv2d", "bmm", "addmm"}) ||
-         absl::StrContains(base, "matmul") ||
-         absl::StrContains(base, "linear") || absl::StrContains(base, "conv") ||
-         absl::StrContains(base, "gemm") ||
-         absl::StrContains(base, "attention");
-}
-
-bool IsReductionOp(absl::string_view op) {
-  return InList(op, {"sum", "mean", "amax", "amin", "argmax", "softmax",
-                     "log_softmax", "layer_norm", "batch_norm", "max_pool2d",
-                     "avg_pool2d", "adaptive_avg_pool2d"});
-}
-
-bool IsShapeOp(absl::string_view op) {
-  return InList(op, {"reshape", "permute", "transpose", "flatten", "squeeze",
-                     "unsqueeze", "expand", "concat", "split", "slice",
-                     "gather", "index_select", "embedding", "pad", "getitem"});
 }
 
 void AppendType(std::string* out, const Node& node) {
@@ -596,12 +559,21 @@ DotNodeKind ClassifyNodeForDot(const Node& node) {
     case OpCode::kCallFunction:
       break;
   }
-  absl::string_view op = node.target();
-  if (IsQuantizeOp(op)) return DotNodeKind::kQuantize;
-  if (IsComputeHeavyOp(op)) return DotNodeKind::kComputeHeavy;
-  if (IsReductionOp(op)) return DotNodeKind::kReduction;
-  if (passes::IsPointwiseOp(op)) return DotNodeKind::kPointwise;
-  if (IsShapeOp(op)) return DotNodeKind::kShape;
+  // The op's traits decide; extension ops choose theirs when they register.
+  switch (KindOf(node)) {
+    case OpKind::kQuantize:
+      return DotNodeKind::kQuantize;
+    case OpKind::kContraction:
+      return DotNodeKind::kComputeHeavy;
+    case OpKind::kReduction:
+      return DotNodeKind::kReduction;
+    case OpKind::kPointwise:
+      return DotNodeKind::kPointwise;
+    case OpKind::kView:
+      return DotNodeKind::kShape;
+    case OpKind::kOther:
+      break;
+  }
   return DotNodeKind::kOther;
 }
 

@@ -19,11 +19,11 @@ enum class DotNodeKind {
   kInput,         // placeholder
   kOutput,        // output
   kWeight,        // get_attr
-  kComputeHeavy,  // matmul, linear, conv2d, fused linear ops
-  kReduction,     // reductions, softmax, normalization, pooling
-  kPointwise,     // elementwise ops (passes/pointwise_ops.h)
-  kShape,         // reshape, permute, concat, slice, getitem, ...
-  kQuantize,      // quantize_per_tensor, quantize_per_channel, dequantize
+  kComputeHeavy,  // OpKind::kContraction: matmul, linear, conv2d, ...
+  kReduction,     // OpKind::kReduction: softmax, normalization, pooling
+  kPointwise,     // OpKind::kPointwise
+  kShape,         // OpKind::kView: reshape, permute, concat, getitem, ...
+  kQuantize,      // OpKind::kQuantize
   kModule,        // call_module drawn as one box
   kOther,
 };

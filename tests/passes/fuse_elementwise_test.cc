@@ -3,7 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "graph/printer.h"
 #include "graph/verifier.h"
-#include "passes/pointwise_ops.h"
+#include "graph/op_registry.h"
 #include "tests/passes/test_util.h"
 
 namespace graft::passes {
@@ -156,13 +156,15 @@ TEST(FuseElementwiseTest, LongChainBecomesOneGroup) {
             static_cast<size_t>(kLength + 2));
 }
 
-TEST(FuseElementwiseTest, PointwiseOpsAreListedOnce) {
-  EXPECT_TRUE(IsPointwiseOp("add"));
-  EXPECT_TRUE(IsPointwiseOp("where"));
-  EXPECT_TRUE(IsPointwiseOp("cast"));
-  EXPECT_FALSE(IsPointwiseOp("sum"));
-  EXPECT_FALSE(IsPointwiseOp("matmul"));
-  EXPECT_TRUE(std::is_sorted(PointwiseOps().begin(), PointwiseOps().end()));
+TEST(FuseElementwiseTest, FusesWhatTheRegistryCallsPointwise) {
+  auto kind = [](const char* op) {
+    return OpRegistry::Global().Find(op)->traits.kind;
+  };
+  EXPECT_EQ(kind("add"), OpKind::kPointwise);
+  EXPECT_EQ(kind("where"), OpKind::kPointwise);
+  EXPECT_EQ(kind("cast"), OpKind::kPointwise);
+  EXPECT_EQ(kind("sum"), OpKind::kReduction);
+  EXPECT_EQ(kind("matmul"), OpKind::kContraction);
 }
 
 }  // namespace
