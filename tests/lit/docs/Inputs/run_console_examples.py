@@ -5,7 +5,8 @@
 
 In WORKDIR it first writes every ```graft block whose first line is
 "# file: NAME" to NAME. Then, in page order, it runs each "$ COMMAND" line
-of the ```console blocks (with a leading "graft" replaced by GRAFT) and
+of the ```console blocks (with a leading "graft", or one after environment
+assignments, replaced by GRAFT) and
 compares stdout and stderr, together, with the lines shown after it:
 
 - times ("4.2 ms", "850 ns", "1.3 s") and rates ("3.1 GFLOP/s") match any
@@ -93,7 +94,9 @@ def main():
         with open(os.path.join(workdir, name), "w", encoding="utf-8") as f:
             f.write(text)
     for command, expected in examples:
-        shell = re.sub(r"^graft\b", lambda m: graft, command)
+        # "graft ..." or "VAR=value graft ...": the graft under test.
+        shell = re.sub(r"^((?:\w+=\S*\s+)*)graft\b",
+                       lambda m: m.group(1) + graft, command)
         result = subprocess.run(shell, shell=True, cwd=workdir, text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         want = 1 if any(l.startswith("graft: error:") for l in expected) else 0
