@@ -9,6 +9,7 @@
 #include "graph/core_ops_internal.h"
 #include "graph/node.h"
 #include "graph/op_registry.h"
+#include "support/status_macros.h"
 
 namespace graft {
 namespace core_ops {
@@ -52,11 +53,11 @@ absl::Status CheckTensorArguments(const InferContext& ctx) {
     if (!IsTensorKind(p.kind)) continue;
     const Argument& a = ctx.call().GetAt(i);
     if (a.is_node()) {
-      if (absl::Status s = CheckTensorArgument(ctx, p, a.node()); !s.ok()) return s;
+      RETURN_IF_ERROR(CheckTensorArgument(ctx, p, a.node()));
     } else if (a.is_list() && p.kind == ParamKind::kTensorList) {
       for (const Argument& e : a.list()) {
         if (!e.is_node()) continue;
-        if (absl::Status s = CheckTensorArgument(ctx, p, e.node()); !s.ok()) return s;
+        RETURN_IF_ERROR(CheckTensorArgument(ctx, p, e.node()));
       }
     }
   }

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "support/atomic_file.h"
+#include "support/status_macros.h"
 
 namespace graft {
 namespace {
@@ -32,11 +33,10 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
 }
 
 absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents) {
-  absl::StatusOr<AtomicFile> file = AtomicFile::Create(path);
-  if (!file.ok()) return file.status();
-  if (absl::Status s = file->Write(contents); !s.ok()) return s;
-  if (absl::Status s = file->Finish(); !s.ok()) return s;
-  return file->Publish();
+  ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::Create(path));
+  RETURN_IF_ERROR(file.Write(contents));
+  RETURN_IF_ERROR(file.Finish());
+  return file.Publish();
 }
 
 }  // namespace graft

@@ -19,6 +19,7 @@
 #include "graph/graph.h"
 #include "graph/lexer.h"
 #include "graph/random_tensor.h"
+#include "support/status_macros.h"
 
 namespace graft {
 namespace {
@@ -186,21 +187,20 @@ absl::Status TextParser::ParseSubmodule(Module& module, int depth) {
                                          kMaxModuleDepth, " deep"));
   }
   Token name_token = tok_;
-  absl::StatusOr<std::string> name = ParseName("a submodule name");
-  if (!name.ok()) return name.status();
-  if (module.FindSubmodule(*name) != nullptr) {
+  ASSIGN_OR_RETURN(std::string name, ParseName("a submodule name"));
+  if (module.FindSubmodule(name) != nullptr) {
     return ErrorAt(name_token,
-                   absl::StrCat("duplicate submodule '", *name, "'"));
+                   absl::StrCat("duplicate submodule '", name, "'"));
   }
-  if (absl::Status s = Expect(TokenKind::kLBrace, "'{'"); !s.ok()) return s;
+  RETURN_IF_ERROR(Expect(TokenKind::kLBrace, "'{'"));
   Module sub;
-  if (absl::Status s = ParseModuleBody(sub, depth + 1); !s.ok()) return s;
+  RETURN_IF_ERROR(ParseModuleBody(sub, depth + 1));
   if (absl::Status s =
           Expect(TokenKind::kRBrace, "'}' after the submodule's graph");
       !s.ok()) {
     return s;
   }
-  module.AddSubmodule(*std::move(name), std::move(sub));
+  module.AddSubmodule(std::move(name), std::move(sub));
   return absl::OkStatus();
 }
 
@@ -216,21 +216,17 @@ absl::Status TextParser::ParseTensorType(TensorType* type) {
   Take();
   type->dtype = *dtype;
   type->shape.clear();
-  if (absl::Status s = Expect(TokenKind::kLBracket, "'[' after the dtype");
-      !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(Expect(TokenKind::kLBracket, "'[' after the dtype"));
   while (!At(TokenKind::kRBracket)) {
     if (At(TokenKind::kInt)) {
       Token t = Take();
-      absl::StatusOr<int64_t> value = ParseInt(t);
-      if (!value.ok()) return value.status();
-      if (*value < 0) {
-        return ErrorAt(t, absl::StrCat("dimension ", *value,
+      ASSIGN_OR_RETURN(int64_t value, ParseInt(t));
+      if (value < 0) {
+        return ErrorAt(t, absl::StrCat("dimension ", value,
                                        " is negative; use a symbol for an "
                                        "unknown size"));
       }
-      type->shape.push_back(Dim(*value));
+      type->shape.push_back(Dim(value));
     } else if (At(TokenKind::kIdent)) {
       type->shape.push_back(Dim::Symbol(Take().text));
     } else if (At(TokenKind::kString)) {
@@ -256,9 +252,7 @@ absl::Status TextParser::ParseNodeType(NodeMeta& meta) {
   Take();
   while (true) {
     meta.tuple_types.emplace_back();
-    if (absl::Status s = ParseTensorType(&meta.tuple_types.back()); !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(ParseTensorType(&meta.tuple_types.back()));
     if (At(TokenKind::kComma)) {
       Take();
       if (At(TokenKind::kRParen)) break;
@@ -338,19 +332,16 @@ absl::StatusOr<Argument> TextParser::ParseValue(const Graph& graph, int depth,
                                                 bool in_return) {
   switch (tok_.kind) {
     case TokenKind::kNodeRef: {
-      absl::StatusOr<Node*> node = ResolveNode(graph, Take());
-      if (!node.ok()) return node.status();
-      return Argument(*node);
+      ASSIGN_OR_RETURN(Node * node, ResolveNode(graph, Take()));
+      return Argument(node);
     }
     case TokenKind::kInt: {
-      absl::StatusOr<int64_t> value = ParseInt(Take());
-      if (!value.ok()) return value.status();
-      return Argument(*value);
+      ASSIGN_OR_RETURN(int64_t value, ParseInt(Take()));
+      return Argument(value);
     }
     case TokenKind::kFloat: {
-      absl::StatusOr<double> value = ParseDouble(Take());
-      if (!value.ok()) return value.status();
-      return Argument(*value);
+      ASSIGN_OR_RETURN(double value, ParseDouble(Take()));
+      return Argument(value);
     }
     case TokenKind::kString:
       return Argument(DecodeString(Take().text));
@@ -363,10 +354,9 @@ absl::StatusOr<Argument> TextParser::ParseValue(const Graph& graph, int depth,
       TokenKind close =
           At(TokenKind::kLBracket) ? TokenKind::kRBracket : TokenKind::kRParen;
       Take();
-      absl::StatusOr<ArgumentList> list =
-          ParseSequence(graph, close, depth + 1, in_return);
-      if (!list.ok()) return list.status();
-      return Argument(*std::move(list));
+      ASSIGN_OR_RETURN(ArgumentList list,
+                       ParseSequence(graph, close, depth + 1, in_return));
+      return Argument(std::move(list));
     }
     case TokenKind::kIdent: {
       absl::string_view word = tok_.text;
@@ -376,9 +366,8 @@ absl::StatusOr<Argument> TextParser::ParseValue(const Graph& graph, int depth,
         return *std::move(keyword);
       }
       if (in_return) {
-        absl::StatusOr<Node*> node = ResolveNode(graph, Take());
-        if (!node.ok()) return node.status();
-        return Argument(*node);
+        ASSIGN_OR_RETURN(Node * node, ResolveNode(graph, Take()));
+        return Argument(node);
       }
       return ErrorAt(tok_,
                      absl::StrCat("expected a value, got ", DescribeToken(tok_),
@@ -397,12 +386,11 @@ absl::StatusOr<ArgumentList> TextParser::ParseSequence(const Graph& graph,
   ArgumentList list;
   const char* close_text = close == TokenKind::kRParen ? "')'" : "']'";
   while (!At(close)) {
-    absl::StatusOr<Argument> value = ParseValue(graph, depth, in_return);
-    if (!value.ok()) return value.status();
+    ASSIGN_OR_RETURN(Argument value, ParseValue(graph, depth, in_return));
     // Room for a typical call's operands at once, not one by one (the
     // args tuple is copied into the node; nested lists are kept as built).
     if (depth == 0 && list.empty()) list.reserve(4);
-    list.push_back(*std::move(value));
+    list.push_back(std::move(value));
     if (At(TokenKind::kComma)) {
       Take();
       continue;
@@ -414,7 +402,7 @@ absl::StatusOr<ArgumentList> TextParser::ParseSequence(const Graph& graph,
 }
 
 absl::StatusOr<Kwargs> TextParser::ParseKwargs(const Graph& graph) {
-  if (absl::Status s = Expect(TokenKind::kLBrace, "'{'"); !s.ok()) return s;
+  RETURN_IF_ERROR(Expect(TokenKind::kLBrace, "'{'"));
   Kwargs kwargs;
   // Keys seen so far; a set only for long dicts, which real nodes never have
   // but hostile input might (a linear scan would make it quadratic).
@@ -422,26 +410,23 @@ absl::StatusOr<Kwargs> TextParser::ParseKwargs(const Graph& graph) {
   absl::flat_hash_set<std::string> seen;
   while (!At(TokenKind::kRBrace)) {
     Token key_token = tok_;
-    absl::StatusOr<std::string> key = ParseName("a keyword argument name");
-    if (!key.ok()) return key.status();
+    ASSIGN_OR_RETURN(std::string key, ParseName("a keyword argument name"));
     bool duplicate = false;
     if (kwargs.size() < kScanLimit) {
-      for (const auto& [existing, value] : kwargs)
-        duplicate |= existing == *key;
+      for (const auto& [existing, value] : kwargs) duplicate |= existing == key;
     } else {
       if (seen.empty()) {
         for (const auto& [existing, value] : kwargs) seen.insert(existing);
       }
-      duplicate = !seen.insert(*key).second;
+      duplicate = !seen.insert(key).second;
     }
     if (duplicate) {
       return ErrorAt(key_token,
-                     absl::StrCat("duplicate keyword argument '", *key, "'"));
+                     absl::StrCat("duplicate keyword argument '", key, "'"));
     }
-    if (absl::Status s = Expect(TokenKind::kColon, "':'"); !s.ok()) return s;
-    absl::StatusOr<Argument> value = ParseValue(graph, 0, false);
-    if (!value.ok()) return value.status();
-    kwargs.emplace_back(*std::move(key), *std::move(value));
+    RETURN_IF_ERROR(Expect(TokenKind::kColon, "':'"));
+    ASSIGN_OR_RETURN(Argument value, ParseValue(graph, 0, false));
+    kwargs.emplace_back(std::move(key), std::move(value));
     if (At(TokenKind::kComma)) {
       Take();
       continue;
@@ -455,18 +440,12 @@ absl::StatusOr<Kwargs> TextParser::ParseKwargs(const Graph& graph) {
 absl::Status TextParser::ParseGraph(Module& module) {
   Take();  // graph
   last_node_ = nullptr;
-  if (absl::Status s = Expect(TokenKind::kLParen, "'(' after 'graph'");
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = Expect(TokenKind::kRParen, "')'"); !s.ok()) return s;
-  if (absl::Status s = Expect(TokenKind::kColon, "':' after 'graph()'");
-      !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(Expect(TokenKind::kLParen, "'(' after 'graph'"));
+  RETURN_IF_ERROR(Expect(TokenKind::kRParen, "')'"));
+  RETURN_IF_ERROR(Expect(TokenKind::kColon, "':' after 'graph()'"));
   while (true) {
     if (At(TokenKind::kNodeRef)) {
-      if (absl::Status s = ParseNode(module); !s.ok()) return s;
+      RETURN_IF_ERROR(ParseNode(module));
     } else if (AtWord("return")) {
       return ParseReturn(module.graph());
     } else if (At(TokenKind::kEof) || At(TokenKind::kRBrace)) {
@@ -486,11 +465,9 @@ absl::Status TextParser::ParseNode(Module& module) {
   NodeMeta meta;
   if (At(TokenKind::kColon)) {
     Take();
-    if (absl::Status s = ParseNodeType(meta); !s.ok()) return s;
+    RETURN_IF_ERROR(ParseNodeType(meta));
   }
-  if (absl::Status s = Expect(TokenKind::kEquals, "':' or '='"); !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(Expect(TokenKind::kEquals, "':' or '='"));
   if (!At(TokenKind::kIdent)) return Expected("an opcode");
   Token op_token = Take();
   std::optional<OpCode> op = ParseOpCode(op_token.text);
@@ -503,50 +480,41 @@ absl::Status TextParser::ParseNode(Module& module) {
                                 " (expected placeholder, get_attr, "
                                 "call_function or call_module)"));
   }
-  if (absl::Status s = Expect(TokenKind::kLBracket, "'[target=...]'");
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = ExpectWord("target"); !s.ok()) return s;
-  if (absl::Status s = Expect(TokenKind::kEquals, "'='"); !s.ok()) return s;
+  RETURN_IF_ERROR(Expect(TokenKind::kLBracket, "'[target=...]'"));
+  RETURN_IF_ERROR(ExpectWord("target"));
+  RETURN_IF_ERROR(Expect(TokenKind::kEquals, "'='"));
   Token target_token = tok_;
-  absl::StatusOr<std::string> target = ParseName("a target name");
-  if (!target.ok()) return target.status();
-  if (absl::Status s = Expect(TokenKind::kRBracket, "']'"); !s.ok()) return s;
-  if (*op == OpCode::kGetAttr && module.FindTensor(*target) == nullptr) {
+  ASSIGN_OR_RETURN(std::string target, ParseName("a target name"));
+  RETURN_IF_ERROR(Expect(TokenKind::kRBracket, "']'"));
+  if (*op == OpCode::kGetAttr && module.FindTensor(target) == nullptr) {
     return ErrorAt(target_token,
-                   absl::StrCat("get_attr of undefined tensor '", *target,
+                   absl::StrCat("get_attr of undefined tensor '", target,
                                 "' (declare it before the graph with 'tensor ",
-                                *target, " : TYPE = ...')"));
+                                target, " : TYPE = ...')"));
   }
-  if (*op == OpCode::kCallModule && module.FindSubmodule(*target) == nullptr) {
+  if (*op == OpCode::kCallModule && module.FindSubmodule(target) == nullptr) {
     return ErrorAt(
         target_token,
-        absl::StrCat("call_module of undefined submodule '", *target, "'"));
+        absl::StrCat("call_module of undefined submodule '", target, "'"));
   }
   ArgumentList args;
   Kwargs kwargs;
   if (At(TokenKind::kLParen)) {
     Take();
-    if (absl::Status s = ExpectWord("args"); !s.ok()) return s;
-    if (absl::Status s = Expect(TokenKind::kEquals, "'='"); !s.ok()) return s;
-    if (absl::Status s = Expect(TokenKind::kLParen, "'(' (the args tuple)");
-        !s.ok()) {
-      return s;
-    }
-    absl::StatusOr<ArgumentList> parsed =
-        ParseSequence(graph, TokenKind::kRParen, 0, false);
-    if (!parsed.ok()) return parsed.status();
-    args = *std::move(parsed);
-    if (absl::Status s = Expect(TokenKind::kComma, "','"); !s.ok()) return s;
-    if (absl::Status s = ExpectWord("kwargs"); !s.ok()) return s;
-    if (absl::Status s = Expect(TokenKind::kEquals, "'='"); !s.ok()) return s;
-    absl::StatusOr<Kwargs> parsed_kwargs = ParseKwargs(graph);
-    if (!parsed_kwargs.ok()) return parsed_kwargs.status();
-    kwargs = *std::move(parsed_kwargs);
-    if (absl::Status s = Expect(TokenKind::kRParen, "')'"); !s.ok()) return s;
+    RETURN_IF_ERROR(ExpectWord("args"));
+    RETURN_IF_ERROR(Expect(TokenKind::kEquals, "'='"));
+    RETURN_IF_ERROR(Expect(TokenKind::kLParen, "'(' (the args tuple)"));
+    ASSIGN_OR_RETURN(ArgumentList parsed,
+                     ParseSequence(graph, TokenKind::kRParen, 0, false));
+    args = std::move(parsed);
+    RETURN_IF_ERROR(Expect(TokenKind::kComma, "','"));
+    RETURN_IF_ERROR(ExpectWord("kwargs"));
+    RETURN_IF_ERROR(Expect(TokenKind::kEquals, "'='"));
+    ASSIGN_OR_RETURN(Kwargs parsed_kwargs, ParseKwargs(graph));
+    kwargs = std::move(parsed_kwargs);
+    RETURN_IF_ERROR(Expect(TokenKind::kRParen, "')'"));
   }
-  Node* node = graph.CreateNode(*op, *std::move(target), std::move(args),
+  Node* node = graph.CreateNode(*op, std::move(target), std::move(args),
                                 std::move(kwargs), name_token.text);
   if (node->name() != name_token.text) {
     return DuplicateName(graph, node, name_token);
@@ -577,10 +545,9 @@ absl::Status TextParser::ParseReturn(Graph& graph) {
   if (At(TokenKind::kLParen)) {
     // The top-level tuple of several outputs.
     Take();
-    absl::StatusOr<ArgumentList> list =
-        ParseSequence(graph, TokenKind::kRParen, 0, true);
-    if (!list.ok()) return list.status();
-    value = Argument(*std::move(list));
+    ASSIGN_OR_RETURN(ArgumentList list,
+                     ParseSequence(graph, TokenKind::kRParen, 0, true));
+    value = Argument(std::move(list));
   } else {
     value = ParseValue(graph, 0, true);
     if (!value.ok()) return value.status();
@@ -603,29 +570,25 @@ int64_t CheckedNumElements(const std::vector<int64_t>& dims) {
 absl::Status TextParser::ParseTensor(Module& module) {
   Take();  // tensor
   Token name_token = tok_;
-  absl::StatusOr<std::string> name = ParseName("a tensor name");
-  if (!name.ok()) return name.status();
-  if (module.FindTensor(*name) != nullptr) {
-    return ErrorAt(name_token, absl::StrCat("duplicate tensor '", *name, "'"));
+  ASSIGN_OR_RETURN(std::string name, ParseName("a tensor name"));
+  if (module.FindTensor(name) != nullptr) {
+    return ErrorAt(name_token, absl::StrCat("duplicate tensor '", name, "'"));
   }
-  if (absl::Status s = Expect(TokenKind::kColon, "':' and the tensor's type");
-      !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(Expect(TokenKind::kColon, "':' and the tensor's type"));
   Token type_token = tok_;
   TensorType type;
-  if (absl::Status s = ParseTensorType(&type); !s.ok()) return s;
+  RETURN_IF_ERROR(ParseTensorType(&type));
   if (!IsStatic(type.shape)) {
-    return ErrorAt(type_token, absl::StrCat("tensor '", *name,
+    return ErrorAt(type_token, absl::StrCat("tensor '", name,
                                             "' needs a static shape, got ",
                                             type.ToString()));
   }
-  if (absl::Status s = Expect(TokenKind::kEquals, "'='"); !s.ok()) return s;
+  RETURN_IF_ERROR(Expect(TokenKind::kEquals, "'='"));
   std::string init;
-  absl::StatusOr<Tensor> value = ParseTensorData(
-      *name, type.dtype, StaticDims(type.shape), type_token, &init);
-  if (!value.ok()) return value.status();
-  module.SetTensor(*std::move(name), *std::move(value), std::move(init));
+  ASSIGN_OR_RETURN(Tensor value,
+                   ParseTensorData(name, type.dtype, StaticDims(type.shape),
+                                   type_token, &init));
+  module.SetTensor(std::move(name), std::move(value), std::move(init));
   return absl::OkStatus();
 }
 
@@ -648,24 +611,23 @@ absl::StatusOr<Tensor> TextParser::ParseTensorData(
     }
     if (AtWord("random")) {
       Take();
-      if (absl::Status s = Expect(TokenKind::kLParen, "'('"); !s.ok()) return s;
-      if (absl::Status s = ExpectWord("seed"); !s.ok()) return s;
-      if (absl::Status s = Expect(TokenKind::kEquals, "'='"); !s.ok()) return s;
+      RETURN_IF_ERROR(Expect(TokenKind::kLParen, "'('"));
+      RETURN_IF_ERROR(ExpectWord("seed"));
+      RETURN_IF_ERROR(Expect(TokenKind::kEquals, "'='"));
       if (!At(TokenKind::kInt)) return Expected("an integer seed");
       absl::StatusOr<int64_t> seed = ParseInt(Take());
       if (!seed.ok()) return seed.status();
-      if (absl::Status s = Expect(TokenKind::kRParen, "')'"); !s.ok()) return s;
+      RETURN_IF_ERROR(Expect(TokenKind::kRParen, "')'"));
       *init = absl::StrCat("random(seed=", *seed, ")");
       return RandomTensor(dtype, dims, static_cast<uint64_t>(*seed));
     }
     if (AtWord("full")) {
       Take();
-      if (absl::Status s = Expect(TokenKind::kLParen, "'('"); !s.ok()) return s;
+      RETURN_IF_ERROR(Expect(TokenKind::kLParen, "'('"));
       Token value_token = Take();
       ElementBits bits;
-      if (absl::Status s = ParseElement(value_token, dtype, &bits); !s.ok())
-        return s;
-      if (absl::Status s = Expect(TokenKind::kRParen, "')'"); !s.ok()) return s;
+      RETURN_IF_ERROR(ParseElement(value_token, dtype, &bits));
+      RETURN_IF_ERROR(Expect(TokenKind::kRParen, "')'"));
       *init = absl::StrCat("full(", value_token.text, ")");
       Tensor t(dtype, dims);
       auto* data = static_cast<char*>(t.raw_data());
@@ -723,8 +685,7 @@ absl::StatusOr<Tensor> TextParser::ParseTensorLiteral(
   const int64_t size = DTypeSize(dtype);
   for (int64_t i = 0; i < count; ++i) {
     ElementBits bits;
-    if (absl::Status s = ParseElement(values[i], dtype, &bits); !s.ok())
-      return s;
+    RETURN_IF_ERROR(ParseElement(values[i], dtype, &bits));
     std::memcpy(data + i * size, &bits, size);
   }
   return t;
@@ -824,9 +785,8 @@ absl::StatusOr<Module> LoadTextModule(absl::string_view path,
     return absl::InvalidArgumentError(
         absl::StrCat("cannot read '", path, "': it is a directory"));
   }
-  absl::StatusOr<std::string> text = ReadFile(std::string(path));
-  if (!text.ok()) return text.status();
-  return ParseModule(*text, path, options);
+  ASSIGN_OR_RETURN(std::string text, ReadFile(std::string(path)));
+  return ParseModule(text, path, options);
 }
 
 }  // namespace graft

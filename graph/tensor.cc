@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "support/status_macros.h"
 
 namespace graft {
 
@@ -30,13 +31,12 @@ std::shared_ptr<Storage> Storage::Wrap(void* data, size_t bytes,
 
 absl::StatusOr<std::shared_ptr<Storage>> Storage::AllocateOn(
     std::shared_ptr<DeviceAllocator> allocator, size_t bytes) {
-  absl::StatusOr<void*> data = allocator->Allocate(bytes);
-  if (!data.ok()) return data.status();
+  ASSIGN_OR_RETURN(void* data, allocator->Allocate(bytes));
   // The keep-alive frees the buffer through the allocator it came from.
   DeviceAllocator* raw = allocator.get();
-  std::shared_ptr<void> owner(*data, [raw](void* p) { raw->Free(p); });
+  std::shared_ptr<void> owner(data, [raw](void* p) { raw->Free(p); });
   std::shared_ptr<Storage> storage(
-      new Storage(static_cast<std::byte*>(*data), bytes, std::move(owner)));
+      new Storage(static_cast<std::byte*>(data), bytes, std::move(owner)));
   storage->device_ = allocator->device();
   storage->allocator_ = std::move(allocator);
   return storage;
@@ -75,15 +75,13 @@ absl::StatusOr<Tensor> CopyToDevice(
   if (!tensor.defined() || tensor.device() == allocator->device()) {
     return tensor;
   }
-  absl::StatusOr<Tensor> host = CopyToHost(tensor);
-  if (!host.ok()) return host.status();
-  absl::StatusOr<std::shared_ptr<Storage>> storage =
-      Storage::AllocateOn(allocator, host->NumBytes());
-  if (!storage.ok()) return storage.status();
-  absl::Status s = allocator->CopyFromHost(host->raw_data(), (*storage)->data(),
-                                           host->NumBytes());
+  ASSIGN_OR_RETURN(Tensor host, CopyToHost(tensor));
+  ASSIGN_OR_RETURN(std::shared_ptr<Storage> storage,
+                   Storage::AllocateOn(allocator, host.NumBytes()));
+  absl::Status s = allocator->CopyFromHost(host.raw_data(), (storage)->data(),
+                                           host.NumBytes());
   if (!s.ok()) return s;
-  return Tensor(host->dtype(), host->dims(), *std::move(storage));
+  return Tensor(host.dtype(), host.dims(), std::move(storage));
 }
 
 Tensor::Tensor(DType dtype, std::vector<int64_t> dims)

@@ -1,3 +1,4 @@
+#include "graph/fused_ops.h"
 #include "passes/apply_patterns.h"
 #include "passes/canonicalize.h"
 #include "passes/cse.h"
@@ -7,11 +8,11 @@
 #include "passes/fold_constants.h"
 #include "passes/fuse_elementwise.h"
 #include "passes/fuse_linear_activation.h"
-#include "graph/fused_ops.h"
 #include "passes/partition.h"
 #include "passes/pass_registry.h"
 #include "passes/shape_prop.h"
 #include "passes/substitute.h"
+#include "support/status_macros.h"
 
 namespace graft::passes {
 namespace {
@@ -62,23 +63,22 @@ void RegisterBuiltinPasses(PassRegistry& r) {
               return absl::InvalidArgumentError(
                   "needs a table file: substitute{file=PATH}");
             }
-            absl::StatusOr<std::vector<Substitution>> table =
-                LoadSubstitutionTable(file);
-            if (!table.ok()) return table.status();
-            return std::make_unique<SubstitutePass>(*std::move(table));
+            ASSIGN_OR_RETURN(std::vector<Substitution> table,
+                             LoadSubstitutionTable(file));
+            return std::make_unique<SubstitutePass>(std::move(table));
           }});
   MustRegister(
-      r, {"decompose",
-          "Rewrites gelu, silu, layer_norm, linear, softmax and log_softmax into "
-          "primitive ops.",
-          "ops=OP;OP... (default: all of gelu;layer_norm;linear;log_softmax;silu;"
-          "softmax)",
-          [](const PassOptions& o) -> absl::StatusOr<std::unique_ptr<Pass>> {
-            absl::StatusOr<std::unique_ptr<DecomposePass>> p =
-                DecomposePass::FromOptions(o);
-            if (!p.ok()) return p.status();
-            return std::unique_ptr<Pass>(*std::move(p));
-          }});
+      r,
+      {"decompose",
+       "Rewrites gelu, silu, layer_norm, linear, softmax and log_softmax into "
+       "primitive ops.",
+       "ops=OP;OP... (default: all of gelu;layer_norm;linear;log_softmax;silu;"
+       "softmax)",
+       [](const PassOptions& o) -> absl::StatusOr<std::unique_ptr<Pass>> {
+         ASSIGN_OR_RETURN(std::unique_ptr<DecomposePass> p,
+                          DecomposePass::FromOptions(o));
+         return std::unique_ptr<Pass>(std::move(p));
+       }});
   MustRegister(r, {"fold-batchnorm",
                    "Folds an inference batch_norm into the conv2d or linear "
                    "before it, when their parameters are module tensors.",
@@ -97,10 +97,9 @@ void RegisterBuiltinPasses(PassRegistry& r) {
           "(PREFIX_0, PREFIX_1, ...).",
           "ops=OP;OP... (required), prefix=NAME (default partition)",
           [](const PassOptions& o) -> absl::StatusOr<std::unique_ptr<Pass>> {
-            absl::StatusOr<std::unique_ptr<PartitionPass>> p =
-                PartitionPass::FromOptions(o);
-            if (!p.ok()) return p.status();
-            return std::unique_ptr<Pass>(*std::move(p));
+            ASSIGN_OR_RETURN(std::unique_ptr<PartitionPass> p,
+                             PartitionPass::FromOptions(o));
+            return std::unique_ptr<Pass>(std::move(p));
           }});
   MustRegister(
       r, {"fold-constants",
@@ -108,13 +107,13 @@ void RegisterBuiltinPasses(PassRegistry& r) {
           "as module tensors (needs the interpreter's constant evaluator).",
           "max-size=N (default 65536): largest result stored, in elements",
           [](const PassOptions& o) -> absl::StatusOr<std::unique_ptr<Pass>> {
-            absl::StatusOr<int64_t> max_size =
-                o.GetInt("max-size", FoldConstantsPass::kDefaultMaxSize);
-            if (!max_size.ok()) return max_size.status();
-            if (*max_size < 0) {
+            ASSIGN_OR_RETURN(
+                int64_t max_size,
+                o.GetInt("max-size", FoldConstantsPass::kDefaultMaxSize));
+            if (max_size < 0) {
               return absl::InvalidArgumentError("max-size must be at least 0");
             }
-            return std::make_unique<FoldConstantsPass>(*max_size);
+            return std::make_unique<FoldConstantsPass>(max_size);
           }});
   MustRegister(
       r, {"apply-patterns",
@@ -122,10 +121,9 @@ void RegisterBuiltinPasses(PassRegistry& r) {
           "(see `graft passes`), each once over the whole graph.",
           "names=NAME;NAME... (default: every registered pattern, by name)",
           [](const PassOptions& o) -> absl::StatusOr<std::unique_ptr<Pass>> {
-            absl::StatusOr<std::unique_ptr<ApplyPatternsPass>> p =
-                ApplyPatternsPass::FromOptions(o);
-            if (!p.ok()) return p.status();
-            return std::unique_ptr<Pass>(*std::move(p));
+            ASSIGN_OR_RETURN(std::unique_ptr<ApplyPatternsPass> p,
+                             ApplyPatternsPass::FromOptions(o));
+            return std::unique_ptr<Pass>(std::move(p));
           }});
 }
 

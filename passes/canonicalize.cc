@@ -8,6 +8,7 @@
 #include "graph/op_registry.h"
 #include "passes/matcher.h"
 #include "passes/node_util.h"
+#include "support/status_macros.h"
 
 namespace graft::passes {
 namespace {
@@ -355,10 +356,10 @@ std::vector<std::unique_ptr<RewritePattern>> CanonicalizationPatterns() {
 
 absl::StatusOr<bool> CanonicalizePass::Run(Module& module, PassContext& ctx) {
   // The driver notes a run that did not converge in `ctx`.
-  absl::StatusOr<GreedyReport> report =
-      ApplyPatternsGreedily(module, CanonicalizationPatterns(), &ctx);
-  if (!report.ok()) return report.status();
-  return report->rewrites > 0;
+  ASSIGN_OR_RETURN(
+      GreedyReport report,
+      ApplyPatternsGreedily(module, CanonicalizationPatterns(), &ctx));
+  return report.rewrites > 0;
 }
 
 }  // namespace graft::passes

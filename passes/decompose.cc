@@ -9,6 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "graph/op_registry.h"
 #include "passes/node_util.h"
+#include "support/status_macros.h"
 
 namespace graft::passes {
 namespace {
@@ -228,10 +229,9 @@ absl::StatusOr<bool> DecomposePass::Run(Module& module, PassContext& ctx) {
     }
     patterns.push_back(std::move(p));
   }
-  absl::StatusOr<GreedyReport> report =
-      ApplyPatternsGreedily(module, patterns, &ctx);
-  if (!report.ok()) return report.status();
-  return report->rewrites > 0;
+  ASSIGN_OR_RETURN(GreedyReport report,
+                   ApplyPatternsGreedily(module, patterns, &ctx));
+  return report.rewrites > 0;
 }
 
 }  // namespace graft::passes

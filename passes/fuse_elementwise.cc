@@ -4,8 +4,9 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "passes/outline.h"
 #include "graph/op_traits.h"
+#include "passes/outline.h"
+#include "support/status_macros.h"
 
 namespace graft::passes {
 namespace {
@@ -52,8 +53,7 @@ absl::StatusOr<bool> FuseElementwisePass::Run(Module& module,
     do {
       name = absl::StrCat("fused_", next_name++);
     } while (module.FindSubmodule(name) != nullptr);
-    absl::StatusOr<Node*> call = OutlineNodes(module, *g, name, &ctx);
-    if (!call.ok()) return call.status();
+    ASSIGN_OR_RETURN(Node * call, OutlineNodes(module, *g, name, &ctx));
     changed = true;
   }
   return changed;

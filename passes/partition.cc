@@ -8,6 +8,7 @@
 #include "graph/graph.h"
 #include "graph/op_registry.h"
 #include "passes/outline.h"
+#include "support/status_macros.h"
 
 namespace graft::passes {
 namespace {
@@ -48,8 +49,7 @@ absl::StatusOr<int64_t> Partition(Module& module,
     do {
       name = absl::StrCat(prefix, "_", next_name++);
     } while (module.FindSubmodule(name) != nullptr);
-    absl::StatusOr<Node*> call = OutlineNodes(module, run, name, ctx);
-    if (!call.ok()) return call.status();
+    ASSIGN_OR_RETURN(Node * call, OutlineNodes(module, run, name, ctx));
     ++made;
   }
   return made;
@@ -79,11 +79,12 @@ absl::StatusOr<std::unique_ptr<PartitionPass>> PartitionPass::FromOptions(
 
 absl::StatusOr<bool> PartitionPass::Run(Module& module, PassContext& ctx) {
   absl::flat_hash_set<std::string> ops(ops_.begin(), ops_.end());
-  absl::StatusOr<int64_t> made = Partition(
-      module, [&](const Node& n) { return ops.contains(n.target()); }, prefix_,
-      &ctx);
-  if (!made.ok()) return made.status();
-  return *made > 0;
+  ASSIGN_OR_RETURN(
+      int64_t made,
+      Partition(
+          module, [&](const Node& n) { return ops.contains(n.target()); },
+          prefix_, &ctx));
+  return made > 0;
 }
 
 }  // namespace graft::passes

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "support/status_macros.h"
 
 namespace graft::passes {
 
@@ -56,7 +57,7 @@ absl::StatusOr<std::unique_ptr<Pass>> PassRegistry::Create(
     return absl::InvalidArgumentError(
         absl::StrCat("pass '", name, "': ", pass.status().message()));
   }
-  if (absl::Status s = options.CheckAllUsed(name); !s.ok()) return s;
+  RETURN_IF_ERROR(options.CheckAllUsed(name));
   return pass;
 }
 

@@ -2,6 +2,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "support/status_macros.h"
 
 namespace graft::passes {
 namespace {
@@ -57,7 +58,7 @@ PatternRegistry& PatternRegistry::Global() {
 }
 
 absl::Status PatternRegistry::Register(PatternInfo info) {
-  if (absl::Status s = CheckPatternInfo(info); !s.ok()) return s;
+  RETURN_IF_ERROR(CheckPatternInfo(info));
   std::lock_guard<std::mutex> lock(mu_);
   if (patterns_.contains(info.name)) {
     return absl::AlreadyExistsError(

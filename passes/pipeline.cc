@@ -11,6 +11,7 @@
 #include "graph/printer.h"
 #include "graph/verifier.h"
 #include "passes/pass_registry.h"
+#include "support/status_macros.h"
 
 namespace graft::passes {
 namespace {
@@ -31,7 +32,7 @@ class PipelineReader {
       SkipSpace();
       if (Peek() == '{') {
         ++pos_;
-        if (absl::Status s = ReadOptions(entry); !s.ok()) return s;
+        RETURN_IF_ERROR(ReadOptions(entry));
       }
       entries.push_back(std::move(entry));
       SkipSpace();
@@ -103,14 +104,13 @@ absl::StatusOr<std::vector<PipelineEntry>> ParsePipeline(absl::string_view text)
 
 
 absl::StatusOr<Pipeline> Pipeline::FromString(absl::string_view text) {
-  absl::StatusOr<std::vector<PipelineEntry>> entries = ParsePipeline(text);
-  if (!entries.ok()) return entries.status();
+  ASSIGN_OR_RETURN(std::vector<PipelineEntry> entries, ParsePipeline(text));
   Pipeline pipeline;
-  for (const PipelineEntry& e : *entries) {
-    absl::StatusOr<std::unique_ptr<Pass>> pass =
-        PassRegistry::Global().Create(e.name, PassOptions(e.options));
-    if (!pass.ok()) return pass.status();
-    pipeline.Add(*std::move(pass));
+  for (const PipelineEntry& e : entries) {
+    ASSIGN_OR_RETURN(
+        std::unique_ptr<Pass> pass,
+        PassRegistry::Global().Create(e.name, PassOptions(e.options)));
+    pipeline.Add(std::move(pass));
   }
   return pipeline;
 }
@@ -168,10 +168,7 @@ absl::StatusOr<bool> Pipeline::Run(Module& module, PassContext& ctx) {
     Pass& pass = *passes_[i];
     std::string name(pass.name());
     ctx.set_current_pass(name);
-    if (absl::Status s = Dump(work, nullptr, ctx, i + 1, name, "before");
-        !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(Dump(work, nullptr, ctx, i + 1, name, "before"));
     // A picture of the result marks what the pass removed, which needs the
     // module as it was; text dumps do not.
     std::optional<Module> before;
@@ -198,11 +195,8 @@ absl::StatusOr<bool> Pipeline::Run(Module& module, PassContext& ctx) {
     }
     ctx.AddTiming({name, seconds, *changed});
     changed_any |= *changed;
-    if (absl::Status s = Dump(work, before ? &*before : nullptr, ctx, i + 1,
-                              name, "after");
-        !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(
+        Dump(work, before ? &*before : nullptr, ctx, i + 1, name, "after"));
   }
   ctx.set_current_pass("");
   module = std::move(work);

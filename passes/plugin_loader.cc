@@ -17,6 +17,7 @@
 #include "passes/pass_registry.h"
 #include "passes/pattern_registry.h"
 #include "passes/plugin_api.h"
+#include "support/status_macros.h"
 
 namespace graft::passes {
 namespace {
@@ -187,17 +188,11 @@ class Registrar final : public GraftPluginRegistrar {
     loaded.ops = ops_;
     for (PassInfo& p : passes_) {
       loaded.passes.push_back(p.name);
-      if (absl::Status s = PassRegistry::Global().Register(std::move(p));
-          !s.ok()) {
-        return s;
-      }
+      RETURN_IF_ERROR(PassRegistry::Global().Register(std::move(p)));
     }
     for (PatternInfo& p : patterns_) {
       loaded.patterns.push_back(p.name);
-      if (absl::Status s = PatternRegistry::Global().Register(std::move(p));
-          !s.ok()) {
-        return s;
-      }
+      RETURN_IF_ERROR(PatternRegistry::Global().Register(std::move(p)));
     }
     return loaded;
   }
@@ -331,15 +326,14 @@ absl::Status LoadPassPlugin(const std::string& path) {
   }
   if (state.handles.contains(handle)) return absl::OkStatus();
 
-  absl::StatusOr<const GraftPluginInfo*> info = ReadInfo(handle, path);
-  if (!info.ok()) return info.status();
+  ASSIGN_OR_RETURN(const GraftPluginInfo* info, ReadInfo(handle, path));
   const std::string label =
-      absl::StrCat("plugin '", (*info)->name, "' (", path, ")");
+      absl::StrCat("plugin '", (info)->name, "' (", path, ")");
 
   Registrar registrar(path);
   int result = 0;
   try {
-    result = (*info)->register_fn(&registrar);
+    result = (info)->register_fn(&registrar);
   } catch (...) {
     return absl::InternalError(
         absl::StrCat(label, " failed to register: its register function ",
@@ -354,7 +348,7 @@ absl::Status LoadPassPlugin(const std::string& path) {
                                                : registrar.error().code(),
                         absl::StrCat(label, " failed to register: ", reason));
   }
-  absl::StatusOr<LoadedPlugin> loaded = registrar.Commit(**info);
+  absl::StatusOr<LoadedPlugin> loaded = registrar.Commit(*info);
   if (!loaded.ok()) {
     return absl::Status(loaded.status().code(),
                         absl::StrCat(label, " failed to register: ",

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "graph/op_registry.h"
+#include "support/status_macros.h"
 
 namespace graft::passes {
 namespace {
@@ -82,9 +83,8 @@ absl::StatusOr<bool> PropagateShapes(Module& module) {
         break;
       }
       case OpCode::kCallModule: {
-        absl::StatusOr<bool> c = PropagateCallModule(module, node);
-        if (!c.ok()) return c.status();
-        changed |= *c;
+        ASSIGN_OR_RETURN(bool c, PropagateCallModule(module, node));
+        changed |= c;
         break;
       }
     }

@@ -12,6 +12,7 @@
 #include "graph/parser.h"
 #include "graph/verifier.h"
 #include "passes/replace_pattern.h"
+#include "support/status_macros.h"
 
 namespace graft::passes {
 namespace {
@@ -71,10 +72,9 @@ absl::StatusOr<std::vector<Section>> SplitSections(absl::string_view text,
     const int line_no = static_cast<int>(i) + 1;
     absl::string_view line = lines[i];
     if (absl::StartsWith(line, kMarker)) {
-      absl::StatusOr<Section> s = ReadMarker(file, line_no, line);
-      if (!s.ok()) return s.status();
-      s->body_line = line_no + 1;
-      sections.push_back(*std::move(s));
+      ASSIGN_OR_RETURN(Section s, ReadMarker(file, line_no, line));
+      s.body_line = line_no + 1;
+      sections.push_back(std::move(s));
       continue;
     }
     if (sections.empty()) {
@@ -105,9 +105,8 @@ absl::StatusOr<Module> ParseSection(const Section& s, absl::string_view file) {
   }
   std::string padded(static_cast<size_t>(s.body_line - 1), '\n');
   padded += s.body;
-  absl::StatusOr<Module> m = ParseModule(padded, file);
-  if (!m.ok()) return m.status();
-  if (absl::Status v = Verify(*m); !v.ok()) {
+  ASSIGN_OR_RETURN(Module m, ParseModule(padded, file));
+  if (absl::Status v = Verify(m); !v.ok()) {
     return LineError(file, s.line,
                      absl::StrCat(kind, " '", s.name, "': ", v.message()));
   }
@@ -136,8 +135,8 @@ SubstitutePass::SubstitutePass(std::vector<std::pair<Module, Module>> table) {
 
 absl::StatusOr<std::vector<Substitution>> ParseSubstitutionTable(
     absl::string_view text, absl::string_view filename) {
-  absl::StatusOr<std::vector<Section>> sections = SplitSections(text, filename);
-  if (!sections.ok()) return sections.status();
+  ASSIGN_OR_RETURN(std::vector<Section> sections,
+                   SplitSections(text, filename));
   // Name -> (pattern section, replacement section), by index.
   struct Pair {
     const Section* pattern = nullptr;
@@ -145,7 +144,7 @@ absl::StatusOr<std::vector<Substitution>> ParseSubstitutionTable(
   };
   std::map<std::string, Pair> pairs;
   std::vector<std::string> order;  // Names in pattern-section order.
-  for (const Section& s : *sections) {
+  for (const Section& s : sections) {
     Pair& p = pairs[s.name];
     const Section*& slot = s.is_pattern ? p.pattern : p.replacement;
     if (slot != nullptr) {
@@ -174,22 +173,20 @@ absl::StatusOr<std::vector<Substitution>> ParseSubstitutionTable(
   std::vector<Substitution> table;
   for (const std::string& name : order) {
     const Pair& p = pairs.at(name);
-    absl::StatusOr<Module> pattern = ParseSection(*p.pattern, filename);
-    if (!pattern.ok()) return pattern.status();
-    absl::StatusOr<Module> replacement = ParseSection(*p.replacement, filename);
-    if (!replacement.ok()) return replacement.status();
-    if (NumPlaceholders(*pattern) != NumPlaceholders(*replacement) ||
-        NumOutputs(*pattern) != NumOutputs(*replacement)) {
+    ASSIGN_OR_RETURN(Module pattern, ParseSection(*p.pattern, filename));
+    ASSIGN_OR_RETURN(Module replacement,
+                     ParseSection(*p.replacement, filename));
+    if (NumPlaceholders(pattern) != NumPlaceholders(replacement) ||
+        NumOutputs(pattern) != NumOutputs(replacement)) {
       return LineError(
           filename, p.replacement->line,
-          absl::StrCat("replacement '", name, "' takes ",
-                       NumPlaceholders(*replacement), " inputs and returns ",
-                       NumOutputs(*replacement),
-                       " values, but its pattern (line ", p.pattern->line,
-                       ") takes ", NumPlaceholders(*pattern), " and returns ",
-                       NumOutputs(*pattern)));
+          absl::StrCat(
+              "replacement '", name, "' takes ", NumPlaceholders(replacement),
+              " inputs and returns ", NumOutputs(replacement),
+              " values, but its pattern (line ", p.pattern->line, ") takes ",
+              NumPlaceholders(pattern), " and returns ", NumOutputs(pattern)));
     }
-    table.push_back({name, *std::move(pattern), *std::move(replacement)});
+    table.push_back({name, std::move(pattern), std::move(replacement)});
   }
   if (table.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -200,9 +197,8 @@ absl::StatusOr<std::vector<Substitution>> ParseSubstitutionTable(
 
 absl::StatusOr<std::vector<Substitution>> LoadSubstitutionTable(
     absl::string_view path) {
-  absl::StatusOr<std::string> text = ReadFile(std::string(path));
-  if (!text.ok()) return text.status();
-  return ParseSubstitutionTable(*text, path);
+  ASSIGN_OR_RETURN(std::string text, ReadFile(std::string(path)));
+  return ParseSubstitutionTable(text, path);
 }
 
 absl::StatusOr<bool> SubstitutePass::Run(Module& module, PassContext& ctx) {

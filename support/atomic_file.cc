@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "support/status_macros.h"
 
 namespace graft {
 namespace {
@@ -90,7 +91,7 @@ absl::Status AtomicFile::PadTo(uint64_t size) {
   static constexpr char kZeros[4096] = {};
   while (size_ < size) {
     const uint64_t n = std::min<uint64_t>(size - size_, sizeof(kZeros));
-    if (absl::Status s = Write(kZeros, n); !s.ok()) return s;
+    RETURN_IF_ERROR(Write(kZeros, n));
   }
   return absl::OkStatus();
 }

@@ -10,6 +10,7 @@
 #include "backends/interp/value_binding.h"
 #include "graph/graph.h"
 #include "graph/op_registry.h"
+#include "support/status_macros.h"
 
 namespace graft::interp {
 
@@ -55,17 +56,15 @@ absl::Status Interpreter::Prepare() {
 
 absl::StatusOr<std::vector<Tensor>> Interpreter::Run(
     absl::Span<const Tensor> inputs) {
-  absl::StatusOr<Value> value = RunToValue(inputs);
-  if (!value.ok()) return value.status();
-  if (value->is_tensor()) return std::vector<Tensor>{value->tensor()};
-  return value->tuple();
+  ASSIGN_OR_RETURN(Value value, RunToValue(inputs));
+  if (value.is_tensor()) return std::vector<Tensor>{value.tensor()};
+  return value.tuple();
 }
 
 absl::StatusOr<Value> Interpreter::RunToValue(absl::Span<const Tensor> inputs) {
-  if (absl::Status s = Prepare(); !s.ok()) return s;
-  absl::StatusOr<SymbolBindings> bindings =
-      CheckInputs(input_signature_, inputs);
-  if (!bindings.ok()) return bindings.status();
+  RETURN_IF_ERROR(Prepare());
+  ASSIGN_OR_RETURN(SymbolBindings bindings,
+                   CheckInputs(input_signature_, inputs));
   inputs_ = inputs;
   env_.assign(order_.size(), Value());
   absl::StatusOr<Value> result = RunGraph();
@@ -160,14 +159,13 @@ absl::StatusOr<Value> Interpreter::GetAttr(const Node& node) {
 }
 
 absl::StatusOr<Value> Interpreter::CallFunction(const Node& node) {
-  absl::StatusOr<OpCall> call = OpCall::Bind(node);
-  if (!call.ok()) return call.status();
+  ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node));
   const Kernel* kernel = KernelTable::Global().Find(node.target());
   if (kernel == nullptr) {
     return absl::UnimplementedError(absl::StrCat(
         "the interpreter has no kernel for op '", node.target(), "'"));
   }
-  KernelContext ctx(node, *call, [this](const Node* n) { return ValueOf(n); });
+  KernelContext ctx(node, call, [this](const Node* n) { return ValueOf(n); });
   return (*kernel)(ctx);
 }
 
@@ -182,12 +180,13 @@ absl::StatusOr<Value> Interpreter::CallModule(const Node& node) {
     return absl::NotFoundError(absl::StrCat(
         "the module has no submodule named '", node.target(), "'"));
   }
-  absl::StatusOr<std::vector<Tensor>> inputs = SubmoduleInputs(
-      node, *sub, [this](const Node* n) { return ValueOf(n); });
-  if (!inputs.ok()) return inputs.status();
+  ASSIGN_OR_RETURN(std::vector<Tensor> inputs,
+                   SubmoduleInputs(node, *sub, [this](const Node* n) {
+                     return ValueOf(n);
+                   }));
   std::unique_ptr<Interpreter>& nested = nested_[sub];
   if (nested == nullptr) nested = CreateNested(*sub);
-  return nested->RunToValue(*inputs);
+  return nested->RunToValue(inputs);
 }
 
 absl::StatusOr<Value> Interpreter::Output(const Node& node) {

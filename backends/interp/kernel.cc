@@ -3,6 +3,7 @@
 #include <mutex>
 
 #include "backends/interp/kernels_fused.h"
+#include "support/status_macros.h"
 
 namespace graft::interp {
 
@@ -26,31 +27,28 @@ absl::StatusOr<const Value*> KernelContext::InputValue(
 }
 
 absl::StatusOr<Tensor> KernelContext::Input(absl::string_view param) const {
-  absl::StatusOr<const Value*> value = InputValue(param);
-  if (!value.ok()) return value.status();
-  if (!(*value)->is_tensor()) {
+  ASSIGN_OR_RETURN(const Value* value, InputValue(param));
+  if (!(value)->is_tensor()) {
     return KernelError("argument '", param, "' (",
                        call_.TensorNode(param)->Ref(),
                        ") is a tuple; read one element with getitem");
   }
-  return (*value)->tensor();
+  return (value)->tensor();
 }
 
 absl::StatusOr<std::optional<Tensor>> KernelContext::OptionalInput(
     absl::string_view param) const {
   if (call_.IsNone(param)) return std::optional<Tensor>();
-  absl::StatusOr<Tensor> t = Input(param);
-  if (!t.ok()) return t.status();
-  return std::optional<Tensor>(*std::move(t));
+  ASSIGN_OR_RETURN(Tensor t, Input(param));
+  return std::optional<Tensor>(std::move(t));
 }
 
 absl::StatusOr<Operand> KernelContext::InputOrScalar(
     absl::string_view param) const {
   const Argument& a = call_.Get(param);
   if (a.is_node()) {
-    absl::StatusOr<Tensor> t = Input(param);
-    if (!t.ok()) return t.status();
-    return Operand{*std::move(t), false};
+    ASSIGN_OR_RETURN(Tensor t, Input(param));
+    return Operand{std::move(t), false};
   }
   if (a.is_bool()) {
     Tensor t(DType::kBool, {});
@@ -79,13 +77,12 @@ absl::StatusOr<std::vector<Tensor>> KernelContext::InputList(
     if (!e.is_node()) {
       return KernelError("argument '", param, "' must be a list of tensors");
     }
-    absl::StatusOr<const Value*> v = ValueOfNode(e.node(), param);
-    if (!v.ok()) return v.status();
-    if (!(*v)->is_tensor()) {
+    ASSIGN_OR_RETURN(const Value* v, ValueOfNode(e.node(), param));
+    if (!(v)->is_tensor()) {
       return KernelError("element ", e.node()->Ref(), " of '", param,
                          "' is a tuple; read one element with getitem");
     }
-    out.push_back((*v)->tensor());
+    out.push_back((v)->tensor());
   }
   return out;
 }

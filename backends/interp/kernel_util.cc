@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "support/status_macros.h"
 
 namespace graft::interp {
 
@@ -81,8 +82,7 @@ absl::StatusOr<int64_t> CheckedNumElements(absl::Span<const int64_t> dims,
 }
 
 absl::StatusOr<Tensor> NewTensor(DType dtype, std::vector<int64_t> dims) {
-  absl::StatusOr<int64_t> n = CheckedNumElements(dims, dtype);
-  if (!n.ok()) return n.status();
+  ASSIGN_OR_RETURN(int64_t n, CheckedNumElements(dims, dtype));
   return Tensor(dtype, std::move(dims));
 }
 

@@ -6,6 +6,7 @@
 
 #include "backends/interp/kernel.h"
 #include "backends/interp/kernel_util.h"
+#include "support/status_macros.h"
 
 namespace graft::interp {
 namespace {
@@ -13,9 +14,8 @@ namespace {
 // Fills a new tensor of `dtype` and dims `size` with one literal.
 absl::StatusOr<Value> Fill(const std::vector<int64_t>& size, DType dtype,
                            const Argument& value) {
-  absl::StatusOr<Tensor> out = NewTensor(dtype, size);
-  if (!out.ok()) return out.status();
-  const int64_t n = out->NumElements();
+  ASSIGN_OR_RETURN(Tensor out, NewTensor(dtype, size));
+  const int64_t n = out.NumElements();
   DispatchDType(dtype, [&](auto tr) {
     using Tr = decltype(tr);
     // Integer literals convert exactly; floats truncate (saturating) into
@@ -23,10 +23,10 @@ absl::StatusOr<Value> Fill(const std::vector<int64_t>& size, DType dtype,
     const auto v = value.is_int()    ? Tr::From(value.int_value())
                    : value.is_bool() ? Tr::From(value.bool_value() ? 1 : 0)
                                      : Tr::From(value.double_value());
-    auto* o = out->data<typename Tr::Storage>();
+    auto* o = out.data<typename Tr::Storage>();
     for (int64_t i = 0; i < n; ++i) o[i] = v;
   });
-  return Value(*std::move(out));
+  return Value(std::move(out));
 }
 
 absl::StatusOr<Value> Full(const KernelContext& ctx) {
@@ -67,11 +67,10 @@ absl::StatusOr<Value> Arange(const KernelContext& ctx) {
     return KernelError("arange would have ", count, " elements");
   }
   const int64_t n = static_cast<int64_t>(count);
-  absl::StatusOr<Tensor> out = NewTensor(dtype, {n});
-  if (!out.ok()) return out.status();
+  ASSIGN_OR_RETURN(Tensor out, NewTensor(dtype, {n}));
   DispatchDType(dtype, [&](auto tr) {
     using Tr = decltype(tr);
-    auto* o = out->data<typename Tr::Storage>();
+    auto* o = out.data<typename Tr::Storage>();
     for (int64_t i = 0; i < n; ++i) {
       if (all_int) {
         const int64_t si =
@@ -87,7 +86,7 @@ absl::StatusOr<Value> Arange(const KernelContext& ctx) {
       }
     }
   });
-  return Value(*std::move(out));
+  return Value(std::move(out));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "backends/interp/elementwise.h"
 #include "backends/interp/kernel.h"
 #include "backends/interp/kernel_util.h"
+#include "support/status_macros.h"
 
 namespace graft::interp {
 namespace {
@@ -37,13 +38,12 @@ struct UnaryOp {
 
 Kernel UnaryKernel(UnaryOp op) {
   return [op](const KernelContext& ctx) -> absl::StatusOr<Value> {
-    absl::StatusOr<Tensor> x = ctx.Input("input");
-    if (!x.ok()) return x.status();
-    if (op.fi != nullptr && !IsFloatingPoint(x->dtype())) {
-      if (x->dtype() == DType::kBool && !op.allow_bool) {
+    ASSIGN_OR_RETURN(Tensor x, ctx.Input("input"));
+    if (op.fi != nullptr && !IsFloatingPoint(x.dtype())) {
+      if (x.dtype() == DType::kBool && !op.allow_bool) {
         return KernelError("is not defined for bool tensors; use logical_not");
       }
-      return Value(MapUnary(*x, false, [&](auto v) {
+      return Value(MapUnary(x, false, [&](auto v) {
         if constexpr (std::is_integral_v<decltype(v)>) {
           return op.fi(v);
         } else {
@@ -51,24 +51,23 @@ Kernel UnaryKernel(UnaryOp op) {
         }
       }));
     }
-    return Value(MapUnary(ToFloat(*x), false, [&](auto v) {
+    return Value(MapUnary(ToFloat(x), false, [&](auto v) {
       return op.f(static_cast<double>(v));
     }));
   };
 }
 
 absl::StatusOr<Value> Gelu(const KernelContext& ctx) {
-  absl::StatusOr<Tensor> x = ctx.Input("input");
-  if (!x.ok()) return x.status();
+  ASSIGN_OR_RETURN(Tensor x, ctx.Input("input"));
   const std::string& approximate = ctx.call().String("approximate");
   if (approximate == "none") {
-    return Value(MapUnary(ToFloat(*x), false, [](auto v) {
+    return Value(MapUnary(ToFloat(x), false, [](auto v) {
       double d = static_cast<double>(v);
       return 0.5 * d * (1.0 + std::erf(d / std::sqrt(2.0)));
     }));
   }
   if (approximate == "tanh") {
-    return Value(MapUnary(ToFloat(*x), false, [](auto v) {
+    return Value(MapUnary(ToFloat(x), false, [](auto v) {
       double d = static_cast<double>(v);
       const double k = std::sqrt(2.0 / M_PI);
       return 0.5 * d * (1.0 + std::tanh(k * (d + 0.044715 * d * d * d)));
@@ -79,25 +78,22 @@ absl::StatusOr<Value> Gelu(const KernelContext& ctx) {
 }
 
 absl::StatusOr<Value> LeakyRelu(const KernelContext& ctx) {
-  absl::StatusOr<Tensor> x = ctx.Input("input");
-  if (!x.ok()) return x.status();
+  ASSIGN_OR_RETURN(Tensor x, ctx.Input("input"));
   const double slope = ctx.call().Float("negative_slope");
-  return Value(MapUnary(ToFloat(*x), false, [slope](auto v) {
+  return Value(MapUnary(ToFloat(x), false, [slope](auto v) {
     double d = static_cast<double>(v);
     return d > 0 ? d : d * slope;
   }));
 }
 
 absl::StatusOr<Value> LogicalNot(const KernelContext& ctx) {
-  absl::StatusOr<Tensor> x = ctx.Input("input");
-  if (!x.ok()) return x.status();
-  return Value(MapUnary(*x, true, [](auto v) { return v == 0; }));
+  ASSIGN_OR_RETURN(Tensor x, ctx.Input("input"));
+  return Value(MapUnary(x, true, [](auto v) { return v == 0; }));
 }
 
 absl::StatusOr<Value> Cast(const KernelContext& ctx) {
-  absl::StatusOr<Tensor> x = ctx.Input("input");
-  if (!x.ok()) return x.status();
-  return Value(CastTensor(*x, ctx.call().GetDType("dtype")));
+  ASSIGN_OR_RETURN(Tensor x, ctx.Input("input"));
+  return Value(CastTensor(x, ctx.call().GetDType("dtype")));
 }
 
 // A clamp bound as a literal operand for promotion, or nothing for None.
@@ -117,16 +113,15 @@ std::optional<Operand> Bound(const KernelContext& ctx, absl::string_view name) {
 }
 
 absl::StatusOr<Value> Clamp(const KernelContext& ctx) {
-  absl::StatusOr<Tensor> x = ctx.Input("input");
-  if (!x.ok()) return x.status();
+  ASSIGN_OR_RETURN(Tensor x, ctx.Input("input"));
   std::optional<Operand> lo = Bound(ctx, "min");
   std::optional<Operand> hi = Bound(ctx, "max");
   if (!lo && !hi) return KernelError("needs at least one of min and max");
-  std::vector<Operand> operands = {Operand{*x, false}};
+  std::vector<Operand> operands = {Operand{x, false}};
   if (lo) operands.push_back(*lo);
   if (hi) operands.push_back(*hi);
   DType dtype = ResultType(operands);
-  Tensor in = CastTensor(*x, dtype);
+  Tensor in = CastTensor(x, dtype);
   const Argument& lo_arg = ctx.call().Get("min");
   const Argument& hi_arg = ctx.call().Get("max");
   return Value(MapUnary(in, false, [&](auto v) {
@@ -158,26 +153,23 @@ struct BinaryOperands {
 };
 
 absl::StatusOr<BinaryOperands> ReadBinary(const KernelContext& ctx) {
-  absl::StatusOr<Operand> a = ctx.InputOrScalar("input");
-  if (!a.ok()) return a.status();
-  absl::StatusOr<Operand> b = ctx.InputOrScalar("other");
-  if (!b.ok()) return b.status();
-  DType dtype = ResultType({*a, *b});
-  return BinaryOperands{CastTensor(a->tensor, dtype),
-                        CastTensor(b->tensor, dtype), dtype};
+  ASSIGN_OR_RETURN(Operand a, ctx.InputOrScalar("input"));
+  ASSIGN_OR_RETURN(Operand b, ctx.InputOrScalar("other"));
+  DType dtype = ResultType({a, b});
+  return BinaryOperands{CastTensor(a.tensor, dtype),
+                        CastTensor(b.tensor, dtype), dtype};
 }
 
 // A binary arithmetic op. `fi` handles integer and bool dtypes; `f` floats.
 template <typename F, typename FI>
 Kernel Arithmetic(F f, FI fi, bool bool_ok = true) {
   return [f, fi, bool_ok](const KernelContext& ctx) -> absl::StatusOr<Value> {
-    absl::StatusOr<BinaryOperands> in = ReadBinary(ctx);
-    if (!in.ok()) return in.status();
-    if (in->dtype == DType::kBool && !bool_ok) {
+    ASSIGN_OR_RETURN(BinaryOperands in, ReadBinary(ctx));
+    if (in.dtype == DType::kBool && !bool_ok) {
       return KernelError("is not defined for two bool operands");
     }
     absl::StatusOr<Tensor> out =
-        MapBinary(in->a, in->b, false, [&](auto x, auto y) {
+        MapBinary(in.a, in.b, false, [&](auto x, auto y) {
           if constexpr (std::is_integral_v<decltype(x)>) {
             return fi(x, y);
           } else {
@@ -190,10 +182,9 @@ Kernel Arithmetic(F f, FI fi, bool bool_ok = true) {
 }
 
 absl::StatusOr<Value> Div(const KernelContext& ctx) {
-  absl::StatusOr<BinaryOperands> in = ReadBinary(ctx);
-  if (!in.ok()) return in.status();
+  ASSIGN_OR_RETURN(BinaryOperands in, ReadBinary(ctx));
   // True division: integer and bool operands divide as f32.
-  Tensor a = ToFloat(in->a), b = ToFloat(in->b);
+  Tensor a = ToFloat(in.a), b = ToFloat(in.b);
   absl::StatusOr<Tensor> out = MapBinary(a, b, false, [](auto x, auto y) {
     return static_cast<double>(x) / static_cast<double>(y);
   });
@@ -213,11 +204,10 @@ Int IntPow(Int base, Int exp) {
 }
 
 absl::StatusOr<Value> Pow(const KernelContext& ctx) {
-  absl::StatusOr<BinaryOperands> in = ReadBinary(ctx);
-  if (!in.ok()) return in.status();
+  ASSIGN_OR_RETURN(BinaryOperands in, ReadBinary(ctx));
   bool negative_exponent = false;
   absl::StatusOr<Tensor> out =
-      MapBinary(in->a, in->b, false, [&](auto x, auto y) {
+      MapBinary(in.a, in.b, false, [&](auto x, auto y) {
         if constexpr (std::is_integral_v<decltype(x)>) {
           if (y < 0) {
             negative_exponent = true;
@@ -241,39 +231,32 @@ absl::StatusOr<Value> Pow(const KernelContext& ctx) {
 template <typename F>
 Kernel Predicate(F f) {
   return [f](const KernelContext& ctx) -> absl::StatusOr<Value> {
-    absl::StatusOr<BinaryOperands> in = ReadBinary(ctx);
-    if (!in.ok()) return in.status();
-    absl::StatusOr<Tensor> out = MapBinary(in->a, in->b, true, f);
-    if (!out.ok()) return out.status();
-    return Value(*std::move(out));
+    ASSIGN_OR_RETURN(BinaryOperands in, ReadBinary(ctx));
+    ASSIGN_OR_RETURN(Tensor out, MapBinary(in.a, in.b, true, f));
+    return Value(std::move(out));
   };
 }
 
 absl::StatusOr<Value> Where(const KernelContext& ctx) {
-  absl::StatusOr<Tensor> cond = ctx.Input("condition");
-  if (!cond.ok()) return cond.status();
-  if (cond->dtype() != DType::kBool) {
+  ASSIGN_OR_RETURN(Tensor cond, ctx.Input("condition"));
+  if (cond.dtype() != DType::kBool) {
     return KernelError("condition must be a bool tensor, got ",
-                       cond->TypeString());
+                       cond.TypeString());
   }
-  absl::StatusOr<Operand> a = ctx.InputOrScalar("input");
-  if (!a.ok()) return a.status();
-  absl::StatusOr<Operand> b = ctx.InputOrScalar("other");
-  if (!b.ok()) return b.status();
-  DType dtype = ResultType({*a, *b});
-  Tensor x = CastTensor(a->tensor, dtype), y = CastTensor(b->tensor, dtype);
+  ASSIGN_OR_RETURN(Operand a, ctx.InputOrScalar("input"));
+  ASSIGN_OR_RETURN(Operand b, ctx.InputOrScalar("other"));
+  DType dtype = ResultType({a, b});
+  Tensor x = CastTensor(a.tensor, dtype), y = CastTensor(b.tensor, dtype);
   absl::StatusOr<std::vector<int64_t>> dims = BroadcastDims(x.dims(), y.dims());
   if (!dims.ok()) return dims.status();
-  dims = BroadcastDims(cond->dims(), *dims);
+  dims = BroadcastDims(cond.dims(), *dims);
   if (!dims.ok()) return dims.status();
-  absl::StatusOr<Tensor> out_or = NewTensor(dtype, *dims);
-  if (!out_or.ok()) return out_or.status();
-  Tensor out = *std::move(out_or);
+  ASSIGN_OR_RETURN(Tensor out, NewTensor(dtype, *dims));
   std::vector<int64_t> so = ContiguousStrides(*dims);
-  std::vector<int64_t> sc = BroadcastStrides(cond->dims(), *dims);
+  std::vector<int64_t> sc = BroadcastStrides(cond.dims(), *dims);
   std::vector<int64_t> sx = BroadcastStrides(x.dims(), *dims);
   std::vector<int64_t> sy = BroadcastStrides(y.dims(), *dims);
-  const uint8_t* pc = cond->data<uint8_t>();
+  const uint8_t* pc = cond.data<uint8_t>();
   DispatchDType(dtype, [&](auto tr) {
     using S = typename decltype(tr)::Storage;
     const S* px = x.data<S>();

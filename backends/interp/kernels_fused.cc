@@ -9,6 +9,7 @@
 
 #include "backends/interp/gemm.h"
 #include "backends/interp/kernel_util.h"
+#include "support/status_macros.h"
 
 namespace graft::interp {
 namespace {
@@ -23,12 +24,9 @@ double Activate(const std::string& activation, double v) {
 
 // activation(input @ W^T + bias), computed in double and rounded once.
 absl::StatusOr<Value> LinearActivation(const KernelContext& ctx) {
-  absl::StatusOr<Tensor> x = ctx.Input("input");
-  if (!x.ok()) return x.status();
-  absl::StatusOr<Tensor> w = ctx.Input("weight");
-  if (!w.ok()) return w.status();
-  absl::StatusOr<std::optional<Tensor>> bias = ctx.OptionalInput("bias");
-  if (!bias.ok()) return bias.status();
+  ASSIGN_OR_RETURN(Tensor x, ctx.Input("input"));
+  ASSIGN_OR_RETURN(Tensor w, ctx.Input("weight"));
+  ASSIGN_OR_RETURN(std::optional<Tensor> bias, ctx.OptionalInput("bias"));
   const std::string& activation = ctx.call().String("activation");
   const std::string& layout = ctx.call().String("weight_layout");
   if (activation != "relu" && activation != "gelu" &&
@@ -38,37 +36,34 @@ absl::StatusOr<Value> LinearActivation(const KernelContext& ctx) {
   if (layout != "out_in" && layout != "in_out") {
     return KernelError("unknown weight_layout \"", layout, "\"");
   }
-  if (!IsFloatingPoint(x->dtype()) || w->dtype() != x->dtype()) {
+  if (!IsFloatingPoint(x.dtype()) || w.dtype() != x.dtype()) {
     return KernelError(
         "input and weight must share a floating-point dtype, got ",
-        x->TypeString(), " and ", w->TypeString());
+        x.TypeString(), " and ", w.TypeString());
   }
-  if (w->rank() != 2 || x->rank() == 0) {
+  if (w.rank() != 2 || x.rank() == 0) {
     return KernelError("needs a 2-D weight and an input with dims, got ",
-                       w->TypeString(), " and ", x->TypeString());
+                       w.TypeString(), " and ", x.TypeString());
   }
   const bool out_in = layout == "out_in";
-  const int64_t k = w->dim(out_in ? 1 : 0);
-  const int64_t n = w->dim(out_in ? 0 : 1);
-  if (x->dims().back() != k) {
-    return KernelError("input ", x->TypeString(), " does not match weight ",
-                       w->TypeString(), " (", layout,
-                       "): the last dim must be ", k);
+  const int64_t k = w.dim(out_in ? 1 : 0);
+  const int64_t n = w.dim(out_in ? 0 : 1);
+  if (x.dims().back() != k) {
+    return KernelError("input ", x.TypeString(), " does not match weight ",
+                       w.TypeString(), " (", layout, "): the last dim must be ",
+                       k);
   }
-  if (*bias && ((*bias)->dtype() != x->dtype() || (*bias)->rank() != 1 ||
-                (*bias)->dim(0) != n)) {
-    return KernelError("bias must be ", DTypeName(x->dtype()), "[", n,
-                       "], got ", (*bias)->TypeString());
+  if (bias && ((bias)->dtype() != x.dtype() || (bias)->rank() != 1 ||
+               (bias)->dim(0) != n)) {
+    return KernelError("bias must be ", DTypeName(x.dtype()), "[", n, "], got ",
+                       (bias)->TypeString());
   }
-  std::vector<int64_t> out_dims = x->dims();
+  std::vector<int64_t> out_dims = x.dims();
   out_dims.back() = n;
   int64_t rows = 1;
-  for (int64_t i = 0; i + 1 < x->rank(); ++i)
-    rows *= x->dim(static_cast<int>(i));
-  absl::StatusOr<Tensor> acc_or = NewTensor(DType::kF64, out_dims);
-  if (!acc_or.ok()) return acc_or.status();
-  Tensor acc = *std::move(acc_or);
-  Tensor xd = CastTensor(*x, DType::kF64), wd = CastTensor(*w, DType::kF64);
+  for (int64_t i = 0; i + 1 < x.rank(); ++i) rows *= x.dim(static_cast<int>(i));
+  ASSIGN_OR_RETURN(Tensor acc, NewTensor(DType::kF64, out_dims));
+  Tensor xd = CastTensor(x, DType::kF64), wd = CastTensor(w, DType::kF64);
   double* po = acc.data<double>();
   if (out_in) {
     GemmNT<double>(rows, n, k, xd.data<double>(), k, wd.data<double>(), k, po,
@@ -78,14 +73,14 @@ absl::StatusOr<Value> LinearActivation(const KernelContext& ctx) {
                    n);
   }
   std::vector<double> b =
-      *bias ? (*bias)->ToDoubles()
-            : std::vector<double>(static_cast<size_t>(n), 0.0);
+      bias ? (bias)->ToDoubles()
+           : std::vector<double>(static_cast<size_t>(n), 0.0);
   for (int64_t i = 0; i < rows; ++i) {
     for (int64_t j = 0; j < n; ++j) {
       po[i * n + j] = Activate(activation, po[i * n + j] + b[j]);
     }
   }
-  return Value(CastTensor(acc, x->dtype()));
+  return Value(CastTensor(acc, x.dtype()));
 }
 
 }  // namespace

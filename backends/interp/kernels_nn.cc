@@ -10,6 +10,7 @@
 #include "backends/interp/gemm.h"
 #include "backends/interp/kernel.h"
 #include "backends/interp/kernel_util.h"
+#include "support/status_macros.h"
 
 namespace graft::interp {
 namespace {
@@ -46,18 +47,15 @@ absl::Status SameDType(const Tensor& a, const Tensor& b, absl::string_view an,
 }
 
 absl::StatusOr<Value> Matmul(const KernelContext& ctx) {
-  absl::StatusOr<Tensor> a_or = ctx.Input("input");
-  if (!a_or.ok()) return a_or.status();
-  absl::StatusOr<Tensor> b_or = ctx.Input("other");
-  if (!b_or.ok()) return b_or.status();
-  Tensor a = *a_or, b = *b_or;
-  if (absl::Status s = SameDType(a, b, "input", "other"); !s.ok()) return s;
+  ASSIGN_OR_RETURN(Tensor a_or, ctx.Input("input"));
+  ASSIGN_OR_RETURN(Tensor b_or, ctx.Input("other"));
+  Tensor a = a_or, b = b_or;
+  RETURN_IF_ERROR(SameDType(a, b, "input", "other"));
   if (a.rank() == 0 || b.rank() == 0) {
     return KernelError("both arguments must be at least 1-D, got ",
                        a.TypeString(), " and ", b.TypeString());
   }
-  absl::StatusOr<DType> compute = ProductDType(a.dtype());
-  if (!compute.ok()) return compute.status();
+  ASSIGN_OR_RETURN(DType compute, ProductDType(a.dtype()));
   // torch.matmul's 1-D rules: a vector on the left gains a leading 1, on
   // the right a trailing 1; both are dropped from the result.
   const bool a_vec = a.rank() == 1, b_vec = b.rank() == 1;
@@ -72,30 +70,27 @@ absl::StatusOr<Value> Matmul(const KernelContext& ctx) {
   }
   std::vector<int64_t> a_batch(ad.begin(), ad.end() - 2);
   std::vector<int64_t> b_batch(bd.begin(), bd.end() - 2);
-  absl::StatusOr<std::vector<int64_t>> batch = BroadcastDims(a_batch, b_batch);
-  if (!batch.ok()) return batch.status();
-  std::vector<int64_t> out_dims = *batch;
+  ASSIGN_OR_RETURN(std::vector<int64_t> batch, BroadcastDims(a_batch, b_batch));
+  std::vector<int64_t> out_dims = batch;
   if (!a_vec) out_dims.push_back(m);
   if (!b_vec) out_dims.push_back(n);
-  absl::StatusOr<Tensor> out_or = NewTensor(*compute, out_dims);
-  if (!out_or.ok()) return out_or.status();
-  Tensor out = *std::move(out_or);
-  Tensor ac = CastTensor(a, *compute), bc = CastTensor(b, *compute);
+  ASSIGN_OR_RETURN(Tensor out, NewTensor(compute, out_dims));
+  Tensor ac = CastTensor(a, compute), bc = CastTensor(b, compute);
   // Offsets of each batch's matrices, through broadcast batch strides.
-  std::vector<int64_t> sa = BroadcastStrides(a_batch, *batch);
-  std::vector<int64_t> sb = BroadcastStrides(b_batch, *batch);
-  const int64_t batches = CheckedNumElements(*batch).value_or(0);
-  std::vector<int64_t> index(batch->size(), 0);
-  WithProductType(*compute, [&](auto zero) {
+  std::vector<int64_t> sa = BroadcastStrides(a_batch, batch);
+  std::vector<int64_t> sb = BroadcastStrides(b_batch, batch);
+  const int64_t batches = CheckedNumElements(batch).value_or(0);
+  std::vector<int64_t> index(batch.size(), 0);
+  WithProductType(compute, [&](auto zero) {
     using T = decltype(zero);
     const T* pa = ac.data<T>();
     const T* pb = bc.data<T>();
     T* po = out.data<T>();
     for (int64_t bi = 0; bi < batches; ++bi) {
       int64_t rem = bi, oa = 0, ob = 0;
-      for (size_t d = batch->size(); d > 0; --d) {
-        const int64_t i = rem % (*batch)[d - 1];
-        rem /= (*batch)[d - 1];
+      for (size_t d = batch.size(); d > 0; --d) {
+        const int64_t i = rem % batch[d - 1];
+        rem /= batch[d - 1];
         oa += i * sa[d - 1];
         ob += i * sb[d - 1];
       }
@@ -107,52 +102,44 @@ absl::StatusOr<Value> Matmul(const KernelContext& ctx) {
 }
 
 absl::StatusOr<Value> Linear(const KernelContext& ctx) {
-  absl::StatusOr<Tensor> x = ctx.Input("input");
-  if (!x.ok()) return x.status();
-  absl::StatusOr<Tensor> w = ctx.Input("weight");
-  if (!w.ok()) return w.status();
-  absl::StatusOr<std::optional<Tensor>> bias = ctx.OptionalInput("bias");
-  if (!bias.ok()) return bias.status();
-  if (absl::Status s = SameDType(*x, *w, "input", "weight"); !s.ok()) return s;
-  if (w->rank() != 2) {
-    return KernelError("weight must be 2-D [out, in], got ", w->TypeString());
+  ASSIGN_OR_RETURN(Tensor x, ctx.Input("input"));
+  ASSIGN_OR_RETURN(Tensor w, ctx.Input("weight"));
+  ASSIGN_OR_RETURN(std::optional<Tensor> bias, ctx.OptionalInput("bias"));
+  RETURN_IF_ERROR(SameDType(x, w, "input", "weight"));
+  if (w.rank() != 2) {
+    return KernelError("weight must be 2-D [out, in], got ", w.TypeString());
   }
-  const int64_t n = w->dims()[0], k = w->dims()[1];
-  if (x->rank() == 0 || x->dims().back() != k) {
-    return KernelError("input ", x->TypeString(), " does not match weight ",
-                       w->TypeString(), ": the last dim must be ", k);
+  const int64_t n = w.dims()[0], k = w.dims()[1];
+  if (x.rank() == 0 || x.dims().back() != k) {
+    return KernelError("input ", x.TypeString(), " does not match weight ",
+                       w.TypeString(), ": the last dim must be ", k);
   }
-  if (*bias) {
-    if (absl::Status s = SameDType(*x, **bias, "input", "bias"); !s.ok()) {
-      return s;
-    }
-    if ((*bias)->NumElements() != n || (*bias)->rank() > 1) {
-      return KernelError("bias must be [", n, "], got ", (*bias)->TypeString());
+  if (bias) {
+    RETURN_IF_ERROR(SameDType(x, *bias, "input", "bias"));
+    if ((bias)->NumElements() != n || (bias)->rank() > 1) {
+      return KernelError("bias must be [", n, "], got ", (bias)->TypeString());
     }
   }
-  absl::StatusOr<DType> compute = ProductDType(x->dtype());
-  if (!compute.ok()) return compute.status();
-  std::vector<int64_t> out_dims = x->dims();
+  ASSIGN_OR_RETURN(DType compute, ProductDType(x.dtype()));
+  std::vector<int64_t> out_dims = x.dims();
   out_dims.back() = n;
   int64_t rows = 1;
-  for (int64_t i = 0; i + 1 < x->rank(); ++i) rows *= x->dims()[i];
-  absl::StatusOr<Tensor> out_or = NewTensor(*compute, out_dims);
-  if (!out_or.ok()) return out_or.status();
-  Tensor out = *std::move(out_or);
-  Tensor xc = CastTensor(*x, *compute), wc = CastTensor(*w, *compute);
-  WithProductType(*compute, [&](auto zero) {
+  for (int64_t i = 0; i + 1 < x.rank(); ++i) rows *= x.dims()[i];
+  ASSIGN_OR_RETURN(Tensor out, NewTensor(compute, out_dims));
+  Tensor xc = CastTensor(x, compute), wc = CastTensor(w, compute);
+  WithProductType(compute, [&](auto zero) {
     using T = decltype(zero);
     T* po = out.data<T>();
     GemmNT<T>(rows, n, k, xc.data<T>(), k, wc.data<T>(), k, po, n);
-    if (*bias) {
-      Tensor bc = CastTensor(**bias, *compute);
+    if (bias) {
+      Tensor bc = CastTensor(*bias, compute);
       const T* pb = bc.data<T>();
       for (int64_t i = 0; i < rows; ++i) {
         for (int64_t j = 0; j < n; ++j) po[i * n + j] += pb[j];
       }
     }
   });
-  return Value(CastTensor(out, x->dtype()));
+  return Value(CastTensor(out, x.dtype()));
 }
 
 // An int[] parameter of a 2-D op: one value (repeated) or two.
@@ -207,17 +194,13 @@ absl::Status RequireFloat(const Tensor& t, absl::string_view what) {
 }
 
 absl::StatusOr<Value> Conv2d(const KernelContext& ctx) {
-  absl::StatusOr<Tensor> x_or = ctx.Input("input");
-  if (!x_or.ok()) return x_or.status();
-  absl::StatusOr<Tensor> w = ctx.Input("weight");
-  if (!w.ok()) return w.status();
-  absl::StatusOr<std::optional<Tensor>> bias = ctx.OptionalInput("bias");
-  if (!bias.ok()) return bias.status();
+  ASSIGN_OR_RETURN(Tensor x_or, ctx.Input("input"));
+  ASSIGN_OR_RETURN(Tensor w, ctx.Input("weight"));
+  ASSIGN_OR_RETURN(std::optional<Tensor> bias, ctx.OptionalInput("bias"));
   bool batched = true;
-  absl::StatusOr<Tensor> x = As4D(*x_or, batched);
-  if (!x.ok()) return x.status();
-  if (absl::Status s = RequireFloat(*x, "input"); !s.ok()) return s;
-  if (absl::Status s = SameDType(*x, *w, "input", "weight"); !s.ok()) return s;
+  ASSIGN_OR_RETURN(Tensor x, As4D(x_or, batched));
+  RETURN_IF_ERROR(RequireFloat(x, "input"));
+  RETURN_IF_ERROR(SameDType(x, w, "input", "weight"));
   auto stride = Pair(ctx, "stride", 1);
   if (!stride.ok()) return stride.status();
   auto padding = Pair(ctx, "padding", 0);
@@ -225,27 +208,24 @@ absl::StatusOr<Value> Conv2d(const KernelContext& ctx) {
   auto dilation = Pair(ctx, "dilation", 1);
   if (!dilation.ok()) return dilation.status();
   const int64_t groups = ctx.call().Int("groups");
-  const int64_t batch = x->dims()[0], c = x->dims()[1], h = x->dims()[2],
-                wd = x->dims()[3];
-  if (w->rank() != 4) {
+  const int64_t batch = x.dims()[0], c = x.dims()[1], h = x.dims()[2],
+                wd = x.dims()[3];
+  if (w.rank() != 4) {
     return KernelError("weight must be 4-D [out, in/groups, kh, kw], got ",
-                       w->TypeString());
+                       w.TypeString());
   }
-  const int64_t oc = w->dims()[0], cg = w->dims()[1], kh = w->dims()[2],
-                kw = w->dims()[3];
+  const int64_t oc = w.dims()[0], cg = w.dims()[1], kh = w.dims()[2],
+                kw = w.dims()[3];
   if (groups < 1 || c % groups != 0 || oc % groups != 0 || cg != c / groups) {
-    return KernelError("input ", x_or->TypeString(), " and weight ",
-                       w->TypeString(), " do not agree for groups=", groups,
+    return KernelError("input ", x_or.TypeString(), " and weight ",
+                       w.TypeString(), " do not agree for groups=", groups,
                        " (need in channels = groups * weight.size(1) and out "
                        "channels divisible by groups)");
   }
-  if (*bias) {
-    if (absl::Status s = SameDType(*x, **bias, "input", "bias"); !s.ok()) {
-      return s;
-    }
-    if ((*bias)->rank() != 1 || (*bias)->dims()[0] != oc) {
-      return KernelError("bias must be [", oc, "], got ",
-                         (*bias)->TypeString());
+  if (bias) {
+    RETURN_IF_ERROR(SameDType(x, *bias, "input", "bias"));
+    if ((bias)->rank() != 1 || (bias)->dims()[0] != oc) {
+      return KernelError("bias must be [", oc, "], got ", (bias)->TypeString());
     }
   }
   const auto [sh, sw] = *stride;
@@ -259,11 +239,9 @@ absl::StatusOr<Value> Conv2d(const KernelContext& ctx) {
                        wd + 2 * pw);
   }
   const int64_t oh = eff_h / sh + 1, ow = eff_w / sw + 1;
-  const DType compute = x->dtype() == DType::kF64 ? DType::kF64 : DType::kF32;
-  absl::StatusOr<Tensor> out_or = NewTensor(compute, {batch, oc, oh, ow});
-  if (!out_or.ok()) return out_or.status();
-  Tensor out = *std::move(out_or);
-  Tensor xc = CastTensor(*x, compute), wc = CastTensor(*w, compute);
+  const DType compute = x.dtype() == DType::kF64 ? DType::kF64 : DType::kF32;
+  ASSIGN_OR_RETURN(Tensor out, NewTensor(compute, {batch, oc, oh, ow}));
+  Tensor xc = CastTensor(x, compute), wc = CastTensor(w, compute);
   const int64_t ocg = oc / groups, kc = cg * kh * kw, p = oh * ow;
   WithProductType(compute, [&](auto zero) {
     using T = decltype(zero);
@@ -294,8 +272,8 @@ absl::StatusOr<Value> Conv2d(const KernelContext& ctx) {
                   dst, p);
       }
     }
-    if (*bias) {
-      Tensor bc = CastTensor(**bias, compute);
+    if (bias) {
+      Tensor bc = CastTensor(*bias, compute);
       for (int64_t ni = 0; ni < batch; ++ni) {
         for (int64_t o = 0; o < oc; ++o) {
           T* dst = out.data<T>() + (ni * oc + o) * p;
@@ -304,7 +282,7 @@ absl::StatusOr<Value> Conv2d(const KernelContext& ctx) {
       }
     }
   });
-  return Value(From4D(CastTensor(out, x->dtype()), batched));
+  return Value(From4D(CastTensor(out, x.dtype()), batched));
 }
 
 // PyTorch's pooling_output_shape.
@@ -369,23 +347,21 @@ absl::StatusOr<PoolParams> ReadPool(const KernelContext& ctx, const Tensor& x,
 }
 
 absl::StatusOr<Value> MaxPool2d(const KernelContext& ctx) {
-  absl::StatusOr<Tensor> x_or = ctx.Input("input");
-  if (!x_or.ok()) return x_or.status();
+  ASSIGN_OR_RETURN(Tensor x_or, ctx.Input("input"));
   bool batched = true;
-  absl::StatusOr<Tensor> x = As4D(*x_or, batched);
-  if (!x.ok()) return x.status();
-  if (x->dtype() == DType::kBool) {
+  ASSIGN_OR_RETURN(Tensor x, As4D(x_or, batched));
+  if (x.dtype() == DType::kBool) {
     return KernelError("is not defined for bool tensors");
   }
-  absl::StatusOr<PoolParams> pp = ReadPool(ctx, *x, true);
+  absl::StatusOr<PoolParams> pp = ReadPool(ctx, x, true);
   if (!pp.ok()) return pp.status();
-  const int64_t planes = x->dims()[0] * x->dims()[1], h = x->dims()[2],
-                w = x->dims()[3];
-  Tensor out(x->dtype(), {x->dims()[0], x->dims()[1], pp->oh, pp->ow});
-  DispatchDType(x->dtype(), [&](auto tr) {
+  const int64_t planes = x.dims()[0] * x.dims()[1], h = x.dims()[2],
+                w = x.dims()[3];
+  Tensor out(x.dtype(), {x.dims()[0], x.dims()[1], pp->oh, pp->ow});
+  DispatchDType(x.dtype(), [&](auto tr) {
     using Tr = decltype(tr);
     using C = typename Tr::Compute;
-    const auto* in = x->data<typename Tr::Storage>();
+    const auto* in = x.data<typename Tr::Storage>();
     auto* o = out.data<typename Tr::Storage>();
     for (int64_t pl = 0; pl < planes; ++pl) {
       for (int64_t y = 0; y < pp->oh; ++y) {
@@ -419,21 +395,19 @@ absl::StatusOr<Value> MaxPool2d(const KernelContext& ctx) {
 }
 
 absl::StatusOr<Value> AvgPool2d(const KernelContext& ctx) {
-  absl::StatusOr<Tensor> x_or = ctx.Input("input");
-  if (!x_or.ok()) return x_or.status();
+  ASSIGN_OR_RETURN(Tensor x_or, ctx.Input("input"));
   bool batched = true;
-  absl::StatusOr<Tensor> x = As4D(*x_or, batched);
-  if (!x.ok()) return x.status();
-  if (absl::Status s = RequireFloat(*x, "input"); !s.ok()) return s;
-  absl::StatusOr<PoolParams> pp = ReadPool(ctx, *x, false);
+  ASSIGN_OR_RETURN(Tensor x, As4D(x_or, batched));
+  RETURN_IF_ERROR(RequireFloat(x, "input"));
+  absl::StatusOr<PoolParams> pp = ReadPool(ctx, x, false);
   if (!pp.ok()) return pp.status();
   const bool count_include_pad = ctx.call().Bool("count_include_pad");
-  const int64_t planes = x->dims()[0] * x->dims()[1], h = x->dims()[2],
-                w = x->dims()[3];
-  Tensor out(x->dtype(), {x->dims()[0], x->dims()[1], pp->oh, pp->ow});
-  DispatchFloat(x->dtype(), [&](auto tr) {
+  const int64_t planes = x.dims()[0] * x.dims()[1], h = x.dims()[2],
+                w = x.dims()[3];
+  Tensor out(x.dtype(), {x.dims()[0], x.dims()[1], pp->oh, pp->ow});
+  DispatchFloat(x.dtype(), [&](auto tr) {
     using Tr = decltype(tr);
-    const auto* in = x->data<typename Tr::Storage>();
+    const auto* in = x.data<typename Tr::Storage>();
     auto* o = out.data<typename Tr::Storage>();
     for (int64_t pl = 0; pl < planes; ++pl) {
       for (int64_t y = 0; y < pp->oh; ++y) {
@@ -467,24 +441,22 @@ absl::StatusOr<Value> AvgPool2d(const KernelContext& ctx) {
 }
 
 absl::StatusOr<Value> AdaptiveAvgPool2d(const KernelContext& ctx) {
-  absl::StatusOr<Tensor> x_or = ctx.Input("input");
-  if (!x_or.ok()) return x_or.status();
+  ASSIGN_OR_RETURN(Tensor x_or, ctx.Input("input"));
   bool batched = true;
-  absl::StatusOr<Tensor> x = As4D(*x_or, batched);
-  if (!x.ok()) return x.status();
-  if (absl::Status s = RequireFloat(*x, "input"); !s.ok()) return s;
+  ASSIGN_OR_RETURN(Tensor x, As4D(x_or, batched));
+  RETURN_IF_ERROR(RequireFloat(x, "input"));
   auto size = Pair(ctx, "output_size", 0);
   if (!size.ok()) return size.status();
-  const int64_t planes = x->dims()[0] * x->dims()[1], h = x->dims()[2],
-                w = x->dims()[3], oh = (*size)[0], ow = (*size)[1];
+  const int64_t planes = x.dims()[0] * x.dims()[1], h = x.dims()[2],
+                w = x.dims()[3], oh = (*size)[0], ow = (*size)[1];
   if ((h == 0 && oh > 0) || (w == 0 && ow > 0)) {
-    return KernelError("cannot pool an empty ", x->TypeString(), " to ", oh,
-                       "x", ow);
+    return KernelError("cannot pool an empty ", x.TypeString(), " to ", oh, "x",
+                       ow);
   }
-  Tensor out(x->dtype(), {x->dims()[0], x->dims()[1], oh, ow});
-  DispatchFloat(x->dtype(), [&](auto tr) {
+  Tensor out(x.dtype(), {x.dims()[0], x.dims()[1], oh, ow});
+  DispatchFloat(x.dtype(), [&](auto tr) {
     using Tr = decltype(tr);
-    const auto* in = x->data<typename Tr::Storage>();
+    const auto* in = x.data<typename Tr::Storage>();
     auto* o = out.data<typename Tr::Storage>();
     for (int64_t pl = 0; pl < planes; ++pl) {
       for (int64_t y = 0; y < oh; ++y) {
@@ -508,10 +480,9 @@ absl::StatusOr<Value> AdaptiveAvgPool2d(const KernelContext& ctx) {
 }
 
 absl::StatusOr<Value> Softmax(const KernelContext& ctx, bool log) {
-  absl::StatusOr<Tensor> x_or = ctx.Input("input");
-  if (!x_or.ok()) return x_or.status();
-  if (absl::Status s = RequireFloat(*x_or, "input"); !s.ok()) return s;
-  const Tensor& x = *x_or;
+  ASSIGN_OR_RETURN(Tensor x_or, ctx.Input("input"));
+  RETURN_IF_ERROR(RequireFloat(x_or, "input"));
+  const Tensor& x = x_or;
   absl::StatusOr<int64_t> dim = NormalizeDim(ctx.call().Int("dim"), x.rank());
   if (!dim.ok()) return dim.status();
   int64_t outer = 1, len = 1, inner = 1;
@@ -551,12 +522,10 @@ absl::StatusOr<Value> Softmax(const KernelContext& ctx, bool log) {
 absl::StatusOr<Value> LayerNorm(const KernelContext& ctx) {
   absl::StatusOr<Tensor> x = ctx.Input("input");
   if (!x.ok()) return x.status();
-  if (absl::Status s = RequireFloat(*x, "input"); !s.ok()) return s;
+  RETURN_IF_ERROR(RequireFloat(*x, "input"));
   std::vector<int64_t> norm = ctx.call().Ints("normalized_shape");
-  absl::StatusOr<std::optional<Tensor>> weight = ctx.OptionalInput("weight");
-  if (!weight.ok()) return weight.status();
-  absl::StatusOr<std::optional<Tensor>> bias = ctx.OptionalInput("bias");
-  if (!bias.ok()) return bias.status();
+  ASSIGN_OR_RETURN(std::optional<Tensor> weight, ctx.OptionalInput("weight"));
+  ASSIGN_OR_RETURN(std::optional<Tensor> bias, ctx.OptionalInput("bias"));
   if (norm.empty()) {
     return KernelError("normalized_shape must have at least one dim");
   }
@@ -570,7 +539,7 @@ absl::StatusOr<Value> LayerNorm(const KernelContext& ctx) {
                        " does not match the trailing dims of input ",
                        x->TypeString());
   }
-  for (const auto* p : {&*weight, &*bias}) {
+  for (const auto* p : {&weight, &bias}) {
     if (*p && (*p)->dims() != norm) {
       return KernelError("weight and bias must have shape ", DimsString(norm),
                          ", got ", (*p)->TypeString());
@@ -581,9 +550,9 @@ absl::StatusOr<Value> LayerNorm(const KernelContext& ctx) {
   const int64_t rows = n == 0 ? 0 : x->NumElements() / n;
   const double eps = ctx.call().Float("eps");
   std::vector<double> w =
-      *weight ? (*weight)->ToDoubles() : std::vector<double>(n, 1.0);
+      weight ? (weight)->ToDoubles() : std::vector<double>(n, 1.0);
   std::vector<double> b =
-      *bias ? (*bias)->ToDoubles() : std::vector<double>(n, 0.0);
+      bias ? (bias)->ToDoubles() : std::vector<double>(n, 0.0);
   Tensor out(x->dtype(), x->dims());
   DispatchFloat(x->dtype(), [&](auto tr) {
     using Tr = decltype(tr);
@@ -610,37 +579,35 @@ absl::StatusOr<Value> LayerNorm(const KernelContext& ctx) {
 }
 
 absl::StatusOr<Value> BatchNorm(const KernelContext& ctx) {
-  absl::StatusOr<Tensor> x = ctx.Input("input");
-  if (!x.ok()) return x.status();
-  if (absl::Status s = RequireFloat(*x, "input"); !s.ok()) return s;
-  if (x->rank() < 2) {
+  ASSIGN_OR_RETURN(Tensor x, ctx.Input("input"));
+  RETURN_IF_ERROR(RequireFloat(x, "input"));
+  if (x.rank() < 2) {
     return KernelError("input must have at least 2 dims [N, C, ...], got ",
-                       x->TypeString());
+                       x.TypeString());
   }
-  const int64_t c = x->dims()[1];
+  const int64_t c = x.dims()[1];
   std::vector<std::vector<double>> params;  // mean, var, weight, bias.
   for (const char* name : {"running_mean", "running_var", "weight", "bias"}) {
-    absl::StatusOr<std::optional<Tensor>> t = ctx.OptionalInput(name);
-    if (!t.ok()) return t.status();
-    if (!*t) {
+    ASSIGN_OR_RETURN(std::optional<Tensor> t, ctx.OptionalInput(name));
+    if (!t) {
       params.push_back(std::vector<double>(
           c, absl::string_view(name) == "weight" ? 1.0 : 0.0));
       continue;
     }
-    if ((*t)->rank() != 1 || (*t)->dims()[0] != c) {
+    if ((t)->rank() != 1 || (t)->dims()[0] != c) {
       return KernelError(name, " must be [", c, "] (the channels of input ",
-                         x->TypeString(), "), got ", (*t)->TypeString());
+                         x.TypeString(), "), got ", (t)->TypeString());
     }
-    params.push_back((*t)->ToDoubles());
+    params.push_back((t)->ToDoubles());
   }
   const double eps = ctx.call().Float("eps");
   int64_t inner = 1;
-  for (int64_t i = 2; i < x->rank(); ++i) inner *= x->dims()[i];
-  const int64_t batch = x->dims()[0];
-  Tensor out(x->dtype(), x->dims());
-  DispatchFloat(x->dtype(), [&](auto tr) {
+  for (int64_t i = 2; i < x.rank(); ++i) inner *= x.dims()[i];
+  const int64_t batch = x.dims()[0];
+  Tensor out(x.dtype(), x.dims());
+  DispatchFloat(x.dtype(), [&](auto tr) {
     using Tr = decltype(tr);
-    const auto* in = x->data<typename Tr::Storage>();
+    const auto* in = x.data<typename Tr::Storage>();
     auto* o = out.data<typename Tr::Storage>();
     for (int64_t ch = 0; ch < c; ++ch) {
       const double scale = params[2][ch] / std::sqrt(params[1][ch] + eps);

@@ -10,6 +10,7 @@
 #include "backends/interp/elementwise.h"
 #include "backends/interp/kernel.h"
 #include "backends/interp/kernel_util.h"
+#include "support/status_macros.h"
 
 namespace graft::interp {
 namespace {
@@ -65,22 +66,20 @@ AxisSplit SplitAt(const Tensor& x, int64_t axis) {
 }
 
 absl::StatusOr<Value> QuantizePerTensor(const KernelContext& ctx) {
-  absl::StatusOr<Tensor> x = ctx.Input("input");
-  if (!x.ok()) return x.status();
-  if (!IsFloatingPoint(x->dtype())) {
-    return KernelError("input must be floating point, got ", x->TypeString());
+  ASSIGN_OR_RETURN(Tensor x, ctx.Input("input"));
+  if (!IsFloatingPoint(x.dtype())) {
+    return KernelError("input must be floating point, got ", x.TypeString());
   }
   const DType dtype = ctx.call().GetDType("dtype");
-  absl::StatusOr<QRange> range = QuantRange(dtype);
-  if (!range.ok()) return range.status();
+  ASSIGN_OR_RETURN(QRange range, QuantRange(dtype));
   const double scale = ctx.call().Float("scale");
   const int64_t zero_point = ctx.call().Int("zero_point");
-  if (absl::Status s = CheckScale(scale, zero_point, *range); !s.ok()) return s;
-  Tensor out(dtype, x->dims());
-  const int64_t n = x->NumElements();
+  RETURN_IF_ERROR(CheckScale(scale, zero_point, range));
+  Tensor out(dtype, x.dims());
+  const int64_t n = x.NumElements();
   for (int64_t i = 0; i < n; ++i) {
-    out.SetFromDouble(i, static_cast<double>(Quantize(x->GetAsDouble(i), scale,
-                                                      zero_point, *range)));
+    out.SetFromDouble(i, static_cast<double>(Quantize(x.GetAsDouble(i), scale,
+                                                      zero_point, range)));
   }
   return Value(out);
 }
@@ -97,41 +96,33 @@ absl::StatusOr<std::vector<double>> ChannelParams(const Tensor& t,
 }
 
 absl::StatusOr<Value> QuantizePerChannel(const KernelContext& ctx) {
-  absl::StatusOr<Tensor> x = ctx.Input("input");
-  if (!x.ok()) return x.status();
-  if (!IsFloatingPoint(x->dtype())) {
-    return KernelError("input must be floating point, got ", x->TypeString());
+  ASSIGN_OR_RETURN(Tensor x, ctx.Input("input"));
+  if (!IsFloatingPoint(x.dtype())) {
+    return KernelError("input must be floating point, got ", x.TypeString());
   }
   const DType dtype = ctx.call().GetDType("dtype");
-  absl::StatusOr<QRange> range = QuantRange(dtype);
-  if (!range.ok()) return range.status();
-  absl::StatusOr<int64_t> axis =
-      NormalizeDim(ctx.call().Int("axis"), x->rank());
-  if (!axis.ok()) return axis.status();
-  const AxisSplit split = SplitAt(*x, *axis);
-  absl::StatusOr<Tensor> scales_t = ctx.Input("scales");
-  if (!scales_t.ok()) return scales_t.status();
-  absl::StatusOr<Tensor> zps_t = ctx.Input("zero_points");
-  if (!zps_t.ok()) return zps_t.status();
-  absl::StatusOr<std::vector<double>> scales =
-      ChannelParams(*scales_t, "scales", split.len);
-  if (!scales.ok()) return scales.status();
-  absl::StatusOr<std::vector<double>> zps =
-      ChannelParams(*zps_t, "zero_points", split.len);
-  if (!zps.ok()) return zps.status();
+  ASSIGN_OR_RETURN(QRange range, QuantRange(dtype));
+  ASSIGN_OR_RETURN(int64_t axis,
+                   NormalizeDim(ctx.call().Int("axis"), x.rank()));
+  const AxisSplit split = SplitAt(x, axis);
+  ASSIGN_OR_RETURN(Tensor scales_t, ctx.Input("scales"));
+  ASSIGN_OR_RETURN(Tensor zps_t, ctx.Input("zero_points"));
+  ASSIGN_OR_RETURN(std::vector<double> scales,
+                   ChannelParams(scales_t, "scales", split.len));
+  ASSIGN_OR_RETURN(std::vector<double> zps,
+                   ChannelParams(zps_t, "zero_points", split.len));
   for (int64_t c = 0; c < split.len; ++c) {
-    absl::Status s =
-        CheckScale((*scales)[c], static_cast<int64_t>((*zps)[c]), *range);
+    absl::Status s = CheckScale(scales[c], static_cast<int64_t>(zps[c]), range);
     if (!s.ok()) return KernelError("channel ", c, ": ", s.message());
   }
-  Tensor out(dtype, x->dims());
+  Tensor out(dtype, x.dims());
   for (int64_t o = 0; o < split.outer; ++o) {
     for (int64_t c = 0; c < split.len; ++c) {
       for (int64_t i = 0; i < split.inner; ++i) {
         const int64_t at = (o * split.len + c) * split.inner + i;
         out.SetFromDouble(at, static_cast<double>(Quantize(
-                                  x->GetAsDouble(at), (*scales)[c],
-                                  static_cast<int64_t>((*zps)[c]), *range)));
+                                  x.GetAsDouble(at), scales[c],
+                                  static_cast<int64_t>(zps[c]), range)));
       }
     }
   }
@@ -139,27 +130,23 @@ absl::StatusOr<Value> QuantizePerChannel(const KernelContext& ctx) {
 }
 
 absl::StatusOr<Value> Dequantize(const KernelContext& ctx) {
-  absl::StatusOr<Tensor> x = ctx.Input("input");
-  if (!x.ok()) return x.status();
-  if (!IsInteger(x->dtype())) {
+  ASSIGN_OR_RETURN(Tensor x, ctx.Input("input"));
+  if (!IsInteger(x.dtype())) {
     return KernelError("input must be a quantized integer tensor, got ",
-                       x->TypeString());
+                       x.TypeString());
   }
   const DType dtype = ctx.call().GetDType("dtype");
   if (!IsFloatingPoint(dtype)) {
     return KernelError("dtype must be a float dtype, got ", DTypeName(dtype));
   }
-  absl::StatusOr<Operand> scale = ctx.InputOrScalar("scale");
-  if (!scale.ok()) return scale.status();
-  absl::StatusOr<Operand> zp = ctx.InputOrScalar("zero_point");
-  if (!zp.ok()) return zp.status();
+  ASSIGN_OR_RETURN(Operand scale, ctx.InputOrScalar("scale"));
+  ASSIGN_OR_RETURN(Operand zp, ctx.InputOrScalar("zero_point"));
   int64_t channels = 1;
-  AxisSplit split{1, 1, x->NumElements()};
+  AxisSplit split{1, 1, x.NumElements()};
   if (!ctx.call().IsNone("axis")) {
-    absl::StatusOr<int64_t> axis =
-        NormalizeDim(ctx.call().Int("axis"), x->rank());
-    if (!axis.ok()) return axis.status();
-    split = SplitAt(*x, *axis);
+    ASSIGN_OR_RETURN(int64_t axis,
+                     NormalizeDim(ctx.call().Int("axis"), x.rank()));
+    split = SplitAt(x, axis);
     channels = split.len;
   }
   // Per-tensor parameters are single values; per-channel ones have one
@@ -176,16 +163,14 @@ absl::StatusOr<Value> Dequantize(const KernelContext& ctx) {
     }
     return ChannelParams(op.tensor, name, channels);
   };
-  absl::StatusOr<std::vector<double>> scales = params(*scale, "scale");
-  if (!scales.ok()) return scales.status();
-  absl::StatusOr<std::vector<double>> zps = params(*zp, "zero_point");
-  if (!zps.ok()) return zps.status();
-  Tensor out(dtype, x->dims());
+  ASSIGN_OR_RETURN(std::vector<double> scales, params(scale, "scale"));
+  ASSIGN_OR_RETURN(std::vector<double> zps, params(zp, "zero_point"));
+  Tensor out(dtype, x.dims());
   for (int64_t o = 0; o < split.outer; ++o) {
     for (int64_t c = 0; c < split.len; ++c) {
       for (int64_t i = 0; i < split.inner; ++i) {
         const int64_t at = (o * split.len + c) * split.inner + i;
-        out.SetFromDouble(at, (x->GetAsDouble(at) - (*zps)[c]) * (*scales)[c]);
+        out.SetFromDouble(at, (x.GetAsDouble(at) - zps[c]) * scales[c]);
       }
     }
   }

@@ -7,6 +7,7 @@
 
 #include "backends/interp/kernel.h"
 #include "backends/interp/kernel_util.h"
+#include "support/status_macros.h"
 
 namespace graft::interp {
 namespace {
@@ -77,17 +78,16 @@ absl::StatusOr<Value> SumOrMean(const KernelContext& ctx, bool mean) {
     return KernelError("mean needs a floating-point input, got ",
                        x->TypeString(), "; cast it first");
   }
-  absl::StatusOr<ReducePlan> plan = PlanReduce(ctx, *x);
-  if (!plan.ok()) return plan.status();
+  ASSIGN_OR_RETURN(ReducePlan plan, PlanReduce(ctx, *x));
   // sum of bool or integers gives i64 (PyTorch).
   DType out_dtype = IsFloatingPoint(x->dtype()) ? x->dtype() : DType::kI64;
-  Tensor out(out_dtype, plan->out_dims);
+  Tensor out(out_dtype, plan.out_dims);
   const int64_t n = out.NumElements();
   DispatchDType(x->dtype(), [&](auto tr) {
     using Tr = decltype(tr);
     using C = typename Tr::Compute;
     std::vector<C> acc(n, C{0});
-    VisitReduced<Tr>(*x, *plan, [&](int64_t o, C v) {
+    VisitReduced<Tr>(*x, plan, [&](int64_t o, C v) {
       if constexpr (std::is_integral_v<C>) {
         acc[o] = static_cast<C>(static_cast<uint64_t>(acc[o]) +
                                 static_cast<uint64_t>(v));
@@ -97,7 +97,7 @@ absl::StatusOr<Value> SumOrMean(const KernelContext& ctx, bool mean) {
     });
     for (int64_t i = 0; i < n; ++i) {
       double v = static_cast<double>(acc[i]);
-      if (mean) v /= static_cast<double>(plan->count);
+      if (mean) v /= static_cast<double>(plan.count);
       if constexpr (std::is_integral_v<C>) {
         out.data<int64_t>()[i] = acc[i];
       } else {
@@ -112,22 +112,20 @@ absl::StatusOr<Value> SumOrMean(const KernelContext& ctx, bool mean) {
 }
 
 absl::StatusOr<Value> MinMax(const KernelContext& ctx, bool is_max) {
-  absl::StatusOr<Tensor> x = ctx.Input("input");
-  if (!x.ok()) return x.status();
-  absl::StatusOr<ReducePlan> plan = PlanReduce(ctx, *x);
-  if (!plan.ok()) return plan.status();
-  Tensor out(x->dtype(), plan->out_dims);
+  ASSIGN_OR_RETURN(Tensor x, ctx.Input("input"));
+  ASSIGN_OR_RETURN(ReducePlan plan, PlanReduce(ctx, x));
+  Tensor out(x.dtype(), plan.out_dims);
   const int64_t n = out.NumElements();
-  if (n > 0 && plan->count == 0) {
-    return KernelError("cannot reduce over a zero-size dim of ",
-                       x->TypeString(), ": the result has no identity");
+  if (n > 0 && plan.count == 0) {
+    return KernelError("cannot reduce over a zero-size dim of ", x.TypeString(),
+                       ": the result has no identity");
   }
-  DispatchDType(x->dtype(), [&](auto tr) {
+  DispatchDType(x.dtype(), [&](auto tr) {
     using Tr = decltype(tr);
     using C = typename Tr::Compute;
     std::vector<C> acc(n);
     std::vector<bool> seen(n, false);
-    VisitReduced<Tr>(*x, *plan, [&](int64_t o, C v) {
+    VisitReduced<Tr>(x, plan, [&](int64_t o, C v) {
       if (!seen[o]) {
         acc[o] = v;
         seen[o] = true;
@@ -150,24 +148,23 @@ absl::StatusOr<Value> MinMax(const KernelContext& ctx, bool is_max) {
 }
 
 absl::StatusOr<Value> Argmax(const KernelContext& ctx) {
-  absl::StatusOr<Tensor> x = ctx.Input("input");
-  if (!x.ok()) return x.status();
+  ASSIGN_OR_RETURN(Tensor x, ctx.Input("input"));
   const bool keepdim = ctx.call().Bool("keepdim");
-  int64_t outer = 1, len = x->NumElements(), inner = 1;
+  int64_t outer = 1, len = x.NumElements(), inner = 1;
   std::vector<int64_t> out_dims;
   if (ctx.call().IsNone("dim")) {
     // Flattened; keepdim keeps every dim as 1.
-    if (keepdim) out_dims.assign(x->rank(), 1);
+    if (keepdim) out_dims.assign(x.rank(), 1);
   } else {
-    absl::StatusOr<int64_t> d = NormalizeDim(ctx.call().Int("dim"), x->rank());
+    absl::StatusOr<int64_t> d = NormalizeDim(ctx.call().Int("dim"), x.rank());
     if (!d.ok()) return d.status();
-    if (x->rank() > 0) {
+    if (x.rank() > 0) {
       outer = 1;
       inner = 1;
-      for (int64_t i = 0; i < *d; ++i) outer *= x->dims()[i];
-      len = x->dims()[*d];
-      for (int64_t i = *d + 1; i < x->rank(); ++i) inner *= x->dims()[i];
-      out_dims = x->dims();
+      for (int64_t i = 0; i < *d; ++i) outer *= x.dims()[i];
+      len = x.dims()[*d];
+      for (int64_t i = *d + 1; i < x.rank(); ++i) inner *= x.dims()[i];
+      out_dims = x.dims();
       if (keepdim) {
         out_dims[*d] = 1;
       } else {
@@ -177,14 +174,14 @@ absl::StatusOr<Value> Argmax(const KernelContext& ctx) {
   }
   Tensor out(DType::kI64, out_dims);
   if (out.NumElements() > 0 && len == 0) {
-    return KernelError("argmax of an empty dim of ", x->TypeString(),
+    return KernelError("argmax of an empty dim of ", x.TypeString(),
                        " is undefined");
   }
   int64_t* o = out.data<int64_t>();
-  DispatchDType(x->dtype(), [&](auto tr) {
+  DispatchDType(x.dtype(), [&](auto tr) {
     using Tr = decltype(tr);
     using C = typename Tr::Compute;
-    const auto* p = x->data<typename Tr::Storage>();
+    const auto* p = x.data<typename Tr::Storage>();
     for (int64_t a = 0; a < outer; ++a) {
       for (int64_t c = 0; c < inner; ++c) {
         const int64_t base = a * len * inner + c;

@@ -8,6 +8,7 @@
 
 #include "backends/interp/kernel.h"
 #include "backends/interp/kernel_util.h"
+#include "support/status_macros.h"
 
 namespace graft::interp {
 namespace {
@@ -15,8 +16,7 @@ namespace {
 // Shape ops that only rename dims share the input's storage: values are
 // never written after they are computed.
 absl::StatusOr<Value> Reshape(const KernelContext& ctx) {
-  absl::StatusOr<Tensor> x = ctx.Input("input");
-  if (!x.ok()) return x.status();
+  ASSIGN_OR_RETURN(Tensor x, ctx.Input("input"));
   std::vector<int64_t> shape = ctx.call().Ints("shape");
   int64_t infer_at = -1, known = 1;
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -27,23 +27,22 @@ absl::StatusOr<Value> Reshape(const KernelContext& ctx) {
       return KernelError("invalid size ", shape[i], " in shape ",
                          DimsString(shape));
     } else {
-      absl::StatusOr<int64_t> n = CheckedNumElements({known, shape[i]});
-      if (!n.ok()) return n.status();
-      known = *n;
+      ASSIGN_OR_RETURN(int64_t n, CheckedNumElements({known, shape[i]}));
+      known = n;
     }
   }
-  const int64_t total = x->NumElements();
+  const int64_t total = x.NumElements();
   if (infer_at >= 0) {
     if (known == 0 || total % known != 0) {
-      return KernelError("cannot reshape ", x->TypeString(), " to ",
+      return KernelError("cannot reshape ", x.TypeString(), " to ",
                          DimsString(shape));
     }
     shape[infer_at] = total / known;
   } else if (known != total) {
-    return KernelError("cannot reshape ", x->TypeString(), " (", total,
+    return KernelError("cannot reshape ", x.TypeString(), " (", total,
                        " elements) to ", DimsString(shape));
   }
-  return Value(x->Reshaped(shape));
+  return Value(x.Reshaped(shape));
 }
 
 absl::StatusOr<Value> PermuteBy(const Tensor& x, std::vector<int64_t> perm) {
@@ -69,90 +68,81 @@ absl::StatusOr<Value> PermuteBy(const Tensor& x, std::vector<int64_t> perm) {
 }
 
 absl::StatusOr<Value> Permute(const KernelContext& ctx) {
-  absl::StatusOr<Tensor> x = ctx.Input("input");
-  if (!x.ok()) return x.status();
-  return PermuteBy(*x, ctx.call().Ints("dims"));
+  ASSIGN_OR_RETURN(Tensor x, ctx.Input("input"));
+  return PermuteBy(x, ctx.call().Ints("dims"));
 }
 
 absl::StatusOr<Value> Transpose(const KernelContext& ctx) {
-  absl::StatusOr<Tensor> x = ctx.Input("input");
-  if (!x.ok()) return x.status();
-  if (x->rank() == 0) return Value(*x);
-  absl::StatusOr<int64_t> d0 = NormalizeDim(ctx.call().Int("dim0"), x->rank());
+  ASSIGN_OR_RETURN(Tensor x, ctx.Input("input"));
+  if (x.rank() == 0) return Value(x);
+  absl::StatusOr<int64_t> d0 = NormalizeDim(ctx.call().Int("dim0"), x.rank());
   if (!d0.ok()) return d0.status();
-  absl::StatusOr<int64_t> d1 = NormalizeDim(ctx.call().Int("dim1"), x->rank());
+  absl::StatusOr<int64_t> d1 = NormalizeDim(ctx.call().Int("dim1"), x.rank());
   if (!d1.ok()) return d1.status();
-  std::vector<int64_t> perm(x->rank());
-  for (int64_t i = 0; i < x->rank(); ++i) perm[i] = i;
+  std::vector<int64_t> perm(x.rank());
+  for (int64_t i = 0; i < x.rank(); ++i) perm[i] = i;
   std::swap(perm[*d0], perm[*d1]);
-  return PermuteBy(*x, perm);
+  return PermuteBy(x, perm);
 }
 
 absl::StatusOr<Value> Flatten(const KernelContext& ctx) {
-  absl::StatusOr<Tensor> x = ctx.Input("input");
-  if (!x.ok()) return x.status();
-  if (x->rank() == 0) return Value(x->Reshaped({1}));
-  absl::StatusOr<int64_t> s =
-      NormalizeDim(ctx.call().Int("start_dim"), x->rank());
-  if (!s.ok()) return s.status();
-  absl::StatusOr<int64_t> e =
-      NormalizeDim(ctx.call().Int("end_dim"), x->rank());
-  if (!e.ok()) return e.status();
-  if (*s > *e) {
-    return KernelError("start_dim ", *s, " comes after end_dim ", *e);
+  ASSIGN_OR_RETURN(Tensor x, ctx.Input("input"));
+  if (x.rank() == 0) return Value(x.Reshaped({1}));
+  ASSIGN_OR_RETURN(int64_t s,
+                   NormalizeDim(ctx.call().Int("start_dim"), x.rank()));
+  ASSIGN_OR_RETURN(int64_t e,
+                   NormalizeDim(ctx.call().Int("end_dim"), x.rank()));
+  if (s > e) {
+    return KernelError("start_dim ", s, " comes after end_dim ", e);
   }
-  std::vector<int64_t> dims(x->dims().begin(), x->dims().begin() + *s);
+  std::vector<int64_t> dims(x.dims().begin(), x.dims().begin() + s);
   int64_t n = 1;
-  for (int64_t i = *s; i <= *e; ++i) n *= x->dims()[i];
+  for (int64_t i = s; i <= e; ++i) n *= x.dims()[i];
   dims.push_back(n);
-  dims.insert(dims.end(), x->dims().begin() + *e + 1, x->dims().end());
-  return Value(x->Reshaped(dims));
+  dims.insert(dims.end(), x.dims().begin() + e + 1, x.dims().end());
+  return Value(x.Reshaped(dims));
 }
 
 absl::StatusOr<Value> Squeeze(const KernelContext& ctx) {
-  absl::StatusOr<Tensor> x = ctx.Input("input");
-  if (!x.ok()) return x.status();
-  std::vector<bool> drop(x->rank(), false);
+  ASSIGN_OR_RETURN(Tensor x, ctx.Input("input"));
+  std::vector<bool> drop(x.rank(), false);
   if (ctx.call().IsNone("dim")) {
-    for (int64_t i = 0; i < x->rank(); ++i) drop[i] = x->dims()[i] == 1;
+    for (int64_t i = 0; i < x.rank(); ++i) drop[i] = x.dims()[i] == 1;
   } else {
     for (int64_t d : ctx.call().Ints("dim")) {
-      absl::StatusOr<int64_t> nd = NormalizeDim(d, x->rank());
+      absl::StatusOr<int64_t> nd = NormalizeDim(d, x.rank());
       if (!nd.ok()) return nd.status();
       // A dim that is not of size 1 is kept, as in PyTorch.
-      if (x->rank() > 0 && x->dims()[*nd] == 1) drop[*nd] = true;
+      if (x.rank() > 0 && x.dims()[*nd] == 1) drop[*nd] = true;
     }
   }
   std::vector<int64_t> dims;
-  for (int64_t i = 0; i < x->rank(); ++i) {
-    if (!drop[i]) dims.push_back(x->dims()[i]);
+  for (int64_t i = 0; i < x.rank(); ++i) {
+    if (!drop[i]) dims.push_back(x.dims()[i]);
   }
-  return Value(x->Reshaped(dims));
+  return Value(x.Reshaped(dims));
 }
 
 absl::StatusOr<Value> Unsqueeze(const KernelContext& ctx) {
-  absl::StatusOr<Tensor> x = ctx.Input("input");
-  if (!x.ok()) return x.status();
-  absl::StatusOr<int64_t> d =
-      NormalizeDim(ctx.call().Int("dim"), x->rank() + 1);
-  if (!d.ok()) return d.status();
-  std::vector<int64_t> dims = x->dims();
-  dims.insert(dims.begin() + *d, 1);
-  return Value(x->Reshaped(dims));
+  ASSIGN_OR_RETURN(Tensor x, ctx.Input("input"));
+  ASSIGN_OR_RETURN(int64_t d,
+                   NormalizeDim(ctx.call().Int("dim"), x.rank() + 1));
+  std::vector<int64_t> dims = x.dims();
+  dims.insert(dims.begin() + d, 1);
+  return Value(x.Reshaped(dims));
 }
 
 absl::StatusOr<Value> Expand(const KernelContext& ctx) {
-  absl::StatusOr<Tensor> x = ctx.Input("input");
-  if (!x.ok()) return x.status();
+  ASSIGN_OR_RETURN(Tensor x, ctx.Input("input"));
   std::vector<int64_t> size = ctx.call().Ints("size");
   const int64_t rank = static_cast<int64_t>(size.size());
-  if (rank < x->rank()) {
+  if (rank < x.rank()) {
     return KernelError("size ", DimsString(size), " has fewer dims than input ",
-                       x->TypeString());
+                       x.TypeString());
   }
-  std::vector<int64_t> in_strides = ContiguousStrides(x->dims());
+  std::vector<int64_t> in_strides = ContiguousStrides(x.dims());
   std::vector<int64_t> dims(rank), strides(rank, 0);
-  const int64_t lead = rank - x->rank();
+  const int64_t lead = rank - x.rank();
   for (int64_t i = 0; i < rank; ++i) {
     if (i < lead) {
       if (size[i] < 0) {
@@ -162,28 +152,26 @@ absl::StatusOr<Value> Expand(const KernelContext& ctx) {
       dims[i] = size[i];
       continue;
     }
-    const int64_t in = x->dims()[i - lead];
+    const int64_t in = x.dims()[i - lead];
     if (size[i] == -1 || size[i] == in) {
       dims[i] = in;
       strides[i] = in_strides[i - lead];
     } else if (in == 1 && size[i] >= 0) {
       dims[i] = size[i];
     } else {
-      return KernelError("cannot expand ", x->TypeString(), " to ",
+      return KernelError("cannot expand ", x.TypeString(), " to ",
                          DimsString(size), " (dim ", i, ": ", in, " to ",
                          size[i], ")");
     }
   }
-  absl::StatusOr<int64_t> n = CheckedNumElements(dims, x->dtype());
-  if (!n.ok()) return n.status();
-  return Value(StridedCopy(*x, dims, strides, 0));
+  ASSIGN_OR_RETURN(int64_t n, CheckedNumElements(dims, x.dtype()));
+  return Value(StridedCopy(x, dims, strides, 0));
 }
 
 absl::StatusOr<Value> Concat(const KernelContext& ctx) {
-  absl::StatusOr<std::vector<Tensor>> ts = ctx.InputList("tensors");
-  if (!ts.ok()) return ts.status();
-  if (ts->empty()) return KernelError("needs at least one tensor");
-  const Tensor& first = ts->front();
+  ASSIGN_OR_RETURN(std::vector<Tensor> ts, ctx.InputList("tensors"));
+  if (ts.empty()) return KernelError("needs at least one tensor");
+  const Tensor& first = ts.front();
   if (first.rank() == 0) {
     return KernelError("cannot concatenate rank-0 tensors; unsqueeze them");
   }
@@ -193,8 +181,8 @@ absl::StatusOr<Value> Concat(const KernelContext& ctx) {
   std::vector<Operand> operands;
   std::vector<int64_t> dims = first.dims();
   dims[*dim] = 0;
-  for (size_t i = 0; i < ts->size(); ++i) {
-    const Tensor& t = (*ts)[i];
+  for (size_t i = 0; i < ts.size(); ++i) {
+    const Tensor& t = ts[i];
     bool ok = t.rank() == first.rank();
     for (int64_t d = 0; ok && d < t.rank(); ++d) {
       ok = d == *dim || t.dims()[d] == first.dims()[d];
@@ -208,16 +196,14 @@ absl::StatusOr<Value> Concat(const KernelContext& ctx) {
     operands.push_back({t, false});
   }
   const DType dtype = ResultType(operands);
-  absl::StatusOr<Tensor> out_or = NewTensor(dtype, dims);
-  if (!out_or.ok()) return out_or.status();
-  Tensor out = *std::move(out_or);
+  ASSIGN_OR_RETURN(Tensor out, NewTensor(dtype, dims));
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < *dim; ++d) outer *= dims[d];
   for (int64_t d = *dim + 1; d < first.rank(); ++d) inner *= dims[d];
   const int64_t elem = DTypeSize(dtype);
   const int64_t out_row = dims[*dim] * inner * elem;
   int64_t at = 0;  // Byte offset of this tensor's block within a row.
-  for (const Tensor& t : *ts) {
+  for (const Tensor& t : ts) {
     Tensor c = CastTensor(t, dtype);
     const int64_t block = t.dims()[*dim] * inner * elem;
     for (int64_t o = 0; o < outer && block > 0; ++o) {
@@ -241,12 +227,11 @@ Tensor SliceAlong(const Tensor& x, int64_t dim, int64_t start, int64_t len,
 }
 
 absl::StatusOr<Value> Split(const KernelContext& ctx) {
-  absl::StatusOr<Tensor> x = ctx.Input("input");
-  if (!x.ok()) return x.status();
-  if (x->rank() == 0) return KernelError("cannot split a rank-0 tensor");
-  absl::StatusOr<int64_t> dim = NormalizeDim(ctx.call().Int("dim"), x->rank());
+  ASSIGN_OR_RETURN(Tensor x, ctx.Input("input"));
+  if (x.rank() == 0) return KernelError("cannot split a rank-0 tensor");
+  absl::StatusOr<int64_t> dim = NormalizeDim(ctx.call().Int("dim"), x.rank());
   if (!dim.ok()) return dim.status();
-  const int64_t size = x->dims()[*dim];
+  const int64_t size = x.dims()[*dim];
   const Argument& arg = ctx.call().Get("split_size_or_sections");
   std::vector<int64_t> sizes;
   if (arg.is_int()) {
@@ -269,34 +254,33 @@ absl::StatusOr<Value> Split(const KernelContext& ctx) {
       if (s > size - total) {
         return KernelError("split sizes ", DimsString(sizes),
                            " add up to more than dim ", *dim, " of ",
-                           x->TypeString(), " (", size, ")");
+                           x.TypeString(), " (", size, ")");
       }
       total += s;
     }
     if (total != size) {
       return KernelError("split sizes ", DimsString(sizes), " add up to ",
-                         total, ", but dim ", *dim, " of ", x->TypeString(),
+                         total, ", but dim ", *dim, " of ", x.TypeString(),
                          " has ", size);
     }
   }
   std::vector<Tensor> parts;
   int64_t at = 0;
   for (int64_t s : sizes) {
-    parts.push_back(SliceAlong(*x, *dim, at, s, 1));
+    parts.push_back(SliceAlong(x, *dim, at, s, 1));
     at += s;
   }
   return Value::Tuple(std::move(parts));
 }
 
 absl::StatusOr<Value> Slice(const KernelContext& ctx) {
-  absl::StatusOr<Tensor> x = ctx.Input("input");
-  if (!x.ok()) return x.status();
-  if (x->rank() == 0) return KernelError("cannot slice a rank-0 tensor");
-  absl::StatusOr<int64_t> dim = NormalizeDim(ctx.call().Int("dim"), x->rank());
+  ASSIGN_OR_RETURN(Tensor x, ctx.Input("input"));
+  if (x.rank() == 0) return KernelError("cannot slice a rank-0 tensor");
+  absl::StatusOr<int64_t> dim = NormalizeDim(ctx.call().Int("dim"), x.rank());
   if (!dim.ok()) return dim.status();
   const int64_t step = ctx.call().Int("step");
   if (step <= 0) return KernelError("step must be positive, got ", step);
-  const int64_t size = x->dims()[*dim];
+  const int64_t size = x.dims()[*dim];
   // Python slice bounds: negatives count from the end, then clamp.
   auto bound = [&](absl::string_view name, int64_t fallback) {
     if (ctx.call().IsNone(name)) return fallback;
@@ -306,35 +290,33 @@ absl::StatusOr<Value> Slice(const KernelContext& ctx) {
   };
   const int64_t start = bound("start", 0), end = bound("end", size);
   const int64_t len = end > start ? 1 + (end - start - 1) / step : 0;
-  return Value(SliceAlong(*x, *dim, start, len, step));
+  return Value(SliceAlong(x, *dim, start, len, step));
 }
 
 absl::StatusOr<Value> Gather(const KernelContext& ctx) {
-  absl::StatusOr<Tensor> x = ctx.Input("input");
-  if (!x.ok()) return x.status();
-  absl::StatusOr<Tensor> index = ctx.Input("index");
-  if (!index.ok()) return index.status();
-  if (absl::Status s = CheckIndexDType(*index, "index"); !s.ok()) return s;
-  absl::StatusOr<int64_t> dim = NormalizeDim(ctx.call().Int("dim"), x->rank());
+  ASSIGN_OR_RETURN(Tensor x, ctx.Input("input"));
+  ASSIGN_OR_RETURN(Tensor index, ctx.Input("index"));
+  RETURN_IF_ERROR(CheckIndexDType(index, "index"));
+  absl::StatusOr<int64_t> dim = NormalizeDim(ctx.call().Int("dim"), x.rank());
   if (!dim.ok()) return dim.status();
-  const int64_t rank = std::max<int64_t>(x->rank(), 1);
-  std::vector<int64_t> xd = x->dims(), id = index->dims();
+  const int64_t rank = std::max<int64_t>(x.rank(), 1);
+  std::vector<int64_t> xd = x.dims(), id = index.dims();
   if (xd.empty()) xd = {1};
   if (id.empty()) id = {1};
   bool ok = static_cast<int64_t>(id.size()) == rank;
   for (int64_t d = 0; ok && d < rank; ++d) ok = d == *dim || id[d] <= xd[d];
   if (!ok) {
-    return KernelError("index ", index->TypeString(),
-                       " must have the rank of input ", x->TypeString(),
+    return KernelError("index ", index.TypeString(),
+                       " must have the rank of input ", x.TypeString(),
                        " and no larger sizes outside dim ", *dim);
   }
-  Tensor out(x->dtype(), index->dims());
+  Tensor out(x.dtype(), index.dims());
   std::vector<int64_t> xs = ContiguousStrides(xd);
-  const int64_t elem = DTypeSize(x->dtype());
-  const int64_t n = index->NumElements();
+  const int64_t elem = DTypeSize(x.dtype());
+  const int64_t n = index.NumElements();
   std::vector<int64_t> pos(rank, 0);
   for (int64_t i = 0; i < n; ++i) {
-    const int64_t v = IndexAt(*index, i);
+    const int64_t v = IndexAt(index, i);
     if (v < 0 || v >= xd[*dim]) {
       return KernelError("index ", v, " at position ", i,
                          " is out of range for dim ", *dim, " of size ",
@@ -343,7 +325,7 @@ absl::StatusOr<Value> Gather(const KernelContext& ctx) {
     int64_t src = 0;
     for (int64_t d = 0; d < rank; ++d) src += (d == *dim ? v : pos[d]) * xs[d];
     std::memcpy(static_cast<char*>(out.raw_data()) + i * elem,
-                static_cast<const char*>(x->raw_data()) + src * elem, elem);
+                static_cast<const char*>(x.raw_data()) + src * elem, elem);
     for (int64_t d = rank; d > 0; --d) {
       if (++pos[d - 1] < id[d - 1]) break;
       pos[d - 1] = 0;
@@ -366,9 +348,7 @@ absl::StatusOr<Tensor> TakeAlong(const Tensor& x, int64_t dim,
   if (x.rank() > 0) {
     dims.insert(dims.end(), x.dims().begin() + dim + 1, x.dims().end());
   }
-  absl::StatusOr<Tensor> out_or = NewTensor(x.dtype(), dims);
-  if (!out_or.ok()) return out_or.status();
-  Tensor out = *std::move(out_or);
+  ASSIGN_OR_RETURN(Tensor out, NewTensor(x.dtype(), dims));
   const int64_t n = index.NumElements();
   const int64_t row = inner * DTypeSize(x.dtype());
   for (int64_t i = 0; i < n; ++i) {
@@ -390,44 +370,34 @@ absl::StatusOr<Tensor> TakeAlong(const Tensor& x, int64_t dim,
 }
 
 absl::StatusOr<Value> IndexSelect(const KernelContext& ctx) {
-  absl::StatusOr<Tensor> x = ctx.Input("input");
-  if (!x.ok()) return x.status();
-  absl::StatusOr<Tensor> index = ctx.Input("index");
-  if (!index.ok()) return index.status();
-  if (absl::Status s = CheckIndexDType(*index, "index"); !s.ok()) return s;
-  if (index->rank() > 1) {
-    return KernelError("index must be 1-D, got ", index->TypeString());
+  ASSIGN_OR_RETURN(Tensor x, ctx.Input("input"));
+  ASSIGN_OR_RETURN(Tensor index, ctx.Input("index"));
+  RETURN_IF_ERROR(CheckIndexDType(index, "index"));
+  if (index.rank() > 1) {
+    return KernelError("index must be 1-D, got ", index.TypeString());
   }
-  absl::StatusOr<int64_t> dim = NormalizeDim(ctx.call().Int("dim"), x->rank());
-  if (!dim.ok()) return dim.status();
+  ASSIGN_OR_RETURN(int64_t dim, NormalizeDim(ctx.call().Int("dim"), x.rank()));
   std::vector<int64_t> index_dims;
-  if (x->rank() > 0) {
-    index_dims = {index->NumElements()};
-  } else if (index->NumElements() != 1) {
+  if (x.rank() > 0) {
+    index_dims = {index.NumElements()};
+  } else if (index.NumElements() != 1) {
     return KernelError("a rank-0 input takes exactly one index, got ",
-                       index->TypeString());
+                       index.TypeString());
   }
-  absl::StatusOr<Tensor> out = TakeAlong(*x, *dim, *index, index_dims);
-  if (!out.ok()) return out.status();
-  return Value(*std::move(out));
+  ASSIGN_OR_RETURN(Tensor out, TakeAlong(x, dim, index, index_dims));
+  return Value(std::move(out));
 }
 
 absl::StatusOr<Value> Embedding(const KernelContext& ctx) {
-  absl::StatusOr<Tensor> index = ctx.Input("input");
-  if (!index.ok()) return index.status();
-  absl::StatusOr<Tensor> weight = ctx.Input("weight");
-  if (!weight.ok()) return weight.status();
-  if (absl::Status s = CheckIndexDType(*index, "input (the indices)");
-      !s.ok()) {
-    return s;
-  }
-  if (weight->rank() != 2) {
+  ASSIGN_OR_RETURN(Tensor index, ctx.Input("input"));
+  ASSIGN_OR_RETURN(Tensor weight, ctx.Input("weight"));
+  RETURN_IF_ERROR(CheckIndexDType(index, "input (the indices)"));
+  if (weight.rank() != 2) {
     return KernelError("weight must be 2-D [num_embeddings, dim], got ",
-                       weight->TypeString());
+                       weight.TypeString());
   }
-  absl::StatusOr<Tensor> out = TakeAlong(*weight, 0, *index, index->dims());
-  if (!out.ok()) return out.status();
-  return Value(*std::move(out));
+  ASSIGN_OR_RETURN(Tensor out, TakeAlong(weight, 0, index, index.dims()));
+  return Value(std::move(out));
 }
 
 // Source index along one dim for output position `o` of a padded dim
@@ -445,20 +415,19 @@ int64_t PadSource(int64_t o, int64_t before, int64_t size,
 }
 
 absl::StatusOr<Value> Pad(const KernelContext& ctx) {
-  absl::StatusOr<Tensor> x = ctx.Input("input");
-  if (!x.ok()) return x.status();
+  ASSIGN_OR_RETURN(Tensor x, ctx.Input("input"));
   std::vector<int64_t> pad = ctx.call().Ints("pad");
   const std::string& mode = ctx.call().String("mode");
   if (mode != "constant" && mode != "reflect" && mode != "replicate") {
     return KernelError("mode must be constant, reflect or replicate, got \"",
                        mode, "\"");
   }
-  if (pad.size() % 2 != 0 || static_cast<int64_t>(pad.size()) > 2 * x->rank()) {
+  if (pad.size() % 2 != 0 || static_cast<int64_t>(pad.size()) > 2 * x.rank()) {
     return KernelError("pad ", DimsString(pad),
                        " must hold (before, after) pairs for at most the ",
-                       x->rank(), " dims of ", x->TypeString());
+                       x.rank(), " dims of ", x.TypeString());
   }
-  const int64_t rank = x->rank();
+  const int64_t rank = x.rank();
   std::vector<int64_t> before(rank, 0), after(rank, 0);
   for (size_t p = 0; p < pad.size() / 2; ++p) {
     // Pairs start from the last dim, as in F.pad.
@@ -467,7 +436,7 @@ absl::StatusOr<Value> Pad(const KernelContext& ctx) {
   }
   std::vector<int64_t> dims(rank);
   for (int64_t d = 0; d < rank; ++d) {
-    const int64_t in = x->dims()[d];
+    const int64_t in = x.dims()[d];
     constexpr int64_t kMaxPad = int64_t{1} << 40;
     if (before[d] > kMaxPad || before[d] < -kMaxPad || after[d] > kMaxPad ||
         after[d] < -kMaxPad) {
@@ -476,7 +445,7 @@ absl::StatusOr<Value> Pad(const KernelContext& ctx) {
     dims[d] = in + before[d] + after[d];
     if (dims[d] < 0) {
       return KernelError("pad ", DimsString(pad), " makes dim ", d, " of ",
-                         x->TypeString(), " negative");
+                         x.TypeString(), " negative");
     }
     if (mode != "constant" && (before[d] != 0 || after[d] != 0)) {
       if (in == 0) {
@@ -490,21 +459,19 @@ absl::StatusOr<Value> Pad(const KernelContext& ctx) {
       }
     }
   }
-  absl::StatusOr<Tensor> out_or = NewTensor(x->dtype(), dims);
-  if (!out_or.ok()) return out_or.status();
-  Tensor out = *std::move(out_or);
+  ASSIGN_OR_RETURN(Tensor out, NewTensor(x.dtype(), dims));
   // Per dim, the source index of every output position.
   std::vector<std::vector<int64_t>> source(rank);
   for (int64_t d = 0; d < rank; ++d) {
     for (int64_t o = 0; o < dims[d]; ++o) {
-      source[d].push_back(PadSource(o, before[d], x->dims()[d], mode));
+      source[d].push_back(PadSource(o, before[d], x.dims()[d], mode));
     }
   }
-  std::vector<int64_t> xs = ContiguousStrides(x->dims());
+  std::vector<int64_t> xs = ContiguousStrides(x.dims());
   const double value = ctx.call().Float("value");
-  DispatchDType(x->dtype(), [&](auto tr) {
+  DispatchDType(x.dtype(), [&](auto tr) {
     using Tr = decltype(tr);
-    const auto* in = x->data<typename Tr::Storage>();
+    const auto* in = x.data<typename Tr::Storage>();
     auto* o = out.data<typename Tr::Storage>();
     const auto fill = Tr::From(value);
     const int64_t n = out.NumElements();
@@ -528,13 +495,12 @@ absl::StatusOr<Value> Pad(const KernelContext& ctx) {
 }
 
 absl::StatusOr<Value> GetItem(const KernelContext& ctx) {
-  absl::StatusOr<const Value*> v = ctx.InputValue("input");
-  if (!v.ok()) return v.status();
-  if (!(*v)->is_tuple()) {
+  ASSIGN_OR_RETURN(const Value* v, ctx.InputValue("input"));
+  if (!(v)->is_tuple()) {
     return KernelError("input ", ctx.call().TensorNode("input")->Ref(),
                        " is a tensor, not a tuple");
   }
-  const std::vector<Tensor>& tuple = (*v)->tuple();
+  const std::vector<Tensor>& tuple = (v)->tuple();
   const int64_t size = static_cast<int64_t>(tuple.size());
   int64_t i = ctx.call().Int("index");
   if (i < -size || i >= size) {
@@ -544,9 +510,8 @@ absl::StatusOr<Value> GetItem(const KernelContext& ctx) {
 }
 
 absl::StatusOr<Value> Identity(const KernelContext& ctx) {
-  absl::StatusOr<const Value*> v = ctx.InputValue("input");
-  if (!v.ok()) return v.status();
-  return **v;
+  ASSIGN_OR_RETURN(const Value* v, ctx.InputValue("input"));
+  return *v;
 }
 
 absl::StatusOr<Value> Dropout(const KernelContext& ctx) {

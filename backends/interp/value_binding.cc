@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "backends/backend.h"
+#include "support/status_macros.h"
 
 namespace graft::interp {
 
@@ -38,7 +39,7 @@ absl::StatusOr<std::vector<Tensor>> SubmoduleInputs(
     return absl::OkStatus();
   };
   for (size_t i = 0; i < node.num_args(); ++i) {
-    if (absl::Status s = bind(i, node.arg(i)); !s.ok()) return s;
+    RETURN_IF_ERROR(bind(i, node.arg(i)));
   }
   for (const auto& [key, arg] : node.kwargs()) {
     size_t i = 0;
@@ -48,7 +49,7 @@ absl::StatusOr<std::vector<Tensor>> SubmoduleInputs(
           absl::StrCat("submodule '", node.target(), "' has no input '", key,
                        "' or it was given twice"));
     }
-    if (absl::Status s = bind(i, arg); !s.ok()) return s;
+    RETURN_IF_ERROR(bind(i, arg));
   }
   for (size_t i = 0; i < params.size(); ++i) {
     if (!given[i]) {
