@@ -305,21 +305,29 @@ Argument MapArgument(const Argument& arg,
   return Argument(std::move(out));
 }
 
+// Graph::CopyNode's body, visible here so that CopyFrom, which copies every
+// node of a graph, inlines it.
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline Node* CopyNodeInto(
+    Graph& graph, const Node& node,
+    const absl::flat_hash_map<const Node*, Node*>& map) {
+  std::vector<Argument> args;
+  args.reserve(node.num_args());
+  for (const Argument& a : node.args()) args.push_back(MapArgument(a, map));
+  Kwargs kwargs;
+  for (const auto& [k, v] : node.kwargs()) {
+    kwargs.emplace_back(k, MapArgument(v, map));
+  }
+  Node* copy = graph.CreateNode(node.op(), node.target(), std::move(args),
+                                std::move(kwargs), node.name());
+  copy->meta() = node.meta();
+  return copy;
+}
+
 }  // namespace
 
 Node* Graph::CopyNode(const Node& node,
                       const absl::flat_hash_map<const Node*, Node*>& map) {
-  std::vector<Argument> args;
-  args.reserve(node.args_.size());
-  for (const Argument& a : node.args_) args.push_back(MapArgument(a, map));
-  Kwargs kwargs;
-  for (const auto& [k, v] : node.kwargs_) {
-    kwargs.emplace_back(k, MapArgument(v, map));
-  }
-  Node* copy = CreateNode(node.op_, node.target(), std::move(args),
-                          std::move(kwargs), node.name_);
-  copy->meta_ = node.meta_;
-  return copy;
+  return CopyNodeInto(*this, node, map);
 }
 
 void Graph::ReserveNodes(size_t count) { names_.Reserve(names_.size() + count); }
@@ -328,7 +336,7 @@ absl::flat_hash_map<const Node*, Node*> Graph::CopyFrom(const Graph& other) {
   absl::flat_hash_map<const Node*, Node*> map;
   map.reserve(other.num_nodes());
   ReserveNodes(other.num_nodes());
-  for (Node* n : other.nodes()) map.emplace(n, CopyNode(*n, map));
+  for (Node* n : other.nodes()) map.emplace(n, CopyNodeInto(*this, *n, map));
   // Continue the source's name counters (targets are interned process-wide,
   // so the keys match): nodes created later in the copy then find a free
   // name at once instead of probing past every name the copy took over.

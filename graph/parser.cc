@@ -187,10 +187,11 @@ absl::Status TextParser::ParseSubmodule(Module& module, int depth) {
                                          kMaxModuleDepth, " deep"));
   }
   Token name_token = tok_;
-  ASSIGN_OR_RETURN(std::string name, ParseName("a submodule name"));
-  if (module.FindSubmodule(name) != nullptr) {
+  absl::StatusOr<std::string> name = ParseName("a submodule name");
+  if (!name.ok()) return name.status();
+  if (module.FindSubmodule(*name) != nullptr) {
     return ErrorAt(name_token,
-                   absl::StrCat("duplicate submodule '", name, "'"));
+                   absl::StrCat("duplicate submodule '", *name, "'"));
   }
   RETURN_IF_ERROR(Expect(TokenKind::kLBrace, "'{'"));
   Module sub;
@@ -200,7 +201,7 @@ absl::Status TextParser::ParseSubmodule(Module& module, int depth) {
       !s.ok()) {
     return s;
   }
-  module.AddSubmodule(std::move(name), std::move(sub));
+  module.AddSubmodule(*std::move(name), std::move(sub));
   return absl::OkStatus();
 }
 
@@ -220,13 +221,14 @@ absl::Status TextParser::ParseTensorType(TensorType* type) {
   while (!At(TokenKind::kRBracket)) {
     if (At(TokenKind::kInt)) {
       Token t = Take();
-      ASSIGN_OR_RETURN(int64_t value, ParseInt(t));
-      if (value < 0) {
-        return ErrorAt(t, absl::StrCat("dimension ", value,
+      absl::StatusOr<int64_t> value = ParseInt(t);
+      if (!value.ok()) return value.status();
+      if (*value < 0) {
+        return ErrorAt(t, absl::StrCat("dimension ", *value,
                                        " is negative; use a symbol for an "
                                        "unknown size"));
       }
-      type->shape.push_back(Dim(value));
+      type->shape.push_back(Dim(*value));
     } else if (At(TokenKind::kIdent)) {
       type->shape.push_back(Dim::Symbol(Take().text));
     } else if (At(TokenKind::kString)) {
@@ -332,16 +334,19 @@ absl::StatusOr<Argument> TextParser::ParseValue(const Graph& graph, int depth,
                                                 bool in_return) {
   switch (tok_.kind) {
     case TokenKind::kNodeRef: {
-      ASSIGN_OR_RETURN(Node * node, ResolveNode(graph, Take()));
-      return Argument(node);
+      absl::StatusOr<Node*> node = ResolveNode(graph, Take());
+      if (!node.ok()) return node.status();
+      return Argument(*node);
     }
     case TokenKind::kInt: {
-      ASSIGN_OR_RETURN(int64_t value, ParseInt(Take()));
-      return Argument(value);
+      absl::StatusOr<int64_t> value = ParseInt(Take());
+      if (!value.ok()) return value.status();
+      return Argument(*value);
     }
     case TokenKind::kFloat: {
-      ASSIGN_OR_RETURN(double value, ParseDouble(Take()));
-      return Argument(value);
+      absl::StatusOr<double> value = ParseDouble(Take());
+      if (!value.ok()) return value.status();
+      return Argument(*value);
     }
     case TokenKind::kString:
       return Argument(DecodeString(Take().text));
@@ -354,9 +359,10 @@ absl::StatusOr<Argument> TextParser::ParseValue(const Graph& graph, int depth,
       TokenKind close =
           At(TokenKind::kLBracket) ? TokenKind::kRBracket : TokenKind::kRParen;
       Take();
-      ASSIGN_OR_RETURN(ArgumentList list,
-                       ParseSequence(graph, close, depth + 1, in_return));
-      return Argument(std::move(list));
+      absl::StatusOr<ArgumentList> list =
+          ParseSequence(graph, close, depth + 1, in_return);
+      if (!list.ok()) return list.status();
+      return Argument(*std::move(list));
     }
     case TokenKind::kIdent: {
       absl::string_view word = tok_.text;
@@ -366,8 +372,9 @@ absl::StatusOr<Argument> TextParser::ParseValue(const Graph& graph, int depth,
         return *std::move(keyword);
       }
       if (in_return) {
-        ASSIGN_OR_RETURN(Node * node, ResolveNode(graph, Take()));
-        return Argument(node);
+        absl::StatusOr<Node*> node = ResolveNode(graph, Take());
+        if (!node.ok()) return node.status();
+        return Argument(*node);
       }
       return ErrorAt(tok_,
                      absl::StrCat("expected a value, got ", DescribeToken(tok_),
@@ -386,11 +393,12 @@ absl::StatusOr<ArgumentList> TextParser::ParseSequence(const Graph& graph,
   ArgumentList list;
   const char* close_text = close == TokenKind::kRParen ? "')'" : "']'";
   while (!At(close)) {
-    ASSIGN_OR_RETURN(Argument value, ParseValue(graph, depth, in_return));
+    absl::StatusOr<Argument> value = ParseValue(graph, depth, in_return);
+    if (!value.ok()) return value.status();
     // Room for a typical call's operands at once, not one by one (the
     // args tuple is copied into the node; nested lists are kept as built).
     if (depth == 0 && list.empty()) list.reserve(4);
-    list.push_back(std::move(value));
+    list.push_back(*std::move(value));
     if (At(TokenKind::kComma)) {
       Take();
       continue;
@@ -410,23 +418,26 @@ absl::StatusOr<Kwargs> TextParser::ParseKwargs(const Graph& graph) {
   absl::flat_hash_set<std::string> seen;
   while (!At(TokenKind::kRBrace)) {
     Token key_token = tok_;
-    ASSIGN_OR_RETURN(std::string key, ParseName("a keyword argument name"));
+    absl::StatusOr<std::string> key = ParseName("a keyword argument name");
+    if (!key.ok()) return key.status();
     bool duplicate = false;
     if (kwargs.size() < kScanLimit) {
-      for (const auto& [existing, value] : kwargs) duplicate |= existing == key;
+      for (const auto& [existing, value] : kwargs)
+        duplicate |= existing == *key;
     } else {
       if (seen.empty()) {
         for (const auto& [existing, value] : kwargs) seen.insert(existing);
       }
-      duplicate = !seen.insert(key).second;
+      duplicate = !seen.insert(*key).second;
     }
     if (duplicate) {
       return ErrorAt(key_token,
-                     absl::StrCat("duplicate keyword argument '", key, "'"));
+                     absl::StrCat("duplicate keyword argument '", *key, "'"));
     }
     RETURN_IF_ERROR(Expect(TokenKind::kColon, "':'"));
-    ASSIGN_OR_RETURN(Argument value, ParseValue(graph, 0, false));
-    kwargs.emplace_back(std::move(key), std::move(value));
+    absl::StatusOr<Argument> value = ParseValue(graph, 0, false);
+    if (!value.ok()) return value.status();
+    kwargs.emplace_back(*std::move(key), *std::move(value));
     if (At(TokenKind::kComma)) {
       Take();
       continue;
@@ -484,18 +495,19 @@ absl::Status TextParser::ParseNode(Module& module) {
   RETURN_IF_ERROR(ExpectWord("target"));
   RETURN_IF_ERROR(Expect(TokenKind::kEquals, "'='"));
   Token target_token = tok_;
-  ASSIGN_OR_RETURN(std::string target, ParseName("a target name"));
+  absl::StatusOr<std::string> target = ParseName("a target name");
+  if (!target.ok()) return target.status();
   RETURN_IF_ERROR(Expect(TokenKind::kRBracket, "']'"));
-  if (*op == OpCode::kGetAttr && module.FindTensor(target) == nullptr) {
+  if (*op == OpCode::kGetAttr && module.FindTensor(*target) == nullptr) {
     return ErrorAt(target_token,
-                   absl::StrCat("get_attr of undefined tensor '", target,
+                   absl::StrCat("get_attr of undefined tensor '", *target,
                                 "' (declare it before the graph with 'tensor ",
-                                target, " : TYPE = ...')"));
+                                *target, " : TYPE = ...')"));
   }
-  if (*op == OpCode::kCallModule && module.FindSubmodule(target) == nullptr) {
+  if (*op == OpCode::kCallModule && module.FindSubmodule(*target) == nullptr) {
     return ErrorAt(
         target_token,
-        absl::StrCat("call_module of undefined submodule '", target, "'"));
+        absl::StrCat("call_module of undefined submodule '", *target, "'"));
   }
   ArgumentList args;
   Kwargs kwargs;
@@ -504,17 +516,19 @@ absl::Status TextParser::ParseNode(Module& module) {
     RETURN_IF_ERROR(ExpectWord("args"));
     RETURN_IF_ERROR(Expect(TokenKind::kEquals, "'='"));
     RETURN_IF_ERROR(Expect(TokenKind::kLParen, "'(' (the args tuple)"));
-    ASSIGN_OR_RETURN(ArgumentList parsed,
-                     ParseSequence(graph, TokenKind::kRParen, 0, false));
-    args = std::move(parsed);
+    absl::StatusOr<ArgumentList> parsed =
+        ParseSequence(graph, TokenKind::kRParen, 0, false);
+    if (!parsed.ok()) return parsed.status();
+    args = *std::move(parsed);
     RETURN_IF_ERROR(Expect(TokenKind::kComma, "','"));
     RETURN_IF_ERROR(ExpectWord("kwargs"));
     RETURN_IF_ERROR(Expect(TokenKind::kEquals, "'='"));
-    ASSIGN_OR_RETURN(Kwargs parsed_kwargs, ParseKwargs(graph));
-    kwargs = std::move(parsed_kwargs);
+    absl::StatusOr<Kwargs> parsed_kwargs = ParseKwargs(graph);
+    if (!parsed_kwargs.ok()) return parsed_kwargs.status();
+    kwargs = *std::move(parsed_kwargs);
     RETURN_IF_ERROR(Expect(TokenKind::kRParen, "')'"));
   }
-  Node* node = graph.CreateNode(*op, std::move(target), std::move(args),
+  Node* node = graph.CreateNode(*op, *std::move(target), std::move(args),
                                 std::move(kwargs), name_token.text);
   if (node->name() != name_token.text) {
     return DuplicateName(graph, node, name_token);
@@ -545,9 +559,10 @@ absl::Status TextParser::ParseReturn(Graph& graph) {
   if (At(TokenKind::kLParen)) {
     // The top-level tuple of several outputs.
     Take();
-    ASSIGN_OR_RETURN(ArgumentList list,
-                     ParseSequence(graph, TokenKind::kRParen, 0, true));
-    value = Argument(std::move(list));
+    absl::StatusOr<ArgumentList> list =
+        ParseSequence(graph, TokenKind::kRParen, 0, true);
+    if (!list.ok()) return list.status();
+    value = Argument(*std::move(list));
   } else {
     value = ParseValue(graph, 0, true);
     if (!value.ok()) return value.status();
@@ -570,25 +585,26 @@ int64_t CheckedNumElements(const std::vector<int64_t>& dims) {
 absl::Status TextParser::ParseTensor(Module& module) {
   Take();  // tensor
   Token name_token = tok_;
-  ASSIGN_OR_RETURN(std::string name, ParseName("a tensor name"));
-  if (module.FindTensor(name) != nullptr) {
-    return ErrorAt(name_token, absl::StrCat("duplicate tensor '", name, "'"));
+  absl::StatusOr<std::string> name = ParseName("a tensor name");
+  if (!name.ok()) return name.status();
+  if (module.FindTensor(*name) != nullptr) {
+    return ErrorAt(name_token, absl::StrCat("duplicate tensor '", *name, "'"));
   }
   RETURN_IF_ERROR(Expect(TokenKind::kColon, "':' and the tensor's type"));
   Token type_token = tok_;
   TensorType type;
   RETURN_IF_ERROR(ParseTensorType(&type));
   if (!IsStatic(type.shape)) {
-    return ErrorAt(type_token, absl::StrCat("tensor '", name,
+    return ErrorAt(type_token, absl::StrCat("tensor '", *name,
                                             "' needs a static shape, got ",
                                             type.ToString()));
   }
   RETURN_IF_ERROR(Expect(TokenKind::kEquals, "'='"));
   std::string init;
-  ASSIGN_OR_RETURN(Tensor value,
-                   ParseTensorData(name, type.dtype, StaticDims(type.shape),
-                                   type_token, &init));
-  module.SetTensor(std::move(name), std::move(value), std::move(init));
+  absl::StatusOr<Tensor> value = ParseTensorData(
+      *name, type.dtype, StaticDims(type.shape), type_token, &init);
+  if (!value.ok()) return value.status();
+  module.SetTensor(*std::move(name), *std::move(value), std::move(init));
   return absl::OkStatus();
 }
 
@@ -785,8 +801,9 @@ absl::StatusOr<Module> LoadTextModule(absl::string_view path,
     return absl::InvalidArgumentError(
         absl::StrCat("cannot read '", path, "': it is a directory"));
   }
-  ASSIGN_OR_RETURN(std::string text, ReadFile(std::string(path)));
-  return ParseModule(text, path, options);
+  absl::StatusOr<std::string> text = ReadFile(std::string(path));
+  if (!text.ok()) return text.status();
+  return ParseModule(*text, path, options);
 }
 
 }  // namespace graft

@@ -19,28 +19,30 @@
 #define GRAFT_STATUS_CONCAT_INNER_(a, b) a##b
 #define GRAFT_STATUS_CONCAT_(a, b) GRAFT_STATUS_CONCAT_INNER_(a, b)
 
-#define RETURN_IF_ERROR(expr)                                   \
-  do {                                                          \
-    ::absl::Status graft_status_ = ::graft::internal::AsStatus( \
-        (expr));                                                \
-    if (!graft_status_.ok()) return graft_status_;              \
+// The status is checked where it was made: no copy on the success path,
+// which parsers and kernels take for every node.
+#define RETURN_IF_ERROR(expr)                                       \
+  do {                                                              \
+    if (auto graft_status_ = (expr); !graft_status_.ok()) {         \
+      return ::graft::internal::AsStatus(std::move(graft_status_)); \
+    }                                                               \
   } while (false)
 
 #define ASSIGN_OR_RETURN(lhs, expr) \
   GRAFT_ASSIGN_OR_RETURN_IMPL_(     \
       GRAFT_STATUS_CONCAT_(graft_statusor_, __LINE__), lhs, expr)
 
-#define GRAFT_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, expr) \
+#define GRAFT_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, expr)  \
   auto statusor = (expr);                                  \
   if (!statusor.ok()) return std::move(statusor).status(); \
   lhs = *std::move(statusor)
 
 namespace graft::internal {
 
-inline const absl::Status& AsStatus(const absl::Status& s) { return s; }
+inline absl::Status AsStatus(absl::Status&& s) { return std::move(s); }
 template <typename T>
-const absl::Status& AsStatus(const absl::StatusOr<T>& s) {
-  return s.status();
+absl::Status AsStatus(absl::StatusOr<T>&& s) {
+  return std::move(s).status();
 }
 
 }  // namespace graft::internal
