@@ -6,12 +6,12 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
-#include "graph/chain_graph.h"
 #include "graph/file_io.h"
 #include "graph/op_registry.h"
 #include "graph/parser.h"
 #include "gtest/gtest.h"
 #include "serialize/graphviz_render.h"
+#include "workloads/chain_graph.h"
 
 namespace graft {
 namespace {

@@ -1,5 +1,5 @@
-#ifndef GRAFT_GRAPH_CHAIN_GRAPH_H_
-#define GRAFT_GRAPH_CHAIN_GRAPH_H_
+#ifndef GRAFT_WORKLOADS_CHAIN_GRAPH_H_
+#define GRAFT_WORKLOADS_CHAIN_GRAPH_H_
 
 #include <cstdint>
 
@@ -16,4 +16,4 @@ Module BuildChainGraph(int64_t repetitions, bool reserve_names = true);
 
 }  // namespace graft
 
-#endif  // GRAFT_GRAPH_CHAIN_GRAPH_H_
+#endif  // GRAFT_WORKLOADS_CHAIN_GRAPH_H_

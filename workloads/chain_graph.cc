@@ -1,4 +1,4 @@
-#include "graph/chain_graph.h"
+#include "workloads/chain_graph.h"
 
 namespace graft {
 

@@ -1,4 +1,4 @@
-#include "graph/benchmark_mlp.h"
+#include "workloads/benchmark_mlp.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -1,5 +1,5 @@
-#ifndef GRAFT_GRAPH_BENCHMARK_MLP_H_
-#define GRAFT_GRAPH_BENCHMARK_MLP_H_
+#ifndef GRAFT_WORKLOADS_BENCHMARK_MLP_H_
+#define GRAFT_WORKLOADS_BENCHMARK_MLP_H_
 
 #include <cstdint>
 
@@ -28,4 +28,4 @@ absl::StatusOr<Module> TraceBenchmarkMlp(int64_t batch, uint64_t seed);
 
 }  // namespace graft
 
-#endif  // GRAFT_GRAPH_BENCHMARK_MLP_H_
+#endif  // GRAFT_WORKLOADS_BENCHMARK_MLP_H_
