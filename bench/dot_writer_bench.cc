@@ -8,7 +8,7 @@
 #include <cstddef>
 
 #include "benchmark/benchmark.h"
-#include "serialize/dot_writer.h"
+#include "viz/dot_writer.h"
 #include "workloads/chain_graph.h"
 
 namespace graft {

@@ -28,9 +28,9 @@
 #include "graph/printer.h"
 #include "passes/pass_context.h"
 #include "passes/pipeline.h"
-#include "serialize/dot_writer.h"
-#include "serialize/graphviz_render.h"
 #include "serialize/model_io.h"
+#include "viz/dot_writer.h"
+#include "viz/graphviz_render.h"
 #include "workloads/benchmark_mlp.h"
 
 namespace graft::cli {

@@ -1,5 +1,5 @@
-#ifndef GRAFT_SERIALIZE_DOT_DUMP_WRITER_H_
-#define GRAFT_SERIALIZE_DOT_DUMP_WRITER_H_
+#ifndef GRAFT_VIZ_DOT_DUMP_WRITER_H_
+#define GRAFT_VIZ_DOT_DUMP_WRITER_H_
 
 #include "absl/status/status.h"
 #include "passes/dump_writer.h"
@@ -13,4 +13,4 @@ absl::Status WriteDotDump(const passes::DumpRequest& request);
 
 }  // namespace graft
 
-#endif  // GRAFT_SERIALIZE_DOT_DUMP_WRITER_H_
+#endif  // GRAFT_VIZ_DOT_DUMP_WRITER_H_

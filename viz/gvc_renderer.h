@@ -1,5 +1,5 @@
-#ifndef GRAFT_SERIALIZE_GVC_RENDERER_H_
-#define GRAFT_SERIALIZE_GVC_RENDERER_H_
+#ifndef GRAFT_VIZ_GVC_RENDERER_H_
+#define GRAFT_VIZ_GVC_RENDERER_H_
 
 // The part of graphviz_render that calls libgvc. gvc_renderer.cc is
 // compiled only when graft is built with Graphviz (GRAFT_HAVE_GRAPHVIZ);
@@ -9,7 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "serialize/graphviz_render.h"
+#include "viz/graphviz_render.h"
 
 namespace graft::internal {
 
@@ -21,4 +21,4 @@ absl::StatusOr<DotGraphSummary> ParseWithCgraph(absl::string_view dot);
 
 }  // namespace graft::internal
 
-#endif  // GRAFT_SERIALIZE_GVC_RENDERER_H_
+#endif  // GRAFT_VIZ_GVC_RENDERER_H_

@@ -1,7 +1,7 @@
-#include "serialize/dot_dump_writer.h"
+#include "viz/dot_dump_writer.h"
 
 #include "absl/strings/str_cat.h"
-#include "serialize/dot_writer.h"
+#include "viz/dot_writer.h"
 
 namespace graft {
 

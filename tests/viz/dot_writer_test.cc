@@ -1,4 +1,4 @@
-#include "serialize/dot_writer.h"
+#include "viz/dot_writer.h"
 
 #include <string>
 #include <vector>
@@ -10,7 +10,7 @@
 #include "graph/op_registry.h"
 #include "graph/parser.h"
 #include "gtest/gtest.h"
-#include "serialize/graphviz_render.h"
+#include "viz/graphviz_render.h"
 #include "workloads/chain_graph.h"
 
 namespace graft {

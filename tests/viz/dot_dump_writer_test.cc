@@ -1,4 +1,4 @@
-#include "serialize/dot_dump_writer.h"
+#include "viz/dot_dump_writer.h"
 
 #include <string>
 #include <vector>
@@ -11,7 +11,7 @@
 #include "gtest/gtest.h"
 #include "passes/pass_context.h"
 #include "passes/pipeline.h"
-#include "serialize/graphviz_render.h"
+#include "viz/graphviz_render.h"
 
 namespace graft {
 namespace {

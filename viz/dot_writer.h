@@ -1,5 +1,5 @@
-#ifndef GRAFT_SERIALIZE_DOT_WRITER_H_
-#define GRAFT_SERIALIZE_DOT_WRITER_H_
+#ifndef GRAFT_VIZ_DOT_WRITER_H_
+#define GRAFT_VIZ_DOT_WRITER_H_
 
 #include <cstddef>
 #include <string>
@@ -115,4 +115,4 @@ void AppendHtmlEscaped(std::string* out, absl::string_view text);
 
 }  // namespace graft
 
-#endif  // GRAFT_SERIALIZE_DOT_WRITER_H_
+#endif  // GRAFT_VIZ_DOT_WRITER_H_

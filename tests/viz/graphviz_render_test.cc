@@ -1,4 +1,4 @@
-#include "serialize/graphviz_render.h"
+#include "viz/graphviz_render.h"
 
 #include <dirent.h>
 #include <unistd.h>
@@ -16,7 +16,7 @@
 #include "graph/file_io.h"
 #include "graph/parser.h"
 #include "gtest/gtest.h"
-#include "serialize/dot_writer.h"
+#include "viz/dot_writer.h"
 
 namespace graft {
 namespace {

@@ -1,4 +1,4 @@
-#include "serialize/dot_writer.h"
+#include "viz/dot_writer.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -11,7 +11,7 @@
 #include "graph/op_registry.h"
 #include "graph/printer.h"
 #include "graph/op_traits.h"
-#include "serialize/graphviz_render.h"
+#include "viz/graphviz_render.h"
 
 namespace graft {
 namespace {

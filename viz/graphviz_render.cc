@@ -1,10 +1,10 @@
-#include "serialize/graphviz_render.h"
+#include "viz/graphviz_render.h"
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "graph/file_io.h"
-#include "serialize/gvc_renderer.h"
+#include "viz/gvc_renderer.h"
 
 namespace graft {
 

@@ -1,6 +1,6 @@
-// Compiled only when graft is built with Graphviz (serialize/CMakeLists.txt).
+// Compiled only when graft is built with Graphviz (viz/CMakeLists.txt).
 
-#include "serialize/gvc_renderer.h"
+#include "viz/gvc_renderer.h"
 
 #include <graphviz/gvc.h>
 

@@ -1,5 +1,5 @@
-#ifndef GRAFT_SERIALIZE_GRAPHVIZ_RENDER_H_
-#define GRAFT_SERIALIZE_GRAPHVIZ_RENDER_H_
+#ifndef GRAFT_VIZ_GRAPHVIZ_RENDER_H_
+#define GRAFT_VIZ_GRAPHVIZ_RENDER_H_
 
 #include <string>
 
@@ -47,4 +47,4 @@ absl::Status WritePicture(const std::string& path, absl::string_view dot);
 
 }  // namespace graft
 
-#endif  // GRAFT_SERIALIZE_GRAPHVIZ_RENDER_H_
+#endif  // GRAFT_VIZ_GRAPHVIZ_RENDER_H_
