@@ -11,7 +11,7 @@
 #include "cli/exit_codes.h"
 #include "cli/version.h"
 #include "graph/fused_ops.h"
-#include "serialize/onnx_import.h"
+#include "onnx/onnx_import.h"
 #include "viz/graphviz_render.h"
 
 namespace graft::cli {
