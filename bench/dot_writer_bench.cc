@@ -8,8 +8,8 @@
 #include <cstddef>
 
 #include "benchmark/benchmark.h"
-#include "graph/chain_graph.h"
-#include "serialize/dot_writer.h"
+#include "viz/dot_writer.h"
+#include "workloads/chain_graph.h"
 
 namespace graft {
 namespace {

@@ -16,9 +16,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
-#include "graph/benchmark_mlp.h"
 #include "graph/module_fingerprint.h"
 #include "serialize/model_io.h"
+#include "workloads/benchmark_mlp.h"
 
 namespace graft {
 namespace {

@@ -8,11 +8,11 @@
 #include <malloc.h>
 
 #include "benchmark/benchmark.h"
-#include "graph/chain_graph.h"
 #include "graph/huge_pages.h"
 #include "graph/parser.h"
 #include "graph/printer.h"
 #include "graph/verifier.h"
+#include "workloads/chain_graph.h"
 
 namespace graft {
 namespace {

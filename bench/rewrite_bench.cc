@@ -6,12 +6,12 @@
 //
 // Each iteration works on a fresh copy of the graph (the copy is not timed).
 #include "benchmark/benchmark.h"
-#include "graph/chain_graph.h"
 #include "passes/cse.h"
 #include "passes/dce.h"
 #include "passes/matcher.h"
 #include "passes/replace_pattern.h"
 #include "passes/rewrite_driver.h"
+#include "workloads/chain_graph.h"
 
 namespace graft::passes {
 namespace {

@@ -17,11 +17,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
-#include "graph/chain_graph.h"
 #include "graph/random_tensor.h"
 #include "serialize/gpb_reader.h"
 #include "serialize/gpb_writer.h"
 #include "serialize/model_io.h"
+#include "workloads/chain_graph.h"
 
 namespace graft {
 namespace {

@@ -25,13 +25,13 @@
 #include "cli/output.h"
 #include "cli/tensor_summary.h"
 #include "cli/timing.h"
-#include "graph/benchmark_mlp.h"
 #include "graph/printer.h"
-#include "serialize/dot_writer.h"
-#include "serialize/model_io.h"
-#include "serialize/graphviz_render.h"
 #include "passes/pass_context.h"
 #include "passes/pipeline.h"
+#include "serialize/model_io.h"
+#include "viz/dot_writer.h"
+#include "viz/graphviz_render.h"
+#include "workloads/benchmark_mlp.h"
 
 namespace graft::cli {
 namespace {
@@ -258,7 +258,8 @@ absl::Status ShowOutput(DemoContext& ctx) {
 // The demo, in order. Later features (JIT backends) add their step here.
 std::vector<DemoStep> DemoSteps() {
   return {
-      {"Trace the MLP with the C++ tracer (graph/benchmark_mlp.cc)", &Trace},
+      {"Trace the MLP with the C++ tracer (workloads/benchmark_mlp.cc)",
+       &Trace},
       {absl::StrCat("Optimize: ", kPipeline), &Optimize},
       {"Draw the graph before and after the passes", &Draw},
       {"Save the model as .gpb and load it back", &SaveAndLoad},

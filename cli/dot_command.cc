@@ -7,8 +7,8 @@
 
 #include "cli/command.h"
 #include "cli/load_module.h"
-#include "serialize/dot_writer.h"
-#include "serialize/graphviz_render.h"
+#include "viz/dot_writer.h"
+#include "viz/graphviz_render.h"
 
 namespace graft::cli {
 namespace {

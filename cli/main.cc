@@ -10,9 +10,9 @@
 #include "cli/command.h"
 #include "cli/exit_codes.h"
 #include "cli/version.h"
-#include "serialize/graphviz_render.h"
-#include "serialize/onnx_import.h"
 #include "graph/fused_ops.h"
+#include "onnx/onnx_import.h"
+#include "viz/graphviz_render.h"
 
 namespace graft::cli {
 namespace {

@@ -14,14 +14,14 @@
 #include "cli/command.h"
 #include "cli/load_module.h"
 #include "cli/output.h"
-#include "serialize/model_io.h"
 #include "cli/timing.h"
 #include "graph/printer.h"
 #include "graph/verifier.h"
 #include "passes/pass_context.h"
 #include "passes/pipeline.h"
 #include "passes/plugin_loader.h"
-#include "serialize/dot_dump_writer.h"
+#include "serialize/model_io.h"
+#include "viz/dot_dump_writer.h"
 
 namespace graft::cli {
 namespace {

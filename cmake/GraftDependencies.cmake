@@ -5,7 +5,7 @@
 #   ORC       LLVM 19 (llvm-19-dev)             LLVM_* variables, llvm_map_components_to_libnames
 #   CUDA      CUDA Toolkit (/usr/local/cuda)    CUDA::nvrtc, CUDA::cuda_driver, CUDA::cublasLt
 #   GRAPHVIZ  libgvc (libgraphviz-dev)          PkgConfig::GRAFT_GVC
-#   ONNX      libonnx-dev + protobuf            graft_onnx (interface target)
+#   ONNX      libonnx-dev + protobuf            graft_onnx_proto (interface target)
 #   DNNL      oneDNN (libdnnl-dev)              graft_dnnl (interface target)
 
 # --- LLVM 19 -----------------------------------------------------------------
@@ -67,15 +67,16 @@ if(Protobuf_FOUND)
       set(_graft_onnx_libs ${GRAFT_ONNX_PROTO_LIBRARY})
     endif()
   endif()
-  if(GRAFT_FOUND_ONNX AND NOT TARGET graft_onnx)
+  if(GRAFT_FOUND_ONNX AND NOT TARGET graft_onnx_proto)
     # One name for whichever way it was found. Debian builds libonnx with
     # ONNX_ML and namespace onnx, which users of onnx_pb.h must also define.
-    add_library(graft_onnx INTERFACE IMPORTED)
-    target_link_libraries(graft_onnx INTERFACE ${_graft_onnx_libs} protobuf::libprotobuf)
+    # (graft_onnx is graft's ONNX import library, onnx/.)
+    add_library(graft_onnx_proto INTERFACE IMPORTED)
+    target_link_libraries(graft_onnx_proto INTERFACE ${_graft_onnx_libs} protobuf::libprotobuf)
     if(GRAFT_ONNX_INCLUDE_DIR)
-      target_include_directories(graft_onnx INTERFACE ${GRAFT_ONNX_INCLUDE_DIR})
+      target_include_directories(graft_onnx_proto INTERFACE ${GRAFT_ONNX_INCLUDE_DIR})
     endif()
-    target_compile_definitions(graft_onnx INTERFACE ONNX_ML=1 ONNX_NAMESPACE=onnx)
+    target_compile_definitions(graft_onnx_proto INTERFACE ONNX_ML=1 ONNX_NAMESPACE=onnx)
   endif()
   unset(_graft_onnx_libs)
 endif()

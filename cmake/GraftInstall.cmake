@@ -6,8 +6,10 @@
 #   graft_add_plugin(my_plugin my_plugin.cc)   # a pass plugin (docs/plugins.md)
 #
 # Libraries made with graft_library(graft_<x>) are exported as graft::<x>,
-# and their headers are installed under include/graft/<folder>/, so the
-# repository-rooted includes ("graph/graph.h") work unchanged.
+# and their public headers are installed under include/graft/<folder>/, so
+# the repository-rooted includes ("graph/graph.h") work unchanged. The
+# installed_package test (tests/cmake/installed_package_test.cmake) checks
+# that every graft header an installed header includes is installed too.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -21,7 +23,7 @@ set(GRAFT_EXPORT_DEPENDENCIES absl)
 
 # Called by graft_library() for each library it creates.
 function(graft_install_library name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;HEADERS" ${ARGN})
+  cmake_parse_arguments(ARG "" "" "PUBLIC_HEADERS" ${ARGN})
   string(REGEX REPLACE "^graft_" "" export_name ${name})
   set_target_properties(${name} PROPERTIES EXPORT_NAME ${export_name})
   add_library(graft::${export_name} ALIAS ${name})
@@ -30,41 +32,23 @@ function(graft_install_library name)
     LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
     RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
-  # Headers: every *.h next to the library's sources (a library may take
-  # sources from subfolders, e.g. backends/interp/), plus the header of each
-  # generated source (graft.pb.cc -> graft.pb.h) and any HEADERS given.
-  set(headers ${ARG_HEADERS})
-  set(dirs "")
-  foreach(src ${ARG_SOURCES})
-    cmake_path(ABSOLUTE_PATH src BASE_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}
-               NORMALIZE OUTPUT_VARIABLE src)
-    cmake_path(GET src PARENT_PATH dir)
-    cmake_path(IS_PREFIX PROJECT_BINARY_DIR "${src}" NORMALIZE generated)
-    if(generated)
-      cmake_path(GET src STEM LAST_ONLY stem)
-      list(APPEND headers "${dir}/${stem}.h")
-    else()
-      list(APPEND dirs "${dir}")
-    endif()
-  endforeach()
-  list(REMOVE_DUPLICATES dirs)
-  foreach(dir ${dirs})
-    file(GLOB found CONFIGURE_DEPENDS "${dir}/*.h")
-    list(APPEND headers ${found})
-  endforeach()
-  list(REMOVE_DUPLICATES headers)
-  foreach(header ${headers})
+  # Only the headers named public: the others are the library's own
+  # business and may change without notice. A generated header (in the build
+  # tree) keeps its path relative to the build tree: passes/plugin_build_tag.h.
+  foreach(header ${ARG_PUBLIC_HEADERS})
     cmake_path(ABSOLUTE_PATH header BASE_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}
                NORMALIZE OUTPUT_VARIABLE header)
     cmake_path(IS_PREFIX PROJECT_BINARY_DIR "${header}" NORMALIZE generated)
     if(generated)
       file(RELATIVE_PATH rel ${PROJECT_BINARY_DIR} ${header})
-    else()
+    elseif(EXISTS ${header})
       file(RELATIVE_PATH rel ${PROJECT_SOURCE_DIR} ${header})
+    else()
+      message(FATAL_ERROR "graft_library(${name}): public header ${header} "
+                          "does not exist")
     endif()
     cmake_path(GET rel PARENT_PATH rel_dir)
-    # OPTIONAL: a generated source need not have a header of the same stem.
-    install(FILES ${header} DESTINATION ${GRAFT_INSTALL_INCLUDEDIR}/${rel_dir} OPTIONAL)
+    install(FILES ${header} DESTINATION ${GRAFT_INSTALL_INCLUDEDIR}/${rel_dir})
   endforeach()
 endfunction()
 

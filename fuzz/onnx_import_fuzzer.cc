@@ -1,4 +1,4 @@
-// libFuzzer target for the ONNX importer (serialize/onnx_import_model.h).
+// libFuzzer target for the ONNX importer (onnx/onnx_import_model.h).
 //
 // Any bytes that protobuf accepts as an onnx::ModelProto must import or
 // fail with one error, never crash. External data points into a folder
@@ -6,8 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "onnx/onnx_import_model.h"
 #include "onnx/onnx_pb.h"
-#include "serialize/onnx_import_model.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   onnx::ModelProto model;

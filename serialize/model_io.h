@@ -7,9 +7,12 @@
 //   .gpb    the binary format, with large tensors in MODEL.gpb.data
 //           (serialize/gpb_reader.h, serialize/gpb_writer.h)
 //   .json   the JSON view of the binary format (serialize/json_format.h)
-//   .onnx   ONNX models, read only (serialize/onnx_import.h)
+// and, read only, the formats that other libraries register here when they
+// are linked into the program:
+//   .onnx   ONNX models, by graft_onnx (onnx/onnx_import.h)
 // Any other extension is an error that lists the known ones.
 
+#include <functional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -20,11 +23,16 @@
 #include "graph/printer.h"
 #include "serialize/gpb_reader.h"
 #include "serialize/gpb_writer.h"
-#include "serialize/onnx_import.h"
 
 namespace graft {
 
-enum class ModelFormat { kText, kGpb, kJson, kOnnx };
+enum class ModelFormat {
+  kText,
+  kGpb,
+  kJson,
+  // Read only, by a reader another library registered (RegisterModelReader).
+  kRegistered,
+};
 
 // The format of `path` by its extension; an error naming the path and the
 // known extensions otherwise ("cannot read 'x.onnx2': unknown model format
@@ -32,11 +40,12 @@ enum class ModelFormat { kText, kGpb, kJson, kOnnx };
 absl::StatusOr<ModelFormat> ModelFormatForPath(absl::string_view path);
 
 // The format to write `path` in: as ModelFormatForPath, worded for writing,
-// and refusing .onnx (import only). Commands check it before doing work.
+// and refusing the registered formats (read only). Commands check it before
+// doing work.
 absl::StatusOr<ModelFormat> OutputModelFormatForPath(absl::string_view path);
 
-// The known extensions, for messages and help texts: ".graft, .gpb, .json,
-// .onnx".
+// The known extensions, for messages and help texts: graft's own, then the
+// registered ones, sorted (".graft, .gpb, .json, .onnx").
 std::string KnownModelExtensions();
 
 struct ModelLoadOptions {
@@ -45,8 +54,9 @@ struct ModelLoadOptions {
   // the text decides, and a hand-written file may use ops registered later.
   GpbReadOptions binary;
   ParseOptions text;
-  // For .onnx: input shapes and symbolic dim sizes (serialize/onnx_import.h).
-  OnnxImportOptions onnx;
+  // A registered format is read with its defaults; its own entry point
+  // takes its options (for .onnx, ImportOnnxFile and OnnxImportOptions in
+  // onnx/onnx_import.h: input shapes, sizes of symbolic dims).
 };
 
 struct ModelSaveOptions {
@@ -60,7 +70,7 @@ absl::StatusOr<Module> LoadModel(const std::string& path);
 absl::StatusOr<Module> LoadModel(const std::string& path,
                                  const ModelLoadOptions& options);
 // With what a .gpb or .json records besides the module (format version,
-// producer, metadata); for a text file that info is empty.
+// producer, metadata); for other formats that info is empty.
 absl::StatusOr<LoadedModel> LoadModelWithInfo(
     const std::string& path, const ModelLoadOptions& options = {});
 
@@ -69,6 +79,29 @@ absl::StatusOr<LoadedModel> LoadModelWithInfo(
 absl::Status SaveModel(const Module& module, const std::string& path);
 absl::Status SaveModel(const Module& module, const std::string& path,
                        const ModelSaveOptions& options);
+
+// A read-only model format of another graft library.
+//
+// serialize/ sits below the libraries that read other formats (onnx/ needs
+// libonnx and is optional) and must not depend on them, yet every program
+// that links such a library should read its files through LoadModel, as
+// `graft` and the tests do with .onnx. So the dependency is turned around:
+// the library registers its reader here from a static initializer, and its
+// CMake target makes every program that links it keep that initializer (a
+// link anchor, as graft_interp has for its backend; onnx/CMakeLists.txt).
+// A program that does not link the library is told which one it lacks.
+struct ModelReader {
+  // With its dot: ".onnx".
+  std::string extension;
+  // For messages: "ONNX".
+  std::string format_name;
+  std::function<absl::StatusOr<Module>(const std::string& path)> read;
+};
+
+// Fails if `reader` has no read function, if its extension does not start
+// with a dot, or if the extension is taken (by graft's own formats or an
+// earlier registration). Thread-safe.
+absl::Status RegisterModelReader(ModelReader reader);
 
 }  // namespace graft
 

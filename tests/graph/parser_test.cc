@@ -10,11 +10,11 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "graph/chain_graph.h"
 #include "graph/module.h"
 #include "graph/printer.h"
 #include "graph/random_tensor.h"
 #include "gtest/gtest.h"
+#include "workloads/chain_graph.h"
 
 namespace graft {
 namespace {

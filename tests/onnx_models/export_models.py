@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Exports the ONNX models that tests/serialize/onnx_models_test.cc imports.
+"""Exports the ONNX models that tests/onnx/onnx_models_test.cc imports.
 
 Each model is exported with torch.onnx.export from fixed seeds, together with
 small random inputs and the outputs PyTorch computes for them, into its own

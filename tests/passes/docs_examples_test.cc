@@ -15,7 +15,6 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "graph/chain_graph.h"
 #include "graph/parser.h"
 #include "graph/tracer.h"
 #include "graph/verifier.h"
@@ -27,6 +26,7 @@
 #include "passes/replace_pattern.h"
 #include "passes/rewrite_driver.h"
 #include "tests/passes/test_util.h"
+#include "workloads/chain_graph.h"
 
 namespace {
 

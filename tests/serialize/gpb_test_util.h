@@ -2,7 +2,7 @@
 #define GRAFT_TESTS_SERIALIZE_GPB_TEST_UTIL_H_
 
 // Helpers shared by the model-format tests (tests/serialize/gpb_*_test.cc,
-// json_format_test.cc, model_io_test.cc).
+// json_format_test.cc, model_io_test.cc; tests/onnx/onnx_model_io_test.cc).
 
 #include <stdlib.h>
 #include <sys/stat.h>

@@ -6,9 +6,11 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "gmock/gmock.h"
 #include "graph/random_tensor.h"
 #include "gtest/gtest.h"
+#include "support/status_matchers.h"
 #include "tests/serialize/gpb_test_util.h"
 
 namespace graft {
@@ -19,6 +21,7 @@ using ::graft::testing_util::MakeTempDir;
 using ::graft::testing_util::ParseOrDie;
 using ::graft::testing_util::PrintAll;
 using ::graft::testing_util::ReadBytes;
+using ::graft::testing::StatusIs;
 using ::graft::testing_util::WriteBytes;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -143,6 +146,73 @@ TEST(ModelIoTest, FailedSaveLeavesTheOldFilesAndNoTemporaries) {
   ASSERT_FALSE(s.ok());
   EXPECT_THAT(s.message(), HasSubstr(dir + "/no/m.gpb.data.tmp."));
   EXPECT_THAT(s.message(), HasSubstr("No such file or directory"));
+}
+
+// Formats of other libraries come in through RegisterModelReader; this
+// program links none of them. The registry keeps its readers for the life
+// of the process, so what they count lives as long.
+int test_model_reads = 0;
+
+TEST(ModelIoTest, RegisteredReader) {
+  // Once per process, also under --gtest_repeat.
+  static const absl::Status registered = RegisterModelReader(
+      {.extension = ".testmodel",
+       .format_name = "Test",
+       .read = [](const std::string& path) -> absl::StatusOr<Module> {
+         ++test_model_reads;
+         if (absl::EndsWith(path, "bad.testmodel")) {
+           return absl::InvalidArgumentError(path + ": bad test model");
+         }
+         return ParseOrDie(
+             "graph():\n  %x : f32[2] = placeholder[target=x]\n  return x\n");
+       }});
+  ASSERT_OK(registered);
+  const int before = test_model_reads;
+  EXPECT_THAT(KnownModelExtensions(), HasSubstr(", .testmodel"));
+  absl::StatusOr<ModelFormat> f = ModelFormatForPath("dir/m.testmodel");
+  ASSERT_OK(f.status());
+  EXPECT_EQ(*f, ModelFormat::kRegistered);
+
+  ASSERT_OK_AND_ASSIGN(Module m, LoadModel("dir/m.testmodel"));
+  EXPECT_EQ(m.graph().num_nodes(), 2u);
+  ASSERT_OK_AND_ASSIGN(LoadedModel loaded, LoadModelWithInfo("m.testmodel"));
+  EXPECT_EQ(loaded.module.graph().num_nodes(), 2u);
+  EXPECT_EQ(test_model_reads - before, 2);
+  EXPECT_THAT(LoadModel("dir/bad.testmodel"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "dir/bad.testmodel: bad test model"));
+
+  // Read only.
+  EXPECT_THAT(OutputModelFormatForPath("out.testmodel"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "cannot write 'out.testmodel': graft imports Test but "
+                       "does not export it; write .graft, .gpb or .json"));
+  EXPECT_FALSE(SaveModel(m, "out.testmodel").ok());
+
+  // One reader per extension, graft's own formats are taken, and an
+  // extension is a dot and a name.
+  auto read = [](const std::string&) -> absl::StatusOr<Module> {
+    return Module();
+  };
+  EXPECT_THAT(RegisterModelReader({".testmodel", "Again", read}),
+              StatusIs(absl::StatusCode::kAlreadyExists));
+  EXPECT_THAT(RegisterModelReader({".gpb", "Mine", read}),
+              StatusIs(absl::StatusCode::kAlreadyExists));
+  EXPECT_THAT(RegisterModelReader({"testmodel2", "Test", read}),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(RegisterModelReader({".testmodel3", "Test", nullptr}),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_EQ(test_model_reads - before, 3);
+}
+
+// graft_onnx reads .onnx (tests/onnx); a program without it says so.
+TEST(ModelIoTest, OnnxNeedsTheOnnxLibrary) {
+  EXPECT_THAT(
+      LoadModel("dir/m.onnx"),
+      StatusIs(absl::StatusCode::kFailedPrecondition,
+               "cannot read 'dir/m.onnx': .onnx files are read by graft_onnx "
+               "(CMake target graft::onnx), which this program does not link"));
+  EXPECT_THAT(KnownModelExtensions(), ::testing::Not(HasSubstr(".onnx")));
 }
 
 TEST(ModelIoTest, LoadErrorsNameTheFile) {

@@ -1,0 +1,405 @@
+#include "onnx/onnx_importer.h"
+
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "graph/verifier.h"
+#include "onnx/onnx_names.h"
+#include "onnx/onnx_node_context.h"
+#include "onnx/onnx_ops.h"
+#include "onnx/onnx_tensor.h"
+
+namespace graft::onnx_import {
+namespace {
+
+bool IsDefaultDomain(absl::string_view domain) {
+  return domain.empty() || domain == "ai.onnx";
+}
+
+absl::Status WithPrefix(const absl::Status& status, absl::string_view prefix) {
+  return absl::Status(status.code(), absl::StrCat(prefix, status.message()));
+}
+
+std::string NodeLabel(const onnx::NodeProto& node, int index) {
+  return node.name().empty() ? absl::StrCat("#", index)
+                             : absl::StrCat("'", node.name(), "'");
+}
+
+// "f32[2,batch,?]" for a declared ONNX tensor type.
+std::string DeclaredType(const onnx::TypeProto_Tensor& tt) {
+  absl::StatusOr<DType> dtype = DTypeFromOnnx(tt.elem_type());
+  std::string out = dtype.ok() ? std::string(DTypeName(*dtype))
+                               : OnnxTypeName(tt.elem_type());
+  if (!tt.has_shape()) return out;
+  std::vector<std::string> dims;
+  for (const auto& d : tt.shape().dim()) {
+    dims.push_back(d.has_dim_value()   ? absl::StrCat(d.dim_value())
+                   : d.has_dim_param() ? d.dim_param()
+                                       : "?");
+  }
+  return absl::StrCat(out, "[", absl::StrJoin(dims, ","), "]");
+}
+
+// The computed type of a graph output against the model's declaration,
+// where both are known: a mismatch means the model contradicts itself, or
+// the import went wrong; either way the result cannot be trusted.
+absl::Status CheckDeclaredType(const onnx::ValueInfoProto& output,
+                               const Node& node) {
+  if (!output.has_type() || !output.type().has_tensor_type() ||
+      !node.type().has_value()) {
+    return absl::OkStatus();
+  }
+  const onnx::TypeProto_Tensor& tt = output.type().tensor_type();
+  const TensorType& got = *node.type();
+  absl::StatusOr<DType> declared = DTypeFromOnnx(tt.elem_type());
+  bool mismatch =
+      tt.elem_type() != 0 && (!declared.ok() || *declared != got.dtype);
+  if (tt.has_shape()) {
+    mismatch |= tt.shape().dim_size() != got.rank();
+    for (int i = 0; !mismatch && i < tt.shape().dim_size(); ++i) {
+      const auto& d = tt.shape().dim(i);
+      mismatch |= d.has_dim_value() && got.shape[i].is_constant() &&
+                  d.dim_value() != got.shape[i].value();
+    }
+  }
+  if (!mismatch) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "graph output '", output.name(), "' is computed as ", got.ToString(),
+      ", but the model declares ", DeclaredType(tt)));
+}
+
+std::string QualifiedOpType(const onnx::NodeProto& node) {
+  if (IsDefaultDomain(node.domain())) return node.op_type();
+  return absl::StrCat(node.domain(), ".", node.op_type());
+}
+
+}  // namespace
+
+OnnxImporter::OnnxImporter(const onnx::ModelProto& model, std::string source,
+                           std::string base_dir,
+                           const OnnxImportOptions& options)
+    : model_(model), state_(std::move(source), std::move(base_dir), options) {}
+
+absl::Status OnnxImporter::Error(const absl::Status& status) const {
+  return WithPrefix(status, absl::StrCat(state_.source(), ": "));
+}
+
+absl::StatusOr<Module> OnnxImporter::Import() {
+  if (!model_.has_graph()) {
+    return Error(
+        absl::InvalidArgumentError("not an ONNX model: it has no graph"));
+  }
+  // Each step runs only once the steps before it succeeded: a model with an
+  // unsupported opset is refused before its initializers, which may be
+  // gigabytes of external data, are read.
+  if (absl::Status s = CheckOpset(); !s.ok()) return Error(s);
+  if (absl::Status s = AddInitializers(); !s.ok()) return Error(s);
+  if (absl::Status s = AddInputs(); !s.ok()) return Error(s);
+  if (absl::Status s = ConvertNodes(); !s.ok()) return Error(s);
+  if (absl::Status s = AddOutputs(); !s.ok()) return Error(s);
+  Module& module = state_.module();
+  if (absl::Status s = Verify(module); !s.ok()) {
+    return Error(absl::InternalError(absl::StrCat(
+        "the imported graph does not verify (a bug in graft's ONNX "
+        "import): ",
+        s.message())));
+  }
+  return std::move(module);
+}
+
+absl::Status OnnxImporter::CheckOpset() {
+  std::optional<int64_t> opset;
+  for (const onnx::OperatorSetIdProto& id : model_.opset_import()) {
+    if (IsDefaultDomain(id.domain()) && !opset.has_value())
+      opset = id.version();
+  }
+  if (!opset.has_value()) {
+    return absl::InvalidArgumentError(
+        "the model imports no opset of the default ONNX domain");
+  }
+  if (*opset < kMinOpset || *opset > kMaxOpset) {
+    return absl::UnimplementedError(absl::StrCat(
+        "opset ", *opset, " is not supported: graft imports opsets ", kMinOpset,
+        " to ", kMaxOpset,
+        " (export with e.g. torch.onnx.export(..., opset_version=17), or "
+        "convert the model with onnx.version_converter)"));
+  }
+  state_.set_opset(*opset);
+  return absl::OkStatus();
+}
+
+absl::Status OnnxImporter::AddInitializers() {
+  const onnx::GraphProto& graph = model_.graph();
+  if (graph.sparse_initializer_size() > 0) {
+    return absl::UnimplementedError(
+        absl::StrCat("sparse initializers are not supported ('",
+                     graph.sparse_initializer(0).values().name(), "')"));
+  }
+  for (const onnx::TensorProto& init : graph.initializer()) {
+    if (init.name().empty()) {
+      return absl::InvalidArgumentError("an initializer has no name");
+    }
+    absl::StatusOr<Tensor> t =
+        DecodeTensor(init, state_.external(),
+                     absl::StrCat("initializer '", init.name(), "'"));
+    if (!t.ok()) return t.status();
+    absl::StatusOr<OnnxValue*> v = state_.Define(init.name());
+    if (!v.ok()) return v.status();
+    (*v)->type = t->type();
+    (*v)->constant = *std::move(t);
+    (*v)->initializer = init.name();
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TensorType> OnnxImporter::InputType(
+    const onnx::ValueInfoProto& input) {
+  const std::string& name = input.name();
+  auto error = [&](absl::string_view message) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("input '", name, "' ", message));
+  };
+  if (!input.has_type() || !input.type().has_tensor_type()) {
+    return absl::UnimplementedError(absl::StrCat(
+        "input '", name,
+        "' is not a tensor (sequence, map and optional inputs are not "
+        "supported)"));
+  }
+  const onnx::TypeProto_Tensor& tt = input.type().tensor_type();
+  absl::StatusOr<DType> dtype = DTypeFromOnnx(tt.elem_type());
+  if (!dtype.ok()) {
+    return absl::Status(
+        dtype.status().code(),
+        absl::StrCat("input '", name, "': ", dtype.status().message()));
+  }
+  const OnnxImportOptions& options = state_.options();
+  auto given = options.input_shapes.find(name);
+  Shape shape;
+  if (given != options.input_shapes.end()) {
+    const std::vector<int64_t>& dims = given->second;
+    if (tt.has_shape() &&
+        tt.shape().dim_size() != static_cast<int>(dims.size())) {
+      return error(absl::StrCat("has ", tt.shape().dim_size(),
+                                " dims, but OnnxImportOptions::input_shapes "
+                                "gives it [",
+                                absl::StrJoin(dims, ","), "]"));
+    }
+    for (size_t i = 0; i < dims.size(); ++i) {
+      if (dims[i] < 0) {
+        return error(absl::StrCat("gets the negative size ", dims[i],
+                                  " from OnnxImportOptions::input_shapes"));
+      }
+      if (tt.has_shape() && tt.shape().dim(i).has_dim_value() &&
+          tt.shape().dim(i).dim_value() != dims[i]) {
+        return error(absl::StrCat("has size ", tt.shape().dim(i).dim_value(),
+                                  " in dim ", i,
+                                  ", but OnnxImportOptions::"
+                                  "input_shapes gives ",
+                                  dims[i]));
+      }
+      shape.push_back(Dim(dims[i]));
+    }
+    return TensorType{*dtype, std::move(shape)};
+  }
+  if (!tt.has_shape()) {
+    return error("has no shape; give one with OnnxImportOptions::input_shapes");
+  }
+  for (int i = 0; i < tt.shape().dim_size(); ++i) {
+    const onnx::TensorShapeProto_Dimension& d = tt.shape().dim(i);
+    if (d.has_dim_value()) {
+      if (d.dim_value() < 0) {
+        return error(absl::StrCat("has the negative size ", d.dim_value(),
+                                  " in dim ", i));
+      }
+      shape.push_back(Dim(d.dim_value()));
+    } else if (d.has_dim_param() && !d.dim_param().empty()) {
+      auto value = options.dim_values.find(d.dim_param());
+      if (value != options.dim_values.end()) {
+        if (value->second < 0) {
+          return error(absl::StrCat("gets the negative size ", value->second,
+                                    " for '", d.dim_param(), "'"));
+        }
+        shape.push_back(Dim(value->second));
+      } else {
+        shape.push_back(Dim::Symbol(SanitizeName(d.dim_param(), "dim")));
+      }
+    } else {
+      // An unnamed unknown size: a symbol of its own.
+      shape.push_back(Dim::Symbol(
+          SanitizeName(absl::StrCat(name, "_d", i), absl::StrCat("dim", i))));
+    }
+  }
+  return TensorType{*dtype, std::move(shape)};
+}
+
+absl::Status OnnxImporter::AddInputs() {
+  const onnx::GraphProto& graph = model_.graph();
+  std::set<std::string> inputs;
+  for (const onnx::ValueInfoProto& input : graph.input()) {
+    // An input with an initializer is a constant with a default value
+    // (models of IR version 3 list every weight as an input).
+    if (state_.Find(input.name()) != nullptr) continue;
+    if (input.name().empty()) {
+      return absl::InvalidArgumentError("a graph input has no name");
+    }
+    inputs.insert(input.name());
+    absl::StatusOr<TensorType> type = InputType(input);
+    if (!type.ok()) return type.status();
+    Graph& g = state_.module().graph();
+    Node* node =
+        g.Placeholder(g.UniqueName(SanitizeName(input.name(), "input")), *type);
+    node->meta().entries[kOnnxValueKey] = input.name();
+    absl::StatusOr<OnnxValue*> v = state_.Define(input.name());
+    if (!v.ok()) return v.status();
+    (*v)->node = node;
+    (*v)->type = *type;
+  }
+  for (const auto& [name, dims] : state_.options().input_shapes) {
+    if (!inputs.contains(name)) {
+      std::vector<std::string> names(inputs.begin(), inputs.end());
+      return absl::InvalidArgumentError(absl::StrCat(
+          "OnnxImportOptions::input_shapes names '", name,
+          "', which is not an input of the model (inputs: ",
+          names.empty() ? "none" : absl::StrJoin(names, ", "), ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status OnnxImporter::ConvertNodes() {
+  const onnx::GraphProto& graph = model_.graph();
+  for (const onnx::NodeProto& node : graph.node()) {
+    for (const std::string& input : node.input()) {
+      if (!input.empty()) state_.MarkConsumed(input);
+    }
+  }
+  for (const onnx::ValueInfoProto& output : graph.output()) {
+    state_.MarkConsumed(output.name());
+  }
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto& node = graph.node(i);
+    absl::Status s = ConvertNode(node, i);
+    if (!s.ok()) {
+      return WithPrefix(s, absl::StrCat("node ", NodeLabel(node, i), " (",
+                                        QualifiedOpType(node), "): "));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status OnnxImporter::ConvertNode(const onnx::NodeProto& node, int index) {
+  state_.set_origin(OnnxNodeOrigin{
+      node.name().empty() ? absl::StrCat("#", index) : node.name(),
+      QualifiedOpType(node), index});
+  if (!IsDefaultDomain(node.domain())) {
+    return absl::UnimplementedError(absl::StrCat(
+        "operators of the domain '", node.domain(),
+        "' are not supported (graft imports the default ONNX domain)"));
+  }
+  const OpConverter* converter = FindOpConverter(node.op_type());
+  if (converter == nullptr) {
+    return absl::UnimplementedError(absl::StrCat(
+        "op type '", node.op_type(),
+        "' is not supported by graft's ONNX import (docs/onnx.md lists the "
+        "supported operators)"));
+  }
+  if (state_.opset() < converter->since_opset) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        node.op_type(), " needs opset ", converter->since_opset,
+        " or later, but the model imports opset ", state_.opset()));
+  }
+  for (int i = 0; i < node.input_size(); ++i) {
+    const std::string& input = node.input(i);
+    if (!input.empty() && state_.Find(input) == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input ", i, " '", input,
+          "' is not defined: no graph input, initializer or earlier node "
+          "output has that name"));
+    }
+  }
+  NodeContext ctx(state_, node);
+  for (const std::string& name : converter->ignored_attributes) {
+    ctx.attrs().Ignore(name);
+  }
+  bool done = false;
+  if (converter->fold != nullptr) {
+    absl::StatusOr<bool> folded = converter->fold(ctx);
+    const bool fall_back =
+        !folded.ok() &&
+        (folded.status().code() == absl::StatusCode::kResourceExhausted ||
+         folded.status().code() == absl::StatusCode::kUnimplemented) &&
+        converter->convert != nullptr;
+    if (!folded.ok() && !fall_back) return folded.status();
+    done = folded.ok() && *folded;
+  }
+  if (!done) {
+    if (converter->convert == nullptr) {
+      return absl::UnimplementedError(absl::StrCat(
+          node.op_type(),
+          " is only supported on values known at import time (graft has no "
+          "op for it), and its input is computed at run time"));
+    }
+    if (absl::Status s = converter->convert(ctx); !s.ok()) return s;
+  }
+  std::vector<std::string> unread = ctx.attrs().Unread();
+  if (!unread.empty()) {
+    return absl::UnimplementedError(
+        absl::StrCat("attribute '", unread[0], "' is not supported"));
+  }
+  for (int i = 0; i < node.output_size(); ++i) {
+    const std::string& output = node.output(i);
+    if (!output.empty() && state_.IsConsumed(output) &&
+        state_.Find(output) == nullptr) {
+      return absl::UnimplementedError(
+          absl::StrCat("output ", i, " '", output, "' is not supported"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status OnnxImporter::AddOutputs() {
+  const onnx::GraphProto& graph = model_.graph();
+  if (graph.output_size() == 0) {
+    return absl::InvalidArgumentError("the graph has no outputs");
+  }
+  state_.set_origin(OnnxNodeOrigin{"graph outputs", "", graph.node_size()});
+  Graph& g = state_.module().graph();
+  std::vector<Node*> nodes;
+  std::set<Node*> renamed;
+  for (const onnx::ValueInfoProto& output : graph.output()) {
+    const std::string& name = output.name();
+    OnnxValue* v = state_.Find(name);
+    if (v == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "graph output '", name, "' is not computed by any node"));
+    }
+    absl::StatusOr<Node*> node = state_.Materialize(name, *v);
+    if (!node.ok()) {
+      return WithPrefix(node.status(),
+                        absl::StrCat("graph output '", name, "': "));
+    }
+    if (absl::Status s = CheckDeclaredType(output, **node); !s.ok()) return s;
+    // Name the value after the output, when that name is free.
+    if ((*node)->op() == OpCode::kCallFunction &&
+        renamed.insert(*node).second) {
+      std::string wanted = SanitizeName(name, "");
+      if (!wanted.empty() && wanted != (*node)->name() &&
+          g.FindNode(wanted) == nullptr) {
+        (void)g.Rename(*node, wanted);
+      }
+    }
+    nodes.push_back(*node);
+  }
+  if (nodes.size() == 1) {
+    g.Output(nodes[0]);
+  } else {
+    ArgumentList list(nodes.begin(), nodes.end());
+    g.Output(Argument(std::move(list)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace graft::onnx_import

@@ -1,0 +1,53 @@
+#ifndef GRAFT_ONNX_ONNX_IMPORTER_H_
+#define GRAFT_ONNX_ONNX_IMPORTER_H_
+
+// The walk that turns an onnx::ModelProto into a graft Module: checks the
+// opset, reads initializers and inputs, converts the nodes in order through
+// the op table (onnx/onnx_ops.h), binds the outputs, and verifies the
+// result. The public entry points are in onnx_import.h and
+// onnx_import_model.h.
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "graph/module.h"
+#include "onnx/onnx_import.h"
+#include "onnx/onnx_import_state.h"
+#include "onnx/onnx_pb.h"
+
+namespace graft::onnx_import {
+
+// The opsets of the default domain graft imports.
+inline constexpr int64_t kMinOpset = 13;
+inline constexpr int64_t kMaxOpset = 20;
+
+// Imports one model. Single use.
+class OnnxImporter {
+ public:
+  // `source` names the model in errors (its path); `base_dir` is where
+  // external data lives.
+  OnnxImporter(const onnx::ModelProto& model, std::string source,
+               std::string base_dir, const OnnxImportOptions& options);
+
+  absl::StatusOr<Module> Import();
+
+ private:
+  absl::Status CheckOpset();
+  absl::Status AddInitializers();
+  absl::Status AddInputs();
+  absl::StatusOr<TensorType> InputType(const onnx::ValueInfoProto& input);
+  absl::Status ConvertNodes();
+  absl::Status ConvertNode(const onnx::NodeProto& node, int index);
+  absl::Status AddOutputs();
+
+  // "<source>: <message>", keeping the code.
+  absl::Status Error(const absl::Status& status) const;
+
+  const onnx::ModelProto& model_;
+  ImportState state_;
+};
+
+}  // namespace graft::onnx_import
+
+#endif  // GRAFT_ONNX_ONNX_IMPORTER_H_

@@ -1,0 +1,457 @@
+// Linear algebra, convolution, pooling and normalization operators.
+//
+// graft's conv2d and pooling take one symmetric padding per spatial dim
+// (PyTorch's); ONNX gives begin and end pads per dim ([x1_begin, x2_begin,
+// x1_end, x2_end]) or asks for "SAME" padding. Unequal pads become an
+// explicit pad node in front (zeros for convolution and average pooling
+// that counts the pads, -inf for max pooling). 1-D convolution and pooling
+// run as 2-D ones over an inserted size-1 height.
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "onnx/onnx_ops.h"
+#include "onnx/onnx_ops_util.h"
+
+namespace graft::onnx_import {
+namespace {
+
+// A convolution or pooling window over 2 spatial dims (a 1-D node's dims
+// lifted by a leading size-1 dim).
+struct Window {
+  int spatial = 2;  // The node's own count: 1 or 2.
+  std::vector<int64_t> kernel, stride, dilation, begin, end;
+
+  bool Symmetric() const { return begin == end; }
+  // PyTorch's pooling allows at most half the kernel as padding.
+  bool PoolPaddingFits() const {
+    return Symmetric() && begin[0] * 2 <= kernel[0] &&
+           begin[1] * 2 <= kernel[1];
+  }
+  // graft's pad list (pairs from the last dim) for explicit padding.
+  std::vector<int64_t> PadList() const {
+    return {begin[1], end[1], begin[0], end[0]};
+  }
+};
+
+absl::StatusOr<std::vector<int64_t>> IntsAttr(NodeContext& ctx,
+                                              absl::string_view name,
+                                              size_t size, int64_t fill) {
+  GRAFT_ONNX_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> v,
+                              ctx.attrs().Ints(name));
+  if (!v.has_value()) return std::vector<int64_t>(size, fill);
+  if (v->size() != size) {
+    return NodeContext::Invalid(absl::StrCat("attribute '", name, "' ",
+                                             IntsToString(*v), " must have ",
+                                             size, " entries"));
+  }
+  return *v;
+}
+
+// Reads kernel_shape, strides, dilations, pads and auto_pad. `kernel` is
+// the weight's spatial size for convolutions, empty for pooling (which
+// takes kernel_shape).
+absl::StatusOr<Window> ReadWindow(NodeContext& ctx, const TensorType& x,
+                                  std::vector<int64_t> kernel,
+                                  bool has_dilations) {
+  const int64_t s = x.rank() - 2;
+  if (s != 1 && s != 2) {
+    return NodeContext::Unsupported(absl::StrCat(
+        "only 1-D and 2-D ", ctx.op_type(), " is supported; input ",
+        x.ToString(), " has ", std::max<int64_t>(s, 0), " spatial dims"));
+  }
+  GRAFT_ONNX_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> kshape,
+                              ctx.attrs().Ints("kernel_shape"));
+  if (kshape.has_value()) {
+    if (!kernel.empty() && *kshape != kernel) {
+      return NodeContext::Invalid(absl::StrCat(
+          "kernel_shape ", IntsToString(*kshape),
+          " does not match the weight's spatial size ", IntsToString(kernel)));
+    }
+    kernel = *kshape;
+  }
+  if (kernel.size() != static_cast<size_t>(s)) {
+    return NodeContext::Invalid(absl::StrCat(
+        "needs kernel_shape with ", s, " entries for input ", x.ToString()));
+  }
+  Window w;
+  w.spatial = static_cast<int>(s);
+  w.kernel = kernel;
+  GRAFT_ONNX_ASSIGN_OR_RETURN(w.stride, IntsAttr(ctx, "strides", s, 1));
+  if (has_dilations) {
+    GRAFT_ONNX_ASSIGN_OR_RETURN(w.dilation, IntsAttr(ctx, "dilations", s, 1));
+  } else {
+    w.dilation.assign(s, 1);
+  }
+  GRAFT_ONNX_ASSIGN_OR_RETURN(std::vector<int64_t> pads,
+                              IntsAttr(ctx, "pads", 2 * s, 0));
+  GRAFT_ONNX_ASSIGN_OR_RETURN(std::string auto_pad,
+                              ctx.attrs().String("auto_pad", "NOTSET"));
+  // Sizes beyond this are no real model and would overflow the arithmetic.
+  constexpr int64_t kMaxWindow = int64_t{1} << 31;
+  for (int64_t i = 0; i < s; ++i) {
+    if (w.kernel[i] < 1 || w.stride[i] < 1 || w.dilation[i] < 1 ||
+        pads[i] < 0 || pads[s + i] < 0) {
+      return NodeContext::Invalid(
+          "kernel_shape, strides and dilations must be positive and pads "
+          "non-negative");
+    }
+    if (w.kernel[i] > kMaxWindow || w.stride[i] > kMaxWindow ||
+        w.dilation[i] > kMaxWindow || pads[i] > kMaxWindow ||
+        pads[s + i] > kMaxWindow) {
+      return NodeContext::Invalid(
+          "kernel_shape, strides, dilations or pads are too large");
+    }
+    w.begin.push_back(pads[i]);
+    w.end.push_back(pads[s + i]);
+  }
+  if (auto_pad == "VALID") {
+    std::fill(w.begin.begin(), w.begin.end(), 0);
+    std::fill(w.end.begin(), w.end.end(), 0);
+  } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    // Output size ceil(in / stride); the extra pad goes at the end for
+    // SAME_UPPER and at the beginning for SAME_LOWER.
+    for (int64_t i = 0; i < s; ++i) {
+      Dim in = x.shape[2 + i];
+      if (in.is_symbolic()) {
+        return NodeContext::Unsupported(absl::StrCat(
+            "auto_pad=", auto_pad, " needs static spatial dims, but input ",
+            x.ToString(), " has the symbolic dim '", in.ToString(), "'"));
+      }
+      int64_t out = (in.value() + w.stride[i] - 1) / w.stride[i];
+      int64_t span = (w.kernel[i] - 1) * w.dilation[i] + 1;
+      int64_t total =
+          std::max<int64_t>(0, (out - 1) * w.stride[i] + span - in.value());
+      int64_t small = total / 2, large = total - total / 2;
+      w.begin[i] = auto_pad == "SAME_UPPER" ? small : large;
+      w.end[i] = auto_pad == "SAME_UPPER" ? large : small;
+    }
+  } else if (auto_pad != "NOTSET" && !auto_pad.empty()) {
+    return NodeContext::Unsupported(
+        absl::StrCat("auto_pad=\"", auto_pad, "\" is not supported"));
+  }
+  if (s == 1) {
+    for (auto* v : {&w.kernel, &w.stride, &w.dilation})
+      v->insert(v->begin(), 1);
+    w.begin.insert(w.begin.begin(), 0);
+    w.end.insert(w.end.begin(), 0);
+  }
+  return w;
+}
+
+// A 1-D input as [N, C, 1, L].
+absl::StatusOr<Node*> Lift(NodeContext& ctx, const Window& w, Node* x) {
+  if (w.spatial == 2) return x;
+  return ctx.Call("unsqueeze", {x, int64_t{2}});
+}
+
+absl::StatusOr<Node*> Lower(NodeContext& ctx, const Window& w, Node* y) {
+  if (w.spatial == 2) return y;
+  return ctx.Call("squeeze", {y, Argument::IntList({2})});
+}
+
+absl::Status ConvertConv(NodeContext& ctx) {
+  GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
+  GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType tw, ctx.InputType(1));
+  if (tw.rank() != tx.rank()) {
+    return NodeContext::Invalid(absl::StrCat("weight ", tw.ToString(),
+                                             " and input ", tx.ToString(),
+                                             " must have the same rank"));
+  }
+  GRAFT_ONNX_ASSIGN_OR_RETURN(std::vector<int64_t> wdims,
+                              StaticDimsOf(tw, "the weight"));
+  std::vector<int64_t> kernel(wdims.begin() + std::min<size_t>(2, wdims.size()),
+                              wdims.end());
+  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t group, ctx.attrs().Int("group", 1));
+  GRAFT_ONNX_ASSIGN_OR_RETURN(Window w, ReadWindow(ctx, tx, kernel, true));
+  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
+  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * weight, ctx.Input(1, "W"));
+  Argument bias;
+  if (ctx.HasInput(2)) {
+    GRAFT_ONNX_ASSIGN_OR_RETURN(Node * b, ctx.Input(2, "B"));
+    bias = b;
+  }
+  GRAFT_ONNX_ASSIGN_OR_RETURN(x, Lift(ctx, w, x));
+  GRAFT_ONNX_ASSIGN_OR_RETURN(weight, Lift(ctx, w, weight));
+  std::vector<int64_t> padding = w.begin;
+  if (!w.Symmetric()) {
+    GRAFT_ONNX_ASSIGN_OR_RETURN(
+        x, ctx.Call("pad", {x, Argument::IntList(w.PadList())}));
+    padding = {0, 0};
+  }
+  GRAFT_ONNX_ASSIGN_OR_RETURN(
+      Node * y,
+      ctx.Call("conv2d", {x, weight, bias, Argument::IntList(w.stride),
+                          Argument::IntList(padding),
+                          Argument::IntList(w.dilation), group}));
+  GRAFT_ONNX_ASSIGN_OR_RETURN(y, Lower(ctx, w, y));
+  return ctx.SetOutput(0, y);
+}
+
+absl::Status ConvertMaxPool(NodeContext& ctx) {
+  GRAFT_ONNX_RETURN_IF_ERROR(ctx.RequireUnused(1, "Indices"));
+  GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
+  GRAFT_ONNX_ASSIGN_OR_RETURN(Window w, ReadWindow(ctx, tx, {}, true));
+  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t ceil_mode,
+                              ctx.attrs().Int("ceil_mode", 0));
+  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
+  GRAFT_ONNX_ASSIGN_OR_RETURN(x, Lift(ctx, w, x));
+  std::vector<int64_t> padding = w.begin;
+  if (!w.PoolPaddingFits()) {
+    if (ceil_mode != 0) {
+      return NodeContext::Unsupported(absl::StrCat(
+          "ceil_mode=1 with pads ", IntsToString(w.begin), " (begin) and ",
+          IntsToString(w.end),
+          " (end) is not supported: graft pools pad symmetrically, at most "
+          "half the kernel"));
+    }
+    const double neg_inf = -std::numeric_limits<double>::infinity();
+    GRAFT_ONNX_ASSIGN_OR_RETURN(
+        x, ctx.Call("pad",
+                    {x, Argument::IntList(w.PadList()), "constant", neg_inf}));
+    padding = {0, 0};
+  }
+  GRAFT_ONNX_ASSIGN_OR_RETURN(
+      Node * y,
+      ctx.Call("max_pool2d",
+               {x, Argument::IntList(w.kernel), Argument::IntList(w.stride),
+                Argument::IntList(padding), Argument::IntList(w.dilation),
+                ceil_mode != 0}));
+  GRAFT_ONNX_ASSIGN_OR_RETURN(y, Lower(ctx, w, y));
+  return ctx.SetOutput(0, y);
+}
+
+absl::Status ConvertAveragePool(NodeContext& ctx) {
+  GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
+  GRAFT_ONNX_ASSIGN_OR_RETURN(Window w,
+                              ReadWindow(ctx, tx, {}, ctx.opset() >= 19));
+  for (int64_t d : w.dilation) {
+    if (d != 1) {
+      return NodeContext::Unsupported(absl::StrCat(
+          "dilations ", IntsToString(w.dilation), " are not supported"));
+    }
+  }
+  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t ceil_mode,
+                              ctx.attrs().Int("ceil_mode", 0));
+  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t count_pad,
+                              ctx.attrs().Int("count_include_pad", 0));
+  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
+  GRAFT_ONNX_ASSIGN_OR_RETURN(x, Lift(ctx, w, x));
+  std::vector<int64_t> padding = w.begin;
+  if (!w.PoolPaddingFits()) {
+    if (count_pad == 0 || ceil_mode != 0) {
+      return NodeContext::Unsupported(absl::StrCat(
+          "pads ", IntsToString(w.begin), " (begin) and ", IntsToString(w.end),
+          " (end) are only supported with count_include_pad=1 and "
+          "ceil_mode=0: graft pools pad symmetrically, at most half the "
+          "kernel"));
+    }
+    GRAFT_ONNX_ASSIGN_OR_RETURN(
+        x, ctx.Call("pad", {x, Argument::IntList(w.PadList())}));
+    padding = {0, 0};
+  }
+  GRAFT_ONNX_ASSIGN_OR_RETURN(
+      Node * y,
+      ctx.Call("avg_pool2d",
+               {x, Argument::IntList(w.kernel), Argument::IntList(w.stride),
+                Argument::IntList(padding), ceil_mode != 0, count_pad != 0}));
+  GRAFT_ONNX_ASSIGN_OR_RETURN(y, Lower(ctx, w, y));
+  return ctx.SetOutput(0, y);
+}
+
+absl::Status ConvertGlobalPool(NodeContext& ctx) {
+  GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
+  if (tx.rank() < 3) {
+    return NodeContext::Invalid(
+        absl::StrCat("input ", tx.ToString(), " needs at least 3 dims"));
+  }
+  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
+  Node* y;
+  if (ctx.op_type() == "GlobalAveragePool" && tx.rank() == 4) {
+    GRAFT_ONNX_ASSIGN_OR_RETURN(
+        y, ctx.Call("adaptive_avg_pool2d", {x, Argument::IntList({1, 1})}));
+  } else {
+    std::vector<int64_t> dims;
+    for (int64_t i = 2; i < tx.rank(); ++i) dims.push_back(i);
+    const char* op = ctx.op_type() == "GlobalAveragePool" ? "mean" : "amax";
+    GRAFT_ONNX_ASSIGN_OR_RETURN(
+        y, ctx.Call(op, {x, Argument::IntList(dims), true}));
+  }
+  return ctx.SetOutput(0, y);
+}
+
+absl::Status ConvertMatMul(NodeContext& ctx) {
+  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * a, ctx.Input(0, "A"));
+  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * b, ctx.Input(1, "B"));
+  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * y, ctx.Call("matmul", {a, b}));
+  return ctx.SetOutput(0, y);
+}
+
+// alpha * A' @ B' + beta * C, as linear(A', B, C) in the common case
+// (transB=1, alpha=beta=1, C a vector of the output features: what
+// PyTorch's nn.Linear exports).
+absl::Status ConvertGemm(NodeContext& ctx) {
+  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t trans_a, ctx.attrs().Int("transA", 0));
+  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t trans_b, ctx.attrs().Int("transB", 0));
+  GRAFT_ONNX_ASSIGN_OR_RETURN(float alpha, ctx.attrs().Float("alpha", 1.0f));
+  GRAFT_ONNX_ASSIGN_OR_RETURN(float beta, ctx.attrs().Float("beta", 1.0f));
+  GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType ta, ctx.InputType(0));
+  GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType tb, ctx.InputType(1));
+  if (ta.rank() != 2 || tb.rank() != 2) {
+    return NodeContext::Invalid(absl::StrCat("A ", ta.ToString(), " and B ",
+                                             tb.ToString(), " must be 2-D"));
+  }
+  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * a, ctx.Input(0, "A"));
+  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * b, ctx.Input(1, "B"));
+  if (trans_a != 0) {
+    GRAFT_ONNX_ASSIGN_OR_RETURN(
+        a, ctx.Call("transpose", {a, int64_t{0}, int64_t{1}}));
+  }
+  const bool has_c = ctx.HasInput(2) && beta != 0.0f;
+  const Dim n = trans_b != 0 ? tb.shape[0] : tb.shape[1];
+  bool c_is_bias = false;
+  if (has_c && trans_b != 0 && alpha == 1.0f && beta == 1.0f) {
+    GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType tc, ctx.InputType(2));
+    c_is_bias = tc.rank() == 0 || (tc.rank() == 1 && tc.shape[0] == n);
+  }
+  Node* y;
+  if (trans_b != 0) {
+    Argument bias;
+    if (c_is_bias) {
+      GRAFT_ONNX_ASSIGN_OR_RETURN(Node * c, ctx.Input(2, "C"));
+      bias = c;
+    }
+    GRAFT_ONNX_ASSIGN_OR_RETURN(y, ctx.Call("linear", {a, b, bias}));
+  } else {
+    GRAFT_ONNX_ASSIGN_OR_RETURN(y, ctx.Call("matmul", {a, b}));
+  }
+  if (alpha != 1.0f) {
+    GRAFT_ONNX_ASSIGN_OR_RETURN(
+        y, ctx.Call("mul", {y, static_cast<double>(alpha)}));
+  }
+  if (has_c && !c_is_bias) {
+    GRAFT_ONNX_ASSIGN_OR_RETURN(Argument c, ctx.NodeOrScalar(2, 2));
+    if (beta != 1.0f) {
+      if (c.is_node()) {
+        GRAFT_ONNX_ASSIGN_OR_RETURN(
+            Node * scaled, ctx.Call("mul", {c, static_cast<double>(beta)}));
+        c = scaled;
+      } else {
+        c = Argument(c.number() * static_cast<double>(beta));
+      }
+    }
+    GRAFT_ONNX_ASSIGN_OR_RETURN(y, ctx.Call("add", {y, c}));
+  }
+  return ctx.SetOutput(0, y);
+}
+
+absl::Status ConvertSoftmax(NodeContext& ctx) {
+  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().Int("axis", -1));
+  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "input"));
+  const char* op = ctx.op_type() == "Softmax" ? "softmax" : "log_softmax";
+  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * y, ctx.Call(op, {x, axis}));
+  return ctx.SetOutput(0, y);
+}
+
+absl::Status ConvertBatchNorm(NodeContext& ctx) {
+  GRAFT_ONNX_ASSIGN_OR_RETURN(float eps, ctx.attrs().Float("epsilon", 1e-5f));
+  if (ctx.opset() >= 14) {
+    GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t training,
+                                ctx.attrs().Int("training_mode", 0));
+    if (training != 0) {
+      return NodeContext::Unsupported(
+          "training_mode=1 is not supported (graft imports models for "
+          "inference)");
+    }
+  }
+  GRAFT_ONNX_RETURN_IF_ERROR(ctx.RequireUnused(1, "running_mean"));
+  GRAFT_ONNX_RETURN_IF_ERROR(ctx.RequireUnused(2, "running_var"));
+  std::vector<Node*> in;
+  const char* names[] = {"X", "scale", "B", "input_mean", "input_var"};
+  for (int i = 0; i < 5; ++i) {
+    GRAFT_ONNX_ASSIGN_OR_RETURN(Node * n, ctx.Input(i, names[i]));
+    in.push_back(n);
+  }
+  GRAFT_ONNX_ASSIGN_OR_RETURN(
+      Node * y, ctx.Call("batch_norm", {in[0], in[3], in[4], in[1], in[2],
+                                        static_cast<double>(eps)}));
+  return ctx.SetOutput(0, y);
+}
+
+absl::Status ConvertLayerNorm(NodeContext& ctx) {
+  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().Int("axis", -1));
+  GRAFT_ONNX_ASSIGN_OR_RETURN(float eps, ctx.attrs().Float("epsilon", 1e-5f));
+  GRAFT_ONNX_RETURN_IF_ERROR(ctx.RequireUnused(1, "Mean"));
+  GRAFT_ONNX_RETURN_IF_ERROR(ctx.RequireUnused(2, "InvStdDev"));
+  GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
+  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t a, NormalizeAxis(axis, tx.rank()));
+  TensorType tail{tx.dtype, Shape(tx.shape.begin() + a, tx.shape.end())};
+  GRAFT_ONNX_ASSIGN_OR_RETURN(std::vector<int64_t> normalized,
+                              StaticDimsOf(tail, "the normalized dims"));
+  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
+  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * scale, ctx.Input(1, "Scale"));
+  Argument bias;
+  if (ctx.HasInput(2)) {
+    GRAFT_ONNX_ASSIGN_OR_RETURN(Node * b, ctx.Input(2, "B"));
+    bias = b;
+  }
+  GRAFT_ONNX_ASSIGN_OR_RETURN(
+      Node * y, ctx.Call("layer_norm", {x, Argument::IntList(normalized), scale,
+                                        bias, static_cast<double>(eps)}));
+  return ctx.SetOutput(0, y);
+}
+
+// Inference: the input unchanged, and a mask of all true.
+absl::Status ConvertDropout(NodeContext& ctx) {
+  if (ctx.HasInput(2)) {
+    std::optional<Argument> training = ctx.ScalarLiteral(2);
+    if (!training.has_value() || training->number() != 0) {
+      return NodeContext::Unsupported(
+          "training_mode must be a constant false (graft imports models for "
+          "inference)");
+    }
+  }
+  if (ctx.OutputUsed(1)) {
+    GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType t, ctx.InputType(0));
+    GRAFT_ONNX_ASSIGN_OR_RETURN(std::vector<int64_t> dims,
+                                StaticDimsOf(t, "the mask output"));
+    GRAFT_ONNX_ASSIGN_OR_RETURN(
+        Node * mask, ctx.Call("full", {Argument::IntList(dims), true},
+                              {{"dtype", DType::kBool}}));
+    GRAFT_ONNX_RETURN_IF_ERROR(ctx.SetOutput(1, mask));
+  }
+  return ctx.AliasOutput(0, 0);
+}
+
+}  // namespace
+
+void AddNnConverters(std::vector<OpConverter>& table) {
+  table.push_back({.op_type = "MatMul", .convert = ConvertMatMul});
+  table.push_back({.op_type = "Gemm", .convert = ConvertGemm});
+  table.push_back({.op_type = "Conv", .convert = ConvertConv});
+  table.push_back({.op_type = "MaxPool",
+                   .convert = ConvertMaxPool,
+                   .ignored_attributes = {"storage_order"}});
+  table.push_back({.op_type = "AveragePool", .convert = ConvertAveragePool});
+  table.push_back(
+      {.op_type = "GlobalAveragePool", .convert = ConvertGlobalPool});
+  table.push_back({.op_type = "GlobalMaxPool", .convert = ConvertGlobalPool});
+  table.push_back({.op_type = "Softmax", .convert = ConvertSoftmax});
+  table.push_back({.op_type = "LogSoftmax", .convert = ConvertSoftmax});
+  table.push_back({.op_type = "BatchNormalization",
+                   .convert = ConvertBatchNorm,
+                   .ignored_attributes = {"momentum"}});
+  table.push_back({.op_type = "LayerNormalization",
+                   .since_opset = 17,
+                   .convert = ConvertLayerNorm,
+                   .ignored_attributes = {"stash_type"}});
+  table.push_back({.op_type = "Dropout",
+                   .convert = ConvertDropout,
+                   .ignored_attributes = {"seed"}});
+}
+
+}  // namespace graft::onnx_import

@@ -1,0 +1,107 @@
+// Reductions. Their axes are an attribute before opset 18 and an input
+// from 18 on, except ReduceSum, whose axes became an input in opset 13.
+// An empty axes list reduces every dim, or nothing with
+// noop_with_empty_axes=1. ONNX keeps the input's dtype where graft's sum
+// widens integers to i64 and mean needs floats: casts restore it.
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "onnx/onnx_ops.h"
+#include "onnx/onnx_ops_util.h"
+
+namespace graft::onnx_import {
+namespace {
+
+struct ReduceParams {
+  std::vector<int64_t> axes;
+  bool keep_dims = true;
+  bool noop = false;  // Empty axes and noop_with_empty_axes: the identity.
+};
+
+absl::StatusOr<ReduceParams> ReadReduce(NodeContext& ctx) {
+  ReduceParams p;
+  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t keep, ctx.attrs().Int("keepdims", 1));
+  p.keep_dims = keep != 0;
+  const bool axes_input = ctx.op_type() == "ReduceSum" || ctx.opset() >= 18;
+  if (axes_input) {
+    GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t noop,
+                                ctx.attrs().Int("noop_with_empty_axes", 0));
+    GRAFT_ONNX_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes,
+                                ctx.OptionalConstantInts(1, "the axes input"));
+    if (axes.has_value()) p.axes = *axes;
+    p.noop = noop != 0 && p.axes.empty();
+  } else {
+    if (ctx.HasInput(1)) {
+      return NodeContext::Invalid(absl::StrCat(
+          ctx.op_type(), " takes its axes as an attribute before opset 18"));
+    }
+    GRAFT_ONNX_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes,
+                                ctx.attrs().Ints("axes"));
+    if (axes.has_value()) p.axes = *axes;
+  }
+  return p;
+}
+
+absl::StatusOr<bool> FoldReduce(NodeContext& ctx) {
+  GRAFT_ONNX_ASSIGN_OR_RETURN(ReduceParams p, ReadReduce(ctx));
+  std::optional<FoldValue> x = ctx.Folded(0);
+  if (!x.has_value() || ctx.op_type() == "ReduceMean") return false;
+  if (p.noop) {
+    GRAFT_ONNX_RETURN_IF_ERROR(ctx.SetOutputValue(0, *std::move(x)));
+    return true;
+  }
+  GRAFT_ONNX_ASSIGN_OR_RETURN(
+      FoldValue v, ctx.folder().Reduce(ctx.op_type(), *x, p.axes, p.keep_dims));
+  GRAFT_ONNX_RETURN_IF_ERROR(ctx.SetOutputValue(0, std::move(v)));
+  return true;
+}
+
+absl::Status ConvertReduce(NodeContext& ctx) {
+  GRAFT_ONNX_ASSIGN_OR_RETURN(ReduceParams p, ReadReduce(ctx));
+  if (p.noop) return ctx.AliasOutput(0, 0);
+  GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
+  const std::string& op_type = ctx.op_type();
+  const char* op = op_type == "ReduceSum"    ? "sum"
+                   : op_type == "ReduceMean" ? "mean"
+                   : op_type == "ReduceMax"  ? "amax"
+                                             : "amin";
+  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "data"));
+  const bool int_mean = op_type == "ReduceMean" && !IsFloatingPoint(tx.dtype);
+  if (int_mean) {
+    GRAFT_ONNX_ASSIGN_OR_RETURN(x, ctx.Call("cast", {x, DType::kF64}));
+  }
+  Argument dims = p.axes.empty() ? Argument() : Argument::IntList(p.axes);
+  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * y, ctx.Call(op, {x, dims, p.keep_dims}));
+  GRAFT_ONNX_ASSIGN_OR_RETURN(y, CastIfNeeded(ctx, y, tx.dtype));
+  return ctx.SetOutput(0, y);
+}
+
+absl::Status ConvertArgMax(NodeContext& ctx) {
+  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().Int("axis", 0));
+  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t keep, ctx.attrs().Int("keepdims", 1));
+  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t last,
+                              ctx.attrs().Int("select_last_index", 0));
+  if (last != 0) {
+    return NodeContext::Unsupported("select_last_index=1 is not supported");
+  }
+  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "data"));
+  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * y,
+                              ctx.Call("argmax", {x, axis, keep != 0}));
+  return ctx.SetOutput(0, y);
+}
+
+}  // namespace
+
+void AddReduceConverters(std::vector<OpConverter>& table) {
+  for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"}) {
+    table.push_back(
+        {.op_type = op, .fold = FoldReduce, .convert = ConvertReduce});
+  }
+  // No product op in graft: only on values known at import time.
+  table.push_back({.op_type = "ReduceProd", .fold = FoldReduce});
+  table.push_back({.op_type = "ArgMax", .convert = ConvertArgMax});
+}
+
+}  // namespace graft::onnx_import

@@ -1,0 +1,134 @@
+# What `cmake --install` makes of this build is usable on its own:
+#
+# 1. The installed headers are closed under their includes: every graft
+#    header that an installed header includes is installed too, so a plugin
+#    or a program built against the install never needs graft's source
+#    tree. A few headers that must, or must not, be installed are checked
+#    by name (only PUBLIC_HEADERS of graft_library are installed).
+# 2. A program that embeds graft (tests/cmake/installed_program), built
+#    against the installed package only, reads an .onnx model through
+#    LoadModel: the exported graft::onnx carries its link anchor and
+#    libonnx.
+#
+# cmake -DGRAFT_BINARY_DIR=... -DGRAFT_SOURCE_DIR=... -DWORK_DIR=...
+#       [-DGENERATOR=...] [-DCXX_COMPILER=...] [-DCOMPILER_LAUNCHER=...]
+#       -P installed_package_test.cmake
+
+foreach(var GRAFT_BINARY_DIR GRAFT_SOURCE_DIR WORK_DIR)
+  if(NOT ${var})
+    message(FATAL_ERROR "installed_package_test.cmake: pass -D${var}=...")
+  endif()
+endforeach()
+
+set(prefix ${WORK_DIR}/prefix)
+set(build ${WORK_DIR}/build)
+file(REMOVE_RECURSE ${WORK_DIR})
+file(MAKE_DIRECTORY ${WORK_DIR})
+
+# Runs a command; fails the test with its output unless it exits with 0.
+# Leaves stdout+stderr in `out_var`.
+function(run out_var)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                  ERROR_VARIABLE out)
+  string(REPLACE ";" " " cmd "${ARGN}")
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "`${cmd}` exited with ${rc}:\n${out}")
+  endif()
+  message(STATUS "ok: ${cmd}")
+  set(${out_var} "${out}" PARENT_SCOPE)
+endfunction()
+
+run(out ${CMAKE_COMMAND} --install ${GRAFT_BINARY_DIR} --prefix ${prefix})
+set(include_dir ${prefix}/include/graft)
+
+# --- 1. Headers ---------------------------------------------------------------
+file(GLOB_RECURSE headers RELATIVE ${include_dir} ${include_dir}/*.h)
+list(LENGTH headers count)
+if(count EQUAL 0)
+  message(FATAL_ERROR "no headers installed under ${include_dir}")
+endif()
+
+set(errors "")
+foreach(header ${headers})
+  file(STRINGS ${include_dir}/${header} lines
+       REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
+  foreach(line ${lines})
+    string(REGEX REPLACE "^[^\"]*\"([^\"]+)\".*$" "\\1" included "${line}")
+    if(EXISTS ${include_dir}/${included})
+      continue()
+    endif()
+    # A quoted include that names no file of graft's trees is another
+    # package's header (absl/..., google/protobuf/..., onnx/onnx_pb.h).
+    if(EXISTS ${GRAFT_SOURCE_DIR}/${included} OR
+       EXISTS ${GRAFT_BINARY_DIR}/${included})
+      string(APPEND errors
+             "  ${header} includes ${included}, which is not installed\n")
+    endif()
+  endforeach()
+endforeach()
+
+# The plugin API and the entry points of each library: installed.
+foreach(header passes/plugin_api.h passes/plugin_build_tag.h graph/graph.h
+               serialize/model_io.h serialize/graft.pb.h onnx/onnx_import.h
+               viz/dot_writer.h backends/interp/interp_backend.h
+               workloads/benchmark_mlp.h support/status_macros.h)
+  if(NOT EXISTS ${include_dir}/${header})
+    string(APPEND errors "  ${header} is not installed\n")
+  endif()
+endforeach()
+# Implementation headers: not installed.
+foreach(header graph/core_ops_internal.h graph/lexer.h
+               backends/interp/kernel.h backends/interp/execution_plan.h
+               serialize/protobuf_quiet.h onnx/onnx_importer.h
+               viz/gvc_renderer.h passes/inferred_type_cache.h)
+  if(EXISTS ${include_dir}/${header})
+    string(APPEND errors
+           "  ${header} is installed, but is not a public header\n")
+  endif()
+endforeach()
+
+if(errors)
+  message(FATAL_ERROR "installed headers (${include_dir}):\n${errors}"
+                      "List a header in its library's PUBLIC_HEADERS "
+                      "(graft_library) or stop including it.")
+endif()
+message(STATUS "${count} installed headers; every graft header they "
+               "include is installed")
+
+# --- 2. A program built against the installed package -------------------------
+set(configure ${CMAKE_COMMAND}
+    -S ${GRAFT_SOURCE_DIR}/tests/cmake/installed_program -B ${build}
+    -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
+    -DCMAKE_BUILD_TYPE=Release
+    -DLOAD_MODEL_CHECK_SOURCE=${GRAFT_SOURCE_DIR}/tests/onnx/load_model_check.cc)
+if(GENERATOR)
+  list(APPEND configure -G ${GENERATOR})
+endif()
+if(CXX_COMPILER)
+  list(APPEND configure -DCMAKE_CXX_COMPILER=${CXX_COMPILER})
+endif()
+if(COMPILER_LAUNCHER)
+  list(APPEND configure -DCMAKE_CXX_COMPILER_LAUNCHER=${COMPILER_LAUNCHER})
+endif()
+run(out ${configure})
+run(out ${CMAKE_COMMAND} --build ${build})
+# Only the install may be on its include path, not graft's own trees.
+set(include_lines "")
+if(EXISTS ${build}/build.ninja)
+  file(STRINGS ${build}/build.ninja include_lines REGEX "^  INCLUDES = ")
+endif()
+foreach(line ${include_lines})
+  string(REGEX REPLACE "^  INCLUDES = " "" line "${line}")
+  string(REPLACE " " ";" words "${line}")
+  foreach(word ${words})
+    string(REGEX REPLACE "^-I" "" dir "${word}")
+    if(dir STREQUAL GRAFT_SOURCE_DIR OR dir STREQUAL GRAFT_BINARY_DIR)
+      message(FATAL_ERROR "the program was compiled with ${dir} on its "
+                          "include path: ${line}")
+    endif()
+  endforeach()
+endforeach()
+# Reads the model, or in a build without ONNX import says what to install.
+run(out ${build}/load_model_check
+    ${GRAFT_SOURCE_DIR}/tests/onnx_models/mlp/model.onnx)
+message(STATUS "installed package: all checks passed")

@@ -1,0 +1,708 @@
+// The ONNX operators one by one: small models imported and run on the
+// interpreter, compared with values worked out by hand from the ONNX
+// operator specifications.
+
+#include "gtest/gtest.h"
+
+#ifdef GRAFT_HAVE_ONNX
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "tests/onnx/onnx_test_util.h"
+
+namespace graft::onnx_test {
+namespace {
+
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::Not;
+
+// Imports and runs `b` on `inputs`, failing the test on any error.
+std::vector<Tensor> RunModel(ModelBuilder& b, std::vector<Tensor> inputs) {
+  absl::StatusOr<Module> m = b.Import();
+  EXPECT_TRUE(m.ok()) << m.status();
+  if (!m.ok()) return {};
+  absl::StatusOr<std::vector<Tensor>> out = RunModule(*m, std::move(inputs));
+  EXPECT_TRUE(out.ok()) << out.status();
+  if (!out.ok()) return {};
+  return *out;
+}
+
+std::vector<std::string> Targets(ModelBuilder& b) {
+  absl::StatusOr<Module> m = b.Import();
+  EXPECT_TRUE(m.ok()) << m.status();
+  return m.ok() ? CallTargets(*m) : std::vector<std::string>{};
+}
+
+// --- Elementwise
+// ----------------------------------------------------------------
+
+TEST(OnnxOps, BinaryBroadcast) {
+  ModelBuilder b;
+  b.FloatInput("a", {2, 2});
+  b.FloatInput("b", {2});
+  for (const char* op : {"Add", "Sub", "Mul", "Div"}) {
+    b.Node(op, {"a", "b"}, {std::string(op) + "_y"});
+    b.Output(std::string(op) + "_y");
+  }
+  auto out = RunModel(b, {F32({2, 2}, {1, 2, 3, 4}), F32({2}, {10, 20})});
+  ASSERT_EQ(out.size(), 4u);
+  ExpectTensor(out[0], DType::kF32, {2, 2}, {11, 22, 13, 24});
+  ExpectTensor(out[1], DType::kF32, {2, 2}, {-9, -18, -7, -16});
+  ExpectTensor(out[2], DType::kF32, {2, 2}, {10, 40, 30, 80});
+  ExpectTensor(out[3], DType::kF32, {2, 2}, {0.1, 0.1, 0.3, 0.2});
+}
+
+TEST(OnnxOps, IntegerDivTruncates) {
+  ModelBuilder b;
+  b.Input("a", TP::INT64, std::vector<int64_t>{4});
+  b.Int64Initializer("d", {4}, {2, 2, -4, 3});
+  b.Node("Div", {"a", "d"}, {"y"});
+  b.Output("y");
+  auto out = RunModel(b, {I64({4}, {7, -7, 6, -1})});
+  ASSERT_EQ(out.size(), 1u);
+  ExpectTensor(out[0], DType::kI64, {4}, {3, -3, -1, 0});
+}
+
+TEST(OnnxOps, ScalarConstantsBecomeLiterals) {
+  ModelBuilder b;
+  b.FloatInput("x", {3});
+  b.FloatInitializer("two", {}, {2});
+  b.Node("Pow", {"x", "two"}, {"y"});
+  b.Output("y");
+  EXPECT_THAT(Targets(b), ElementsAre("pow"));
+  auto out = RunModel(b, {F32({3}, {1, 2, -3})});
+  ExpectTensor(out[0], DType::kF32, {3}, {1, 4, 9});
+}
+
+struct UnaryCase {
+  const char* op;
+  std::vector<double> in, expected;
+};
+
+TEST(OnnxOps, Unary) {
+  const double e = std::exp(1.0);
+  for (const UnaryCase& c : std::vector<UnaryCase>{
+           {"Relu", {-1, 2}, {0, 2}},
+           {"Sigmoid", {0, 0}, {0.5, 0.5}},
+           {"Tanh", {0, 1}, {0, 0.7615941559557649}},
+           {"Exp", {0, 1}, {1, e}},
+           {"Log", {1, e}, {0, 1}},
+           {"Sqrt", {4, 9}, {2, 3}},
+           {"Erf", {0, 1}, {0, 0.8427007929497149}},
+           {"Neg", {1, -2}, {-1, 2}},
+           {"Abs", {-1, 2}, {1, 2}},
+           {"Reciprocal", {4, -0.5}, {0.25, -2}},
+       }) {
+    SCOPED_TRACE(c.op);
+    ModelBuilder b;
+    b.FloatInput("x", {2});
+    b.Node(c.op, {"x"}, {"y"});
+    b.Output("y");
+    auto out = RunModel(b, {F32({2}, c.in)});
+    ASSERT_EQ(out.size(), 1u);
+    ExpectTensor(out[0], DType::kF32, {2}, c.expected, 1e-5);
+  }
+}
+
+TEST(OnnxOps, LeakyReluAndGelu) {
+  ModelBuilder b(20);
+  b.FloatInput("x", {2});
+  AttrFloat(b.Node("LeakyRelu", {"x"}, {"l"}), "alpha", 0.1f);
+  b.Node("Gelu", {"x"}, {"g"});
+  AttrString(b.Node("Gelu", {"x"}, {"t"}), "approximate", "tanh");
+  b.Output("l");
+  b.Output("g");
+  b.Output("t");
+  auto out = RunModel(b, {F32({2}, {-10, 1})});
+  ASSERT_EQ(out.size(), 3u);
+  ExpectTensor(out[0], DType::kF32, {2}, {-1, 1});
+  // gelu(-10) = -10 * Phi(-10) ~ -7.6e-23; gelu(1) = Phi(1).
+  ExpectTensor(out[1], DType::kF32, {2}, {0, 0.8413447460685429}, 1e-5);
+  ExpectTensor(out[2], DType::kF32, {2}, {0, 0.8411919906082768}, 1e-5);
+}
+
+TEST(OnnxOps, ClipWithConstantAndRunTimeBounds) {
+  ModelBuilder b;
+  b.FloatInput("x", {4});
+  b.FloatInput("lo", {});
+  b.FloatInitializer("min", {}, {-1});
+  b.FloatInitializer("max", {}, {1});
+  b.Node("Clip", {"x", "min", "max"}, {"both"});
+  b.Node("Clip", {"x", "", "max"}, {"upper"});
+  b.Node("Clip", {"x"}, {"none"});
+  b.Node("Clip", {"x", "lo"}, {"dynamic"});
+  for (const char* o : {"both", "upper", "none", "dynamic"}) b.Output(o);
+  auto out = RunModel(b, {F32({4}, {-2, -0.5, 0.5, 2}), F32({}, {0})});
+  ASSERT_EQ(out.size(), 4u);
+  ExpectTensor(out[0], DType::kF32, {4}, {-1, -0.5, 0.5, 1});
+  ExpectTensor(out[1], DType::kF32, {4}, {-2, -0.5, 0.5, 1});
+  ExpectTensor(out[2], DType::kF32, {4}, {-2, -0.5, 0.5, 2});
+  ExpectTensor(out[3], DType::kF32, {4}, {0, 0, 0.5, 2});
+}
+
+TEST(OnnxOps, ComparisonsAndLogic) {
+  ModelBuilder b;
+  b.FloatInput("a", {3});
+  b.FloatInput("b", {3});
+  b.Node("Equal", {"a", "b"}, {"eq"});
+  b.Node("Less", {"a", "b"}, {"lt"});
+  b.Node("Greater", {"a", "b"}, {"gt"});
+  b.Node("Where", {"lt", "a", "b"}, {"min"});
+  b.Node("Not", {"eq"}, {"ne"});
+  b.Node("And", {"lt", "ne"}, {"and"});
+  b.Node("Or", {"lt", "eq"}, {"or"});
+  for (const char* o : {"eq", "lt", "gt", "min", "ne", "and", "or"})
+    b.Output(o);
+  auto out = RunModel(b, {F32({3}, {1, 2, 3}), F32({3}, {3, 2, 1})});
+  ASSERT_EQ(out.size(), 7u);
+  ExpectTensor(out[0], DType::kBool, {3}, {0, 1, 0});
+  ExpectTensor(out[1], DType::kBool, {3}, {1, 0, 0});
+  ExpectTensor(out[2], DType::kBool, {3}, {0, 0, 1});
+  ExpectTensor(out[3], DType::kF32, {3}, {1, 2, 1});
+  ExpectTensor(out[4], DType::kBool, {3}, {1, 0, 1});
+  ExpectTensor(out[5], DType::kBool, {3}, {1, 0, 0});
+  ExpectTensor(out[6], DType::kBool, {3}, {1, 1, 0});
+}
+
+TEST(OnnxOps, IsNaNIsNotEqualToItself) {
+  ModelBuilder b;
+  b.FloatInput("x", {3});
+  b.Node("IsNaN", {"x"}, {"y"});
+  b.Output("y");
+  EXPECT_THAT(Targets(b), ElementsAre("ne"));
+  auto out = RunModel(b, {F32({3}, {std::nan(""), 1, -INFINITY})});
+  ExpectTensor(out[0], DType::kBool, {3}, {1, 0, 0});
+}
+
+TEST(OnnxOps, Cast) {
+  ModelBuilder b;
+  b.FloatInput("x", {3});
+  AttrInt(b.Node("Cast", {"x"}, {"i"}), "to", TP::INT64);
+  AttrInt(b.Node("Cast", {"x"}, {"b"}), "to", TP::BOOL);
+  AttrInt(b.Node("Cast", {"x"}, {"same"}), "to", TP::FLOAT);
+  b.Output("i");
+  b.Output("b");
+  b.Output("same");
+  auto out = RunModel(b, {F32({3}, {2.7, -2.7, 0})});
+  ASSERT_EQ(out.size(), 3u);
+  ExpectTensor(out[0], DType::kI64, {3}, {2, -2, 0});
+  ExpectTensor(out[1], DType::kBool, {3}, {1, 1, 0});
+  ExpectTensor(out[2], DType::kF32, {3}, {2.7, -2.7, 0});
+}
+
+// --- Linear algebra, convolution, pooling
+// --------------------------------------
+
+TEST(OnnxOps, MatMul) {
+  ModelBuilder b;
+  b.FloatInput("a", {2, 3});
+  b.FloatInitializer("b", {3, 2}, {1, 0, 0, 1, 1, 1});
+  b.Node("MatMul", {"a", "b"}, {"y"});
+  b.Output("y");
+  auto out = RunModel(b, {F32({2, 3}, {1, 2, 3, 4, 5, 6})});
+  ExpectTensor(out[0], DType::kF32, {2, 2}, {4, 5, 10, 11});
+}
+
+// 2 * A^T B + 0.5 C.
+TEST(OnnxOps, GemmWithTransposeAlphaBeta) {
+  ModelBuilder b;
+  b.FloatInput("a", {3, 2});
+  b.FloatInitializer("b", {3, 2}, {1, 0, 0, 1, 1, 1});
+  b.FloatInitializer("c", {2, 2}, {1, 2, 3, 4});
+  onnx::NodeProto* g = b.Node("Gemm", {"a", "b", "c"}, {"y"});
+  AttrInt(g, "transA", 1);
+  AttrFloat(g, "alpha", 2);
+  AttrFloat(g, "beta", 0.5);
+  b.Output("y");
+  auto out = RunModel(b, {F32({3, 2}, {1, 2, 3, 4, 5, 6})});
+  ExpectTensor(out[0], DType::kF32, {2, 2}, {12.5, 17, 17.5, 22});
+}
+
+// x = 1..9 in 3x3, kernel [[1,0],[0,1]], bias 10: each output is
+// x[i][j] + x[i+1][j+1] + 10 over the padded input.
+ModelBuilder Conv2x2(const std::vector<int64_t>& pads,
+                     const std::string& auto_pad = "") {
+  ModelBuilder b;
+  b.FloatInput("x", {1, 1, 3, 3});
+  b.FloatInitializer("w", {1, 1, 2, 2}, {1, 0, 0, 1});
+  b.FloatInitializer("bias", {1}, {10});
+  onnx::NodeProto* n = b.Node("Conv", {"x", "w", "bias"}, {"y"});
+  if (!pads.empty()) AttrInts(n, "pads", pads);
+  if (!auto_pad.empty()) AttrString(n, "auto_pad", auto_pad);
+  b.Output("y");
+  return b;
+}
+
+Tensor Nine() { return F32({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9}); }
+
+TEST(OnnxOps, ConvPadding) {
+  ModelBuilder valid = Conv2x2({});
+  ExpectTensor(RunModel(valid, {Nine()})[0], DType::kF32, {1, 1, 2, 2},
+               {16, 18, 22, 24});
+  // Pads [top, left, bottom, right] = [0, 0, 1, 1]: an explicit pad node.
+  ModelBuilder asym = Conv2x2({0, 0, 1, 1});
+  EXPECT_THAT(Targets(asym), ElementsAre("pad", "conv2d"));
+  ExpectTensor(RunModel(asym, {Nine()})[0], DType::kF32, {1, 1, 3, 3},
+               {16, 18, 13, 22, 24, 16, 17, 18, 19});
+  ModelBuilder upper = Conv2x2({}, "SAME_UPPER");
+  ExpectTensor(RunModel(upper, {Nine()})[0], DType::kF32, {1, 1, 3, 3},
+               {16, 18, 13, 22, 24, 16, 17, 18, 19});
+  ModelBuilder lower = Conv2x2({}, "SAME_LOWER");
+  ExpectTensor(RunModel(lower, {Nine()})[0], DType::kF32, {1, 1, 3, 3},
+               {11, 12, 13, 14, 16, 18, 17, 22, 24});
+  // Symmetric pads stay inside conv2d.
+  ModelBuilder sym = Conv2x2({1, 1, 1, 1});
+  EXPECT_THAT(Targets(sym), ElementsAre("conv2d"));
+}
+
+TEST(OnnxOps, Conv1d) {
+  ModelBuilder b;
+  b.FloatInput("x", {1, 1, 4});
+  b.FloatInitializer("w", {1, 1, 2}, {2, 1});
+  AttrInts(b.Node("Conv", {"x", "w"}, {"y"}), "pads", {1, 0});
+  b.Output("y");
+  // Padded [0,1,2,3,4]; y[i] = 2 p[i] + p[i+1].
+  auto out = RunModel(b, {F32({1, 1, 4}, {1, 2, 3, 4})});
+  ExpectTensor(out[0], DType::kF32, {1, 1, 4}, {1, 4, 7, 10});
+}
+
+TEST(OnnxOps, BatchNormalization) {
+  ModelBuilder b;
+  b.FloatInput("x", {1, 2, 1, 2});
+  b.FloatInitializer("scale", {2}, {1, 2});
+  b.FloatInitializer("bias", {2}, {0, 1});
+  b.FloatInitializer("mean", {2}, {1, 3});
+  b.FloatInitializer("var", {2}, {4, 1});
+  onnx::NodeProto* n = b.Node("BatchNormalization",
+                              {"x", "scale", "bias", "mean", "var"}, {"y"});
+  AttrFloat(n, "epsilon", 0);
+  AttrFloat(n, "momentum", 0.9f);
+  b.Output("y");
+  auto out = RunModel(b, {F32({1, 2, 1, 2}, {1, 2, 3, 4})});
+  // Channel 0: (x - 1) / 2; channel 1: (x - 3) * 2 + 1.
+  ExpectTensor(out[0], DType::kF32, {1, 2, 1, 2}, {0, 0.5, 1, 3});
+}
+
+TEST(OnnxOps, MaxPool) {
+  std::vector<double> v16, v25;
+  for (int i = 0; i < 16; ++i) v16.push_back(i);
+  for (int i = 0; i < 25; ++i) v25.push_back(i);
+  ModelBuilder b;
+  b.FloatInput("x", {1, 1, 4, 4});
+  onnx::NodeProto* n = b.Node("MaxPool", {"x"}, {"y"});
+  AttrInts(n, "kernel_shape", {2, 2});
+  AttrInts(n, "strides", {2, 2});
+  b.Output("y");
+  ExpectTensor(RunModel(b, {F32({1, 1, 4, 4}, v16)})[0], DType::kF32,
+               {1, 1, 2, 2}, {5, 7, 13, 15});
+
+  ModelBuilder ceil;
+  ceil.FloatInput("x", {1, 1, 5, 5});
+  n = ceil.Node("MaxPool", {"x"}, {"y"});
+  AttrInts(n, "kernel_shape", {2, 2});
+  AttrInts(n, "strides", {2, 2});
+  AttrInt(n, "ceil_mode", 1);
+  ceil.Output("y");
+  ExpectTensor(RunModel(ceil, {F32({1, 1, 5, 5}, v25)})[0], DType::kF32,
+               {1, 1, 3, 3}, {6, 8, 9, 16, 18, 19, 21, 23, 24});
+
+  // Padding the end only: the pad holds -inf, so it never wins.
+  ModelBuilder asym;
+  asym.FloatInput("x", {1, 1, 2, 2});
+  n = asym.Node("MaxPool", {"x"}, {"y"});
+  AttrInts(n, "kernel_shape", {2, 2});
+  AttrInts(n, "pads", {0, 0, 1, 1});
+  asym.Output("y");
+  ExpectTensor(RunModel(asym, {F32({1, 1, 2, 2}, {-4, -3, -2, -1})})[0],
+               DType::kF32, {1, 1, 2, 2}, {-1, -1, -1, -1});
+}
+
+TEST(OnnxOps, AveragePoolCountIncludePad) {
+  for (int count_pad : {0, 1}) {
+    SCOPED_TRACE(count_pad);
+    ModelBuilder b;
+    b.FloatInput("x", {1, 1, 2, 2});
+    onnx::NodeProto* n = b.Node("AveragePool", {"x"}, {"y"});
+    AttrInts(n, "kernel_shape", {2, 2});
+    AttrInts(n, "strides", {1, 1});
+    AttrInts(n, "pads", {1, 1, 1, 1});
+    AttrInt(n, "count_include_pad", count_pad);
+    b.Output("y");
+    auto out = RunModel(b, {F32({1, 1, 2, 2}, {1, 2, 3, 4})});
+    if (count_pad == 0) {
+      ExpectTensor(out[0], DType::kF32, {1, 1, 3, 3},
+                   {1, 1.5, 2, 2, 2.5, 3, 3, 3.5, 4});
+    } else {
+      ExpectTensor(out[0], DType::kF32, {1, 1, 3, 3},
+                   {0.25, 0.75, 0.5, 1, 2.5, 1.5, 0.75, 1.75, 1});
+    }
+  }
+}
+
+TEST(OnnxOps, GlobalPools) {
+  ModelBuilder b;
+  b.FloatInput("x", {1, 2, 2, 2});
+  b.Node("GlobalAveragePool", {"x"}, {"avg"});
+  b.Node("GlobalMaxPool", {"x"}, {"max"});
+  b.Output("avg");
+  b.Output("max");
+  auto out = RunModel(b, {F32({1, 2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8})});
+  ExpectTensor(out[0], DType::kF32, {1, 2, 1, 1}, {2.5, 6.5});
+  ExpectTensor(out[1], DType::kF32, {1, 2, 1, 1}, {4, 8});
+}
+
+TEST(OnnxOps, SoftmaxDefaultsToTheLastAxis) {
+  ModelBuilder b(13);
+  b.FloatInput("x", {1, 2});
+  b.Node("Softmax", {"x"}, {"s"});
+  b.Node("LogSoftmax", {"x"}, {"l"});
+  b.Output("s");
+  b.Output("l");
+  auto out = RunModel(b, {F32({1, 2}, {0, std::log(3.0)})});
+  ExpectTensor(out[0], DType::kF32, {1, 2}, {0.25, 0.75}, 1e-5);
+  ExpectTensor(out[1], DType::kF32, {1, 2}, {std::log(0.25), std::log(0.75)},
+               1e-5);
+}
+
+TEST(OnnxOps, LayerNormalization) {
+  ModelBuilder b(17);
+  b.FloatInput("x", {1, 4});
+  b.FloatInitializer("scale", {4}, {1, 1, 2, 2});
+  b.FloatInitializer("bias", {4}, {0, 0, 0, 1});
+  AttrFloat(b.Node("LayerNormalization", {"x", "scale", "bias"}, {"y"}),
+            "epsilon", 0);
+  b.Output("y");
+  // Mean 2.5, variance 1.25.
+  const double s = std::sqrt(1.25);
+  auto out = RunModel(b, {F32({1, 4}, {1, 2, 3, 4})});
+  ExpectTensor(out[0], DType::kF32, {1, 4},
+               {-1.5 / s, -0.5 / s, 2 * 0.5 / s, 2 * 1.5 / s + 1}, 1e-5);
+}
+
+TEST(OnnxOps, DropoutAndIdentityPassThrough) {
+  ModelBuilder b;
+  b.FloatInput("x", {2});
+  b.Node("Dropout", {"x"}, {"d"});
+  b.Node("Identity", {"d"}, {"y"});
+  b.Output("y");
+  EXPECT_THAT(Targets(b), ElementsAre());
+  ExpectTensor(RunModel(b, {F32({2}, {1, 2})})[0], DType::kF32, {2}, {1, 2});
+}
+
+// --- Reductions -------------------------------------------------------------
+
+TEST(OnnxOps, ReduceAxesByOpset) {
+  ModelBuilder attr(13);
+  attr.FloatInput("x", {2, 3});
+  onnx::NodeProto* n = attr.Node("ReduceMean", {"x"}, {"y"});
+  AttrInts(n, "axes", {1});
+  AttrInt(n, "keepdims", 0);
+  attr.Output("y");
+  std::vector<double> v = {1, 2, 3, 4, 5, 6};
+  ExpectTensor(RunModel(attr, {F32({2, 3}, v)})[0], DType::kF32, {2}, {2, 5});
+
+  ModelBuilder input(18);
+  input.FloatInput("x", {2, 3});
+  input.IntsConstant("axes", {1});
+  AttrInt(input.Node("ReduceMean", {"x", "axes"}, {"y"}), "keepdims", 0);
+  input.Output("y");
+  ExpectTensor(RunModel(input, {F32({2, 3}, v)})[0], DType::kF32, {2}, {2, 5});
+
+  ModelBuilder sum(13);
+  sum.FloatInput("x", {2, 3});
+  sum.IntsConstant("axes", {0});
+  sum.Node("ReduceSum", {"x", "axes"}, {"s"});
+  sum.Node("ReduceMax", {"x"}, {"m"});
+  AttrInt(sum.Node("ReduceSum", {"x"}, {"noop"}), "noop_with_empty_axes", 1);
+  sum.Output("s");
+  sum.Output("m");
+  sum.Output("noop");
+  auto out = RunModel(sum, {F32({2, 3}, v)});
+  ExpectTensor(out[0], DType::kF32, {1, 3}, {5, 7, 9});
+  ExpectTensor(out[1], DType::kF32, {1, 1}, {6});
+  ExpectTensor(out[2], DType::kF32, {2, 3}, v);
+}
+
+TEST(OnnxOps, IntegerReduceSumKeepsItsDtype) {
+  ModelBuilder b;
+  b.Input("x", TP::INT32, std::vector<int64_t>{3});
+  AttrInt(b.Node("ReduceSum", {"x"}, {"y"}), "keepdims", 0);
+  b.Output("y");
+  auto out = RunModel(b, {T(DType::kI32, {3}, {1, 2, 3})});
+  ExpectTensor(out[0], DType::kI32, {}, {6});
+}
+
+// --- Shapes -----------------------------------------------------------------
+
+std::vector<double> Iota(int n) {
+  std::vector<double> v;
+  for (int i = 0; i < n; ++i) v.push_back(i);
+  return v;
+}
+
+TEST(OnnxOps, FlattenReshapeTranspose) {
+  ModelBuilder b;
+  b.FloatInput("x", {2, 3, 4});
+  AttrInt(b.Node("Flatten", {"x"}, {"f2"}), "axis", 2);
+  AttrInt(b.Node("Flatten", {"x"}, {"f0"}), "axis", 0);
+  b.Node("Flatten", {"x"}, {"f1"});
+  b.IntsConstant("shape", {0, -1});
+  b.Node("Reshape", {"x", "shape"}, {"r"});
+  AttrInts(b.Node("Transpose", {"r"}, {"t"}), "perm", {1, 0});
+  for (const char* o : {"f2", "f0", "f1", "r", "t"}) b.Output(o);
+  auto out = RunModel(b, {F32({2, 3, 4}, Iota(24))});
+  ASSERT_EQ(out.size(), 5u);
+  ExpectTensor(out[0], DType::kF32, {6, 4}, Iota(24));
+  ExpectTensor(out[1], DType::kF32, {1, 24}, Iota(24));
+  ExpectTensor(out[2], DType::kF32, {2, 12}, Iota(24));
+  ExpectTensor(out[3], DType::kF32, {2, 12}, Iota(24));
+  std::vector<double> transposed;
+  for (int j = 0; j < 12; ++j) {
+    for (int i = 0; i < 2; ++i) transposed.push_back(i * 12 + j);
+  }
+  ExpectTensor(out[4], DType::kF32, {12, 2}, transposed);
+}
+
+TEST(OnnxOps, SqueezeUnsqueezeExpand) {
+  ModelBuilder b;
+  b.FloatInput("x", {1, 3, 1});
+  b.IntsConstant("sq", {0, 2});
+  b.Node("Squeeze", {"x", "sq"}, {"s"});
+  b.IntsConstant("unsq", {0, -1});
+  b.Node("Unsqueeze", {"s", "unsq"}, {"u"});
+  b.Node("Squeeze", {"x"}, {"all"});
+  // Expand broadcasts both ways: [3,1] to [2,1,4] gives [2,3,4].
+  b.IntsConstant("shape", {2, 1, 4});
+  b.IntsConstant("col_axes", {0});
+  b.Node("Squeeze", {"x", "col_axes"}, {"c"});
+  b.Node("Expand", {"c", "shape"}, {"e"});
+  for (const char* o : {"s", "u", "all", "e"}) b.Output(o);
+  auto out = RunModel(b, {F32({1, 3, 1}, {1, 2, 3})});
+  ASSERT_EQ(out.size(), 4u);
+  ExpectTensor(out[0], DType::kF32, {3}, {1, 2, 3});
+  ExpectTensor(out[1], DType::kF32, {1, 3, 1}, {1, 2, 3});
+  ExpectTensor(out[2], DType::kF32, {3}, {1, 2, 3});
+  std::vector<double> expanded;
+  for (int rep = 0; rep < 2; ++rep) {
+    for (double v : {1, 2, 3}) expanded.insert(expanded.end(), 4, v);
+  }
+  ExpectTensor(out[3], DType::kF32, {2, 3, 4}, expanded);
+}
+
+TEST(OnnxOps, ConcatAndSplit) {
+  ModelBuilder b(18);
+  b.FloatInput("a", {2, 1});
+  b.FloatInput("b", {2, 2});
+  AttrInt(b.Node("Concat", {"a", "b"}, {"c"}), "axis", 1);
+  b.FloatInput("x", {7});
+  AttrInt(b.Node("Split", {"x"}, {"p0", "p1", "p2"}), "num_outputs", 3);
+  b.IntsConstant("sizes", {2, 5});
+  b.Node("Split", {"x", "sizes"}, {"q0", "q1"});
+  for (const char* o : {"c", "p0", "p1", "p2", "q0", "q1"}) b.Output(o);
+  auto out = RunModel(
+      b, {F32({2, 1}, {1, 2}), F32({2, 2}, {3, 4, 5, 6}), F32({7}, Iota(7))});
+  ASSERT_EQ(out.size(), 6u);
+  ExpectTensor(out[0], DType::kF32, {2, 3}, {1, 3, 4, 2, 5, 6});
+  ExpectTensor(out[1], DType::kF32, {3}, {0, 1, 2});
+  ExpectTensor(out[2], DType::kF32, {3}, {3, 4, 5});
+  ExpectTensor(out[3], DType::kF32, {1}, {6});
+  ExpectTensor(out[4], DType::kF32, {2}, {0, 1});
+  ExpectTensor(out[5], DType::kF32, {5}, {2, 3, 4, 5, 6});
+
+  // Opset 13: no split input means equal pieces, one per output.
+  ModelBuilder equal(13);
+  equal.FloatInput("x", {6});
+  equal.Node("Split", {"x"}, {"a", "b"});
+  equal.Output("a");
+  equal.Output("b");
+  auto halves = RunModel(equal, {F32({6}, Iota(6))});
+  ExpectTensor(halves[0], DType::kF32, {3}, {0, 1, 2});
+  ExpectTensor(halves[1], DType::kF32, {3}, {3, 4, 5});
+}
+
+TEST(OnnxOps, Slice) {
+  ModelBuilder b;
+  b.FloatInput("x", {2, 5});
+  b.IntsConstant("starts", {-4});
+  b.IntsConstant("ends", {std::numeric_limits<int64_t>::max()});
+  b.IntsConstant("axes", {1});
+  b.IntsConstant("steps", {2});
+  b.Node("Slice", {"x", "starts", "ends", "axes", "steps"}, {"y"});
+  b.IntsConstant("s0", {0});
+  b.IntsConstant("e0", {1});
+  b.Node("Slice", {"x", "s0", "e0"}, {"row"});
+  b.Output("y");
+  b.Output("row");
+  auto out = RunModel(b, {F32({2, 5}, Iota(10))});
+  ExpectTensor(out[0], DType::kF32, {2, 2}, {1, 3, 6, 8});
+  ExpectTensor(out[1], DType::kF32, {1, 5}, {0, 1, 2, 3, 4});
+}
+
+TEST(OnnxOps, Gather) {
+  // A known negative scalar index: the last row.
+  ModelBuilder scalar;
+  scalar.FloatInput("data", {3, 2});
+  scalar.IntsConstant("i", {-1}, /*scalar=*/true);
+  scalar.Node("Gather", {"data", "i"}, {"y"});
+  scalar.Output("y");
+  Tensor data = F32({3, 2}, {1, 2, 3, 4, 5, 6});
+  ExpectTensor(RunModel(scalar, {data})[0], DType::kF32, {2}, {5, 6});
+
+  // Run-time indices into a table: embedding, negative ones wrapped.
+  ModelBuilder lookup;
+  lookup.Input("ids", TP::INT64, std::vector<int64_t>{2});
+  lookup.FloatInitializer("table", {3, 2}, {1, 2, 3, 4, 5, 6});
+  lookup.Node("Gather", {"table", "ids"}, {"y"});
+  lookup.Output("y");
+  EXPECT_THAT(Targets(lookup), Contains("embedding"));
+  ExpectTensor(RunModel(lookup, {I64({2}, {-1, 0})})[0], DType::kF32, {2, 2},
+               {5, 6, 1, 2});
+
+  // Known 2-D indices along axis 1: out[i][j][k] = data[i][idx[j][k]].
+  ModelBuilder two_d;
+  two_d.FloatInput("data", {2, 2});
+  two_d.Int64Initializer("idx", {2, 2}, {1, 0, 0, -2});
+  AttrInt(two_d.Node("Gather", {"data", "idx"}, {"y"}), "axis", 1);
+  two_d.Output("y");
+  ExpectTensor(RunModel(two_d, {F32({2, 2}, {1, 2, 3, 4})})[0], DType::kF32,
+               {2, 2, 2}, {2, 1, 1, 1, 4, 3, 3, 3});
+}
+
+TEST(OnnxOps, Pad) {
+  ModelBuilder b;
+  b.FloatInput("x", {1, 2});
+  b.IntsConstant("pads", {0, 1, 0, 2});
+  b.FloatInitializer("nine", {}, {9});
+  b.Node("Pad", {"x", "pads", "nine"}, {"c"});
+  b.FloatInput("z", {1, 3});
+  b.IntsConstant("pads1", {0, 1, 0, 1});
+  AttrString(b.Node("Pad", {"z", "pads1"}, {"r"}), "mode", "reflect");
+  AttrString(b.Node("Pad", {"z", "pads1"}, {"e"}), "mode", "edge");
+  b.Output("c");
+  b.Output("r");
+  b.Output("e");
+  auto out = RunModel(b, {F32({1, 2}, {1, 2}), F32({1, 3}, {1, 2, 3})});
+  ASSERT_EQ(out.size(), 3u);
+  ExpectTensor(out[0], DType::kF32, {1, 5}, {9, 1, 2, 9, 9});
+  ExpectTensor(out[1], DType::kF32, {1, 5}, {2, 1, 2, 3, 2});
+  ExpectTensor(out[2], DType::kF32, {1, 5}, {1, 1, 2, 3, 3});
+}
+
+TEST(OnnxOps, ShapeConstantOfShapeRange) {
+  ModelBuilder b;
+  b.FloatInput("x", {2, 3});
+  b.Node("Shape", {"x"}, {"s"});
+  onnx::NodeProto* c = b.Node("ConstantOfShape", {"s"}, {"sevens"});
+  onnx::AttributeProto* a = c->add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  a->mutable_t()->set_data_type(TP::INT64);
+  a->mutable_t()->add_dims(1);
+  a->mutable_t()->add_int64_data(7);
+  b.IntsConstant("start", {1}, true);
+  b.IntsConstant("limit", {10}, true);
+  b.IntsConstant("delta", {3}, true);
+  b.Node("Range", {"start", "limit", "delta"}, {"r"});
+  b.Output("sevens");
+  b.Output("r");
+  auto out = RunModel(b, {F32({2, 3}, Iota(6))});
+  ASSERT_EQ(out.size(), 2u);
+  ExpectTensor(out[0], DType::kI64, {2, 3}, {7, 7, 7, 7, 7, 7});
+  ExpectTensor(out[1], DType::kI64, {3}, {1, 4, 7});
+}
+
+TEST(OnnxOps, Trilu) {
+  ModelBuilder b(14);
+  b.FloatInput("x", {3, 3});
+  b.Node("Trilu", {"x"}, {"upper"});
+  b.IntsConstant("k", {-1}, /*scalar=*/true);
+  AttrInt(b.Node("Trilu", {"x", "k"}, {"lower"}), "upper", 0);
+  b.Output("upper");
+  b.Output("lower");
+  auto out = RunModel(b, {F32({3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9})});
+  ASSERT_EQ(out.size(), 2u);
+  ExpectTensor(out[0], DType::kF32, {3, 3}, {1, 2, 3, 0, 5, 6, 0, 0, 9});
+  ExpectTensor(out[1], DType::kF32, {3, 3}, {0, 0, 0, 4, 0, 0, 7, 8, 0});
+}
+
+TEST(OnnxOps, GatherElements) {
+  ModelBuilder b;
+  b.FloatInput("data", {2, 2});
+  b.Int64Initializer("idx", {2, 2}, {-1, 0, 1, 0});
+  AttrInt(b.Node("GatherElements", {"data", "idx"}, {"y"}), "axis", 1);
+  b.Output("y");
+  // y[i][j] = data[i][idx[i][j]], -1 being the last.
+  auto out = RunModel(b, {F32({2, 2}, {1, 2, 3, 4})});
+  ExpectTensor(out[0], DType::kF32, {2, 2}, {2, 1, 4, 3});
+}
+
+TEST(OnnxOps, ComposedActivations) {
+  ModelBuilder b;
+  b.FloatInput("x", {4});
+  b.Node("HardSigmoid", {"x"}, {"hs"});
+  b.Node("HardSwish", {"x"}, {"hw"});
+  b.FloatInitializer("slope", {1}, {0.5});
+  b.Node("PRelu", {"x", "slope"}, {"pr"});
+  b.Node("IsInf", {"x"}, {"inf"});
+  for (const char* o : {"hs", "hw", "pr", "inf"}) b.Output(o);
+  auto out = RunModel(b, {F32({4}, {-4, 0, 1, INFINITY})});
+  ASSERT_EQ(out.size(), 4u);
+  // clamp(0.2 x + 0.5, 0, 1); x * clamp(x / 6 + 0.5, 0, 1).
+  ExpectTensor(out[0], DType::kF32, {4}, {0, 0.5, 0.7, 1}, 1e-5);
+  ExpectTensor(out[1], DType::kF32, {4}, {0, 0, 2.0 / 3.0, INFINITY}, 1e-5);
+  ExpectTensor(out[2], DType::kF32, {4}, {-2, 0, 1, INFINITY});
+  ExpectTensor(out[3], DType::kBool, {4}, {0, 0, 0, 1});
+}
+
+TEST(OnnxOps, VariadicMaxMinSum) {
+  ModelBuilder b;
+  for (const char* n : {"a", "b", "c"}) b.FloatInput(n, {2});
+  b.Node("Max", {"a", "b", "c"}, {"max"});
+  b.Node("Min", {"a", "b", "c"}, {"min"});
+  b.Node("Sum", {"a", "b", "c"}, {"sum"});
+  b.Node("Max", {"a"}, {"one"});
+  for (const char* o : {"max", "min", "sum", "one"}) b.Output(o);
+  auto out =
+      RunModel(b, {F32({2}, {1, 5}), F32({2}, {3, 2}), F32({2}, {0, 9})});
+  ASSERT_EQ(out.size(), 4u);
+  ExpectTensor(out[0], DType::kF32, {2}, {3, 9});
+  ExpectTensor(out[1], DType::kF32, {2}, {0, 2});
+  ExpectTensor(out[2], DType::kF32, {2}, {4, 16});
+  ExpectTensor(out[3], DType::kF32, {2}, {1, 5});
+}
+
+TEST(OnnxOps, CastLikeArgMaxReduceMinSize) {
+  ModelBuilder b(18);
+  b.FloatInput("x", {2, 3});
+  b.Input("like", TP::INT64, std::vector<int64_t>{1});
+  b.Node("CastLike", {"x", "like"}, {"cast"});
+  onnx::NodeProto* am = b.Node("ArgMax", {"x"}, {"argmax"});
+  AttrInt(am, "axis", 1);
+  AttrInt(am, "keepdims", 0);
+  b.IntsConstant("axes", {1});
+  b.Node("ReduceMin", {"x", "axes"}, {"min"});
+  b.Node("Size", {"x"}, {"size"});
+  for (const char* o : {"cast", "argmax", "min", "size"}) b.Output(o);
+  auto out = RunModel(b, {F32({2, 3}, {1.5, 5, 2, 7, -0.5, 7}), I64({1}, {0})});
+  ASSERT_EQ(out.size(), 4u);
+  ExpectTensor(out[0], DType::kI64, {2, 3}, {1, 5, 2, 7, 0, 7});
+  ExpectTensor(out[1], DType::kI64, {2}, {1, 0});
+  ExpectTensor(out[2], DType::kF32, {2, 1}, {1.5, -0.5});
+  ExpectTensor(out[3], DType::kI64, {}, {6});
+}
+
+}  // namespace
+}  // namespace graft::onnx_test
+
+#else  // !GRAFT_HAVE_ONNX
+
+TEST(OnnxOps, NeedsOnnx) {
+  GTEST_SKIP() << "graft was built without ONNX (libonnx-dev)";
+}
+
+#endif  // GRAFT_HAVE_ONNX
