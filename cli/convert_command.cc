@@ -11,6 +11,7 @@
 #include "cli/command.h"
 #include "cli/load_module.h"
 #include "serialize/model_io.h"
+#include "support/status_macros.h"
 
 namespace graft::cli {
 namespace {
@@ -24,12 +25,11 @@ struct ConvertArgs {
 
 absl::Status RunConvert(const ConvertArgs& args) {
   // A bad output name fails before the model is read.
-  if (absl::Status s = OutputModelFormatForPath(args.output).status(); !s.ok()) return s;
-  absl::StatusOr<Module> module = LoadModule(args.input);
-  if (!module.ok()) return module.status();
+  RETURN_IF_ERROR(OutputModelFormatForPath(args.output).status());
+  ASSIGN_OR_RETURN(Module module, LoadModule(args.input));
   ModelSaveOptions options;
   if (args.inline_limit.has_value()) options.binary.inline_limit = *args.inline_limit;
-  return SaveModel(*module, args.output, options);
+  return SaveModel(module, args.output, options);
 }
 
 }  // namespace

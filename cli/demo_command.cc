@@ -29,6 +29,7 @@
 #include "passes/pass_context.h"
 #include "passes/pipeline.h"
 #include "serialize/model_io.h"
+#include "support/status_macros.h"
 #include "viz/dot_writer.h"
 #include "viz/graphviz_render.h"
 #include "workloads/benchmark_mlp.h"
@@ -119,16 +120,14 @@ absl::Status Trace(DemoContext& ctx) {
 }
 
 absl::Status Optimize(DemoContext& ctx) {
-  absl::StatusOr<passes::Pipeline> pipeline =
-      passes::Pipeline::FromString(kPipeline);
-  if (!pipeline.ok()) return pipeline.status();
+  ASSIGN_OR_RETURN(passes::Pipeline pipeline,
+                   passes::Pipeline::FromString(kPipeline));
   const size_t before = ctx.module.graph().num_nodes();
   ctx.traced = ctx.module.Clone();
   passes::PassContext pass_ctx;
   pass_ctx.constant_evaluator = interp::EvaluateNode;
   Stopwatch watch;
-  absl::StatusOr<bool> changed = pipeline->Run(ctx.module, pass_ctx);
-  if (!changed.ok()) return changed.status();
+  ASSIGN_OR_RETURN(bool changed, pipeline.Run(ctx.module, pass_ctx));
   const double seconds = watch.Seconds();
   ctx.summary.push_back(absl::StrCat("passes ", FormatDuration(seconds)));
   return ctx.Say(absl::StrCat(before, " -> ", ctx.module.graph().num_nodes(),
@@ -165,10 +164,7 @@ absl::Status Draw(DemoContext& ctx) {
   DotOptions after_options;
   after_options.title = absl::StrCat("after ", kPipeline);
   AddPassDiff(*ctx.traced, ctx.module, "", &after_options);
-  if (absl::Status s = WriteModulePicture(ctx.module, after_path, after_options);
-      !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(WriteModulePicture(ctx.module, after_path, after_options));
   ctx.summary.push_back(absl::StrCat("pictures ", FormatDuration(watch.Seconds())));
   std::string text = absl::StrCat("before passes: ", before_path,
                                   "\nafter passes:  ", after_path,
@@ -186,16 +182,15 @@ absl::Status SaveAndLoad(DemoContext& ctx) {
   const std::string path =
       (std::filesystem::path(ctx.output_dir) / "mlp.gpb").string();
   Stopwatch save_watch;
-  if (absl::Status s = SaveModel(ctx.module, path); !s.ok()) return s;
+  RETURN_IF_ERROR(SaveModel(ctx.module, path));
   const double save_seconds = save_watch.Seconds();
   Stopwatch load_watch;
-  absl::StatusOr<Module> loaded = LoadModel(path);
-  if (!loaded.ok()) return loaded.status();
+  ASSIGN_OR_RETURN(Module loaded, LoadModel(path));
   const double load_seconds = load_watch.Seconds();
   std::error_code error;
   const uintmax_t model_bytes = std::filesystem::file_size(path, error);
   const uintmax_t data_bytes = std::filesystem::file_size(path + ".data", error);
-  ctx.module = *std::move(loaded);
+  ctx.module = std::move(loaded);
   ctx.summary.push_back(absl::StrCat("save ", FormatDuration(save_seconds),
                                      ", load ", FormatDuration(load_seconds)));
   return ctx.Say(absl::StrCat(
@@ -207,22 +202,20 @@ absl::Status SaveAndLoad(DemoContext& ctx) {
 }
 
 absl::Status Run(DemoContext& ctx) {
-  absl::StatusOr<std::unique_ptr<Backend>> backend = CreateBackend(kBackend);
-  if (!backend.ok()) return backend.status();
+  ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateBackend(kBackend));
   const std::vector<ValueSignature> placeholders =
       PlaceholderSignature(ctx.module.graph());
-  absl::StatusOr<BoundInputs> inputs = BindInputs(placeholders, {}, kInputSeed);
-  if (!inputs.ok()) return inputs.status();
-  absl::StatusOr<std::unique_ptr<Executable>> executable =
-      (*backend)->Compile(ctx.module, CompileOptions());
-  if (!executable.ok()) return executable.status();
+  ASSIGN_OR_RETURN(BoundInputs inputs,
+                   BindInputs(placeholders, {}, kInputSeed));
+  ASSIGN_OR_RETURN(std::unique_ptr<Executable> executable,
+                   (backend)->Compile(ctx.module, CompileOptions()));
   Stopwatch watch;
   absl::StatusOr<std::vector<Tensor>> outputs =
-      (*executable)->Run(inputs->tensors);
+      (executable)->Run(inputs.tensors);
   if (!outputs.ok()) return outputs.status();
   const double seconds = watch.Seconds();
   ctx.outputs = *std::move(outputs);
-  for (const ValueSignature& s : (*executable)->output_signature()) {
+  for (const ValueSignature& s : (executable)->output_signature()) {
     ctx.output_names.push_back(s.name);
   }
   const double gflop = CountMatmulFlops(ctx.module.graph()) / 1e9;
@@ -233,7 +226,7 @@ absl::Status Run(DemoContext& ctx) {
   std::string text;
   for (size_t i = 0; i < placeholders.size(); ++i) {
     absl::StrAppend(&text, "input ", placeholders[i].name, ": ",
-                    inputs->tensors[i].TypeString(), " = ", inputs->sources[i],
+                    inputs.tensors[i].TypeString(), " = ", inputs.sources[i],
                     "\n");
   }
   absl::StrAppend(&text, absl::StrFormat("%.2f", gflop), " GFLOP in ",
@@ -270,21 +263,15 @@ std::vector<DemoStep> DemoSteps() {
 
 absl::Status RunDemo(const std::string& output_dir) {
   const std::vector<DemoStep> steps = DemoSteps();
-  if (absl::Status s = WriteStdout(absl::StrCat(
-          "graft demo: benchmark MLP 1024-4096-4096-1024 (ReLU), batch ",
-          kBatch, ", f32\n"));
-      !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(WriteStdout(absl::StrCat(
+      "graft demo: benchmark MLP 1024-4096-4096-1024 (ReLU), batch ", kBatch,
+      ", f32\n")));
   DemoContext ctx;
   ctx.output_dir = output_dir;
   Stopwatch total;
   for (size_t i = 0; i < steps.size(); ++i) {
-    if (absl::Status s = WriteStdout(absl::StrCat(
-            "\n[", i + 1, "/", steps.size(), "] ", steps[i].heading, "\n"));
-        !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(WriteStdout(absl::StrCat("\n[", i + 1, "/", steps.size(),
+                                             "] ", steps[i].heading, "\n")));
     if (absl::Status s = steps[i].run(ctx); !s.ok()) {
       return absl::Status(
           s.code(),

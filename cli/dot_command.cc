@@ -7,6 +7,7 @@
 
 #include "cli/command.h"
 #include "cli/load_module.h"
+#include "support/status_macros.h"
 #include "viz/dot_writer.h"
 #include "viz/graphviz_render.h"
 
@@ -24,20 +25,18 @@ struct DotArgs {
 
 absl::Status RunDot(const DotArgs& args) {
   // A bad output name fails before the model is read.
-  absl::StatusOr<PictureFormat> format = PictureFormatForPath(args.output);
-  if (!format.ok()) return format.status();
-  if (*format != PictureFormat::kDot && !HaveGraphviz()) {
+  ASSIGN_OR_RETURN(PictureFormat format, PictureFormatForPath(args.output));
+  if (format != PictureFormat::kDot && !HaveGraphviz()) {
     return absl::FailedPreconditionError(GraphvizMissingMessage());
   }
-  absl::StatusOr<Module> module = LoadModule(args.model);
-  if (!module.ok()) return module.status();
+  ASSIGN_OR_RETURN(Module module, LoadModule(args.model));
   DotOptions options;
   options.cluster_fused = args.cluster_fused;
   options.max_nodes = args.max_nodes;
   options.edge_labels = args.edge_labels;
   std::string warning;
   absl::Status written =
-      WriteModulePicture(*module, args.output, options, &warning);
+      WriteModulePicture(module, args.output, options, &warning);
   // The picture is still made: the warning says what it leaves out.
   if (!warning.empty())
     std::fprintf(stderr, "graft: warning: %s\n", warning.c_str());

@@ -1,9 +1,8 @@
 #include "cli/input_binding.h"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
-
-#include <algorithm>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -13,6 +12,7 @@
 #include "graph/random_tensor.h"
 #include "graph/type_rules.h"
 #include "serialize/npy.h"
+#include "support/status_macros.h"
 
 namespace graft::cli {
 namespace {
@@ -198,21 +198,20 @@ absl::StatusOr<std::vector<GivenInput>> ReadGivenInputs(
   std::vector<GivenInput> inputs;
   absl::flat_hash_map<std::string, std::string> seen;  // Name -> file.
   for (const std::string& text : specs) {
-    absl::StatusOr<InputSpec> spec = ParseInputSpec(text);
-    if (!spec.ok()) return spec.status();
-    auto [it, inserted] = seen.emplace(spec->name, spec->path);
+    ASSIGN_OR_RETURN(InputSpec spec, ParseInputSpec(text));
+    auto [it, inserted] = seen.emplace(spec.name, spec.path);
     if (!inserted) {
       return absl::InvalidArgumentError(
-          absl::StrCat("input '", spec->name, "' is given twice (", it->second,
-                       " and ", spec->path, ")"));
+          absl::StrCat("input '", spec.name, "' is given twice (", it->second,
+                       " and ", spec.path, ")"));
     }
-    absl::StatusOr<Tensor> tensor = ReadNpy(spec->path);
+    absl::StatusOr<Tensor> tensor = ReadNpy(spec.path);
     if (!tensor.ok()) {
-      return absl::Status(tensor.status().code(),
-                          absl::StrCat("input '", spec->name,
-                                       "': ", tensor.status().message()));
+      return absl::Status(
+          tensor.status().code(),
+          absl::StrCat("input '", spec.name, "': ", tensor.status().message()));
     }
-    inputs.push_back({spec->name, spec->path, *std::move(tensor)});
+    inputs.push_back({spec.name, spec.path, *std::move(tensor)});
   }
   return inputs;
 }
@@ -252,9 +251,8 @@ absl::StatusOr<BoundInputs> BindInputs(
       bound.tensors[i] = input->tensor;
       continue;
     }
-    absl::StatusOr<Tensor> tensor = CheckGiven(*input, *placeholders[i].type);
-    if (!tensor.ok()) return tensor.status();
-    bound.tensors[i] = *std::move(tensor);
+    ASSIGN_OR_RETURN(Tensor tensor, CheckGiven(*input, *placeholders[i].type));
+    bound.tensors[i] = std::move(tensor);
   }
   SymbolBinder binder;
   if (!dims.empty()) {
@@ -283,11 +281,8 @@ absl::StatusOr<BoundInputs> BindInputs(
       if (by_placeholder[i] == nullptr || !placeholders[i].type.has_value()) {
         continue;
       }
-      if (absl::Status s = binder.Bind(*by_placeholder[i], bound.tensors[i],
-                                       *placeholders[i].type, derived);
-          !s.ok()) {
-        return s;
-      }
+      RETURN_IF_ERROR(binder.Bind(*by_placeholder[i], bound.tensors[i],
+                                  *placeholders[i].type, derived));
     }
   }
 
@@ -299,9 +294,8 @@ absl::StatusOr<BoundInputs> BindInputs(
       continue;
     }
     const uint64_t seed = *random_seed + i;
-    absl::StatusOr<Tensor> tensor = MakeRandom(placeholders[i], binder, seed);
-    if (!tensor.ok()) return tensor.status();
-    bound.tensors[i] = *std::move(tensor);
+    ASSIGN_OR_RETURN(Tensor tensor, MakeRandom(placeholders[i], binder, seed));
+    bound.tensors[i] = std::move(tensor);
     bound.sources[i] = absl::StrCat("random(seed=", seed, ")");
   }
   if (!missing.empty()) {

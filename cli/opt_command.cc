@@ -21,6 +21,7 @@
 #include "passes/pipeline.h"
 #include "passes/plugin_loader.h"
 #include "serialize/model_io.h"
+#include "support/status_macros.h"
 #include "viz/dot_dump_writer.h"
 
 namespace graft::cli {
@@ -42,7 +43,7 @@ struct OptArgs {
 // name or an op the plugins may define.
 absl::Status LoadPlugins(const std::vector<std::string>& plugins) {
   for (const std::string& path : plugins) {
-    if (absl::Status s = passes::LoadPassPlugin(path); !s.ok()) return s;
+    RETURN_IF_ERROR(passes::LoadPassPlugin(path));
   }
   return absl::OkStatus();
 }
@@ -78,17 +79,15 @@ absl::StatusOr<passes::DumpFormat> ParseDumpFormat(absl::string_view name) {
 }
 
 absl::Status RunOpt(const OptArgs& args) {
-  if (absl::Status s = LoadPlugins(args.plugins); !s.ok()) return s;
+  RETURN_IF_ERROR(LoadPlugins(args.plugins));
   // A bad output name fails before any work is done.
   if (!args.output.empty()) {
-    if (absl::Status s = OutputModelFormatForPath(args.output).status(); !s.ok()) return s;
+    RETURN_IF_ERROR(OutputModelFormatForPath(args.output).status());
   }
-  absl::StatusOr<passes::Pipeline> pipeline =
-      passes::Pipeline::FromString(args.pipeline);
-  if (!pipeline.ok()) return pipeline.status();
-  absl::StatusOr<Module> module = LoadModule(args.model);
-  if (!module.ok()) return module.status();
-  if (absl::Status s = Verify(*module); !s.ok()) {
+  ASSIGN_OR_RETURN(passes::Pipeline pipeline,
+                   passes::Pipeline::FromString(args.pipeline));
+  ASSIGN_OR_RETURN(Module module, LoadModule(args.model));
+  if (absl::Status s = Verify(module); !s.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat(args.model, " is not a valid model: ", s.message()));
   }
@@ -99,23 +98,22 @@ absl::Status RunOpt(const OptArgs& args) {
   ctx.verify_each = args.verify_each;
   ctx.time_passes = args.time_passes;
   if (!args.dump_dir.empty()) {
-    absl::StatusOr<passes::DumpFormat> format = ParseDumpFormat(args.dump);
-    if (!format.ok()) return format.status();
+    ASSIGN_OR_RETURN(passes::DumpFormat format, ParseDumpFormat(args.dump));
     ctx.dump_dir = args.dump_dir;
-    ctx.dump_format = *format;
+    ctx.dump_format = format;
   }
-  absl::StatusOr<bool> changed = pipeline->Run(*module, ctx);
+  absl::StatusOr<bool> changed = pipeline.Run(module, ctx);
   // Notes and timings help most when a pass failed, so print them first.
   for (const std::string& note : ctx.notes()) {
     std::fprintf(stderr, "graft: warning: %s\n", note.c_str());
   }
   if (args.time_passes) std::fputs(TimingTable(ctx).c_str(), stderr);
   if (!changed.ok()) return changed.status();
-  if (args.output.empty()) return WriteStdout(PrintModule(*module));
+  if (args.output.empty()) return WriteStdout(PrintModule(module));
   // In the format the extension names; a text file holds every tensor's
   // data, so it reads back (stdout, a view, elides large tensors as
   // `graft print` does).
-  return SaveModel(*module, args.output);
+  return SaveModel(module, args.output);
 }
 
 }  // namespace

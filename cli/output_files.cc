@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "graph/graph.h"
 #include "serialize/npy.h"
+#include "support/status_macros.h"
 
 namespace graft::cli {
 
@@ -42,7 +43,7 @@ absl::StatusOr<std::vector<std::string>> WriteOutputFiles(
   std::vector<std::string> written;
   for (size_t i = 0; i < files.size() && i < tensors.size(); ++i) {
     std::string path = (std::filesystem::path(dir) / files[i]).string();
-    if (absl::Status s = WriteNpy(path, tensors[i]); !s.ok()) return s;
+    RETURN_IF_ERROR(WriteNpy(path, tensors[i]));
     written.push_back(std::move(path));
   }
   return written;

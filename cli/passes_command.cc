@@ -14,6 +14,7 @@
 #include "passes/pass_registry.h"
 #include "passes/pattern_registry.h"
 #include "passes/plugin_loader.h"
+#include "support/status_macros.h"
 
 namespace graft::cli {
 namespace {
@@ -79,7 +80,7 @@ void AppendPlugins(std::string* out) {
 
 absl::Status RunPasses(const PassesArgs& args) {
   for (const std::string& path : args.plugins) {
-    if (absl::Status s = passes::LoadPassPlugin(path); !s.ok()) return s;
+    RETURN_IF_ERROR(passes::LoadPassPlugin(path));
   }
   std::string out;
   AppendPasses(&out);

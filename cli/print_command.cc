@@ -7,6 +7,7 @@
 #include "cli/load_module.h"
 #include "cli/output.h"
 #include "graph/printer.h"
+#include "support/status_macros.h"
 
 namespace graft::cli {
 namespace {
@@ -18,11 +19,10 @@ struct PrintArgs {
 };
 
 absl::Status RunPrint(const PrintArgs& args) {
-  absl::StatusOr<Module> module = LoadModule(args.model);
-  if (!module.ok()) return module.status();
+  ASSIGN_OR_RETURN(Module module, LoadModule(args.model));
   PrintOptions options;
   options.max_inline_elements = args.max_inline_elements;
-  return WriteStdout(PrintModule(*module, options));
+  return WriteStdout(PrintModule(module, options));
 }
 
 }  // namespace

@@ -157,67 +157,62 @@ std::string Stats(const CompileCacheStats& stats, const ExecutableInfo& info,
 }
 
 absl::Status RunRun(const RunArgs& args) {
-  absl::StatusOr<Module> module = LoadModule(args.model);
-  if (!module.ok()) return module.status();
-  absl::StatusOr<std::unique_ptr<Backend>> backend =
-      CreateBackend(args.backend);
-  if (!backend.ok()) return backend.status();
+  ASSIGN_OR_RETURN(Module module, LoadModule(args.model));
+  ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend,
+                   CreateBackend(args.backend));
 
   const std::vector<ValueSignature> placeholders =
-      PlaceholderSignature(module->graph());
-  absl::StatusOr<std::vector<GivenInput>> given = ReadGivenInputs(args.inputs);
-  if (!given.ok()) return given.status();
+      PlaceholderSignature(module.graph());
+  ASSIGN_OR_RETURN(std::vector<GivenInput> given, ReadGivenInputs(args.inputs));
   ASSIGN_OR_RETURN(SymbolBindings dims, ParseDims(args.dims));
-  absl::StatusOr<BoundInputs> inputs = BindInputs(
-      placeholders, *given,
-      args.random_inputs ? std::optional<uint64_t>(args.seed) : std::nullopt,
-      dims);
-  if (!inputs.ok()) return inputs.status();
+  ASSIGN_OR_RETURN(
+      BoundInputs inputs,
+      BindInputs(placeholders, given,
+                 args.random_inputs ? std::optional<uint64_t>(args.seed)
+                                    : std::nullopt,
+                 dims));
 
   CompileOptions options;
-  options.input_types = CompileTypes(placeholders, inputs->tensors);
+  options.input_types = CompileTypes(placeholders, inputs.tensors);
   auto disk = std::make_shared<DiskCache>(DiskCache::DefaultDir(),
                                           DiskCache::DefaultMaxBytes());
   CompileCache cache(disk);
   CompileReport report;
   Stopwatch compile_watch;
-  absl::StatusOr<std::shared_ptr<Executable>> executable =
-      cache.GetOrCompile(**backend, *module, options, &report);
-  if (!executable.ok()) return executable.status();
+  ASSIGN_OR_RETURN(std::shared_ptr<Executable> executable,
+                   cache.GetOrCompile(*backend, module, options, &report));
   const double compile_seconds = compile_watch.Seconds();
 
   Stopwatch run_watch;
-  absl::StatusOr<std::vector<Tensor>> outputs =
-      (*executable)->Run(inputs->tensors);
-  if (!outputs.ok()) return outputs.status();
+  ASSIGN_OR_RETURN(std::vector<Tensor> outputs,
+                   (executable)->Run(inputs.tensors));
   const double run_seconds = run_watch.Seconds();
 
   const std::vector<std::string> names =
-      OutputNames(**executable, outputs->size());
-  std::string text = DescribeInputs(placeholders, *inputs);
-  absl::StrAppend(&text, DescribeOutputs(names, *outputs));
+      OutputNames(*executable, outputs.size());
+  std::string text = DescribeInputs(placeholders, inputs);
+  absl::StrAppend(&text, DescribeOutputs(names, outputs));
   absl::StrAppend(&text, "backend ", args.backend, ": compile ",
                   FormatDuration(compile_seconds), ", run ",
                   FormatDuration(run_seconds), "\n");
   if (args.explain) absl::StrAppend(&text, Explain(args.backend, report));
   if (args.stats) {
-    absl::StrAppend(&text, Stats(cache.stats(), (*executable)->info(), *disk));
+    absl::StrAppend(&text, Stats(cache.stats(), (executable)->info(), *disk));
   }
   if (!args.output_dir.empty()) {
-    absl::StatusOr<std::vector<std::string>> written =
-        WriteOutputFiles(args.output_dir, OutputFileNames(names), *outputs);
-    if (!written.ok()) return written.status();
-    for (const std::string& path : *written) {
+    ASSIGN_OR_RETURN(
+        std::vector<std::string> written,
+        WriteOutputFiles(args.output_dir, OutputFileNames(names), outputs));
+    for (const std::string& path : written) {
       absl::StrAppend(&text, "wrote ", path, "\n");
     }
   }
   // Print what is known before a long benchmark starts.
-  if (absl::Status s = WriteStdout(text); !s.ok()) return s;
+  RETURN_IF_ERROR(WriteStdout(text));
   if (args.bench > 0) {
-    absl::StatusOr<std::string> bench =
-        Bench(**executable, inputs->tensors, args.bench);
-    if (!bench.ok()) return bench.status();
-    return WriteStdout(*bench);
+    ASSIGN_OR_RETURN(std::string bench,
+                     Bench(*executable, inputs.tensors, args.bench));
+    return WriteStdout(bench);
   }
   return absl::OkStatus();
 }

@@ -1,6 +1,7 @@
 #include "onnx/onnx_attributes.h"
 
 #include "absl/strings/str_cat.h"
+#include "support/status_macros.h"
 
 namespace graft::onnx_import {
 namespace {
@@ -66,56 +67,49 @@ absl::StatusOr<const AP*> NodeAttributes::Typed(absl::string_view name,
 
 absl::StatusOr<int64_t> NodeAttributes::Int(absl::string_view name,
                                             int64_t default_value) {
-  absl::StatusOr<const AP*> a = Typed(name, AP::INT);
-  if (!a.ok()) return a.status();
-  return *a == nullptr ? default_value : (*a)->i();
+  ASSIGN_OR_RETURN(const AP* a, Typed(name, AP::INT));
+  return a == nullptr ? default_value : (a)->i();
 }
 
 absl::StatusOr<std::optional<int64_t>> NodeAttributes::OptionalInt(
     absl::string_view name) {
-  absl::StatusOr<const AP*> a = Typed(name, AP::INT);
-  if (!a.ok()) return a.status();
-  if (*a == nullptr) return std::optional<int64_t>();
-  return std::optional<int64_t>((*a)->i());
+  ASSIGN_OR_RETURN(const AP* a, Typed(name, AP::INT));
+  if (a == nullptr) return std::optional<int64_t>();
+  return std::optional<int64_t>((a)->i());
 }
 
 absl::StatusOr<float> NodeAttributes::Float(absl::string_view name,
                                             float default_value) {
-  absl::StatusOr<const AP*> a = Typed(name, AP::FLOAT);
-  if (!a.ok()) return a.status();
-  return *a == nullptr ? default_value : (*a)->f();
+  ASSIGN_OR_RETURN(const AP* a, Typed(name, AP::FLOAT));
+  return a == nullptr ? default_value : (a)->f();
 }
 
 absl::StatusOr<std::string> NodeAttributes::String(
     absl::string_view name, absl::string_view default_value) {
-  absl::StatusOr<const AP*> a = Typed(name, AP::STRING);
-  if (!a.ok()) return a.status();
-  return *a == nullptr ? std::string(default_value) : (*a)->s();
+  ASSIGN_OR_RETURN(const AP* a, Typed(name, AP::STRING));
+  return a == nullptr ? std::string(default_value) : (a)->s();
 }
 
 absl::StatusOr<std::optional<std::vector<int64_t>>> NodeAttributes::Ints(
     absl::string_view name) {
-  absl::StatusOr<const AP*> a = Typed(name, AP::INTS);
-  if (!a.ok()) return a.status();
-  if (*a == nullptr) return std::optional<std::vector<int64_t>>();
+  ASSIGN_OR_RETURN(const AP* a, Typed(name, AP::INTS));
+  if (a == nullptr) return std::optional<std::vector<int64_t>>();
   return std::optional<std::vector<int64_t>>(
-      std::vector<int64_t>((*a)->ints().begin(), (*a)->ints().end()));
+      std::vector<int64_t>((a)->ints().begin(), (a)->ints().end()));
 }
 
 absl::StatusOr<std::optional<std::vector<float>>> NodeAttributes::Floats(
     absl::string_view name) {
-  absl::StatusOr<const AP*> a = Typed(name, AP::FLOATS);
-  if (!a.ok()) return a.status();
-  if (*a == nullptr) return std::optional<std::vector<float>>();
+  ASSIGN_OR_RETURN(const AP* a, Typed(name, AP::FLOATS));
+  if (a == nullptr) return std::optional<std::vector<float>>();
   return std::optional<std::vector<float>>(
-      std::vector<float>((*a)->floats().begin(), (*a)->floats().end()));
+      std::vector<float>((a)->floats().begin(), (a)->floats().end()));
 }
 
 absl::StatusOr<const onnx::TensorProto*> NodeAttributes::Tensor(
     absl::string_view name) {
-  absl::StatusOr<const AP*> a = Typed(name, AP::TENSOR);
-  if (!a.ok()) return a.status();
-  return *a == nullptr ? nullptr : &(*a)->t();
+  ASSIGN_OR_RETURN(const AP* a, Typed(name, AP::TENSOR));
+  return a == nullptr ? nullptr : &(a)->t();
 }
 
 std::vector<std::string> NodeAttributes::Unread() const {

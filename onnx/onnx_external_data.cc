@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "support/status_macros.h"
 
 namespace graft::onnx_import {
 
@@ -115,23 +116,21 @@ absl::StatusOr<Tensor> ExternalDataReader::Read(
         "tensor '", tensor_name, "': external data length ", *length,
         " does not match the ", bytes, " bytes its type needs"));
   }
-  absl::StatusOr<std::string> path = Resolve(tensor_name, location);
-  if (!path.ok()) return path.status();
-  absl::StatusOr<std::shared_ptr<MappedFile>> file = Map(*path);
-  if (!file.ok()) return file.status();
+  ASSIGN_OR_RETURN(std::string path, Resolve(tensor_name, location));
+  ASSIGN_OR_RETURN(std::shared_ptr<MappedFile> file, Map(path));
   const uint64_t start = offset.value_or(0);
-  const uint64_t size = (*file)->size;
+  const uint64_t size = (file)->size;
   if (start > size || bytes > size - start) {
     return absl::InvalidArgumentError(absl::StrCat(
         "tensor '", tensor_name, "': external data file '", location, "' has ",
         size, " bytes, but the tensor needs bytes ", start, " to ",
         start + bytes, " (offset ", start, ", length ", bytes, ")"));
   }
-  std::byte* data = static_cast<std::byte*>((*file)->data);
+  std::byte* data = static_cast<std::byte*>((file)->data);
   if (bytes == 0) return Tensor(dtype, dims);
   std::byte* p = data + start;
   if (reinterpret_cast<uintptr_t>(p) % Storage::kAlignment == 0) {
-    std::shared_ptr<void> keep_alive = *file;
+    std::shared_ptr<void> keep_alive = file;
     return Tensor(dtype, dims, Storage::Wrap(p, bytes, std::move(keep_alive)));
   }
   Tensor t(dtype, dims);

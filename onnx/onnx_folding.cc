@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "graph/type_rules.h"
+#include "support/status_macros.h"
 
 namespace graft::onnx_import {
 namespace {
@@ -131,12 +132,11 @@ absl::StatusOr<std::vector<int64_t>> NormalizeAxes(std::vector<int64_t> axes,
                                                    int64_t rank) {
   std::set<int64_t> seen;
   for (int64_t& a : axes) {
-    absl::StatusOr<int64_t> n = NormalizeAxis(a, rank);
-    if (!n.ok()) return n.status();
-    if (!seen.insert(*n).second) {
+    ASSIGN_OR_RETURN(int64_t n, NormalizeAxis(a, rank));
+    if (!seen.insert(n).second) {
       return Invalid(absl::StrCat("axis ", a, " appears more than once"));
     }
-    a = *n;
+    a = n;
   }
   return axes;
 }
@@ -433,9 +433,8 @@ absl::StatusOr<FoldValue> Folder::Gather(const FoldValue& data,
   std::vector<int64_t> out_dims(data.dims.begin(), data.dims.begin() + *ax);
   out_dims.insert(out_dims.end(), indices.dims.begin(), indices.dims.end());
   out_dims.insert(out_dims.end(), data.dims.begin() + *ax + 1, data.dims.end());
-  absl::StatusOr<int64_t> count = CountElements(out_dims);
-  if (!count.ok()) return count.status();
-  if (absl::Status s = CheckSize(*count); !s.ok()) return s;
+  ASSIGN_OR_RETURN(int64_t count, CountElements(out_dims));
+  RETURN_IF_ERROR(CheckSize(count));
   const int64_t n = data.dims[*ax];
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < *ax; ++i) outer *= data.dims[i];
@@ -443,7 +442,7 @@ absl::StatusOr<FoldValue> Folder::Gather(const FoldValue& data,
   FoldValue out;
   out.dtype = data.dtype;
   out.dims = out_dims;
-  out.elems.reserve(*count);
+  out.elems.reserve(count);
   for (int64_t o = 0; o < outer; ++o) {
     for (const FoldElem& idx : indices.elems) {
       int64_t j = idx.i;
@@ -477,11 +476,10 @@ absl::StatusOr<FoldValue> Folder::Slice(const FoldValue& data,
   if (axes.size() != starts.size() || steps.size() != starts.size()) {
     return Invalid("starts, ends, axes and steps must have the same length");
   }
-  absl::StatusOr<std::vector<int64_t>> norm = NormalizeAxes(axes, rank);
-  if (!norm.ok()) return norm.status();
+  ASSIGN_OR_RETURN(std::vector<int64_t> norm, NormalizeAxes(axes, rank));
   std::vector<int64_t> first(rank, 0), step(rank, 1), count = data.dims;
-  for (size_t k = 0; k < norm->size(); ++k) {
-    const int64_t a = (*norm)[k];
+  for (size_t k = 0; k < norm.size(); ++k) {
+    const int64_t a = norm[k];
     const int64_t n = data.dims[a];
     const int64_t s = steps[k];
     if (s == 0) return Invalid("slice steps must not be 0");
@@ -500,16 +498,15 @@ absl::StatusOr<FoldValue> Folder::Slice(const FoldValue& data,
     first[a] = b;
     step[a] = s;
   }
-  absl::StatusOr<int64_t> total = CountElements(count);
-  if (!total.ok()) return total.status();
-  if (absl::Status st = CheckSize(*total); !st.ok()) return st;
+  ASSIGN_OR_RETURN(int64_t total, CountElements(count));
+  RETURN_IF_ERROR(CheckSize(total));
   const std::vector<int64_t> strides = Strides(data.dims);
   FoldValue out;
   out.dtype = data.dtype;
   out.dims = count;
-  out.elems.reserve(*total);
+  out.elems.reserve(total);
   std::vector<int64_t> idx(rank, 0);
-  for (int64_t k = 0; k < *total; ++k) {
+  for (int64_t k = 0; k < total; ++k) {
     int64_t src = 0;
     for (int64_t d = 0; d < rank; ++d) {
       src += (first[d] + idx[d] * step[d]) * strides[d];
@@ -553,15 +550,14 @@ absl::StatusOr<FoldValue> Folder::Concat(
     }
     out_dims[*ax] += v->dims[*ax];
   }
-  absl::StatusOr<int64_t> total = CountElements(out_dims);
-  if (!total.ok()) return total.status();
-  if (absl::Status s = CheckSize(*total); !s.ok()) return s;
+  ASSIGN_OR_RETURN(int64_t total, CountElements(out_dims));
+  RETURN_IF_ERROR(CheckSize(total));
   int64_t outer = 1;
   for (int64_t i = 0; i < *ax; ++i) outer *= first.dims[i];
   FoldValue out;
   out.dtype = first.dtype;
   out.dims = out_dims;
-  out.elems.reserve(*total);
+  out.elems.reserve(total);
   for (int64_t o = 0; o < outer; ++o) {
     for (const FoldValue* v : inputs) {
       const int64_t chunk = outer == 0 ? 0 : v->NumElements() / outer;
@@ -575,10 +571,9 @@ absl::StatusOr<FoldValue> Folder::Concat(
 absl::StatusOr<FoldValue> Folder::Unsqueeze(const FoldValue& data,
                                             std::vector<int64_t> axes) const {
   const int64_t out_rank = static_cast<int64_t>(data.dims.size() + axes.size());
-  absl::StatusOr<std::vector<int64_t>> norm = NormalizeAxes(axes, out_rank);
-  if (!norm.ok()) return norm.status();
+  ASSIGN_OR_RETURN(std::vector<int64_t> norm, NormalizeAxes(axes, out_rank));
   std::vector<bool> inserted(out_rank, false);
-  for (int64_t a : *norm) inserted[a] = true;
+  for (int64_t a : norm) inserted[a] = true;
   FoldValue out = data;
   out.dims.clear();
   size_t next = 0;
@@ -595,9 +590,8 @@ absl::StatusOr<FoldValue> Folder::Squeeze(const FoldValue& data,
   if (axes.empty()) {
     for (int64_t i = 0; i < rank; ++i) drop[i] = data.dims[i] == 1;
   } else {
-    absl::StatusOr<std::vector<int64_t>> norm = NormalizeAxes(axes, rank);
-    if (!norm.ok()) return norm.status();
-    for (int64_t a : *norm) {
+    ASSIGN_OR_RETURN(std::vector<int64_t> norm, NormalizeAxes(axes, rank));
+    for (int64_t a : norm) {
       if (data.dims[a] != 1) {
         return Invalid(absl::StrCat("cannot squeeze axis ", a, " of size ",
                                     data.dims[a], " (shape ",
@@ -719,14 +713,13 @@ absl::StatusOr<FoldValue> Folder::Expand(
   absl::StatusOr<std::vector<int64_t>> out_dims =
       BroadcastDims(data.dims, shape);
   if (!out_dims.ok()) return out_dims.status();
-  absl::StatusOr<int64_t> total = CountElements(*out_dims);
-  if (!total.ok()) return total.status();
-  if (absl::Status s = CheckSize(*total); !s.ok()) return s;
+  ASSIGN_OR_RETURN(int64_t total, CountElements(*out_dims));
+  RETURN_IF_ERROR(CheckSize(total));
   FoldValue out;
   out.dtype = data.dtype;
   out.dims = *out_dims;
-  out.elems.reserve(*total);
-  for (int64_t k = 0; k < *total; ++k) {
+  out.elems.reserve(total);
+  for (int64_t k = 0; k < total; ++k) {
     out.elems.push_back(data.elems[BroadcastSource(k, *out_dims, data.dims)]);
   }
   return out;
@@ -759,13 +752,12 @@ absl::StatusOr<FoldValue> Folder::ConstantOfShape(
   if (value.NumElements() != 1) {
     return Invalid("the value of ConstantOfShape must have one element");
   }
-  absl::StatusOr<int64_t> total = CountElements(shape);
-  if (!total.ok()) return total.status();
-  if (absl::Status s = CheckSize(*total); !s.ok()) return s;
+  ASSIGN_OR_RETURN(int64_t total, CountElements(shape));
+  RETURN_IF_ERROR(CheckSize(total));
   FoldValue out;
   out.dtype = value.dtype;
   out.dims = shape;
-  out.elems.assign(*total, value.elems[0]);
+  out.elems.assign(total, value.elems[0]);
   return out;
 }
 
@@ -862,40 +854,36 @@ absl::StatusOr<FoldValue> Folder::Binary(absl::string_view op,
   }
   absl::StatusOr<std::vector<int64_t>> out_dims = BroadcastDims(a.dims, b.dims);
   if (!out_dims.ok()) return out_dims.status();
-  absl::StatusOr<int64_t> total = CountElements(*out_dims);
-  if (!total.ok()) return total.status();
-  if (absl::Status s = CheckSize(*total); !s.ok()) return s;
+  ASSIGN_OR_RETURN(int64_t total, CountElements(*out_dims));
+  RETURN_IF_ERROR(CheckSize(total));
   FoldValue out;
   out.dims = *out_dims;
   out.dtype = IsComparison(op) || IsLogical(op) ? DType::kBool : a.dtype;
   const bool is_float = IsFloatingPoint(a.dtype) || IsFloatingPoint(b.dtype);
-  out.elems.reserve(*total);
-  for (int64_t k = 0; k < *total; ++k) {
+  out.elems.reserve(total);
+  for (int64_t k = 0; k < total; ++k) {
     const FoldElem& x = a.elems[BroadcastSource(k, *out_dims, a.dims)];
     const FoldElem& y = b.elems[BroadcastSource(k, *out_dims, b.dims)];
     if (x.is_sym() || y.is_sym()) {
-      absl::StatusOr<FoldElem> r = SymBinary(op, x, y);
-      if (!r.ok()) return r.status();
-      out.elems.push_back(*r);
+      ASSIGN_OR_RETURN(FoldElem r, SymBinary(op, x, y));
+      out.elems.push_back(r);
       continue;
     }
     if (is_float) {
       double xv = IsFloatingPoint(a.dtype) ? x.f : static_cast<double>(x.i);
       double yv = IsFloatingPoint(b.dtype) ? y.f : static_cast<double>(y.i);
-      absl::StatusOr<double> r = FloatBinary(op, xv, yv);
-      if (!r.ok()) return r.status();
+      ASSIGN_OR_RETURN(double r, FloatBinary(op, xv, yv));
       if (out.dtype == DType::kBool) {
-        out.elems.push_back(FoldElem::Int(*r != 0));
+        out.elems.push_back(FoldElem::Int(r != 0));
       } else if (IsFloatingPoint(out.dtype)) {
-        out.elems.push_back(FoldElem::Float(RoundFloat(out.dtype, *r)));
+        out.elems.push_back(FoldElem::Float(RoundFloat(out.dtype, r)));
       } else {
-        out.elems.push_back(FoldElem::Int(FloatToInt(out.dtype, *r)));
+        out.elems.push_back(FoldElem::Int(FloatToInt(out.dtype, r)));
       }
       continue;
     }
-    absl::StatusOr<int64_t> r = IntBinary(op, x.i, y.i);
-    if (!r.ok()) return r.status();
-    out.elems.push_back(FoldElem::Int(WrapInt(out.dtype, *r)));
+    ASSIGN_OR_RETURN(int64_t r, IntBinary(op, x.i, y.i));
+    out.elems.push_back(FoldElem::Int(WrapInt(out.dtype, r)));
   }
   return out;
 }
@@ -910,17 +898,15 @@ absl::StatusOr<FoldValue> Folder::Where(const FoldValue& cond,
                                 DTypeName(x.dtype), " and ", DTypeName(y.dtype),
                                 ")"));
   }
-  absl::StatusOr<std::vector<int64_t>> xy = BroadcastDims(x.dims, y.dims);
-  if (!xy.ok()) return xy.status();
-  absl::StatusOr<std::vector<int64_t>> out_dims = BroadcastDims(cond.dims, *xy);
+  ASSIGN_OR_RETURN(std::vector<int64_t> xy, BroadcastDims(x.dims, y.dims));
+  absl::StatusOr<std::vector<int64_t>> out_dims = BroadcastDims(cond.dims, xy);
   if (!out_dims.ok()) return out_dims.status();
-  absl::StatusOr<int64_t> total = CountElements(*out_dims);
-  if (!total.ok()) return total.status();
-  if (absl::Status s = CheckSize(*total); !s.ok()) return s;
+  ASSIGN_OR_RETURN(int64_t total, CountElements(*out_dims));
+  RETURN_IF_ERROR(CheckSize(total));
   FoldValue out;
   out.dtype = x.dtype;
   out.dims = *out_dims;
-  for (int64_t k = 0; k < *total; ++k) {
+  for (int64_t k = 0; k < total; ++k) {
     bool c = cond.elems[BroadcastSource(k, *out_dims, cond.dims)].i != 0;
     const FoldValue& pick = c ? x : y;
     out.elems.push_back(pick.elems[BroadcastSource(k, *out_dims, pick.dims)]);
@@ -934,22 +920,20 @@ absl::StatusOr<FoldValue> Folder::Reduce(absl::string_view op,
                                          bool keep_dims) const {
   const int64_t rank = static_cast<int64_t>(x.dims.size());
   std::vector<bool> reduced(rank, axes.empty());
-  absl::StatusOr<std::vector<int64_t>> norm = NormalizeAxes(axes, rank);
-  if (!norm.ok()) return norm.status();
-  for (int64_t a : *norm) reduced[a] = true;
+  ASSIGN_OR_RETURN(std::vector<int64_t> norm, NormalizeAxes(axes, rank));
+  for (int64_t a : norm) reduced[a] = true;
   std::vector<int64_t> out_dims, kept_dims;
   for (int64_t i = 0; i < rank; ++i) {
     if (!reduced[i]) out_dims.push_back(x.dims[i]);
     kept_dims.push_back(reduced[i] ? 1 : x.dims[i]);
   }
-  absl::StatusOr<int64_t> total = CountElements(kept_dims);
-  if (!total.ok()) return total.status();
+  ASSIGN_OR_RETURN(int64_t total, CountElements(kept_dims));
   const bool is_float = IsFloatingPoint(x.dtype);
   const std::string elementwise = op == "ReduceSum"    ? "Add"
                                   : op == "ReduceProd" ? "Mul"
                                   : op == "ReduceMax"  ? "Max"
                                                        : "Min";
-  std::vector<std::optional<FoldElem>> acc(*total);
+  std::vector<std::optional<FoldElem>> acc(total);
   const std::vector<int64_t> out_strides = Strides(kept_dims);
   std::vector<int64_t> idx(rank, 0);
   for (int64_t k = 0; k < x.NumElements(); ++k) {
@@ -961,17 +945,14 @@ absl::StatusOr<FoldValue> Folder::Reduce(absl::string_view op,
     if (!acc[dst].has_value()) {
       acc[dst] = e;
     } else if (e.is_sym() || acc[dst]->is_sym()) {
-      absl::StatusOr<FoldElem> r = SymBinary(elementwise, *acc[dst], e);
-      if (!r.ok()) return r.status();
-      acc[dst] = *r;
+      ASSIGN_OR_RETURN(FoldElem r, SymBinary(elementwise, *acc[dst], e));
+      acc[dst] = r;
     } else if (is_float) {
-      absl::StatusOr<double> r = FloatBinary(elementwise, acc[dst]->f, e.f);
-      if (!r.ok()) return r.status();
-      acc[dst]->f = RoundFloat(x.dtype, *r);
+      ASSIGN_OR_RETURN(double r, FloatBinary(elementwise, acc[dst]->f, e.f));
+      acc[dst]->f = RoundFloat(x.dtype, r);
     } else {
-      absl::StatusOr<int64_t> r = IntBinary(elementwise, acc[dst]->i, e.i);
-      if (!r.ok()) return r.status();
-      acc[dst]->i = WrapInt(x.dtype, *r);
+      ASSIGN_OR_RETURN(int64_t r, IntBinary(elementwise, acc[dst]->i, e.i));
+      acc[dst]->i = WrapInt(x.dtype, r);
     }
     for (int64_t d = rank - 1; d >= 0; --d) {
       if (++idx[d] < x.dims[d]) break;

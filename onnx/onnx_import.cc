@@ -9,6 +9,7 @@
 #ifdef GRAFT_HAVE_ONNX
 #include "onnx/onnx_import_model.h"
 #include "onnx/onnx_importer.h"
+#include "support/status_macros.h"
 #endif
 
 // Referenced by the link options of graft_onnx (onnx/CMakeLists.txt) so that
@@ -54,10 +55,9 @@ absl::StatusOr<Module> ImportOnnxModel(const onnx::ModelProto& model,
 
 absl::StatusOr<Module> ImportOnnxFile(const std::string& path,
                                       const OnnxImportOptions& options) {
-  absl::StatusOr<std::string> bytes = ReadFile(path);
-  if (!bytes.ok()) return bytes.status();
+  ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
   onnx::ModelProto model;
-  if (!model.ParseFromString(*bytes)) {
+  if (!model.ParseFromString(bytes)) {
     return absl::InvalidArgumentError(absl::StrCat(
         path, ": not a valid ONNX model (the protobuf does not parse)"));
   }

@@ -11,6 +11,7 @@
 #include "onnx/onnx_node_context.h"
 #include "onnx/onnx_ops.h"
 #include "onnx/onnx_tensor.h"
+#include "support/status_macros.h"
 
 namespace graft::onnx_import {
 namespace {
@@ -142,15 +143,13 @@ absl::Status OnnxImporter::AddInitializers() {
     if (init.name().empty()) {
       return absl::InvalidArgumentError("an initializer has no name");
     }
-    absl::StatusOr<Tensor> t =
-        DecodeTensor(init, state_.external(),
-                     absl::StrCat("initializer '", init.name(), "'"));
-    if (!t.ok()) return t.status();
-    absl::StatusOr<OnnxValue*> v = state_.Define(init.name());
-    if (!v.ok()) return v.status();
-    (*v)->type = t->type();
-    (*v)->constant = *std::move(t);
-    (*v)->initializer = init.name();
+    ASSIGN_OR_RETURN(Tensor t, DecodeTensor(init, state_.external(),
+                                            absl::StrCat("initializer '",
+                                                         init.name(), "'")));
+    ASSIGN_OR_RETURN(OnnxValue * v, state_.Define(init.name()));
+    (v)->type = t.type();
+    (v)->constant = std::move(t);
+    (v)->initializer = init.name();
   }
   return absl::OkStatus();
 }
@@ -252,10 +251,9 @@ absl::Status OnnxImporter::AddInputs() {
     Node* node =
         g.Placeholder(g.UniqueName(SanitizeName(input.name(), "input")), *type);
     node->meta().entries[kOnnxValueKey] = input.name();
-    absl::StatusOr<OnnxValue*> v = state_.Define(input.name());
-    if (!v.ok()) return v.status();
-    (*v)->node = node;
-    (*v)->type = *type;
+    ASSIGN_OR_RETURN(OnnxValue * v, state_.Define(input.name()));
+    (v)->node = node;
+    (v)->type = *type;
   }
   for (const auto& [name, dims] : state_.options().input_shapes) {
     if (!inputs.contains(name)) {
@@ -342,7 +340,7 @@ absl::Status OnnxImporter::ConvertNode(const onnx::NodeProto& node, int index) {
           " is only supported on values known at import time (graft has no "
           "op for it), and its input is computed at run time"));
     }
-    if (absl::Status s = converter->convert(ctx); !s.ok()) return s;
+    RETURN_IF_ERROR(converter->convert(ctx));
   }
   std::vector<std::string> unread = ctx.attrs().Unread();
   if (!unread.empty()) {
@@ -381,7 +379,7 @@ absl::Status OnnxImporter::AddOutputs() {
       return WithPrefix(node.status(),
                         absl::StrCat("graph output '", name, "': "));
     }
-    if (absl::Status s = CheckDeclaredType(output, **node); !s.ok()) return s;
+    RETURN_IF_ERROR(CheckDeclaredType(output, **node));
     // Name the value after the output, when that name is free.
     if ((*node)->op() == OpCode::kCallFunction &&
         renamed.insert(*node).second) {

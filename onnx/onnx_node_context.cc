@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "graph/op_registry.h"
+#include "support/status_macros.h"
 
 namespace graft::onnx_import {
 namespace {
@@ -43,19 +44,17 @@ absl::StatusOr<OnnxValue*> NodeContext::Value(int i, absl::string_view what) {
 }
 
 absl::StatusOr<Node*> NodeContext::Input(int i, absl::string_view what) {
-  absl::StatusOr<OnnxValue*> v = Value(i, what);
-  if (!v.ok()) return v.status();
-  return state_.Materialize(node_.input(i), **v);
+  ASSIGN_OR_RETURN(OnnxValue * v, Value(i, what));
+  return state_.Materialize(node_.input(i), *v);
 }
 
 absl::StatusOr<TensorType> NodeContext::InputType(int i) {
-  absl::StatusOr<OnnxValue*> v = Value(i, "");
-  if (!v.ok()) return v.status();
-  if (!(*v)->type.has_value()) {
+  ASSIGN_OR_RETURN(OnnxValue * v, Value(i, ""));
+  if (!(v)->type.has_value()) {
     return Invalid(absl::StrCat("the type of ", Describe(i, node_.input(i), ""),
                                 " is unknown"));
   }
-  return *(*v)->type;
+  return *(v)->type;
 }
 
 const Tensor* NodeContext::Constant(int i) {
@@ -96,9 +95,8 @@ std::optional<std::vector<FoldValue>> NodeContext::FoldedInputs(int n) {
 
 absl::StatusOr<std::vector<int64_t>> NodeContext::ConstantInts(
     int i, absl::string_view what) {
-  absl::StatusOr<OnnxValue*> v = Value(i, what);
-  if (!v.ok()) return v.status();
-  std::optional<FoldValue> f = state_.Folded(**v);
+  ASSIGN_OR_RETURN(OnnxValue * v, Value(i, what));
+  std::optional<FoldValue> f = state_.Folded(*v);
   if (!f.has_value()) {
     return Unsupported(absl::StrCat(
         what, " '", node_.input(i),
@@ -132,9 +130,8 @@ absl::StatusOr<std::vector<int64_t>> NodeContext::ConstantInts(
 absl::StatusOr<std::optional<std::vector<int64_t>>>
 NodeContext::OptionalConstantInts(int i, absl::string_view what) {
   if (!HasInput(i)) return std::optional<std::vector<int64_t>>();
-  absl::StatusOr<std::vector<int64_t>> v = ConstantInts(i, what);
-  if (!v.ok()) return v.status();
-  return std::optional<std::vector<int64_t>>(*std::move(v));
+  ASSIGN_OR_RETURN(std::vector<int64_t> v, ConstantInts(i, what));
+  return std::optional<std::vector<int64_t>>(std::move(v));
 }
 
 std::optional<Argument> NodeContext::ScalarLiteral(int i) {
@@ -148,9 +145,8 @@ absl::StatusOr<Argument> NodeContext::NodeOrScalar(int i, int64_t other_rank) {
   if (c != nullptr && c->NumElements() == 1 && c->rank() <= other_rank) {
     return ScalarArgument(*c);
   }
-  absl::StatusOr<Node*> n = Input(i);
-  if (!n.ok()) return n.status();
-  return Argument(*n);
+  ASSIGN_OR_RETURN(Node * n, Input(i));
+  return Argument(n);
 }
 
 bool NodeContext::OutputUsed(int i) const {
@@ -171,39 +167,34 @@ absl::StatusOr<OnnxValue*> NodeContext::DefineOutput(int i) {
 }
 
 absl::Status NodeContext::SetOutput(int i, Node* node) {
-  absl::StatusOr<OnnxValue*> v = DefineOutput(i);
-  if (!v.ok()) return v.status();
-  if (*v == nullptr) return absl::OkStatus();
-  (*v)->node = node;
-  (*v)->type = node->type();
+  ASSIGN_OR_RETURN(OnnxValue * v, DefineOutput(i));
+  if (v == nullptr) return absl::OkStatus();
+  (v)->node = node;
+  (v)->type = node->type();
   return absl::OkStatus();
 }
 
 absl::Status NodeContext::SetOutputValue(int i, FoldValue value) {
   if (!value.HasSymbols()) return SetOutputConstant(i, value.ToTensor());
-  absl::StatusOr<OnnxValue*> v = DefineOutput(i);
-  if (!v.ok()) return v.status();
-  if (*v == nullptr) return absl::OkStatus();
-  (*v)->type = TensorType{value.dtype, ShapeFromDims(value.dims)};
-  (*v)->symbolic = std::move(value);
+  ASSIGN_OR_RETURN(OnnxValue * v, DefineOutput(i));
+  if (v == nullptr) return absl::OkStatus();
+  (v)->type = TensorType{value.dtype, ShapeFromDims(value.dims)};
+  (v)->symbolic = std::move(value);
   return absl::OkStatus();
 }
 
 absl::Status NodeContext::SetOutputConstant(int i, Tensor value) {
-  absl::StatusOr<OnnxValue*> v = DefineOutput(i);
-  if (!v.ok()) return v.status();
-  if (*v == nullptr) return absl::OkStatus();
-  (*v)->type = value.type();
-  (*v)->constant = std::move(value);
+  ASSIGN_OR_RETURN(OnnxValue * v, DefineOutput(i));
+  if (v == nullptr) return absl::OkStatus();
+  (v)->type = value.type();
+  (v)->constant = std::move(value);
   return absl::OkStatus();
 }
 
 absl::Status NodeContext::AliasOutput(int i, int j) {
-  absl::StatusOr<OnnxValue*> target = Value(j, "");
-  if (!target.ok()) return target.status();
-  absl::StatusOr<OnnxValue*> v = DefineOutput(i);
-  if (!v.ok()) return v.status();
-  if (*v != nullptr) (*v)->alias = *target;
+  ASSIGN_OR_RETURN(OnnxValue * target, Value(j, ""));
+  ASSIGN_OR_RETURN(OnnxValue * v, DefineOutput(i));
+  if (v != nullptr) (v)->alias = target;
   return absl::OkStatus();
 }
 
@@ -216,14 +207,13 @@ absl::StatusOr<Node*> NodeContext::Call(absl::string_view op,
   if (node->schema() == nullptr) {
     return absl::InternalError(absl::StrCat("graft has no op '", op, "'"));
   }
-  absl::StatusOr<std::optional<std::vector<TensorType>>> types =
-      InferNodeTypes(*node);
-  if (!types.ok()) return types.status();
-  if (types->has_value() && !(*types)->empty()) {
+  ASSIGN_OR_RETURN(std::optional<std::vector<TensorType>> types,
+                   InferNodeTypes(*node));
+  if (types.has_value() && !(types)->empty()) {
     if (node->schema()->returns_tuple) {
-      node->meta().tuple_types = std::move(**types);
+      node->meta().tuple_types = std::move(*types);
     } else {
-      node->set_type(std::move((**types)[0]));
+      node->set_type(std::move((*types)[0]));
     }
   }
   return node;

@@ -15,6 +15,7 @@
 #include "onnx/onnx_ops.h"
 #include "onnx/onnx_ops_util.h"
 #include "onnx/onnx_tensor.h"
+#include "support/status_macros.h"
 
 namespace graft::onnx_import {
 namespace {
@@ -66,10 +67,9 @@ absl::Status ConvertConstant(NodeContext& ctx) {
     return ctx.SetOutputValue(
         0, FoldValue::Ints(v.value_or(std::vector<int64_t>{})));
   }
-  absl::StatusOr<std::optional<std::vector<float>>> floats =
-      attrs.Floats("value_floats");
-  if (!floats.ok()) return floats.status();
-  const std::vector<float> v = floats->value_or(std::vector<float>{});
+  ASSIGN_OR_RETURN(std::optional<std::vector<float>> floats,
+                   attrs.Floats("value_floats"));
+  const std::vector<float> v = floats.value_or(std::vector<float>{});
   Tensor t(DType::kF32, {static_cast<int64_t>(v.size())});
   for (size_t i = 0; i < v.size(); ++i) t.data<float>()[i] = v[i];
   return ctx.SetOutputConstant(0, std::move(t));

@@ -12,6 +12,7 @@
 #include "serialize/gpb_format.h"
 #include "serialize/protobuf_quiet.h"
 #include "serialize/side_file.h"
+#include "support/status_macros.h"
 
 namespace graft {
 namespace {
@@ -77,7 +78,7 @@ absl::Status ModuleReader::ReadModule(
   const std::string where =
       path.empty() ? std::string() : absl::StrCat("submodule '", path, "': ");
   for (const proto::Tensor& t : tensors) {
-    if (absl::Status s = ReadTensor(t, where, out); !s.ok()) return s;
+    RETURN_IF_ERROR(ReadTensor(t, where, out));
   }
   for (const proto::Submodule& sub : submodules) {
     const std::string sub_path =
@@ -156,10 +157,9 @@ absl::Status ModuleReader::ReadTensor(const proto::Tensor& t,
       break;
     }
     case proto::Tensor::kExternal: {
-      absl::StatusOr<std::shared_ptr<Storage>> mapped =
-          ExternalStorage(t.external(), bytes, place);
-      if (!mapped.ok()) return mapped.status();
-      storage = *std::move(mapped);
+      ASSIGN_OR_RETURN(std::shared_ptr<Storage> mapped,
+                       ExternalStorage(t.external(), bytes, place));
+      storage = std::move(mapped);
       break;
     }
     default:
@@ -308,9 +308,8 @@ absl::Status ModuleReader::ReadNode(const proto::Node& node, Graph* graph) {
   }
   meta.tuple_types.reserve(node.tuple_types_size());
   for (const proto::TensorType& t : node.tuple_types()) {
-    absl::StatusOr<TensorType> type = ReadType(t);
-    if (!type.ok()) return type.status();
-    meta.tuple_types.push_back(*std::move(type));
+    ASSIGN_OR_RETURN(TensorType type, ReadType(t));
+    meta.tuple_types.push_back(std::move(type));
   }
   if (node.has_location()) {
     meta.location =
@@ -443,16 +442,15 @@ absl::StatusOr<TensorType> ModuleReader::ReadType(
 // Checks the mapped side file against what the model records.
 absl::Status CheckSideFile(const proto::DataFile& recorded,
                            const MappedFile& side, absl::string_view file) {
-  absl::StatusOr<SideFileHeader> header =
-      DecodeSideFileHeader(side.bytes(), side.path());
-  if (!header.ok()) return header.status();
-  if (header->id != recorded.id()) {
+  ASSIGN_OR_RETURN(SideFileHeader header,
+                   DecodeSideFileHeader(side.bytes(), side.path()));
+  if (header.id != recorded.id()) {
     return absl::InvalidArgumentError(absl::StrCat(
         side.path(), " does not belong to ", file,
         ": its id differs from the one the model records (the two files come "
         "from different saves)"));
   }
-  if (side.size() != recorded.size() || header->size != recorded.size()) {
+  if (side.size() != recorded.size() || header.size != recorded.size()) {
     return absl::InvalidArgumentError(absl::StrCat(
         side.path(), ": the side file is ", side.size(), " bytes, but ", file,
         " expects ", recorded.size(), " (it was cut short or extended)"));
@@ -515,10 +513,7 @@ absl::StatusOr<LoadedModel> ModelFromProto(
           absl::StrCat(name, ": the model keeps tensor data in the side file ",
                        SideFilePath(name), ", which was not given"));
     }
-    if (absl::Status s = CheckSideFile(model.data_file(), *side_file, name);
-        !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(CheckSideFile(model.data_file(), *side_file, name));
     if (options.check_data) {
       SideFileHasher hasher;
       hasher.Update(side_file->data() + kSideFileHeaderSize,
@@ -569,7 +564,7 @@ absl::StatusOr<LoadedModel> ParseGpb(absl::string_view bytes,
   google::protobuf::Arena arena;
   proto::Model& model =
       *google::protobuf::Arena::CreateMessage<proto::Model>(&arena);
-  if (absl::Status s = ParseModel(bytes, name, &model); !s.ok()) return s;
+  RETURN_IF_ERROR(ParseModel(bytes, name, &model));
   return ModelFromProto(model, name, std::move(side_file), options);
 }
 
@@ -580,18 +575,15 @@ absl::StatusOr<LoadedModel> ReadGpbFile(const std::string& path,
       *google::protobuf::Arena::CreateMessage<proto::Model>(&arena);
   {
     // The .gpb's mapping is only needed while parsing.
-    absl::StatusOr<std::shared_ptr<MappedFile>> file = MappedFile::Open(path);
-    if (!file.ok()) return file.status();
-    if (absl::Status s = ParseModel((*file)->bytes(), path, &model); !s.ok()) {
-      return s;
-    }
+    ASSIGN_OR_RETURN(std::shared_ptr<MappedFile> file, MappedFile::Open(path));
+    RETURN_IF_ERROR(ParseModel((file)->bytes(), path, &model));
   }
   std::shared_ptr<MappedFile> side_file;
   if (model.has_data_file()) {
-    absl::StatusOr<std::shared_ptr<MappedFile>> side = MappedFile::Open(
-        SideFilePath(path), absl::StrCat("the side file of ", path));
-    if (!side.ok()) return side.status();
-    side_file = *std::move(side);
+    ASSIGN_OR_RETURN(std::shared_ptr<MappedFile> side,
+                     MappedFile::Open(SideFilePath(path),
+                                      absl::StrCat("the side file of ", path)));
+    side_file = std::move(side);
   }
   return ModelFromProto(model, path, std::move(side_file), options);
 }

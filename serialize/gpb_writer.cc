@@ -9,9 +9,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/arena.h"
-#include "support/atomic_file.h"
 #include "serialize/side_file.h"
 #include "serialize/utf8.h"
+#include "support/atomic_file.h"
+#include "support/status_macros.h"
 
 namespace graft {
 namespace {
@@ -66,17 +67,12 @@ absl::Status ProtoBuilder::AddModule(
     proto::Graph* graph, RepeatedPtrField<proto::Tensor>* tensors,
     RepeatedPtrField<proto::Submodule>* submodules) {
   for (const auto& [name, tensor] : module.tensors()) {
-    if (absl::Status s = AddTensor(name, tensor, where, tensors->Add());
-        !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(AddTensor(name, tensor, where, tensors->Add()));
   }
   for (const auto& [name, sub] : module.submodules()) {
     const std::string sub_where =
         absl::StrCat(where, "submodule '", name, "': ");
-    if (absl::Status s = CheckUtf8(name, where, "a submodule name"); !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(CheckUtf8(name, where, "a submodule name"));
     if (depth + 1 > kMaxModuleDepth) {
       return SaveError(sub_where, absl::StrCat("submodules nest deeper than ",
                                                kMaxModuleDepth, " levels"));
@@ -93,9 +89,7 @@ absl::Status ProtoBuilder::AddModule(
   graph->mutable_nodes()->Reserve(
       static_cast<int>(std::min<size_t>(module.graph().num_nodes(), 1 << 30)));
   for (const Node* node : module.graph().nodes()) {
-    if (absl::Status s = AddNode(*node, where, graph->add_nodes()); !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(AddNode(*node, where, graph->add_nodes()));
   }
   return absl::OkStatus();
 }
@@ -105,12 +99,8 @@ absl::Status ProtoBuilder::AddTensor(const std::string& name,
                                      const std::string& where,
                                      proto::Tensor* out) {
   const std::string place = absl::StrCat(where, "tensor '", name, "': ");
-  if (absl::Status s = CheckUtf8(name, where, "a tensor name"); !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = CheckUtf8(tensor.init, place, "the init"); !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(CheckUtf8(name, where, "a tensor name"));
+  RETURN_IF_ERROR(CheckUtf8(tensor.init, place, "the init"));
   const Tensor& t = tensor.value;
   if (!t.defined()) return SaveError(place, "it has no data");
   if (t.rank() > kMaxRank) {
@@ -151,10 +141,7 @@ absl::Status ProtoBuilder::AddType(const TensorType& type,
       dim->set_size(d.value());
     } else {
       absl::string_view symbol = d.symbol();
-      if (absl::Status s = CheckUtf8(symbol, where, "a dimension symbol");
-          !s.ok()) {
-        return s;
-      }
+      RETURN_IF_ERROR(CheckUtf8(symbol, where, "a dimension symbol"));
       dim->set_symbol(symbol.data(), symbol.size());
     }
   }
@@ -208,47 +195,29 @@ absl::Status ProtoBuilder::AddNode(const Node& node, const std::string& where,
     return SaveError(where, absl::StrCat("node name '", node.name(),
                                          "' is not an identifier"));
   }
-  if (absl::Status s = CheckUtf8(node.target(), place, "the target"); !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(CheckUtf8(node.target(), place, "the target"));
   out->set_name(node.name());
   out->set_op(OpCodeToProto(node.op()));
   out->set_target(node.target());
   for (const Argument& arg : node.args()) {
-    if (absl::Status s = AddArgument(arg, 0, place, out->add_args()); !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(AddArgument(arg, 0, place, out->add_args()));
   }
   for (const auto& [key, value] : node.kwargs()) {
-    if (absl::Status s = CheckUtf8(key, place, "a keyword name"); !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(CheckUtf8(key, place, "a keyword name"));
     proto::Kwarg* kwarg = out->add_kwargs();
     kwarg->set_name(key);
-    if (absl::Status s = AddArgument(value, 0, place, kwarg->mutable_value());
-        !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(AddArgument(value, 0, place, kwarg->mutable_value()));
   }
   const NodeMeta& meta = node.meta();
   if (meta.type.has_value()) {
-    if (absl::Status s = AddType(*meta.type, place, out->mutable_type());
-        !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(AddType(*meta.type, place, out->mutable_type()));
   }
   for (const TensorType& type : meta.tuple_types) {
-    if (absl::Status s = AddType(type, place, out->add_tuple_types());
-        !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(AddType(type, place, out->add_tuple_types()));
   }
   if (meta.location.has_value()) {
-    if (absl::Status s = CheckUtf8(meta.location->file, place,
-                                   "the source location's file name");
-        !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(CheckUtf8(meta.location->file, place,
+                              "the source location's file name"));
     proto::SourceLocation* loc = out->mutable_location();
     loc->set_file(meta.location->file);
     loc->set_line(meta.location->line);
@@ -256,22 +225,16 @@ absl::Status ProtoBuilder::AddNode(const Node& node, const std::string& where,
   }
   if (meta.provenance.has_value()) {
     proto::Provenance* prov = out->mutable_provenance();
-    if (absl::Status s = CheckUtf8(meta.provenance->pass, place,
-                                   "the provenance's pass name");
-        !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(
+        CheckUtf8(meta.provenance->pass, place, "the provenance's pass name"));
     prov->set_pass(meta.provenance->pass);
     for (const std::string& from : meta.provenance->from) {
-      if (absl::Status s = CheckUtf8(from, place, "a provenance node name");
-          !s.ok()) {
-        return s;
-      }
+      RETURN_IF_ERROR(CheckUtf8(from, place, "a provenance node name"));
       prov->add_from(from);
     }
   }
   for (const auto& [key, value] : meta.entries) {
-    if (absl::Status s = CheckUtf8(key, place, "a meta key"); !s.ok()) return s;
+    RETURN_IF_ERROR(CheckUtf8(key, place, "a meta key"));
     if (absl::Status s =
             CheckUtf8(value, place, absl::StrCat("meta entry '", key, "'"));
         !s.ok()) {
@@ -289,7 +252,7 @@ absl::Status ProtoBuilder::AddNode(const Node& node, const std::string& where,
 absl::StatusOr<uint64_t> WriteSideFile(const SideFileLayout& layout,
                                        AtomicFile& file) {
   static constexpr char kZeros[kSideFileAlignment] = {};
-  if (absl::Status s = file.Write(EncodeSideFileHeader({})); !s.ok()) return s;
+  RETURN_IF_ERROR(file.Write(EncodeSideFileHeader({})));
   SideFileHasher hasher;
   // Chunks small enough to be hashed and written while still in cache.
   constexpr size_t kChunk = size_t{8} << 20;
@@ -298,14 +261,14 @@ absl::StatusOr<uint64_t> WriteSideFile(const SideFileLayout& layout,
       const size_t n =
           std::min<uint64_t>(entry.offset - file.size(), sizeof(kZeros));
       hasher.Update(kZeros, n);
-      if (absl::Status s = file.Write(kZeros, n); !s.ok()) return s;
+      RETURN_IF_ERROR(file.Write(kZeros, n));
     }
     const auto* p = static_cast<const char*>(entry.tensor.raw_data());
     size_t left = entry.tensor.NumBytes();
     while (left > 0) {
       const size_t n = std::min(left, kChunk);
       hasher.Update(p, n);
-      if (absl::Status s = file.Write(p, n); !s.ok()) return s;
+      RETURN_IF_ERROR(file.Write(p, n));
       p += n;
       left -= n;
     }
@@ -314,10 +277,7 @@ absl::StatusOr<uint64_t> WriteSideFile(const SideFileLayout& layout,
     return absl::InternalError("side file size differs from its layout");
   }
   const uint64_t id = hasher.Finish();
-  if (absl::Status s = file.WriteAt(0, EncodeSideFileHeader({id, layout.size}));
-      !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(file.WriteAt(0, EncodeSideFileHeader({id, layout.size})));
   return id;
 }
 
@@ -327,10 +287,7 @@ absl::StatusOr<proto::Model> ModuleToProto(const Module& module,
                                            const GpbWriteOptions& options,
                                            SideFileLayout* layout) {
   proto::Model model;
-  if (absl::Status s = ModuleToProto(module, options, layout, &model);
-      !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(ModuleToProto(module, options, layout, &model));
   return model;
 }
 
@@ -340,10 +297,7 @@ absl::Status ModuleToProto(const Module& module, const GpbWriteOptions& options,
   model.Clear();
   model.set_format_major(kGpbFormatMajor);
   model.set_format_minor(kGpbFormatMinor);
-  if (absl::Status s = CheckUtf8(options.producer, "", "the producer");
-      !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(CheckUtf8(options.producer, "", "the producer"));
   model.set_producer(options.producer);
   std::set<absl::string_view> keys;
   for (const auto& [key, value] : options.metadata) {
@@ -351,9 +305,7 @@ absl::Status ModuleToProto(const Module& module, const GpbWriteOptions& options,
       return SaveError("",
                        absl::StrCat("metadata key '", key, "' is given twice"));
     }
-    if (absl::Status s = CheckUtf8(key, "", "a metadata key"); !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(CheckUtf8(key, "", "a metadata key"));
     if (absl::Status s =
             CheckUtf8(value, "", absl::StrCat("metadata entry '", key, "'"));
         !s.ok()) {
@@ -364,12 +316,9 @@ absl::Status ModuleToProto(const Module& module, const GpbWriteOptions& options,
     entry->set_value(value);
   }
   ProtoBuilder builder(options, layout);
-  if (absl::Status s = builder.AddModule(module, "", 0, model.mutable_graph(),
-                                         model.mutable_tensors(),
-                                         model.mutable_submodules());
-      !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(builder.AddModule(module, "", 0, model.mutable_graph(),
+                                    model.mutable_tensors(),
+                                    model.mutable_submodules()));
   return absl::OkStatus();
 }
 
@@ -404,26 +353,22 @@ absl::Status WriteGpbFile(const Module& module, const std::string& path,
   // The side file first: it must be complete before a .gpb refers to it.
   std::optional<AtomicFile> side;
   if (!layout.entries.empty()) {
-    absl::StatusOr<AtomicFile> file = AtomicFile::Create(SideFilePath(path));
-    if (!file.ok()) return file.status();
-    side.emplace(*std::move(file));
-    absl::StatusOr<uint64_t> id = WriteSideFile(layout, *side);
-    if (!id.ok()) return id.status();
-    if (absl::Status s = side->Finish(); !s.ok()) return s;
+    ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::Create(SideFilePath(path)));
+    side.emplace(std::move(file));
+    ASSIGN_OR_RETURN(uint64_t id, WriteSideFile(layout, *side));
+    RETURN_IF_ERROR(side->Finish());
     proto::DataFile* data_file = model->mutable_data_file();
     data_file->set_size(layout.size);
-    data_file->set_id(*id);
+    data_file->set_id(id);
   }
-  absl::StatusOr<std::string> bytes = SerializeModelProto(*model, path);
-  if (!bytes.ok()) return bytes.status();
-  absl::StatusOr<AtomicFile> gpb = AtomicFile::Create(path);
-  if (!gpb.ok()) return gpb.status();
-  if (absl::Status s = gpb->Write(*bytes); !s.ok()) return s;
-  if (absl::Status s = gpb->Finish(); !s.ok()) return s;
+  ASSIGN_OR_RETURN(std::string bytes, SerializeModelProto(*model, path));
+  ASSIGN_OR_RETURN(AtomicFile gpb, AtomicFile::Create(path));
+  RETURN_IF_ERROR(gpb.Write(bytes));
+  RETURN_IF_ERROR(gpb.Finish());
   if (side.has_value()) {
-    if (absl::Status s = side->Publish(); !s.ok()) return s;
+    RETURN_IF_ERROR(side->Publish());
   }
-  if (absl::Status s = gpb->Publish(); !s.ok()) return s;
+  RETURN_IF_ERROR(gpb.Publish());
   if (!side.has_value()) {
     // A side file left by an earlier save of this path belongs to no model
     // now.

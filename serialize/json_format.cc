@@ -7,6 +7,7 @@
 #include "serialize/gpb_format.h"
 #include "serialize/mapped_file.h"
 #include "serialize/protobuf_quiet.h"
+#include "support/status_macros.h"
 
 namespace graft {
 namespace {
@@ -134,9 +135,8 @@ absl::Status WriteJsonFile(const Module& module, const std::string& path,
 
 absl::StatusOr<LoadedModel> ReadJsonFile(const std::string& path,
                                          const GpbReadOptions& options) {
-  absl::StatusOr<std::shared_ptr<MappedFile>> file = MappedFile::Open(path);
-  if (!file.ok()) return file.status();
-  return ModuleFromJson((*file)->bytes(), path, options);
+  ASSIGN_OR_RETURN(std::shared_ptr<MappedFile> file, MappedFile::Open(path));
+  return ModuleFromJson((file)->bytes(), path, options);
 }
 
 }  // namespace graft

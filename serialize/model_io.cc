@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "serialize/json_format.h"
+#include "support/status_macros.h"
 
 namespace graft {
 namespace {
@@ -165,10 +166,9 @@ absl::StatusOr<ModelFormat> ModelFormatForPath(absl::string_view path) {
 
 absl::StatusOr<LoadedModel> LoadModelWithInfo(const std::string& path,
                                               const ModelLoadOptions& options) {
-  absl::StatusOr<ModelFormat> format = ModelFormatForPath(path);
-  if (!format.ok()) return format.status();
+  ASSIGN_OR_RETURN(ModelFormat format, ModelFormatForPath(path));
   absl::StatusOr<Module> module;
-  switch (*format) {
+  switch (format) {
     case ModelFormat::kText:
       module = LoadTextModule(path, options.text);
       break;
@@ -196,9 +196,8 @@ absl::StatusOr<LoadedModel> LoadModelWithInfo(const std::string& path,
 
 absl::StatusOr<Module> LoadModel(const std::string& path,
                                  const ModelLoadOptions& options) {
-  absl::StatusOr<LoadedModel> loaded = LoadModelWithInfo(path, options);
-  if (!loaded.ok()) return loaded.status();
-  return std::move(loaded->module);
+  ASSIGN_OR_RETURN(LoadedModel loaded, LoadModelWithInfo(path, options));
+  return std::move(loaded.module);
 }
 
 absl::StatusOr<Module> LoadModel(const std::string& path) {
@@ -206,9 +205,8 @@ absl::StatusOr<Module> LoadModel(const std::string& path) {
 }
 
 absl::StatusOr<ModelFormat> OutputModelFormatForPath(absl::string_view path) {
-  absl::StatusOr<ModelFormat> format = FormatForPath(path, /*writing=*/true);
-  if (!format.ok()) return format.status();
-  if (*format == ModelFormat::kRegistered) {
+  ASSIGN_OR_RETURN(ModelFormat format, FormatForPath(path, /*writing=*/true));
+  if (format == ModelFormat::kRegistered) {
     std::optional<ModelReader> reader = ReaderRegistry::Global().Find(path);
     std::string name = "this format";
     if (reader.has_value()) {
@@ -224,9 +222,8 @@ absl::StatusOr<ModelFormat> OutputModelFormatForPath(absl::string_view path) {
 
 absl::Status SaveModel(const Module& module, const std::string& path,
                        const ModelSaveOptions& options) {
-  absl::StatusOr<ModelFormat> format = OutputModelFormatForPath(path);
-  if (!format.ok()) return format.status();
-  switch (*format) {
+  ASSIGN_OR_RETURN(ModelFormat format, OutputModelFormatForPath(path));
+  switch (format) {
     case ModelFormat::kText:
       return WriteTextModule(module, path, options.text);
     case ModelFormat::kGpb:

@@ -14,8 +14,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "support/atomic_file.h"
 #include "absl/strings/str_join.h"
+#include "support/atomic_file.h"
+#include "support/status_macros.h"
 
 namespace graft {
 namespace {
@@ -106,12 +107,11 @@ class HeaderParser {
     if (!Eat('{')) return Fail("the header is not a dict");
     SkipSpace();
     while (!Eat('}')) {
-      absl::StatusOr<std::string> key = String();
-      if (!key.ok()) return key.status();
+      ASSIGN_OR_RETURN(std::string key, String());
       SkipSpace();
       if (!Eat(':')) return Fail("expected ':' after a key");
       SkipSpace();
-      if (*key == "descr") {
+      if (key == "descr") {
         if (descr) return Fail("key 'descr' appears twice");
         if (Peek() == '[') {
           return Unsupported(name_,
@@ -119,21 +119,18 @@ class HeaderParser {
                              "not supported; save one plain array "
                              "per field");
         }
-        absl::StatusOr<std::string> v = String();
-        if (!v.ok()) return v.status();
-        descr = *v;
-      } else if (*key == "fortran_order") {
+        ASSIGN_OR_RETURN(std::string v, String());
+        descr = v;
+      } else if (key == "fortran_order") {
         if (fortran) return Fail("key 'fortran_order' appears twice");
-        absl::StatusOr<bool> v = Bool();
-        if (!v.ok()) return v.status();
-        fortran = *v;
-      } else if (*key == "shape") {
+        ASSIGN_OR_RETURN(bool v, Bool());
+        fortran = v;
+      } else if (key == "shape") {
         if (shape) return Fail("key 'shape' appears twice");
-        absl::StatusOr<std::vector<int64_t>> v = Tuple();
-        if (!v.ok()) return v.status();
-        shape = *std::move(v);
+        ASSIGN_OR_RETURN(std::vector<int64_t> v, Tuple());
+        shape = std::move(v);
       } else {
-        return Fail(absl::StrCat("unexpected key '", *key, "'"));
+        return Fail(absl::StrCat("unexpected key '", key, "'"));
       }
       SkipSpace();
       if (Eat(',')) {
@@ -235,9 +232,8 @@ class HeaderParser {
         return Fail(
             absl::StrCat("the shape has more than ", kMaxRank, " dims"));
       }
-      absl::StatusOr<int64_t> d = Int();
-      if (!d.ok()) return d.status();
-      dims.push_back(*d);
+      ASSIGN_OR_RETURN(int64_t d, Int());
+      dims.push_back(d);
       SkipSpace();
       trailing_comma = Eat(',');
       SkipSpace();
@@ -461,17 +457,13 @@ class FdCloser {
 
 absl::StatusOr<Tensor> NpyFromBytes(absl::string_view bytes,
                                     absl::string_view name) {
-  absl::StatusOr<size_t> offset = DataOffset(bytes, name);
-  if (!offset.ok()) return offset.status();
-  absl::StatusOr<NpyHeader> header = ParseHeader(bytes, *offset, name);
-  if (!header.ok()) return header.status();
-  if (absl::Status s = CheckDataSize(*header, bytes.size(), name); !s.ok()) {
-    return s;
-  }
-  Tensor t(header->dtype, header->dims);
-  if (header->data_bytes > 0) {
-    std::memcpy(t.raw_data(), bytes.data() + header->data_offset,
-                header->data_bytes);
+  ASSIGN_OR_RETURN(size_t offset, DataOffset(bytes, name));
+  ASSIGN_OR_RETURN(NpyHeader header, ParseHeader(bytes, offset, name));
+  RETURN_IF_ERROR(CheckDataSize(header, bytes.size(), name));
+  Tensor t(header.dtype, header.dims);
+  if (header.data_bytes > 0) {
+    std::memcpy(t.raw_data(), bytes.data() + header.data_offset,
+                header.data_bytes);
   }
   NormalizeBools(t);
   return t;
@@ -504,27 +496,25 @@ absl::StatusOr<Tensor> ReadNpy(const std::string& path) {
   if (!ReadFully(fd, start.data(), start.size())) {
     return absl::DataLossError(absl::StrCat("cannot read '", path, "'"));
   }
-  absl::StatusOr<size_t> offset = DataOffset(start, path);
-  if (!offset.ok()) return offset.status();
-  if (size < *offset) return Error(path, "the file ends inside the header");
+  ASSIGN_OR_RETURN(size_t offset, DataOffset(start, path));
+  if (size < offset) return Error(path, "the file ends inside the header");
   std::string head = start;
-  head.resize(*offset);
-  if (*offset > start.size() &&
-      !ReadFully(fd, head.data() + start.size(), *offset - start.size())) {
+  head.resize(offset);
+  if (offset > start.size() &&
+      !ReadFully(fd, head.data() + start.size(), offset - start.size())) {
     return absl::DataLossError(absl::StrCat("cannot read '", path, "'"));
   }
-  if (*offset < start.size()) {
+  if (offset < start.size()) {
     // A header shorter than the 12 bytes read: go back to the data.
-    if (::lseek(fd, static_cast<off_t>(*offset), SEEK_SET) < 0) {
+    if (::lseek(fd, static_cast<off_t>(offset), SEEK_SET) < 0) {
       return absl::DataLossError(absl::StrCat("cannot read '", path, "'"));
     }
   }
-  absl::StatusOr<NpyHeader> header = ParseHeader(head, *offset, path);
-  if (!header.ok()) return header.status();
-  if (absl::Status s = CheckDataSize(*header, size, path); !s.ok()) return s;
-  Tensor t(header->dtype, header->dims);
-  if (header->data_bytes > 0 &&
-      !ReadFully(fd, t.raw_data(), static_cast<size_t>(header->data_bytes))) {
+  ASSIGN_OR_RETURN(NpyHeader header, ParseHeader(head, offset, path));
+  RETURN_IF_ERROR(CheckDataSize(header, size, path));
+  Tensor t(header.dtype, header.dims);
+  if (header.data_bytes > 0 &&
+      !ReadFully(fd, t.raw_data(), static_cast<size_t>(header.data_bytes))) {
     return absl::DataLossError(
         absl::StrCat("cannot read the data of '", path, "'"));
   }
@@ -537,14 +527,11 @@ absl::Status WriteNpy(const std::string& path, const Tensor& tensor) {
     return absl::InvalidArgumentError("cannot write an undefined tensor");
   }
   const Tensor data = DataToWrite(tensor);
-  absl::StatusOr<AtomicFile> file = AtomicFile::Create(path);
-  if (!file.ok()) return file.status();
-  if (absl::Status s = file->Write(MakeHeader(tensor)); !s.ok()) return s;
-  if (absl::Status s = file->Write(data.raw_data(), data.NumBytes()); !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = file->Finish(); !s.ok()) return s;
-  return file->Publish();
+  ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::Create(path));
+  RETURN_IF_ERROR(file.Write(MakeHeader(tensor)));
+  RETURN_IF_ERROR(file.Write(data.raw_data(), data.NumBytes()));
+  RETURN_IF_ERROR(file.Finish());
+  return file.Publish();
 }
 
 }  // namespace graft

@@ -9,8 +9,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "graph/op_registry.h"
-#include "graph/printer.h"
 #include "graph/op_traits.h"
+#include "graph/printer.h"
+#include "support/status_macros.h"
 #include "viz/graphviz_render.h"
 
 namespace graft {
@@ -796,9 +797,8 @@ absl::Status WriteModulePicture(const Module& module, const std::string& path,
                                 const DotOptions& options,
                                 std::string* warning) {
   // Check the name before drawing: a typo should not cost a big layout.
-  absl::StatusOr<PictureFormat> format = PictureFormatForPath(path);
-  if (!format.ok()) return format.status();
-  if (*format != PictureFormat::kDot && !HaveGraphviz()) {
+  ASSIGN_OR_RETURN(PictureFormat format, PictureFormatForPath(path));
+  if (format != PictureFormat::kDot && !HaveGraphviz()) {
     return absl::FailedPreconditionError(GraphvizMissingMessage());
   }
   DotResult dot = ModuleToDot(module, options);

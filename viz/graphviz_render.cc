@@ -4,6 +4,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "graph/file_io.h"
+#include "support/status_macros.h"
 #include "viz/gvc_renderer.h"
 
 namespace graft {
@@ -59,10 +60,9 @@ absl::StatusOr<DotGraphSummary> ParseDot(absl::string_view dot) {
 }
 
 absl::Status WritePicture(const std::string& path, absl::string_view dot) {
-  absl::StatusOr<PictureFormat> format = PictureFormatForPath(path);
-  if (!format.ok()) return format.status();
-  if (*format == PictureFormat::kDot) return WriteFileAtomically(path, dot);
-  absl::StatusOr<std::string> bytes = RenderDot(dot, *format);
+  ASSIGN_OR_RETURN(PictureFormat format, PictureFormatForPath(path));
+  if (format == PictureFormat::kDot) return WriteFileAtomically(path, dot);
+  absl::StatusOr<std::string> bytes = RenderDot(dot, format);
   if (!bytes.ok()) {
     return absl::Status(
         bytes.status().code(),
