@@ -21,10 +21,16 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 std::string CompileCache::Key(const Backend& backend, const Module& module,
                               const CompileOptions& options) {
   // Readable fields first; the full key is also what a disk entry stores.
-  return absl::StrCat("graft ", GRAFT_VERSION_STRING, "|backend ",
-                      backend.name(), "|", backend.CacheIdentity(options),
-                      "|module ", ModuleFingerprint(module).ToHex(), "|",
-                      options.KeyString());
+  // The fingerprint leaves node names out, but an executable reports its
+  // outputs by name, so those names are part of the key.
+  std::string key = absl::StrCat(
+      "graft ", GRAFT_VERSION_STRING, "|backend ", backend.name(), "|",
+      backend.CacheIdentity(options), "|module ",
+      ModuleFingerprint(module).ToHex(), "|", options.KeyString(), "|outputs");
+  for (const ValueSignature& s : OutputSignature(module.graph())) {
+    absl::StrAppend(&key, " ", s.name);
+  }
+  return key;
 }
 
 void CompileCache::CountTrace() {
@@ -47,7 +53,10 @@ absl::StatusOr<std::shared_ptr<Executable>> CompileCache::LoadFromDisk(
   absl::StatusOr<std::unique_ptr<Executable>> loaded =
       backend.DeserializeExecutable(*bytes, module, options);
   // An entry the backend cannot read is rebuilt like a damaged one.
-  if (!loaded.ok()) return nullptr;
+  if (!loaded.ok()) {
+    disk_->Discard(key);
+    return nullptr;
+  }
   return std::shared_ptr<Executable>(*std::move(loaded));
 }
 

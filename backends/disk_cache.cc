@@ -18,6 +18,7 @@
 #include "graph/file_io.h"
 #include "support/atomic_file.h"
 #include "support/fingerprint.h"
+#include "support/status_macros.h"
 
 namespace graft {
 namespace {
@@ -45,8 +46,27 @@ uint64_t EntryChecksum(absl::string_view key, absl::string_view payload) {
 }
 
 bool IsEntry(const fs::directory_entry& e) {
-  return e.is_regular_file() &&
+  std::error_code ec;
+  return e.is_regular_file(ec) &&
          absl::EndsWith(e.path().filename().string(), kEntrySuffix);
+}
+
+// The regular files of `dir`, without throwing: a directory that cannot be
+// read is an error, one that does not exist is empty.
+absl::StatusOr<std::vector<fs::directory_entry>> Files(const std::string& dir) {
+  std::vector<fs::directory_entry> files;
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec);
+  if (ec == std::errc::no_such_file_or_directory) return files;
+  for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    std::error_code type_ec;
+    if (it->is_regular_file(type_ec)) files.push_back(*it);
+  }
+  if (ec) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot read ", dir, ": ", ec.message()));
+  }
+  return files;
 }
 
 }  // namespace
@@ -101,9 +121,11 @@ std::optional<std::string> DiskCache::Load(absl::string_view key) {
   bool good = bytes->size() >= sizeof(h);
   if (good) {
     std::memcpy(&h, bytes->data(), sizeof(h));
+    // Compared without adding, which a damaged header could overflow.
+    const uint64_t rest = bytes->size() - sizeof(h);
     good = std::memcmp(h.magic, kMagic, sizeof(kMagic)) == 0 &&
-           h.version == kFormatVersion &&
-           bytes->size() == sizeof(h) + h.key_bytes + h.payload_bytes;
+           h.version == kFormatVersion && h.key_bytes <= rest &&
+           h.payload_bytes == rest - h.key_bytes;
   }
   if (good) {
     absl::string_view stored_key(bytes->data() + sizeof(h), h.key_bytes);
@@ -117,10 +139,14 @@ std::optional<std::string> DiskCache::Load(absl::string_view key) {
       return std::string(payload);
     }
   }
+  Discard(key);
+  return std::nullopt;
+}
+
+void DiskCache::Discard(absl::string_view key) {
   ++damaged_;
   std::error_code ignored;
-  fs::remove(path, ignored);
-  return std::nullopt;
+  fs::remove(EntryPath(key), ignored);
 }
 
 void DiskCache::Store(absl::string_view key, absl::string_view payload) {
@@ -158,8 +184,9 @@ void DiskCache::Evict() {
   };
   std::vector<Entry> entries;
   uint64_t total = 0;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(entries_dir_, ec)) {
+  absl::StatusOr<std::vector<fs::directory_entry>> files = Files(entries_dir_);
+  if (!files.ok()) return;
+  for (const fs::directory_entry& e : *files) {
     if (!IsEntry(e)) continue;
     std::error_code size_ec, time_ec;
     const uint64_t bytes = e.file_size(size_ec);
@@ -181,9 +208,8 @@ void DiskCache::Evict() {
 
 absl::StatusOr<DiskCacheInfo> DiskCache::Info() const {
   DiskCacheInfo info{dir_, 0, 0, max_bytes_};
-  std::error_code ec;
-  if (!fs::exists(entries_dir_, ec)) return info;
-  for (const auto& e : fs::directory_iterator(entries_dir_, ec)) {
+  ASSIGN_OR_RETURN(std::vector<fs::directory_entry> files, Files(entries_dir_));
+  for (const fs::directory_entry& e : files) {
     if (!IsEntry(e)) continue;
     std::error_code size_ec;
     const uint64_t bytes = e.file_size(size_ec);
@@ -191,29 +217,17 @@ absl::StatusOr<DiskCacheInfo> DiskCache::Info() const {
     ++info.entries;
     info.bytes += bytes;
   }
-  if (ec) {
-    return absl::PermissionDeniedError(
-        absl::StrCat("cannot read ", entries_dir_, ": ", ec.message()));
-  }
   return info;
 }
 
 absl::Status DiskCache::Clear() {
-  std::error_code ec;
-  if (!fs::exists(entries_dir_, ec)) return absl::OkStatus();
-  std::vector<fs::path> doomed;
-  for (const auto& e : fs::directory_iterator(entries_dir_, ec)) {
-    if (e.is_regular_file()) doomed.push_back(e.path());
-  }
-  for (const fs::path& p : doomed) {
-    if (!fs::remove(p, ec) && ec) {
+  ASSIGN_OR_RETURN(std::vector<fs::directory_entry> files, Files(entries_dir_));
+  for (const fs::directory_entry& e : files) {
+    std::error_code ec;
+    if (!fs::remove(e.path(), ec) && ec) {
       return absl::PermissionDeniedError(absl::StrCat(
-          "cannot remove ", p.string(), ": ", ec.message()));
+          "cannot remove ", e.path().string(), ": ", ec.message()));
     }
-  }
-  if (ec) {
-    return absl::PermissionDeniedError(
-        absl::StrCat("cannot read ", entries_dir_, ": ", ec.message()));
   }
   return absl::OkStatus();
 }

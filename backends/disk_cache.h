@@ -46,6 +46,9 @@ class DiskCache {
   std::optional<std::string> Load(absl::string_view key);
   // Stores `payload` under `key`, then evicts down to the size bound.
   void Store(absl::string_view key, absl::string_view payload);
+  // Removes the entry of `key` and counts it as damaged: for an entry whose
+  // checks passed but whose payload its reader refused.
+  void Discard(absl::string_view key);
 
   absl::StatusOr<DiskCacheInfo> Info() const;
   // Removes every entry (and stray temporary files); the directory stays.

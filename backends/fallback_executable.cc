@@ -1,5 +1,6 @@
 #include "backends/fallback_executable.h"
 
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -7,6 +8,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "graph/graph.h"
+#include "graph/op_registry.h"
 #include "support/status_macros.h"
 
 namespace graft {
@@ -104,7 +106,11 @@ class FallbackBuilder {
     e.outputs_ = OutputSignature(module_.graph());
     e.keep_outputs_on_device_ = options_.keep_outputs_on_device;
     for (const Node* node : module_.graph().nodes()) {
-      if (node->op() == OpCode::kPlaceholder) e.input_ids_.push_back(Id(node));
+      if (node->op() != OpCode::kPlaceholder) continue;
+      const std::optional<TensorType>& type =
+          e.inputs_[e.input_ids_.size()].type;
+      if (type.has_value()) input_types_[node] = *type;
+      e.input_ids_.push_back(Id(node));
     }
     for (const Partition& p : plan.partitions) {
       for (const Node* n : p.nodes) partition_of_[n] = &p;
@@ -121,6 +127,13 @@ class FallbackBuilder {
   }
 
  private:
+  // The type a part's placeholder for `node` gets: for a graph input, the
+  // type the caller compiled for (CompileOptions::input_types).
+  std::optional<TensorType> TypeOf(const Node* node) const {
+    auto it = input_types_.find(node);
+    return it != input_types_.end() ? it->second : node->type();
+  }
+
   int64_t Id(const Node* node) {
     auto [it, inserted] = ids_.emplace(node, next_id_);
     if (inserted) ++next_id_;
@@ -146,14 +159,23 @@ class FallbackBuilder {
             node->target(), "'"));
       }
       constant_values_[Id(node)] = *t;
-    } else if (!ids_.contains(node)) {
-      return absl::UnimplementedError(absl::StrCat(
-          "output ", node->Ref(),
-          " returns a tuple; graphs that split between backends must return "
-          "tensors (read the elements with getitem)"));
     }
     executable_->output_ids_.push_back(Id(node));
     return absl::OkStatus();
+  }
+
+  // Whether `node` yields a tuple: an op that returns one, or a call of a
+  // submodule whose output is a list. Tuples cannot cross between parts.
+  bool ReturnsTuple(const Node& node) const {
+    if (node.op() == OpCode::kCallFunction) {
+      return node.schema() != nullptr && node.schema()->returns_tuple;
+    }
+    if (node.op() == OpCode::kCallModule) {
+      const Module* sub = module_.FindSubmodule(node.target());
+      const Node* out = sub == nullptr ? nullptr : sub->graph().output();
+      return out != nullptr && out->num_args() == 1 && out->arg(0).is_list();
+    }
+    return false;
   }
 
   // True if a node outside partition `p` (or the output node) reads `node`.
@@ -180,7 +202,7 @@ class FallbackBuilder {
           map[input] = graph.CopyNode(*input, map);
           continue;
         }
-        map[input] = graph.Placeholder(input->name(), input->type());
+        map[input] = graph.Placeholder(input->name(), TypeOf(input));
         step.inputs.push_back(Id(input));
       }
       if (n->op() == OpCode::kCallModule) {
@@ -194,10 +216,12 @@ class FallbackBuilder {
     std::vector<Argument> outputs;
     for (const Node* n : p.nodes) {
       if (!UsedOutside(n, p)) continue;
-      if (!n->type().has_value() && !n->meta().tuple_types.empty()) {
+      if (ReturnsTuple(*n)) {
         return absl::UnimplementedError(absl::StrCat(
-            "node ", n->Ref(), " returns a tuple that is read outside its "
-            "partition"));
+            "node ", n->Ref(),
+            " returns a tuple that is read outside its "
+            "partition (by the graph's output): graphs that split between "
+            "backends must return tensors; read the elements with getitem"));
       }
       outputs.push_back(Argument(map.at(n)));
       step.outputs.push_back(Id(n));
@@ -207,7 +231,10 @@ class FallbackBuilder {
     CompileOptions options;
     if (p.on_backend) {
       options = options_;
+      // The part's placeholders carry their types; values stay on the
+      // device between parts, and Run brings the outputs home once.
       options.input_types.clear();
+      options.keep_outputs_on_device = true;
       step.allocator = backend_.allocator(options_);
     }
     absl::StatusOr<std::unique_ptr<Executable>> compiled =
@@ -233,6 +260,7 @@ class FallbackBuilder {
   absl::flat_hash_map<const Node*, const Partition*> partition_of_;
   absl::flat_hash_map<const Node*, int64_t> ids_;
   absl::flat_hash_map<int64_t, Tensor> constant_values_;
+  absl::flat_hash_map<const Node*, TensorType> input_types_;
   int64_t next_id_ = 0;
 };
 

@@ -127,7 +127,7 @@ absl::Status Optimize(DemoContext& ctx) {
   passes::PassContext pass_ctx;
   pass_ctx.constant_evaluator = interp::EvaluateNode;
   Stopwatch watch;
-  ASSIGN_OR_RETURN(bool changed, pipeline.Run(ctx.module, pass_ctx));
+  RETURN_IF_ERROR(pipeline.Run(ctx.module, pass_ctx).status());
   const double seconds = watch.Seconds();
   ctx.summary.push_back(absl::StrCat("passes ", FormatDuration(seconds)));
   return ctx.Say(absl::StrCat(before, " -> ", ctx.module.graph().num_nodes(),
@@ -208,14 +208,13 @@ absl::Status Run(DemoContext& ctx) {
   ASSIGN_OR_RETURN(BoundInputs inputs,
                    BindInputs(placeholders, {}, kInputSeed));
   ASSIGN_OR_RETURN(std::unique_ptr<Executable> executable,
-                   (backend)->Compile(ctx.module, CompileOptions()));
+                   backend->Compile(ctx.module, CompileOptions()));
   Stopwatch watch;
-  absl::StatusOr<std::vector<Tensor>> outputs =
-      (executable)->Run(inputs.tensors);
+  absl::StatusOr<std::vector<Tensor>> outputs = executable->Run(inputs.tensors);
   if (!outputs.ok()) return outputs.status();
   const double seconds = watch.Seconds();
   ctx.outputs = *std::move(outputs);
-  for (const ValueSignature& s : (executable)->output_signature()) {
+  for (const ValueSignature& s : executable->output_signature()) {
     ctx.output_names.push_back(s.name);
   }
   const double gflop = CountMatmulFlops(ctx.module.graph()) / 1e9;

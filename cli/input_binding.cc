@@ -159,6 +159,17 @@ absl::StatusOr<Tensor> MakeRandom(const ValueSignature& placeholder,
     }
     dims.push_back(*size);
   }
+  // Refused before allocating: a typo in --dim should not exhaust memory.
+  constexpr int64_t kMaxRandomBytes = int64_t{1} << 40;
+  int64_t bytes = static_cast<int64_t>(DTypeSize(type.dtype));
+  for (int64_t d : dims) {
+    if (d != 0 && bytes > kMaxRandomBytes / d) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "placeholder ", placeholder.name, " would be ", DTypeName(type.dtype),
+          "[", absl::StrJoin(dims, ","), "]", ": over 1 TiB of random input"));
+    }
+    bytes *= d;
+  }
   return RandomTensor(type.dtype, std::move(dims), seed);
 }
 

@@ -2,6 +2,7 @@
 // chosen subcommand. Exit codes: cli/exit_codes.h.
 
 #include <cstdio>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -63,7 +64,15 @@ int Main(int argc, char** argv) {
   }
   for (const Command& command : commands) {
     if (!command.app->parsed()) continue;
-    absl::Status status = command.run();
+    absl::Status status;
+    try {
+      status = command.run();
+    } catch (const std::bad_alloc&) {
+      // The one exception graft's own code lets through: allocation.
+      status = absl::ResourceExhaustedError(
+          "out of memory (a tensor or model larger than this machine's "
+          "memory?)");
+    }
     if (!status.ok()) {
       std::fprintf(stderr, "graft: error: %.*s\n",
                    static_cast<int>(status.message().size()),

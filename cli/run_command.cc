@@ -38,7 +38,7 @@ struct RunArgs {
   bool random_inputs = false;
   uint64_t seed = 0;
   std::string output_dir;
-  int64_t bench = 0;  // Timed runs; 0: none.
+  int64_t bench = 0;              // Timed runs; 0: none.
   std::vector<std::string> dims;  // "SYMBOL=SIZE".
   bool stats = false;
   bool explain = false;
@@ -141,13 +141,15 @@ std::string Explain(absl::string_view backend, const CompileReport& report) {
 }
 
 std::string Stats(const CompileCacheStats& stats, const ExecutableInfo& info,
-                  const DiskCache& disk) {
+                  const DiskCache& disk, bool backend_uses_disk) {
   std::string text = absl::StrCat(
       "stats: traces ", stats.traces, ", compiles ", stats.compiles,
       ", memory hits ", stats.memory_hits, ", disk hits ", stats.disk_hits,
       ", damaged disk entries ", stats.disk_damaged, ", compile time ",
       FormatDuration(stats.compile_seconds), "\n");
-  absl::StrAppend(&text, "stats: disk cache ", disk.dir(), "\n");
+  absl::StrAppend(
+      &text, "stats: disk cache ", disk.dir(),
+      backend_uses_disk ? "" : " (unused: the backend keeps nothing)", "\n");
   if (info.intermediate_bytes > 0) {
     absl::StrAppend(&text, "stats: memory plan ", info.arena_bytes,
                     " bytes of arena for ", info.intermediate_bytes,
@@ -185,7 +187,7 @@ absl::Status RunRun(const RunArgs& args) {
 
   Stopwatch run_watch;
   ASSIGN_OR_RETURN(std::vector<Tensor> outputs,
-                   (executable)->Run(inputs.tensors));
+                   executable->Run(inputs.tensors));
   const double run_seconds = run_watch.Seconds();
 
   const std::vector<std::string> names =
@@ -197,7 +199,8 @@ absl::Status RunRun(const RunArgs& args) {
                   FormatDuration(run_seconds), "\n");
   if (args.explain) absl::StrAppend(&text, Explain(args.backend, report));
   if (args.stats) {
-    absl::StrAppend(&text, Stats(cache.stats(), (executable)->info(), *disk));
+    absl::StrAppend(&text, Stats(cache.stats(), executable->info(), *disk,
+                                 !backend->CacheIdentity(options).empty()));
   }
   if (!args.output_dir.empty()) {
     ASSIGN_OR_RETURN(

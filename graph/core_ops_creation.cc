@@ -7,7 +7,6 @@
 #include "absl/strings/str_join.h"
 #include "graph/core_ops_internal.h"
 #include "graph/type_rules.h"
-#include "support/status_macros.h"
 
 namespace graft::core_ops {
 namespace {
@@ -26,8 +25,9 @@ absl::StatusOr<Shape> SizeParam(const InferContext& ctx) {
 }
 
 absl::StatusOr<TensorType> Filled(const InferContext& ctx) {
-  ASSIGN_OR_RETURN(Shape shape, SizeParam(ctx));
-  return TensorType{ctx.call().GetDType("dtype"), std::move(shape)};
+  absl::StatusOr<Shape> shape = SizeParam(ctx);
+  if (!shape.ok()) return shape.status();
+  return TensorType{ctx.call().GetDType("dtype"), *std::move(shape)};
 }
 
 // A Scalar literal as a number; bools count as 0 and 1.

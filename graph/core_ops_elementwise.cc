@@ -6,7 +6,6 @@
 #include "absl/strings/str_cat.h"
 #include "graph/core_ops_internal.h"
 #include "graph/type_rules.h"
-#include "support/status_macros.h"
 
 namespace graft::core_ops {
 namespace {
@@ -102,9 +101,10 @@ absl::StatusOr<Shape> Broadcast(const InferContext& ctx,
 
 // Arithmetic: broadcast, dtype by PyTorch's promotion.
 absl::StatusOr<TensorType> Arithmetic(const InferContext& ctx) {
-  ASSIGN_OR_RETURN(Shape shape, Broadcast(ctx, {"input", "other"}));
+  absl::StatusOr<Shape> shape = Broadcast(ctx, {"input", "other"});
+  if (!shape.ok()) return shape.status();
   return TensorType{rules::ResultType(ctx, {"input", "other"}),
-                    std::move(shape)};
+                    *std::move(shape)};
 }
 
 absl::StatusOr<TensorType> Sub(const InferContext& ctx) {
@@ -125,8 +125,9 @@ absl::StatusOr<TensorType> Div(const InferContext& ctx) {
 }
 
 absl::StatusOr<TensorType> Predicate(const InferContext& ctx) {
-  ASSIGN_OR_RETURN(Shape shape, Broadcast(ctx, {"input", "other"}));
-  return TensorType{DType::kBool, std::move(shape)};
+  absl::StatusOr<Shape> shape = Broadcast(ctx, {"input", "other"});
+  if (!shape.ok()) return shape.status();
+  return TensorType{DType::kBool, *std::move(shape)};
 }
 
 absl::StatusOr<TensorType> Where(const InferContext& ctx) {
@@ -136,10 +137,10 @@ absl::StatusOr<TensorType> Where(const InferContext& ctx) {
                                   condition.ToString(),
                                   "; compare it (ne 0) or cast it to bool"));
   }
-  ASSIGN_OR_RETURN(Shape shape,
-                   Broadcast(ctx, {"condition", "input", "other"}));
+  absl::StatusOr<Shape> shape = Broadcast(ctx, {"condition", "input", "other"});
+  if (!shape.ok()) return shape.status();
   return TensorType{rules::ResultType(ctx, {"input", "other"}),
-                    std::move(shape)};
+                    *std::move(shape)};
 }
 
 // gelu(x) = x * Phi(x), exactly (erf) or with PyTorch's tanh approximation.

@@ -5,7 +5,6 @@
 #include "graph/fused_ops.h"
 #include "graph/op_registry.h"
 #include "graph/type_rules.h"
-#include "support/status_macros.h"
 
 namespace graft::core_ops {
 namespace {
@@ -23,8 +22,10 @@ absl::StatusOr<TensorType> TypeOf(const InferContext& ctx,
 
 absl::StatusOr<std::vector<TensorType>> InferLinearActivation(
     const InferContext& ctx) {
-  ASSIGN_OR_RETURN(TensorType x, TypeOf(ctx, "input"));
-  ASSIGN_OR_RETURN(TensorType w, TypeOf(ctx, "weight"));
+  absl::StatusOr<TensorType> x = TypeOf(ctx, "input");
+  if (!x.ok()) return x.status();
+  absl::StatusOr<TensorType> w = TypeOf(ctx, "weight");
+  if (!w.ok()) return w.status();
   const std::string& activation = ctx.call().String("activation");
   if (activation != "relu" && activation != "gelu" &&
       activation != "gelu_tanh") {
@@ -39,37 +40,38 @@ absl::StatusOr<std::vector<TensorType>> InferLinearActivation(
         absl::StrCat("weight_layout must be \"out_in\" or \"in_out\", got \"",
                      layout, "\""));
   }
-  if (!IsFloatingPoint(x.dtype) || w.dtype != x.dtype) {
+  if (!IsFloatingPoint(x->dtype) || w->dtype != x->dtype) {
     return ctx.Error(
         absl::StrCat("input and weight must share a floating-point "
                      "dtype, got ",
-                     x.ToString(), " and ", w.ToString()));
+                     x->ToString(), " and ", w->ToString()));
   }
-  if (x.rank() == 0 || w.rank() != 2) {
+  if (x->rank() == 0 || w->rank() != 2) {
     return ctx.Error(
         absl::StrCat("input needs at least one dim and weight two, got ",
-                     x.ToString(), " and ", w.ToString()));
+                     x->ToString(), " and ", w->ToString()));
   }
   const bool out_in = layout == "out_in";
-  const Dim in = w.shape[out_in ? 1 : 0];
-  const Dim out = w.shape[out_in ? 0 : 1];
-  if (rules::DimsConflict(x.shape.back(), in)) {
-    return ctx.Error(absl::StrCat("input has ", x.shape.back().ToString(),
-                                  " features but weight ", w.ToString(), " (",
+  const Dim in = w->shape[out_in ? 1 : 0];
+  const Dim out = w->shape[out_in ? 0 : 1];
+  if (rules::DimsConflict(x->shape.back(), in)) {
+    return ctx.Error(absl::StrCat("input has ", x->shape.back().ToString(),
+                                  " features but weight ", w->ToString(), " (",
                                   layout, ") expects ", in.ToString()));
   }
   if (ctx.call().TensorNode("bias") != nullptr) {
-    ASSIGN_OR_RETURN(TensorType b, TypeOf(ctx, "bias"));
-    if (b.dtype != x.dtype || b.rank() != 1 ||
-        rules::DimsConflict(b.shape[0], out)) {
-      return ctx.Error(absl::StrCat("bias ", b.ToString(), " must be ",
-                                    DTypeName(x.dtype), "[", out.ToString(),
+    absl::StatusOr<TensorType> b = TypeOf(ctx, "bias");
+    if (!b.ok()) return b.status();
+    if (b->dtype != x->dtype || b->rank() != 1 ||
+        rules::DimsConflict(b->shape[0], out)) {
+      return ctx.Error(absl::StrCat("bias ", b->ToString(), " must be ",
+                                    DTypeName(x->dtype), "[", out.ToString(),
                                     "]"));
     }
   }
-  Shape shape(x.shape.begin(), x.shape.end() - 1);
+  Shape shape(x->shape.begin(), x->shape.end() - 1);
   shape.push_back(out);
-  return std::vector<TensorType>{TensorType{x.dtype, std::move(shape)}};
+  return std::vector<TensorType>{TensorType{x->dtype, std::move(shape)}};
 }
 
 }  // namespace

@@ -8,7 +8,6 @@
 #include "absl/strings/str_join.h"
 #include "graph/core_ops_internal.h"
 #include "graph/type_rules.h"
-#include "support/status_macros.h"
 
 namespace graft::core_ops {
 namespace {
@@ -236,9 +235,10 @@ absl::StatusOr<TensorType> Conv2d(const InferContext& ctx) {
   for (int i = 0; i < 2; ++i) {
     Window window{w.shape[2 + i], (*stride)[i], (*padding)[i], (*dilation)[i],
                   /*ceil_mode=*/false};
-    ASSIGN_OR_RETURN(Dim d, WindowOutput(ctx, x.shape[*c + 1 + i], window,
-                                         names[i], *c + 1 + i));
-    shape.push_back(d);
+    absl::StatusOr<Dim> d =
+        WindowOutput(ctx, x.shape[*c + 1 + i], window, names[i], *c + 1 + i);
+    if (!d.ok()) return d.status();
+    shape.push_back(*d);
   }
   return TensorType{x.dtype, std::move(shape)};
 }
@@ -276,16 +276,18 @@ absl::StatusOr<TensorType> Pool(const InferContext& ctx, bool average) {
     }
     Window window{(*kernel)[i], (*stride)[i], (*padding)[i], dilation[i],
                   ceil_mode};
-    ASSIGN_OR_RETURN(Dim d, WindowOutput(ctx, x.shape[*c + 1 + i], window,
-                                         names[i], *c + 1 + i));
-    shape.push_back(d);
+    absl::StatusOr<Dim> d =
+        WindowOutput(ctx, x.shape[*c + 1 + i], window, names[i], *c + 1 + i);
+    if (!d.ok()) return d.status();
+    shape.push_back(*d);
   }
   return TensorType{x.dtype, std::move(shape)};
 }
 
 absl::StatusOr<TensorType> AdaptiveAvgPool(const InferContext& ctx) {
   TensorType x = ctx.Type("input");
-  ASSIGN_OR_RETURN(int64_t c, ChannelDim(ctx, x));
+  absl::StatusOr<int64_t> c = ChannelDim(ctx, x);
+  if (!c.ok()) return c.status();
   if (!IsFloatingPoint(x.dtype)) {
     return ctx.Error(absl::StrCat("input ", x.ToString(),
                                   " is not floating point; cast it to a "
@@ -293,7 +295,7 @@ absl::StatusOr<TensorType> AdaptiveAvgPool(const InferContext& ctx) {
   }
   absl::StatusOr<std::array<int64_t, 2>> size = Pair(ctx, "output_size", 1);
   if (!size.ok()) return size.status();
-  Shape shape(x.shape.begin(), x.shape.begin() + c + 1);
+  Shape shape(x.shape.begin(), x.shape.begin() + *c + 1);
   shape.push_back((*size)[0]);
   shape.push_back((*size)[1]);
   return TensorType{x.dtype, std::move(shape)};

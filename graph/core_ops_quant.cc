@@ -7,7 +7,6 @@
 #include "absl/strings/str_cat.h"
 #include "graph/core_ops_internal.h"
 #include "graph/type_rules.h"
-#include "support/status_macros.h"
 
 namespace graft::core_ops {
 namespace {
@@ -83,11 +82,11 @@ absl::StatusOr<TensorType> QuantizePerChannel(const InferContext& ctx) {
   if (!status.ok()) return status;
   absl::StatusOr<DType> dtype = QuantizedDType(ctx);
   if (!dtype.ok()) return dtype.status();
-  ASSIGN_OR_RETURN(
-      int64_t axis,
-      rules::NormalizeDim(ctx, ctx.call().Int("axis"), t.rank(), "axis"));
+  absl::StatusOr<int64_t> axis =
+      rules::NormalizeDim(ctx, ctx.call().Int("axis"), t.rank(), "axis");
+  if (!axis.ok()) return axis.status();
   for (const char* param : {"scales", "zero_points"}) {
-    status = CheckChannels(ctx, param, t, axis);
+    status = CheckChannels(ctx, param, t, *axis);
     if (!status.ok()) return status;
   }
   status = CheckScaleDType(ctx, "scales", "zero_points");
@@ -123,12 +122,12 @@ absl::StatusOr<TensorType> Dequantize(const InferContext& ctx) {
     t.dtype = dtype;
     return t;
   }
-  ASSIGN_OR_RETURN(
-      int64_t axis,
-      rules::NormalizeDim(ctx, ctx.call().Int("axis"), t.rank(), "axis"));
+  absl::StatusOr<int64_t> axis =
+      rules::NormalizeDim(ctx, ctx.call().Int("axis"), t.rank(), "axis");
+  if (!axis.ok()) return axis.status();
   for (const char* param : {"scale", "zero_point"}) {
     if (!ctx.IsTensor(param)) continue;
-    status = CheckChannels(ctx, param, t, axis);
+    status = CheckChannels(ctx, param, t, *axis);
     if (!status.ok()) return status;
   }
   t.dtype = dtype;

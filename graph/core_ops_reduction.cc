@@ -7,7 +7,6 @@
 #include "absl/strings/str_join.h"
 #include "graph/core_ops_internal.h"
 #include "graph/type_rules.h"
-#include "support/status_macros.h"
 
 namespace graft::core_ops {
 namespace {
@@ -83,15 +82,17 @@ absl::StatusOr<TensorType> Reduce(const InferContext& ctx, Reduction kind) {
     absl::Status status = RequireFloat(ctx, t);
     if (!status.ok()) return status;
   }
-  ASSIGN_OR_RETURN(std::vector<bool> reduced,
-                   ReducedDims(ctx, t, OptionalInts(ctx, "dim")));
-  ASSIGN_OR_RETURN(Shape shape,
-                   ReducedShape(ctx, t, reduced, ctx.call().Bool("keepdim"),
-                                /*nonempty=*/kind == Reduction::kExtremum));
+  absl::StatusOr<std::vector<bool>> reduced =
+      ReducedDims(ctx, t, OptionalInts(ctx, "dim"));
+  if (!reduced.ok()) return reduced.status();
+  absl::StatusOr<Shape> shape =
+      ReducedShape(ctx, t, *reduced, ctx.call().Bool("keepdim"),
+                   /*nonempty=*/kind == Reduction::kExtremum);
+  if (!shape.ok()) return shape.status();
   DType dtype = t.dtype;
   // PyTorch sums bool and integers in i64 so that they do not overflow.
   if (kind == Reduction::kSum && !IsFloatingPoint(dtype)) dtype = DType::kI64;
-  return TensorType{dtype, std::move(shape)};
+  return TensorType{dtype, *std::move(shape)};
 }
 
 absl::StatusOr<TensorType> Argmax(const InferContext& ctx) {
@@ -108,21 +109,22 @@ absl::StatusOr<TensorType> Argmax(const InferContext& ctx) {
     if (keepdim) shape.assign(t.rank(), Dim(1));
     return TensorType{DType::kI64, std::move(shape)};
   }
-  ASSIGN_OR_RETURN(
-      std::vector<bool> reduced,
-      ReducedDims(ctx, t, std::vector<int64_t>{ctx.call().Int("dim")}));
-  ASSIGN_OR_RETURN(Shape shape,
-                   ReducedShape(ctx, t, reduced, keepdim, /*nonempty=*/true));
-  return TensorType{DType::kI64, std::move(shape)};
+  absl::StatusOr<std::vector<bool>> reduced =
+      ReducedDims(ctx, t, std::vector<int64_t>{ctx.call().Int("dim")});
+  if (!reduced.ok()) return reduced.status();
+  absl::StatusOr<Shape> shape =
+      ReducedShape(ctx, t, *reduced, keepdim, /*nonempty=*/true);
+  if (!shape.ok()) return shape.status();
+  return TensorType{DType::kI64, *std::move(shape)};
 }
 
 absl::StatusOr<TensorType> Softmax(const InferContext& ctx) {
   TensorType t = ctx.Type("input");
   absl::Status status = RequireFloat(ctx, t);
   if (!status.ok()) return status;
-  ASSIGN_OR_RETURN(int64_t dim,
-                   rules::NormalizeDim(ctx, ctx.call().Int("dim"),
-                                       std::max<int64_t>(t.rank(), 1)));
+  absl::StatusOr<int64_t> dim = rules::NormalizeDim(
+      ctx, ctx.call().Int("dim"), std::max<int64_t>(t.rank(), 1));
+  if (!dim.ok()) return dim.status();
   return t;
 }
 

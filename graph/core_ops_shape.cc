@@ -17,7 +17,6 @@
 #include "absl/strings/str_join.h"
 #include "graph/core_ops_internal.h"
 #include "graph/type_rules.h"
-#include "support/status_macros.h"
 
 namespace graft::core_ops {
 namespace {
@@ -130,26 +129,26 @@ absl::StatusOr<TensorType> Transpose(const InferContext& ctx) {
 absl::StatusOr<TensorType> Flatten(const InferContext& ctx) {
   TensorType t = ctx.Type("input");
   int64_t rank = std::max<int64_t>(t.rank(), 1);  // A 0-d input gives [1].
-  ASSIGN_OR_RETURN(
-      int64_t start,
-      rules::NormalizeDim(ctx, ctx.call().Int("start_dim"), rank, "start_dim"));
-  ASSIGN_OR_RETURN(
-      int64_t end,
-      rules::NormalizeDim(ctx, ctx.call().Int("end_dim"), rank, "end_dim"));
-  if (start > end) {
+  absl::StatusOr<int64_t> start =
+      rules::NormalizeDim(ctx, ctx.call().Int("start_dim"), rank, "start_dim");
+  if (!start.ok()) return start.status();
+  absl::StatusOr<int64_t> end =
+      rules::NormalizeDim(ctx, ctx.call().Int("end_dim"), rank, "end_dim");
+  if (!end.ok()) return end.status();
+  if (*start > *end) {
     return ctx.Error(absl::StrCat(
         "start_dim ", ctx.call().Int("start_dim"), " comes after end_dim ",
         ctx.call().Int("end_dim"), " for input ", t.ToString()));
   }
   if (t.rank() == 0) return TensorType{t.dtype, {Dim(1)}};
-  Shape shape(t.shape.begin(), t.shape.begin() + start);
-  Shape merged(t.shape.begin() + start, t.shape.begin() + end + 1);
+  Shape shape(t.shape.begin(), t.shape.begin() + *start);
+  Shape merged(t.shape.begin() + *start, t.shape.begin() + *end + 1);
   std::optional<Dim> n = rules::NumElementsDim(merged);
   if (!n.has_value()) {
     return ctx.Error(absl::StrCat("input ", t.ToString(), " is too large"));
   }
   shape.push_back(*n);
-  shape.insert(shape.end(), t.shape.begin() + end + 1, t.shape.end());
+  shape.insert(shape.end(), t.shape.begin() + *end + 1, t.shape.end());
   return TensorType{t.dtype, std::move(shape)};
 }
 
@@ -184,9 +183,10 @@ absl::StatusOr<TensorType> Squeeze(const InferContext& ctx) {
 
 absl::StatusOr<TensorType> Unsqueeze(const InferContext& ctx) {
   TensorType t = ctx.Type("input");
-  ASSIGN_OR_RETURN(
-      int64_t d, rules::NormalizeDim(ctx, ctx.call().Int("dim"), t.rank() + 1));
-  t.shape.insert(t.shape.begin() + d, Dim(1));
+  absl::StatusOr<int64_t> d =
+      rules::NormalizeDim(ctx, ctx.call().Int("dim"), t.rank() + 1);
+  if (!d.ok()) return d.status();
+  t.shape.insert(t.shape.begin() + *d, Dim(1));
   return t;
 }
 
@@ -368,15 +368,16 @@ absl::StatusOr<TensorType> Gather(const InferContext& ctx) {
   absl::Status status = RequireIndices(ctx, "index", "holds indices");
   if (!status.ok()) return status;
   int64_t rank = std::max<int64_t>(t.rank(), 1);
-  ASSIGN_OR_RETURN(int64_t dim,
-                   rules::NormalizeDim(ctx, ctx.call().Int("dim"), rank));
+  absl::StatusOr<int64_t> dim =
+      rules::NormalizeDim(ctx, ctx.call().Int("dim"), rank);
+  if (!dim.ok()) return dim.status();
   if (index.rank() != t.rank()) {
     return ctx.Error(absl::StrCat("index ", index.ToString(),
                                   " must have as many dims as input ",
                                   t.ToString()));
   }
   for (int64_t i = 0; i < t.rank(); ++i) {
-    if (i == dim) continue;
+    if (i == *dim) continue;
     Dim a = index.shape[i];
     Dim b = t.shape[i];
     if (a.is_constant() && b.is_constant() && a.value() > b.value()) {

@@ -97,8 +97,18 @@ class ModuleHasher {
   void AddTensor(const std::string& name, const Tensor& t) {
     out_.AddString(name).AddString(DTypeName(t.dtype())).AddInt(t.rank());
     for (int64_t d : t.dims()) out_.AddInt(d);
-    if (t.defined()) {
+    if (t.defined() && t.on_host()) {
       out_.AddBytes(t.raw_data(), t.NumBytes());
+    } else if (t.defined()) {
+      absl::StatusOr<Tensor> host = CopyToHost(t);
+      if (host.ok()) {
+        out_.AddBytes(host->raw_data(), host->NumBytes());
+      } else {
+        // Never equal to anything else: no cache hit is better than a
+        // wrong one.
+        out_.AddString("unreadable device tensor")
+            .AddInt(reinterpret_cast<intptr_t>(t.raw_data()));
+      }
     } else {
       out_.AddString("undefined");
     }

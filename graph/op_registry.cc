@@ -8,7 +8,6 @@
 #include "absl/strings/str_join.h"
 #include "graph/graph.h"
 #include "graph/printer.h"
-#include "support/status_macros.h"
 
 namespace graft {
 namespace {
@@ -285,12 +284,14 @@ bool AllInputsTyped(const Node& node) {
 
 absl::StatusOr<std::optional<std::vector<TensorType>>> InferNodeTypes(
     const Node& node) {
-  ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node));
-  if (!call.schema().infer) return std::nullopt;
+  absl::StatusOr<OpCall> call = OpCall::Bind(node);
+  if (!call.ok()) return call.status();
+  if (!call->schema().infer) return std::nullopt;
   if (!AllInputsTyped(node)) return std::nullopt;
-  InferContext ctx(call, &node);
-  ASSIGN_OR_RETURN(std::vector<TensorType> types, call.schema().infer(ctx));
-  return std::optional<std::vector<TensorType>>(std::move(types));
+  InferContext ctx(*call, &node);
+  absl::StatusOr<std::vector<TensorType>> types = call->schema().infer(ctx);
+  if (!types.ok()) return types.status();
+  return std::optional<std::vector<TensorType>>(*std::move(types));
 }
 
 }  // namespace graft

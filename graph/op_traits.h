@@ -61,9 +61,11 @@ std::optional<std::string> PointwiseFormulaOf(const Node& node);
 
 // Whether removing `node` when nothing uses it, or merging it with an equal
 // node, keeps the program's meaning: get_attr, calls of registered pure ops
-// (an unregistered op may have effects), and call_module (graft's
-// submodules hold fused groups and partitions). Placeholders and the output
-// node are the graph's interface and never pure. Every pass asks this.
+// (an unregistered op may have effects), and call_module: graft's
+// submodules hold fused groups and partitions, and outlining
+// (passes/outline.h) refuses impure ops, so what a call_module runs is pure.
+// Placeholders and the output node are the graph's interface and never
+// pure. Every pass asks this.
 bool IsPureNode(const Node& node);
 
 // The cost of one call from its static types; nullopt when a type it needs

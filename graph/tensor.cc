@@ -78,7 +78,7 @@ absl::StatusOr<Tensor> CopyToDevice(
   ASSIGN_OR_RETURN(Tensor host, CopyToHost(tensor));
   ASSIGN_OR_RETURN(std::shared_ptr<Storage> storage,
                    Storage::AllocateOn(allocator, host.NumBytes()));
-  absl::Status s = allocator->CopyFromHost(host.raw_data(), (storage)->data(),
+  absl::Status s = allocator->CopyFromHost(host.raw_data(), storage->data(),
                                            host.NumBytes());
   if (!s.ok()) return s;
   return Tensor(host.dtype(), host.dims(), std::move(storage));

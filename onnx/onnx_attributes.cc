@@ -68,26 +68,26 @@ absl::StatusOr<const AP*> NodeAttributes::Typed(absl::string_view name,
 absl::StatusOr<int64_t> NodeAttributes::Int(absl::string_view name,
                                             int64_t default_value) {
   ASSIGN_OR_RETURN(const AP* a, Typed(name, AP::INT));
-  return a == nullptr ? default_value : (a)->i();
+  return a == nullptr ? default_value : a->i();
 }
 
 absl::StatusOr<std::optional<int64_t>> NodeAttributes::OptionalInt(
     absl::string_view name) {
   ASSIGN_OR_RETURN(const AP* a, Typed(name, AP::INT));
   if (a == nullptr) return std::optional<int64_t>();
-  return std::optional<int64_t>((a)->i());
+  return std::optional<int64_t>(a->i());
 }
 
 absl::StatusOr<float> NodeAttributes::Float(absl::string_view name,
                                             float default_value) {
   ASSIGN_OR_RETURN(const AP* a, Typed(name, AP::FLOAT));
-  return a == nullptr ? default_value : (a)->f();
+  return a == nullptr ? default_value : a->f();
 }
 
 absl::StatusOr<std::string> NodeAttributes::String(
     absl::string_view name, absl::string_view default_value) {
   ASSIGN_OR_RETURN(const AP* a, Typed(name, AP::STRING));
-  return a == nullptr ? std::string(default_value) : (a)->s();
+  return a == nullptr ? std::string(default_value) : a->s();
 }
 
 absl::StatusOr<std::optional<std::vector<int64_t>>> NodeAttributes::Ints(
@@ -95,7 +95,7 @@ absl::StatusOr<std::optional<std::vector<int64_t>>> NodeAttributes::Ints(
   ASSIGN_OR_RETURN(const AP* a, Typed(name, AP::INTS));
   if (a == nullptr) return std::optional<std::vector<int64_t>>();
   return std::optional<std::vector<int64_t>>(
-      std::vector<int64_t>((a)->ints().begin(), (a)->ints().end()));
+      std::vector<int64_t>(a->ints().begin(), a->ints().end()));
 }
 
 absl::StatusOr<std::optional<std::vector<float>>> NodeAttributes::Floats(
@@ -103,13 +103,13 @@ absl::StatusOr<std::optional<std::vector<float>>> NodeAttributes::Floats(
   ASSIGN_OR_RETURN(const AP* a, Typed(name, AP::FLOATS));
   if (a == nullptr) return std::optional<std::vector<float>>();
   return std::optional<std::vector<float>>(
-      std::vector<float>((a)->floats().begin(), (a)->floats().end()));
+      std::vector<float>(a->floats().begin(), a->floats().end()));
 }
 
 absl::StatusOr<const onnx::TensorProto*> NodeAttributes::Tensor(
     absl::string_view name) {
   ASSIGN_OR_RETURN(const AP* a, Typed(name, AP::TENSOR));
-  return a == nullptr ? nullptr : &(a)->t();
+  return a == nullptr ? nullptr : &a->t();
 }
 
 std::vector<std::string> NodeAttributes::Unread() const {

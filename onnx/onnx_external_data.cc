@@ -119,14 +119,14 @@ absl::StatusOr<Tensor> ExternalDataReader::Read(
   ASSIGN_OR_RETURN(std::string path, Resolve(tensor_name, location));
   ASSIGN_OR_RETURN(std::shared_ptr<MappedFile> file, Map(path));
   const uint64_t start = offset.value_or(0);
-  const uint64_t size = (file)->size;
+  const uint64_t size = file->size;
   if (start > size || bytes > size - start) {
     return absl::InvalidArgumentError(absl::StrCat(
         "tensor '", tensor_name, "': external data file '", location, "' has ",
         size, " bytes, but the tensor needs bytes ", start, " to ",
         start + bytes, " (offset ", start, ", length ", bytes, ")"));
   }
-  std::byte* data = static_cast<std::byte*>((file)->data);
+  std::byte* data = static_cast<std::byte*>(file->data);
   if (bytes == 0) return Tensor(dtype, dims);
   std::byte* p = data + start;
   if (reinterpret_cast<uintptr_t>(p) % Storage::kAlignment == 0) {

@@ -147,9 +147,9 @@ absl::Status OnnxImporter::AddInitializers() {
                                             absl::StrCat("initializer '",
                                                          init.name(), "'")));
     ASSIGN_OR_RETURN(OnnxValue * v, state_.Define(init.name()));
-    (v)->type = t.type();
-    (v)->constant = std::move(t);
-    (v)->initializer = init.name();
+    v->type = t.type();
+    v->constant = std::move(t);
+    v->initializer = init.name();
   }
   return absl::OkStatus();
 }
@@ -252,8 +252,8 @@ absl::Status OnnxImporter::AddInputs() {
         g.Placeholder(g.UniqueName(SanitizeName(input.name(), "input")), *type);
     node->meta().entries[kOnnxValueKey] = input.name();
     ASSIGN_OR_RETURN(OnnxValue * v, state_.Define(input.name()));
-    (v)->node = node;
-    (v)->type = *type;
+    v->node = node;
+    v->type = *type;
   }
   for (const auto& [name, dims] : state_.options().input_shapes) {
     if (!inputs.contains(name)) {

@@ -50,11 +50,11 @@ absl::StatusOr<Node*> NodeContext::Input(int i, absl::string_view what) {
 
 absl::StatusOr<TensorType> NodeContext::InputType(int i) {
   ASSIGN_OR_RETURN(OnnxValue * v, Value(i, ""));
-  if (!(v)->type.has_value()) {
+  if (!v->type.has_value()) {
     return Invalid(absl::StrCat("the type of ", Describe(i, node_.input(i), ""),
                                 " is unknown"));
   }
-  return *(v)->type;
+  return *v->type;
 }
 
 const Tensor* NodeContext::Constant(int i) {
@@ -169,8 +169,8 @@ absl::StatusOr<OnnxValue*> NodeContext::DefineOutput(int i) {
 absl::Status NodeContext::SetOutput(int i, Node* node) {
   ASSIGN_OR_RETURN(OnnxValue * v, DefineOutput(i));
   if (v == nullptr) return absl::OkStatus();
-  (v)->node = node;
-  (v)->type = node->type();
+  v->node = node;
+  v->type = node->type();
   return absl::OkStatus();
 }
 
@@ -178,23 +178,23 @@ absl::Status NodeContext::SetOutputValue(int i, FoldValue value) {
   if (!value.HasSymbols()) return SetOutputConstant(i, value.ToTensor());
   ASSIGN_OR_RETURN(OnnxValue * v, DefineOutput(i));
   if (v == nullptr) return absl::OkStatus();
-  (v)->type = TensorType{value.dtype, ShapeFromDims(value.dims)};
-  (v)->symbolic = std::move(value);
+  v->type = TensorType{value.dtype, ShapeFromDims(value.dims)};
+  v->symbolic = std::move(value);
   return absl::OkStatus();
 }
 
 absl::Status NodeContext::SetOutputConstant(int i, Tensor value) {
   ASSIGN_OR_RETURN(OnnxValue * v, DefineOutput(i));
   if (v == nullptr) return absl::OkStatus();
-  (v)->type = value.type();
-  (v)->constant = std::move(value);
+  v->type = value.type();
+  v->constant = std::move(value);
   return absl::OkStatus();
 }
 
 absl::Status NodeContext::AliasOutput(int i, int j) {
   ASSIGN_OR_RETURN(OnnxValue * target, Value(j, ""));
   ASSIGN_OR_RETURN(OnnxValue * v, DefineOutput(i));
-  if (v != nullptr) (v)->alias = target;
+  if (v != nullptr) v->alias = target;
   return absl::OkStatus();
 }
 
@@ -209,7 +209,7 @@ absl::StatusOr<Node*> NodeContext::Call(absl::string_view op,
   }
   ASSIGN_OR_RETURN(std::optional<std::vector<TensorType>> types,
                    InferNodeTypes(*node));
-  if (types.has_value() && !(types)->empty()) {
+  if (types.has_value() && !types->empty()) {
     if (node->schema()->returns_tuple) {
       node->meta().tuple_types = std::move(*types);
     } else {

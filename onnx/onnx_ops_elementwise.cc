@@ -45,15 +45,14 @@ const std::string& CoreOp(const NodeContext& ctx) {
 absl::StatusOr<bool> FoldUnary(NodeContext& ctx) {
   std::optional<std::vector<FoldValue>> in = ctx.FoldedInputs(1);
   if (!in.has_value()) return false;
-  GRAFT_ONNX_ASSIGN_OR_RETURN(FoldValue r,
-                              ctx.folder().Unary(ctx.op_type(), (*in)[0]));
-  GRAFT_ONNX_RETURN_IF_ERROR(ctx.SetOutputValue(0, std::move(r)));
+  ASSIGN_OR_RETURN(FoldValue r, ctx.folder().Unary(ctx.op_type(), (*in)[0]));
+  RETURN_IF_ERROR(ctx.SetOutputValue(0, std::move(r)));
   return true;
 }
 
 absl::Status ConvertUnary(NodeContext& ctx) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * y, ctx.Call(CoreOp(ctx), {x}));
+  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
+  ASSIGN_OR_RETURN(Node * y, ctx.Call(CoreOp(ctx), {x}));
   return ctx.SetOutput(0, y);
 }
 
@@ -64,9 +63,9 @@ absl::StatusOr<bool> FoldBinary(NodeContext& ctx) {
   std::string op = ctx.op_type() == "Sum" ? "Add" : ctx.op_type();
   FoldValue acc = (*in)[0];
   for (size_t i = 1; i < in->size(); ++i) {
-    GRAFT_ONNX_ASSIGN_OR_RETURN(acc, ctx.folder().Binary(op, acc, (*in)[i]));
+    ASSIGN_OR_RETURN(acc, ctx.folder().Binary(op, acc, (*in)[i]));
   }
-  GRAFT_ONNX_RETURN_IF_ERROR(ctx.SetOutputValue(0, std::move(acc)));
+  RETURN_IF_ERROR(ctx.SetOutputValue(0, std::move(acc)));
   return true;
 }
 
@@ -77,31 +76,30 @@ absl::StatusOr<Node*> IntegerDiv(NodeContext& ctx, const Argument& a,
   std::vector<Argument> args;
   for (const Argument& v : {a, b}) {
     if (v.is_node()) {
-      GRAFT_ONNX_ASSIGN_OR_RETURN(Node * c, ctx.Call("cast", {v, DType::kF64}));
+      ASSIGN_OR_RETURN(Node * c, ctx.Call("cast", {v, DType::kF64}));
       args.push_back(c);
     } else {
       args.push_back(Argument(v.number()));
     }
   }
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * q, ctx.Call("div", std::move(args)));
+  ASSIGN_OR_RETURN(Node * q, ctx.Call("div", std::move(args)));
   return ctx.Call("cast", {q, dtype});
 }
 
 absl::StatusOr<Node*> BinaryCall(NodeContext& ctx, const std::string& op, int i,
                                  const Argument& lhs,
                                  const TensorType& lhs_type) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Argument rhs,
-                              ctx.NodeOrScalar(i, lhs_type.rank()));
+  ASSIGN_OR_RETURN(Argument rhs, ctx.NodeOrScalar(i, lhs_type.rank()));
   Argument a = lhs;
   if (!a.is_node() && !rhs.is_node()) {
     // Two one-element literals would lose the rank: keep one as a tensor.
-    GRAFT_ONNX_ASSIGN_OR_RETURN(Node * n, ctx.Input(i));
+    ASSIGN_OR_RETURN(Node * n, ctx.Input(i));
     rhs = n;
   }
   if (op == "div" && !IsFloatingPoint(lhs_type.dtype)) {
     return IntegerDiv(ctx, a, rhs, lhs_type.dtype);
   }
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * out, ctx.Call(op, {a, rhs}));
+  ASSIGN_OR_RETURN(Node * out, ctx.Call(op, {a, rhs}));
   // graft's pow promotes (f16 ** f32 is f32); ONNX keeps the base's type.
   if (op == "pow") return CastIfNeeded(ctx, out, lhs_type.dtype);
   return out;
@@ -114,9 +112,9 @@ absl::Status CheckInputDTypes(NodeContext& ctx) {
   const bool logical =
       ctx.op_type() == "And" || ctx.op_type() == "Or" || ctx.op_type() == "Xor";
   const int n = ctx.op_type() == "Pow" ? 1 : ctx.num_inputs();
-  GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType first, ctx.InputType(0));
+  ASSIGN_OR_RETURN(TensorType first, ctx.InputType(0));
   for (int i = 0; i < n; ++i) {
-    GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType t, ctx.InputType(i));
+    ASSIGN_OR_RETURN(TensorType t, ctx.InputType(i));
     if (logical && t.dtype != DType::kBool) {
       return NodeContext::Invalid(
           absl::StrCat("input ", i, " is ", t.ToString(), ", but ",
@@ -139,16 +137,16 @@ absl::Status ConvertBinary(NodeContext& ctx) {
     return NodeContext::Invalid(absl::StrCat(
         ctx.op_type(), " needs two inputs, got ", ctx.num_inputs()));
   }
-  GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType type, ctx.InputType(0));
-  GRAFT_ONNX_RETURN_IF_ERROR(CheckInputDTypes(ctx));
+  ASSIGN_OR_RETURN(TensorType type, ctx.InputType(0));
+  RETURN_IF_ERROR(CheckInputDTypes(ctx));
   if (ctx.num_inputs() == 1) return ctx.AliasOutput(0, 0);
-  GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType other, ctx.InputType(1));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Argument lhs, ctx.NodeOrScalar(0, other.rank()));
+  ASSIGN_OR_RETURN(TensorType other, ctx.InputType(1));
+  ASSIGN_OR_RETURN(Argument lhs, ctx.NodeOrScalar(0, other.rank()));
   Node* acc = nullptr;
   for (int i = 1; i < ctx.num_inputs(); ++i) {
-    GRAFT_ONNX_ASSIGN_OR_RETURN(acc, BinaryCall(ctx, op, i, lhs, type));
+    ASSIGN_OR_RETURN(acc, BinaryCall(ctx, op, i, lhs, type));
     lhs = acc;
-    GRAFT_ONNX_ASSIGN_OR_RETURN(type, ctx.TypeOf(acc));
+    ASSIGN_OR_RETURN(type, ctx.TypeOf(acc));
   }
   return ctx.SetOutput(0, acc);
 }
@@ -156,17 +154,17 @@ absl::Status ConvertBinary(NodeContext& ctx) {
 absl::StatusOr<bool> FoldWhere(NodeContext& ctx) {
   std::optional<std::vector<FoldValue>> in = ctx.FoldedInputs(3);
   if (!in.has_value()) return false;
-  GRAFT_ONNX_ASSIGN_OR_RETURN(FoldValue r,
-                              ctx.folder().Where((*in)[0], (*in)[1], (*in)[2]));
-  GRAFT_ONNX_RETURN_IF_ERROR(ctx.SetOutputValue(0, std::move(r)));
+  ASSIGN_OR_RETURN(FoldValue r,
+                   ctx.folder().Where((*in)[0], (*in)[1], (*in)[2]));
+  RETURN_IF_ERROR(ctx.SetOutputValue(0, std::move(r)));
   return true;
 }
 
 absl::Status ConvertWhere(NodeContext& ctx) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * cond, ctx.Input(0, "condition"));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType tc, ctx.TypeOf(cond));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(1));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType ty, ctx.InputType(2));
+  ASSIGN_OR_RETURN(Node * cond, ctx.Input(0, "condition"));
+  ASSIGN_OR_RETURN(TensorType tc, ctx.TypeOf(cond));
+  ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(1));
+  ASSIGN_OR_RETURN(TensorType ty, ctx.InputType(2));
   if (tc.dtype != DType::kBool) {
     return NodeContext::Invalid(absl::StrCat("the condition is ", tc.ToString(),
                                              ", but Where takes a bool one"));
@@ -177,24 +175,24 @@ absl::Status ConvertWhere(NodeContext& ctx) {
                                              "; Where takes one dtype"));
   }
   // A literal may stand for x or y when the other two fix the result rank.
-  GRAFT_ONNX_ASSIGN_OR_RETURN(
-      Argument x, ctx.NodeOrScalar(1, std::max(tc.rank(), ty.rank())));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(
-      Argument y, ctx.NodeOrScalar(2, std::max(tc.rank(), tx.rank())));
+  ASSIGN_OR_RETURN(Argument x,
+                   ctx.NodeOrScalar(1, std::max(tc.rank(), ty.rank())));
+  ASSIGN_OR_RETURN(Argument y,
+                   ctx.NodeOrScalar(2, std::max(tc.rank(), tx.rank())));
   if (!x.is_node() && !y.is_node()) {
-    GRAFT_ONNX_ASSIGN_OR_RETURN(Node * n, ctx.Input(1));
+    ASSIGN_OR_RETURN(Node * n, ctx.Input(1));
     x = n;
   }
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * out, ctx.Call("where", {cond, x, y}));
+  ASSIGN_OR_RETURN(Node * out, ctx.Call("where", {cond, x, y}));
   // Two literals' dtype would be graft's default, not ONNX's.
-  GRAFT_ONNX_ASSIGN_OR_RETURN(out, CastIfNeeded(ctx, out, tx.dtype));
+  ASSIGN_OR_RETURN(out, CastIfNeeded(ctx, out, tx.dtype));
   return ctx.SetOutput(0, out);
 }
 
 // Clip's min and max are optional inputs: literals when known, else
 // maximum/minimum with the tensors.
 absl::Status ConvertClip(NodeContext& ctx) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "input"));
+  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "input"));
   Argument lo, hi;
   Node* out = x;
   for (int i : {1, 2}) {
@@ -204,12 +202,12 @@ absl::Status ConvertClip(NodeContext& ctx) {
       (i == 1 ? lo : hi) = *literal;
       continue;
     }
-    GRAFT_ONNX_ASSIGN_OR_RETURN(Node * bound, ctx.Input(i));
-    GRAFT_ONNX_ASSIGN_OR_RETURN(
-        out, ctx.Call(i == 1 ? "maximum" : "minimum", {out, bound}));
+    ASSIGN_OR_RETURN(Node * bound, ctx.Input(i));
+    ASSIGN_OR_RETURN(out,
+                     ctx.Call(i == 1 ? "maximum" : "minimum", {out, bound}));
   }
   if (!lo.is_none() || !hi.is_none()) {
-    GRAFT_ONNX_ASSIGN_OR_RETURN(out, ctx.Call("clamp", {out, lo, hi}));
+    ASSIGN_OR_RETURN(out, ctx.Call("clamp", {out, lo, hi}));
   }
   if (out == x) return ctx.AliasOutput(0, 0);
   return ctx.SetOutput(0, out);
@@ -217,12 +215,12 @@ absl::Status ConvertClip(NodeContext& ctx) {
 
 absl::StatusOr<DType> CastTarget(NodeContext& ctx) {
   if (ctx.op_type() == "CastLike") {
-    GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType t, ctx.InputType(1));
+    ASSIGN_OR_RETURN(TensorType t, ctx.InputType(1));
     return t.dtype;
   }
   const onnx::AttributeProto* to = ctx.attrs().Find("to");
   if (to == nullptr) return NodeContext::Invalid("attribute 'to' is missing");
-  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t code, ctx.attrs().Int("to", 0));
+  ASSIGN_OR_RETURN(int64_t code, ctx.attrs().Int("to", 0));
   if (code < 0 || code > std::numeric_limits<int32_t>::max()) {
     return NodeContext::Invalid(absl::StrCat("attribute 'to' (", code,
                                              ") is not an ONNX element type"));
@@ -231,28 +229,28 @@ absl::StatusOr<DType> CastTarget(NodeContext& ctx) {
 }
 
 absl::StatusOr<bool> FoldCast(NodeContext& ctx) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(DType to, CastTarget(ctx));
+  ASSIGN_OR_RETURN(DType to, CastTarget(ctx));
   std::optional<FoldValue> x = ctx.Folded(0);
   if (!x.has_value()) return false;
-  GRAFT_ONNX_ASSIGN_OR_RETURN(FoldValue r, ctx.folder().Cast(*x, to));
-  GRAFT_ONNX_RETURN_IF_ERROR(ctx.SetOutputValue(0, std::move(r)));
+  ASSIGN_OR_RETURN(FoldValue r, ctx.folder().Cast(*x, to));
+  RETURN_IF_ERROR(ctx.SetOutputValue(0, std::move(r)));
   return true;
 }
 
 absl::Status ConvertCast(NodeContext& ctx) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(DType to, CastTarget(ctx));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType t, ctx.InputType(0));
+  ASSIGN_OR_RETURN(DType to, CastTarget(ctx));
+  ASSIGN_OR_RETURN(TensorType t, ctx.InputType(0));
   if (t.dtype == to) return ctx.AliasOutput(0, 0);
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "input"));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * y, ctx.Call("cast", {x, to}));
+  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "input"));
+  ASSIGN_OR_RETURN(Node * y, ctx.Call("cast", {x, to}));
   return ctx.SetOutput(0, y);
 }
 
 absl::Status ConvertLeakyRelu(NodeContext& ctx) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(float alpha, ctx.attrs().Float("alpha", 0.01f));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(
-      Node * y, ctx.Call("leaky_relu", {x, static_cast<double>(alpha)}));
+  ASSIGN_OR_RETURN(float alpha, ctx.attrs().Float("alpha", 0.01f));
+  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
+  ASSIGN_OR_RETURN(Node * y,
+                   ctx.Call("leaky_relu", {x, static_cast<double>(alpha)}));
   return ctx.SetOutput(0, y);
 }
 
@@ -266,9 +264,8 @@ absl::Status ConvertGelu(NodeContext& ctx) {
                      "\" is not supported (\"none\" or "
                      "\"tanh\")"));
   }
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * y,
-                              ctx.Call("gelu", {x, Argument(*approximate)}));
+  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
+  ASSIGN_OR_RETURN(Node * y, ctx.Call("gelu", {x, Argument(*approximate)}));
   return ctx.SetOutput(0, y);
 }
 
@@ -276,57 +273,54 @@ absl::Status ConvertGelu(NodeContext& ctx) {
 // and beta 1/2.
 absl::StatusOr<Node*> HardSigmoid(NodeContext& ctx, Node* x, double alpha,
                                   double beta) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * scaled, ctx.Call("mul", {x, alpha}));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * shifted, ctx.Call("add", {scaled, beta}));
+  ASSIGN_OR_RETURN(Node * scaled, ctx.Call("mul", {x, alpha}));
+  ASSIGN_OR_RETURN(Node * shifted, ctx.Call("add", {scaled, beta}));
   return ctx.Call("clamp", {shifted, 0.0, 1.0});
 }
 
 absl::Status ConvertHardSigmoid(NodeContext& ctx) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(float alpha, ctx.attrs().Float("alpha", 0.2f));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(float beta, ctx.attrs().Float("beta", 0.5f));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * y, HardSigmoid(ctx, x, alpha, beta));
+  ASSIGN_OR_RETURN(float alpha, ctx.attrs().Float("alpha", 0.2f));
+  ASSIGN_OR_RETURN(float beta, ctx.attrs().Float("beta", 0.5f));
+  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
+  ASSIGN_OR_RETURN(Node * y, HardSigmoid(ctx, x, alpha, beta));
   return ctx.SetOutput(0, y);
 }
 
 absl::Status ConvertHardSwish(NodeContext& ctx) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * gate, HardSigmoid(ctx, x, 1.0 / 6.0, 0.5));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * y, ctx.Call("mul", {x, gate}));
+  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
+  ASSIGN_OR_RETURN(Node * gate, HardSigmoid(ctx, x, 1.0 / 6.0, 0.5));
+  ASSIGN_OR_RETURN(Node * y, ctx.Call("mul", {x, gate}));
   return ctx.SetOutput(0, y);
 }
 
 // slope * x where x < 0, else x; the slope broadcasts to x.
 absl::Status ConvertPRelu(NodeContext& ctx) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Argument slope, ctx.NodeOrScalar(1, tx.rank()));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * negative, ctx.Call("lt", {x, 0.0}));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * scaled, ctx.Call("mul", {x, slope}));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * y,
-                              ctx.Call("where", {negative, scaled, x}));
+  ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
+  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
+  ASSIGN_OR_RETURN(Argument slope, ctx.NodeOrScalar(1, tx.rank()));
+  ASSIGN_OR_RETURN(Node * negative, ctx.Call("lt", {x, 0.0}));
+  ASSIGN_OR_RETURN(Node * scaled, ctx.Call("mul", {x, slope}));
+  ASSIGN_OR_RETURN(Node * y, ctx.Call("where", {negative, scaled, x}));
   return ctx.SetOutput(0, y);
 }
 
 absl::Status ConvertIsNaN(NodeContext& ctx) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * y, ctx.Call("ne", {x, x}));
+  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
+  ASSIGN_OR_RETURN(Node * y, ctx.Call("ne", {x, x}));
   return ctx.SetOutput(0, y);
 }
 
 absl::Status ConvertIsInf(NodeContext& ctx) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t neg,
-                              ctx.attrs().Int("detect_negative", 1));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t pos,
-                              ctx.attrs().Int("detect_positive", 1));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
+  ASSIGN_OR_RETURN(int64_t neg, ctx.attrs().Int("detect_negative", 1));
+  ASSIGN_OR_RETURN(int64_t pos, ctx.attrs().Int("detect_positive", 1));
+  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
   const double inf = std::numeric_limits<double>::infinity();
   Node* y;
   if (neg != 0 && pos != 0) {
-    GRAFT_ONNX_ASSIGN_OR_RETURN(Node * a, ctx.Call("abs", {x}));
-    GRAFT_ONNX_ASSIGN_OR_RETURN(y, ctx.Call("eq", {a, inf}));
+    ASSIGN_OR_RETURN(Node * a, ctx.Call("abs", {x}));
+    ASSIGN_OR_RETURN(y, ctx.Call("eq", {a, inf}));
   } else if (neg != 0 || pos != 0) {
-    GRAFT_ONNX_ASSIGN_OR_RETURN(y, ctx.Call("eq", {x, pos != 0 ? inf : -inf}));
+    ASSIGN_OR_RETURN(y, ctx.Call("eq", {x, pos != 0 ? inf : -inf}));
   } else {
     return NodeContext::Unsupported(
         "detect_negative=0 with detect_positive=0 is not supported");
@@ -339,7 +333,7 @@ absl::Status ConvertIsInf(NodeContext& ctx) {
 absl::StatusOr<bool> FoldOnlyUnary(NodeContext& ctx) { return FoldUnary(ctx); }
 
 absl::StatusOr<bool> FoldMod(NodeContext& ctx) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t fmod, ctx.attrs().Int("fmod", 0));
+  ASSIGN_OR_RETURN(int64_t fmod, ctx.attrs().Int("fmod", 0));
   if (fmod != 0) {
     return NodeContext::Unsupported("fmod=1 is not supported");
   }

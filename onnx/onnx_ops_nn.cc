@@ -41,8 +41,8 @@ struct Window {
 absl::StatusOr<std::vector<int64_t>> IntsAttr(NodeContext& ctx,
                                               absl::string_view name,
                                               size_t size, int64_t fill) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> v,
-                              ctx.attrs().Ints(name));
+  ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> v,
+                   ctx.attrs().Ints(name));
   if (!v.has_value()) return std::vector<int64_t>(size, fill);
   if (v->size() != size) {
     return NodeContext::Invalid(absl::StrCat("attribute '", name, "' ",
@@ -64,8 +64,8 @@ absl::StatusOr<Window> ReadWindow(NodeContext& ctx, const TensorType& x,
         "only 1-D and 2-D ", ctx.op_type(), " is supported; input ",
         x.ToString(), " has ", std::max<int64_t>(s, 0), " spatial dims"));
   }
-  GRAFT_ONNX_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> kshape,
-                              ctx.attrs().Ints("kernel_shape"));
+  ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> kshape,
+                   ctx.attrs().Ints("kernel_shape"));
   if (kshape.has_value()) {
     if (!kernel.empty() && *kshape != kernel) {
       return NodeContext::Invalid(absl::StrCat(
@@ -81,16 +81,15 @@ absl::StatusOr<Window> ReadWindow(NodeContext& ctx, const TensorType& x,
   Window w;
   w.spatial = static_cast<int>(s);
   w.kernel = kernel;
-  GRAFT_ONNX_ASSIGN_OR_RETURN(w.stride, IntsAttr(ctx, "strides", s, 1));
+  ASSIGN_OR_RETURN(w.stride, IntsAttr(ctx, "strides", s, 1));
   if (has_dilations) {
-    GRAFT_ONNX_ASSIGN_OR_RETURN(w.dilation, IntsAttr(ctx, "dilations", s, 1));
+    ASSIGN_OR_RETURN(w.dilation, IntsAttr(ctx, "dilations", s, 1));
   } else {
     w.dilation.assign(s, 1);
   }
-  GRAFT_ONNX_ASSIGN_OR_RETURN(std::vector<int64_t> pads,
-                              IntsAttr(ctx, "pads", 2 * s, 0));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(std::string auto_pad,
-                              ctx.attrs().String("auto_pad", "NOTSET"));
+  ASSIGN_OR_RETURN(std::vector<int64_t> pads, IntsAttr(ctx, "pads", 2 * s, 0));
+  ASSIGN_OR_RETURN(std::string auto_pad,
+                   ctx.attrs().String("auto_pad", "NOTSET"));
   // Sizes beyond this are no real model and would overflow the arithmetic.
   constexpr int64_t kMaxWindow = int64_t{1} << 31;
   for (int64_t i = 0; i < s; ++i) {
@@ -155,51 +154,48 @@ absl::StatusOr<Node*> Lower(NodeContext& ctx, const Window& w, Node* y) {
 }
 
 absl::Status ConvertConv(NodeContext& ctx) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType tw, ctx.InputType(1));
+  ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
+  ASSIGN_OR_RETURN(TensorType tw, ctx.InputType(1));
   if (tw.rank() != tx.rank()) {
     return NodeContext::Invalid(absl::StrCat("weight ", tw.ToString(),
                                              " and input ", tx.ToString(),
                                              " must have the same rank"));
   }
-  GRAFT_ONNX_ASSIGN_OR_RETURN(std::vector<int64_t> wdims,
-                              StaticDimsOf(tw, "the weight"));
+  ASSIGN_OR_RETURN(std::vector<int64_t> wdims, StaticDimsOf(tw, "the weight"));
   std::vector<int64_t> kernel(wdims.begin() + std::min<size_t>(2, wdims.size()),
                               wdims.end());
-  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t group, ctx.attrs().Int("group", 1));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Window w, ReadWindow(ctx, tx, kernel, true));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * weight, ctx.Input(1, "W"));
+  ASSIGN_OR_RETURN(int64_t group, ctx.attrs().Int("group", 1));
+  ASSIGN_OR_RETURN(Window w, ReadWindow(ctx, tx, kernel, true));
+  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
+  ASSIGN_OR_RETURN(Node * weight, ctx.Input(1, "W"));
   Argument bias;
   if (ctx.HasInput(2)) {
-    GRAFT_ONNX_ASSIGN_OR_RETURN(Node * b, ctx.Input(2, "B"));
+    ASSIGN_OR_RETURN(Node * b, ctx.Input(2, "B"));
     bias = b;
   }
-  GRAFT_ONNX_ASSIGN_OR_RETURN(x, Lift(ctx, w, x));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(weight, Lift(ctx, w, weight));
+  ASSIGN_OR_RETURN(x, Lift(ctx, w, x));
+  ASSIGN_OR_RETURN(weight, Lift(ctx, w, weight));
   std::vector<int64_t> padding = w.begin;
   if (!w.Symmetric()) {
-    GRAFT_ONNX_ASSIGN_OR_RETURN(
-        x, ctx.Call("pad", {x, Argument::IntList(w.PadList())}));
+    ASSIGN_OR_RETURN(x, ctx.Call("pad", {x, Argument::IntList(w.PadList())}));
     padding = {0, 0};
   }
-  GRAFT_ONNX_ASSIGN_OR_RETURN(
+  ASSIGN_OR_RETURN(
       Node * y,
       ctx.Call("conv2d", {x, weight, bias, Argument::IntList(w.stride),
                           Argument::IntList(padding),
                           Argument::IntList(w.dilation), group}));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(y, Lower(ctx, w, y));
+  ASSIGN_OR_RETURN(y, Lower(ctx, w, y));
   return ctx.SetOutput(0, y);
 }
 
 absl::Status ConvertMaxPool(NodeContext& ctx) {
-  GRAFT_ONNX_RETURN_IF_ERROR(ctx.RequireUnused(1, "Indices"));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Window w, ReadWindow(ctx, tx, {}, true));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t ceil_mode,
-                              ctx.attrs().Int("ceil_mode", 0));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(x, Lift(ctx, w, x));
+  RETURN_IF_ERROR(ctx.RequireUnused(1, "Indices"));
+  ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
+  ASSIGN_OR_RETURN(Window w, ReadWindow(ctx, tx, {}, true));
+  ASSIGN_OR_RETURN(int64_t ceil_mode, ctx.attrs().Int("ceil_mode", 0));
+  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
+  ASSIGN_OR_RETURN(x, Lift(ctx, w, x));
   std::vector<int64_t> padding = w.begin;
   if (!w.PoolPaddingFits()) {
     if (ceil_mode != 0) {
@@ -210,37 +206,33 @@ absl::Status ConvertMaxPool(NodeContext& ctx) {
           "half the kernel"));
     }
     const double neg_inf = -std::numeric_limits<double>::infinity();
-    GRAFT_ONNX_ASSIGN_OR_RETURN(
-        x, ctx.Call("pad",
-                    {x, Argument::IntList(w.PadList()), "constant", neg_inf}));
+    ASSIGN_OR_RETURN(x, ctx.Call("pad", {x, Argument::IntList(w.PadList()),
+                                         "constant", neg_inf}));
     padding = {0, 0};
   }
-  GRAFT_ONNX_ASSIGN_OR_RETURN(
+  ASSIGN_OR_RETURN(
       Node * y,
       ctx.Call("max_pool2d",
                {x, Argument::IntList(w.kernel), Argument::IntList(w.stride),
                 Argument::IntList(padding), Argument::IntList(w.dilation),
                 ceil_mode != 0}));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(y, Lower(ctx, w, y));
+  ASSIGN_OR_RETURN(y, Lower(ctx, w, y));
   return ctx.SetOutput(0, y);
 }
 
 absl::Status ConvertAveragePool(NodeContext& ctx) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Window w,
-                              ReadWindow(ctx, tx, {}, ctx.opset() >= 19));
+  ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
+  ASSIGN_OR_RETURN(Window w, ReadWindow(ctx, tx, {}, ctx.opset() >= 19));
   for (int64_t d : w.dilation) {
     if (d != 1) {
       return NodeContext::Unsupported(absl::StrCat(
           "dilations ", IntsToString(w.dilation), " are not supported"));
     }
   }
-  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t ceil_mode,
-                              ctx.attrs().Int("ceil_mode", 0));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t count_pad,
-                              ctx.attrs().Int("count_include_pad", 0));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(x, Lift(ctx, w, x));
+  ASSIGN_OR_RETURN(int64_t ceil_mode, ctx.attrs().Int("ceil_mode", 0));
+  ASSIGN_OR_RETURN(int64_t count_pad, ctx.attrs().Int("count_include_pad", 0));
+  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
+  ASSIGN_OR_RETURN(x, Lift(ctx, w, x));
   std::vector<int64_t> padding = w.begin;
   if (!w.PoolPaddingFits()) {
     if (count_pad == 0 || ceil_mode != 0) {
@@ -250,44 +242,42 @@ absl::Status ConvertAveragePool(NodeContext& ctx) {
           "ceil_mode=0: graft pools pad symmetrically, at most half the "
           "kernel"));
     }
-    GRAFT_ONNX_ASSIGN_OR_RETURN(
-        x, ctx.Call("pad", {x, Argument::IntList(w.PadList())}));
+    ASSIGN_OR_RETURN(x, ctx.Call("pad", {x, Argument::IntList(w.PadList())}));
     padding = {0, 0};
   }
-  GRAFT_ONNX_ASSIGN_OR_RETURN(
+  ASSIGN_OR_RETURN(
       Node * y,
       ctx.Call("avg_pool2d",
                {x, Argument::IntList(w.kernel), Argument::IntList(w.stride),
                 Argument::IntList(padding), ceil_mode != 0, count_pad != 0}));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(y, Lower(ctx, w, y));
+  ASSIGN_OR_RETURN(y, Lower(ctx, w, y));
   return ctx.SetOutput(0, y);
 }
 
 absl::Status ConvertGlobalPool(NodeContext& ctx) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
+  ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
   if (tx.rank() < 3) {
     return NodeContext::Invalid(
         absl::StrCat("input ", tx.ToString(), " needs at least 3 dims"));
   }
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
+  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
   Node* y;
   if (ctx.op_type() == "GlobalAveragePool" && tx.rank() == 4) {
-    GRAFT_ONNX_ASSIGN_OR_RETURN(
+    ASSIGN_OR_RETURN(
         y, ctx.Call("adaptive_avg_pool2d", {x, Argument::IntList({1, 1})}));
   } else {
     std::vector<int64_t> dims;
     for (int64_t i = 2; i < tx.rank(); ++i) dims.push_back(i);
     const char* op = ctx.op_type() == "GlobalAveragePool" ? "mean" : "amax";
-    GRAFT_ONNX_ASSIGN_OR_RETURN(
-        y, ctx.Call(op, {x, Argument::IntList(dims), true}));
+    ASSIGN_OR_RETURN(y, ctx.Call(op, {x, Argument::IntList(dims), true}));
   }
   return ctx.SetOutput(0, y);
 }
 
 absl::Status ConvertMatMul(NodeContext& ctx) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * a, ctx.Input(0, "A"));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * b, ctx.Input(1, "B"));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * y, ctx.Call("matmul", {a, b}));
+  ASSIGN_OR_RETURN(Node * a, ctx.Input(0, "A"));
+  ASSIGN_OR_RETURN(Node * b, ctx.Input(1, "B"));
+  ASSIGN_OR_RETURN(Node * y, ctx.Call("matmul", {a, b}));
   return ctx.SetOutput(0, y);
 }
 
@@ -295,111 +285,108 @@ absl::Status ConvertMatMul(NodeContext& ctx) {
 // (transB=1, alpha=beta=1, C a vector of the output features: what
 // PyTorch's nn.Linear exports).
 absl::Status ConvertGemm(NodeContext& ctx) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t trans_a, ctx.attrs().Int("transA", 0));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t trans_b, ctx.attrs().Int("transB", 0));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(float alpha, ctx.attrs().Float("alpha", 1.0f));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(float beta, ctx.attrs().Float("beta", 1.0f));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType ta, ctx.InputType(0));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType tb, ctx.InputType(1));
+  ASSIGN_OR_RETURN(int64_t trans_a, ctx.attrs().Int("transA", 0));
+  ASSIGN_OR_RETURN(int64_t trans_b, ctx.attrs().Int("transB", 0));
+  ASSIGN_OR_RETURN(float alpha, ctx.attrs().Float("alpha", 1.0f));
+  ASSIGN_OR_RETURN(float beta, ctx.attrs().Float("beta", 1.0f));
+  ASSIGN_OR_RETURN(TensorType ta, ctx.InputType(0));
+  ASSIGN_OR_RETURN(TensorType tb, ctx.InputType(1));
   if (ta.rank() != 2 || tb.rank() != 2) {
     return NodeContext::Invalid(absl::StrCat("A ", ta.ToString(), " and B ",
                                              tb.ToString(), " must be 2-D"));
   }
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * a, ctx.Input(0, "A"));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * b, ctx.Input(1, "B"));
+  ASSIGN_OR_RETURN(Node * a, ctx.Input(0, "A"));
+  ASSIGN_OR_RETURN(Node * b, ctx.Input(1, "B"));
   if (trans_a != 0) {
-    GRAFT_ONNX_ASSIGN_OR_RETURN(
-        a, ctx.Call("transpose", {a, int64_t{0}, int64_t{1}}));
+    ASSIGN_OR_RETURN(a, ctx.Call("transpose", {a, int64_t{0}, int64_t{1}}));
   }
   const bool has_c = ctx.HasInput(2) && beta != 0.0f;
   const Dim n = trans_b != 0 ? tb.shape[0] : tb.shape[1];
   bool c_is_bias = false;
   if (has_c && trans_b != 0 && alpha == 1.0f && beta == 1.0f) {
-    GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType tc, ctx.InputType(2));
+    ASSIGN_OR_RETURN(TensorType tc, ctx.InputType(2));
     c_is_bias = tc.rank() == 0 || (tc.rank() == 1 && tc.shape[0] == n);
   }
   Node* y;
   if (trans_b != 0) {
     Argument bias;
     if (c_is_bias) {
-      GRAFT_ONNX_ASSIGN_OR_RETURN(Node * c, ctx.Input(2, "C"));
+      ASSIGN_OR_RETURN(Node * c, ctx.Input(2, "C"));
       bias = c;
     }
-    GRAFT_ONNX_ASSIGN_OR_RETURN(y, ctx.Call("linear", {a, b, bias}));
+    ASSIGN_OR_RETURN(y, ctx.Call("linear", {a, b, bias}));
   } else {
-    GRAFT_ONNX_ASSIGN_OR_RETURN(y, ctx.Call("matmul", {a, b}));
+    ASSIGN_OR_RETURN(y, ctx.Call("matmul", {a, b}));
   }
   if (alpha != 1.0f) {
-    GRAFT_ONNX_ASSIGN_OR_RETURN(
-        y, ctx.Call("mul", {y, static_cast<double>(alpha)}));
+    ASSIGN_OR_RETURN(y, ctx.Call("mul", {y, static_cast<double>(alpha)}));
   }
   if (has_c && !c_is_bias) {
-    GRAFT_ONNX_ASSIGN_OR_RETURN(Argument c, ctx.NodeOrScalar(2, 2));
+    ASSIGN_OR_RETURN(Argument c, ctx.NodeOrScalar(2, 2));
     if (beta != 1.0f) {
       if (c.is_node()) {
-        GRAFT_ONNX_ASSIGN_OR_RETURN(
-            Node * scaled, ctx.Call("mul", {c, static_cast<double>(beta)}));
+        ASSIGN_OR_RETURN(Node * scaled,
+                         ctx.Call("mul", {c, static_cast<double>(beta)}));
         c = scaled;
       } else {
         c = Argument(c.number() * static_cast<double>(beta));
       }
     }
-    GRAFT_ONNX_ASSIGN_OR_RETURN(y, ctx.Call("add", {y, c}));
+    ASSIGN_OR_RETURN(y, ctx.Call("add", {y, c}));
   }
   return ctx.SetOutput(0, y);
 }
 
 absl::Status ConvertSoftmax(NodeContext& ctx) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().Int("axis", -1));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "input"));
+  ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().Int("axis", -1));
+  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "input"));
   const char* op = ctx.op_type() == "Softmax" ? "softmax" : "log_softmax";
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * y, ctx.Call(op, {x, axis}));
+  ASSIGN_OR_RETURN(Node * y, ctx.Call(op, {x, axis}));
   return ctx.SetOutput(0, y);
 }
 
 absl::Status ConvertBatchNorm(NodeContext& ctx) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(float eps, ctx.attrs().Float("epsilon", 1e-5f));
+  ASSIGN_OR_RETURN(float eps, ctx.attrs().Float("epsilon", 1e-5f));
   if (ctx.opset() >= 14) {
-    GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t training,
-                                ctx.attrs().Int("training_mode", 0));
+    ASSIGN_OR_RETURN(int64_t training, ctx.attrs().Int("training_mode", 0));
     if (training != 0) {
       return NodeContext::Unsupported(
           "training_mode=1 is not supported (graft imports models for "
           "inference)");
     }
   }
-  GRAFT_ONNX_RETURN_IF_ERROR(ctx.RequireUnused(1, "running_mean"));
-  GRAFT_ONNX_RETURN_IF_ERROR(ctx.RequireUnused(2, "running_var"));
+  RETURN_IF_ERROR(ctx.RequireUnused(1, "running_mean"));
+  RETURN_IF_ERROR(ctx.RequireUnused(2, "running_var"));
   std::vector<Node*> in;
   const char* names[] = {"X", "scale", "B", "input_mean", "input_var"};
   for (int i = 0; i < 5; ++i) {
-    GRAFT_ONNX_ASSIGN_OR_RETURN(Node * n, ctx.Input(i, names[i]));
+    ASSIGN_OR_RETURN(Node * n, ctx.Input(i, names[i]));
     in.push_back(n);
   }
-  GRAFT_ONNX_ASSIGN_OR_RETURN(
-      Node * y, ctx.Call("batch_norm", {in[0], in[3], in[4], in[1], in[2],
-                                        static_cast<double>(eps)}));
+  ASSIGN_OR_RETURN(Node * y,
+                   ctx.Call("batch_norm", {in[0], in[3], in[4], in[1], in[2],
+                                           static_cast<double>(eps)}));
   return ctx.SetOutput(0, y);
 }
 
 absl::Status ConvertLayerNorm(NodeContext& ctx) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().Int("axis", -1));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(float eps, ctx.attrs().Float("epsilon", 1e-5f));
-  GRAFT_ONNX_RETURN_IF_ERROR(ctx.RequireUnused(1, "Mean"));
-  GRAFT_ONNX_RETURN_IF_ERROR(ctx.RequireUnused(2, "InvStdDev"));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t a, NormalizeAxis(axis, tx.rank()));
+  ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().Int("axis", -1));
+  ASSIGN_OR_RETURN(float eps, ctx.attrs().Float("epsilon", 1e-5f));
+  RETURN_IF_ERROR(ctx.RequireUnused(1, "Mean"));
+  RETURN_IF_ERROR(ctx.RequireUnused(2, "InvStdDev"));
+  ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
+  ASSIGN_OR_RETURN(int64_t a, NormalizeAxis(axis, tx.rank()));
   TensorType tail{tx.dtype, Shape(tx.shape.begin() + a, tx.shape.end())};
-  GRAFT_ONNX_ASSIGN_OR_RETURN(std::vector<int64_t> normalized,
-                              StaticDimsOf(tail, "the normalized dims"));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * scale, ctx.Input(1, "Scale"));
+  ASSIGN_OR_RETURN(std::vector<int64_t> normalized,
+                   StaticDimsOf(tail, "the normalized dims"));
+  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
+  ASSIGN_OR_RETURN(Node * scale, ctx.Input(1, "Scale"));
   Argument bias;
   if (ctx.HasInput(2)) {
-    GRAFT_ONNX_ASSIGN_OR_RETURN(Node * b, ctx.Input(2, "B"));
+    ASSIGN_OR_RETURN(Node * b, ctx.Input(2, "B"));
     bias = b;
   }
-  GRAFT_ONNX_ASSIGN_OR_RETURN(
+  ASSIGN_OR_RETURN(
       Node * y, ctx.Call("layer_norm", {x, Argument::IntList(normalized), scale,
                                         bias, static_cast<double>(eps)}));
   return ctx.SetOutput(0, y);
@@ -416,13 +403,13 @@ absl::Status ConvertDropout(NodeContext& ctx) {
     }
   }
   if (ctx.OutputUsed(1)) {
-    GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType t, ctx.InputType(0));
-    GRAFT_ONNX_ASSIGN_OR_RETURN(std::vector<int64_t> dims,
-                                StaticDimsOf(t, "the mask output"));
-    GRAFT_ONNX_ASSIGN_OR_RETURN(
-        Node * mask, ctx.Call("full", {Argument::IntList(dims), true},
+    ASSIGN_OR_RETURN(TensorType t, ctx.InputType(0));
+    ASSIGN_OR_RETURN(std::vector<int64_t> dims,
+                     StaticDimsOf(t, "the mask output"));
+    ASSIGN_OR_RETURN(Node * mask,
+                     ctx.Call("full", {Argument::IntList(dims), true},
                               {{"dtype", DType::kBool}}));
-    GRAFT_ONNX_RETURN_IF_ERROR(ctx.SetOutput(1, mask));
+    RETURN_IF_ERROR(ctx.SetOutput(1, mask));
   }
   return ctx.AliasOutput(0, 0);
 }

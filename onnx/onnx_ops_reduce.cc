@@ -22,14 +22,13 @@ struct ReduceParams {
 
 absl::StatusOr<ReduceParams> ReadReduce(NodeContext& ctx) {
   ReduceParams p;
-  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t keep, ctx.attrs().Int("keepdims", 1));
+  ASSIGN_OR_RETURN(int64_t keep, ctx.attrs().Int("keepdims", 1));
   p.keep_dims = keep != 0;
   const bool axes_input = ctx.op_type() == "ReduceSum" || ctx.opset() >= 18;
   if (axes_input) {
-    GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t noop,
-                                ctx.attrs().Int("noop_with_empty_axes", 0));
-    GRAFT_ONNX_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes,
-                                ctx.OptionalConstantInts(1, "the axes input"));
+    ASSIGN_OR_RETURN(int64_t noop, ctx.attrs().Int("noop_with_empty_axes", 0));
+    ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes,
+                     ctx.OptionalConstantInts(1, "the axes input"));
     if (axes.has_value()) p.axes = *axes;
     p.noop = noop != 0 && p.axes.empty();
   } else {
@@ -37,58 +36,56 @@ absl::StatusOr<ReduceParams> ReadReduce(NodeContext& ctx) {
       return NodeContext::Invalid(absl::StrCat(
           ctx.op_type(), " takes its axes as an attribute before opset 18"));
     }
-    GRAFT_ONNX_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes,
-                                ctx.attrs().Ints("axes"));
+    ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes,
+                     ctx.attrs().Ints("axes"));
     if (axes.has_value()) p.axes = *axes;
   }
   return p;
 }
 
 absl::StatusOr<bool> FoldReduce(NodeContext& ctx) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(ReduceParams p, ReadReduce(ctx));
+  ASSIGN_OR_RETURN(ReduceParams p, ReadReduce(ctx));
   std::optional<FoldValue> x = ctx.Folded(0);
   if (!x.has_value() || ctx.op_type() == "ReduceMean") return false;
   if (p.noop) {
-    GRAFT_ONNX_RETURN_IF_ERROR(ctx.SetOutputValue(0, *std::move(x)));
+    RETURN_IF_ERROR(ctx.SetOutputValue(0, *std::move(x)));
     return true;
   }
-  GRAFT_ONNX_ASSIGN_OR_RETURN(
-      FoldValue v, ctx.folder().Reduce(ctx.op_type(), *x, p.axes, p.keep_dims));
-  GRAFT_ONNX_RETURN_IF_ERROR(ctx.SetOutputValue(0, std::move(v)));
+  ASSIGN_OR_RETURN(FoldValue v,
+                   ctx.folder().Reduce(ctx.op_type(), *x, p.axes, p.keep_dims));
+  RETURN_IF_ERROR(ctx.SetOutputValue(0, std::move(v)));
   return true;
 }
 
 absl::Status ConvertReduce(NodeContext& ctx) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(ReduceParams p, ReadReduce(ctx));
+  ASSIGN_OR_RETURN(ReduceParams p, ReadReduce(ctx));
   if (p.noop) return ctx.AliasOutput(0, 0);
-  GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
+  ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
   const std::string& op_type = ctx.op_type();
   const char* op = op_type == "ReduceSum"    ? "sum"
                    : op_type == "ReduceMean" ? "mean"
                    : op_type == "ReduceMax"  ? "amax"
                                              : "amin";
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "data"));
+  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "data"));
   const bool int_mean = op_type == "ReduceMean" && !IsFloatingPoint(tx.dtype);
   if (int_mean) {
-    GRAFT_ONNX_ASSIGN_OR_RETURN(x, ctx.Call("cast", {x, DType::kF64}));
+    ASSIGN_OR_RETURN(x, ctx.Call("cast", {x, DType::kF64}));
   }
   Argument dims = p.axes.empty() ? Argument() : Argument::IntList(p.axes);
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * y, ctx.Call(op, {x, dims, p.keep_dims}));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(y, CastIfNeeded(ctx, y, tx.dtype));
+  ASSIGN_OR_RETURN(Node * y, ctx.Call(op, {x, dims, p.keep_dims}));
+  ASSIGN_OR_RETURN(y, CastIfNeeded(ctx, y, tx.dtype));
   return ctx.SetOutput(0, y);
 }
 
 absl::Status ConvertArgMax(NodeContext& ctx) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().Int("axis", 0));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t keep, ctx.attrs().Int("keepdims", 1));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t last,
-                              ctx.attrs().Int("select_last_index", 0));
+  ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().Int("axis", 0));
+  ASSIGN_OR_RETURN(int64_t keep, ctx.attrs().Int("keepdims", 1));
+  ASSIGN_OR_RETURN(int64_t last, ctx.attrs().Int("select_last_index", 0));
   if (last != 0) {
     return NodeContext::Unsupported("select_last_index=1 is not supported");
   }
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "data"));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * y,
-                              ctx.Call("argmax", {x, axis, keep != 0}));
+  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "data"));
+  ASSIGN_OR_RETURN(Node * y, ctx.Call("argmax", {x, axis, keep != 0}));
   return ctx.SetOutput(0, y);
 }
 

@@ -45,25 +45,24 @@ absl::Status ConvertConstant(NodeContext& ctx) {
           absl::StrCat("attribute '", name, "' is not supported"));
     }
   }
-  GRAFT_ONNX_ASSIGN_OR_RETURN(const onnx::TensorProto* proto,
-                              attrs.Tensor("value"));
+  ASSIGN_OR_RETURN(const onnx::TensorProto* proto, attrs.Tensor("value"));
   if (proto != nullptr) {
-    GRAFT_ONNX_ASSIGN_OR_RETURN(
-        Tensor t, DecodeTensor(*proto, ctx.external(), "attribute 'value'"));
+    ASSIGN_OR_RETURN(Tensor t,
+                     DecodeTensor(*proto, ctx.external(), "attribute 'value'"));
     return ctx.SetOutputConstant(0, std::move(t));
   }
   if (attrs.Has("value_float")) {
-    GRAFT_ONNX_ASSIGN_OR_RETURN(float f, attrs.Float("value_float", 0));
+    ASSIGN_OR_RETURN(float f, attrs.Float("value_float", 0));
     return ctx.SetOutputConstant(0, Tensor::Scalar(DType::kF32, f));
   }
   if (attrs.Has("value_int")) {
-    GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t i, attrs.Int("value_int", 0));
+    ASSIGN_OR_RETURN(int64_t i, attrs.Int("value_int", 0));
     return ctx.SetOutputValue(0,
                               FoldValue::Scalar(DType::kI64, FoldElem::Int(i)));
   }
   if (attrs.Has("value_ints")) {
-    GRAFT_ONNX_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> v,
-                                attrs.Ints("value_ints"));
+    ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> v,
+                     attrs.Ints("value_ints"));
     return ctx.SetOutputValue(
         0, FoldValue::Ints(v.value_or(std::vector<int64_t>{})));
   }
@@ -78,30 +77,27 @@ absl::Status ConvertConstant(NodeContext& ctx) {
 absl::Status ConvertIdentity(NodeContext& ctx) { return ctx.AliasOutput(0, 0); }
 
 absl::StatusOr<bool> FoldShape(NodeContext& ctx) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType t, ctx.InputType(0));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t start, ctx.attrs().Int("start", 0));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(std::optional<int64_t> end,
-                              ctx.attrs().OptionalInt("end"));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(FoldValue v,
-                              ctx.folder().Shape(t.shape, start, end));
-  GRAFT_ONNX_RETURN_IF_ERROR(ctx.SetOutputValue(0, std::move(v)));
+  ASSIGN_OR_RETURN(TensorType t, ctx.InputType(0));
+  ASSIGN_OR_RETURN(int64_t start, ctx.attrs().Int("start", 0));
+  ASSIGN_OR_RETURN(std::optional<int64_t> end, ctx.attrs().OptionalInt("end"));
+  ASSIGN_OR_RETURN(FoldValue v, ctx.folder().Shape(t.shape, start, end));
+  RETURN_IF_ERROR(ctx.SetOutputValue(0, std::move(v)));
   return true;
 }
 
 absl::StatusOr<bool> FoldSize(NodeContext& ctx) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType t, ctx.InputType(0));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(FoldValue v, ctx.folder().Size(t.shape));
-  GRAFT_ONNX_RETURN_IF_ERROR(ctx.SetOutputValue(0, std::move(v)));
+  ASSIGN_OR_RETURN(TensorType t, ctx.InputType(0));
+  ASSIGN_OR_RETURN(FoldValue v, ctx.folder().Size(t.shape));
+  RETURN_IF_ERROR(ctx.SetOutputValue(0, std::move(v)));
   return true;
 }
 
 // The fill value of ConstantOfShape: one element, float 0 by default.
 absl::StatusOr<Tensor> FillValue(NodeContext& ctx) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(const onnx::TensorProto* proto,
-                              ctx.attrs().Tensor("value"));
+  ASSIGN_OR_RETURN(const onnx::TensorProto* proto, ctx.attrs().Tensor("value"));
   if (proto == nullptr) return Tensor::Scalar(DType::kF32, 0);
-  GRAFT_ONNX_ASSIGN_OR_RETURN(
-      Tensor t, DecodeTensor(*proto, ctx.external(), "attribute 'value'"));
+  ASSIGN_OR_RETURN(Tensor t,
+                   DecodeTensor(*proto, ctx.external(), "attribute 'value'"));
   if (t.NumElements() != 1) {
     return NodeContext::Invalid(absl::StrCat(
         "attribute 'value' must have one element, got ", t.TypeString()));
@@ -110,21 +106,20 @@ absl::StatusOr<Tensor> FillValue(NodeContext& ctx) {
 }
 
 absl::StatusOr<bool> FoldConstantOfShape(NodeContext& ctx) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Tensor fill, FillValue(ctx));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(std::vector<int64_t> shape,
-                              ctx.ConstantInts(0, "the shape input"));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(
-      FoldValue v,
-      ctx.folder().ConstantOfShape(shape, FoldValue::FromTensor(fill)));
-  GRAFT_ONNX_RETURN_IF_ERROR(ctx.SetOutputValue(0, std::move(v)));
+  ASSIGN_OR_RETURN(Tensor fill, FillValue(ctx));
+  ASSIGN_OR_RETURN(std::vector<int64_t> shape,
+                   ctx.ConstantInts(0, "the shape input"));
+  ASSIGN_OR_RETURN(FoldValue v, ctx.folder().ConstantOfShape(
+                                    shape, FoldValue::FromTensor(fill)));
+  RETURN_IF_ERROR(ctx.SetOutputValue(0, std::move(v)));
   return true;
 }
 
 absl::Status ConvertConstantOfShape(NodeContext& ctx) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Tensor fill, FillValue(ctx));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(std::vector<int64_t> shape,
-                              ctx.ConstantInts(0, "the shape input"));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(
+  ASSIGN_OR_RETURN(Tensor fill, FillValue(ctx));
+  ASSIGN_OR_RETURN(std::vector<int64_t> shape,
+                   ctx.ConstantInts(0, "the shape input"));
+  ASSIGN_OR_RETURN(
       Node * y,
       ctx.Call("full", {Argument::IntList(shape), ScalarArgument(fill)},
                {{"dtype", fill.dtype()}}));
@@ -134,9 +129,9 @@ absl::Status ConvertConstantOfShape(NodeContext& ctx) {
 absl::StatusOr<bool> FoldRange(NodeContext& ctx) {
   std::optional<std::vector<FoldValue>> in = ctx.FoldedInputs(3);
   if (!in.has_value()) return false;
-  GRAFT_ONNX_ASSIGN_OR_RETURN(FoldValue v,
-                              ctx.folder().Range((*in)[0], (*in)[1], (*in)[2]));
-  GRAFT_ONNX_RETURN_IF_ERROR(ctx.SetOutputValue(0, std::move(v)));
+  ASSIGN_OR_RETURN(FoldValue v,
+                   ctx.folder().Range((*in)[0], (*in)[1], (*in)[2]));
+  RETURN_IF_ERROR(ctx.SetOutputValue(0, std::move(v)));
   return true;
 }
 
@@ -151,9 +146,9 @@ absl::Status ConvertRange(NodeContext& ctx) {
     }
     args.push_back(*v);
   }
-  GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType t, ctx.InputType(0));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(
-      Node * y, ctx.Call("arange", {args[0], args[1], args[2], t.dtype}));
+  ASSIGN_OR_RETURN(TensorType t, ctx.InputType(0));
+  ASSIGN_OR_RETURN(Node * y,
+                   ctx.Call("arange", {args[0], args[1], args[2], t.dtype}));
   return ctx.SetOutput(0, y);
 }
 
@@ -162,18 +157,18 @@ absl::Status ConvertRange(NodeContext& ctx) {
 absl::StatusOr<bool> FoldReshape(NodeContext& ctx) {
   int64_t allow_zero = 0;
   if (ctx.opset() >= 14) {
-    GRAFT_ONNX_ASSIGN_OR_RETURN(allow_zero, ctx.attrs().Int("allowzero", 0));
+    ASSIGN_OR_RETURN(allow_zero, ctx.attrs().Int("allowzero", 0));
   }
   std::optional<FoldValue> data = ctx.Folded(0);
   std::optional<FoldValue> shape = ctx.Folded(1);
   if (!data.has_value() || !shape.has_value() || shape->HasSymbols()) {
     return false;
   }
-  GRAFT_ONNX_ASSIGN_OR_RETURN(std::vector<int64_t> dims,
-                              ctx.ConstantInts(1, "the shape input"));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(
-      FoldValue v, ctx.folder().Reshape(*data, dims, allow_zero != 0));
-  GRAFT_ONNX_RETURN_IF_ERROR(ctx.SetOutputValue(0, std::move(v)));
+  ASSIGN_OR_RETURN(std::vector<int64_t> dims,
+                   ctx.ConstantInts(1, "the shape input"));
+  ASSIGN_OR_RETURN(FoldValue v,
+                   ctx.folder().Reshape(*data, dims, allow_zero != 0));
+  RETURN_IF_ERROR(ctx.SetOutputValue(0, std::move(v)));
   return true;
 }
 
@@ -183,14 +178,14 @@ absl::StatusOr<bool> FoldReshape(NodeContext& ctx) {
 absl::Status ConvertReshape(NodeContext& ctx) {
   int64_t allow_zero = 0;
   if (ctx.opset() >= 14) {
-    GRAFT_ONNX_ASSIGN_OR_RETURN(allow_zero, ctx.attrs().Int("allowzero", 0));
+    ASSIGN_OR_RETURN(allow_zero, ctx.attrs().Int("allowzero", 0));
   }
-  GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
+  ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
   std::optional<FoldValue> shape = ctx.Folded(1);
   if (!shape.has_value() || !shape->HasSymbols()) {
     // Known ints, or the error saying why not.
-    GRAFT_ONNX_ASSIGN_OR_RETURN(std::vector<int64_t> ints,
-                                ctx.ConstantInts(1, "the shape input"));
+    ASSIGN_OR_RETURN(std::vector<int64_t> ints,
+                     ctx.ConstantInts(1, "the shape input"));
     shape = FoldValue::Ints(ints);
   }
   if (shape->dims.size() > 1 || IsFloatingPoint(shape->dtype)) {
@@ -252,56 +247,53 @@ absl::Status ConvertReshape(NodeContext& ctx) {
           sizes.push_back(target[i].value());
         }
       }
-      GRAFT_ONNX_ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "data"));
-      GRAFT_ONNX_ASSIGN_OR_RETURN(
-          Node * y, ctx.Call("reshape", {x, Argument::IntList(sizes)}));
+      ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "data"));
+      ASSIGN_OR_RETURN(Node * y,
+                       ctx.Call("reshape", {x, Argument::IntList(sizes)}));
       return ctx.SetOutput(0, y);
     }
     target[infer] = *inferred;
   }
   if (target == tx.shape) return ctx.AliasOutput(0, 0);
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "data"));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * y, ReshapeTo(ctx, x, target));
+  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "data"));
+  ASSIGN_OR_RETURN(Node * y, ReshapeTo(ctx, x, target));
   return ctx.SetOutput(0, y);
 }
 
 absl::StatusOr<bool> FoldFlatten(NodeContext& ctx) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().Int("axis", 1));
+  ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().Int("axis", 1));
   std::optional<FoldValue> x = ctx.Folded(0);
   if (!x.has_value()) return false;
-  GRAFT_ONNX_ASSIGN_OR_RETURN(FoldValue v, ctx.folder().Flatten(*x, axis));
-  GRAFT_ONNX_RETURN_IF_ERROR(ctx.SetOutputValue(0, std::move(v)));
+  ASSIGN_OR_RETURN(FoldValue v, ctx.folder().Flatten(*x, axis));
+  RETURN_IF_ERROR(ctx.SetOutputValue(0, std::move(v)));
   return true;
 }
 
 // Always 2-D: [product of dims before axis, product of the rest].
 absl::Status ConvertFlatten(NodeContext& ctx) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().Int("axis", 1));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
+  ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().Int("axis", 1));
+  ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
   const int64_t r = tx.rank();
   if (axis < -r || axis > r) {
     return NodeContext::Invalid(absl::StrCat(
         "axis ", axis, " is out of range for input ", tx.ToString()));
   }
   if (axis < 0) axis += r;
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * y, ctx.Input(0, "input"));
+  ASSIGN_OR_RETURN(Node * y, ctx.Input(0, "input"));
   if (r == 0) {
-    GRAFT_ONNX_ASSIGN_OR_RETURN(
-        y, ctx.Call("reshape", {y, Argument::IntList({1, 1})}));
+    ASSIGN_OR_RETURN(y, ctx.Call("reshape", {y, Argument::IntList({1, 1})}));
   } else if (axis == 0 || axis == r) {
     if (r > 1) {
-      GRAFT_ONNX_ASSIGN_OR_RETURN(y, ctx.Call("flatten", {y}));
+      ASSIGN_OR_RETURN(y, ctx.Call("flatten", {y}));
     }
-    GRAFT_ONNX_ASSIGN_OR_RETURN(
+    ASSIGN_OR_RETURN(
         y, ctx.Call("unsqueeze", {y, axis == 0 ? int64_t{0} : int64_t{1}}));
   } else {
     if (axis > 1) {
-      GRAFT_ONNX_ASSIGN_OR_RETURN(
-          y, ctx.Call("flatten", {y, int64_t{0}, axis - 1}));
+      ASSIGN_OR_RETURN(y, ctx.Call("flatten", {y, int64_t{0}, axis - 1}));
     }
     if (axis < r - 1) {
-      GRAFT_ONNX_ASSIGN_OR_RETURN(
-          y, ctx.Call("flatten", {y, int64_t{1}, int64_t{-1}}));
+      ASSIGN_OR_RETURN(y, ctx.Call("flatten", {y, int64_t{1}, int64_t{-1}}));
     }
     if (axis == 1 && r == 2) return ctx.AliasOutput(0, 0);
   }
@@ -309,8 +301,8 @@ absl::Status ConvertFlatten(NodeContext& ctx) {
 }
 
 absl::StatusOr<std::vector<int64_t>> Perm(NodeContext& ctx, int64_t rank) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> perm,
-                              ctx.attrs().Ints("perm"));
+  ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> perm,
+                   ctx.attrs().Ints("perm"));
   if (perm.has_value()) return *perm;
   std::vector<int64_t> reversed;
   for (int64_t i = rank - 1; i >= 0; --i) reversed.push_back(i);
@@ -319,48 +311,46 @@ absl::StatusOr<std::vector<int64_t>> Perm(NodeContext& ctx, int64_t rank) {
 
 absl::StatusOr<bool> FoldTranspose(NodeContext& ctx) {
   std::optional<FoldValue> x = ctx.Folded(0);
-  GRAFT_ONNX_ASSIGN_OR_RETURN(
+  ASSIGN_OR_RETURN(
       std::vector<int64_t> perm,
       Perm(ctx, x.has_value() ? static_cast<int64_t>(x->dims.size()) : 0));
   if (!x.has_value()) return false;
-  GRAFT_ONNX_ASSIGN_OR_RETURN(FoldValue v, ctx.folder().Transpose(*x, perm));
-  GRAFT_ONNX_RETURN_IF_ERROR(ctx.SetOutputValue(0, std::move(v)));
+  ASSIGN_OR_RETURN(FoldValue v, ctx.folder().Transpose(*x, perm));
+  RETURN_IF_ERROR(ctx.SetOutputValue(0, std::move(v)));
   return true;
 }
 
 absl::Status ConvertTranspose(NodeContext& ctx) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(std::vector<int64_t> perm, Perm(ctx, tx.rank()));
+  ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
+  ASSIGN_OR_RETURN(std::vector<int64_t> perm, Perm(ctx, tx.rank()));
   bool identity = static_cast<int64_t>(perm.size()) == tx.rank();
   for (size_t i = 0; identity && i < perm.size(); ++i) {
     identity = perm[i] == static_cast<int64_t>(i);
   }
   if (identity) return ctx.AliasOutput(0, 0);
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "data"));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(
-      Node * y, ctx.Call("permute", {x, Argument::IntList(perm)}));
+  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "data"));
+  ASSIGN_OR_RETURN(Node * y, ctx.Call("permute", {x, Argument::IntList(perm)}));
   return ctx.SetOutput(0, y);
 }
 
 absl::StatusOr<std::vector<int64_t>> Axes(NodeContext& ctx, int input) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(
-      std::optional<std::vector<int64_t>> axes,
-      ctx.OptionalConstantInts(input, "the axes input"));
+  ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes,
+                   ctx.OptionalConstantInts(input, "the axes input"));
   return axes.value_or(std::vector<int64_t>{});
 }
 
 absl::StatusOr<bool> FoldSqueeze(NodeContext& ctx) {
   std::optional<FoldValue> x = ctx.Folded(0);
   if (!x.has_value()) return false;
-  GRAFT_ONNX_ASSIGN_OR_RETURN(std::vector<int64_t> axes, Axes(ctx, 1));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(FoldValue v, ctx.folder().Squeeze(*x, axes));
-  GRAFT_ONNX_RETURN_IF_ERROR(ctx.SetOutputValue(0, std::move(v)));
+  ASSIGN_OR_RETURN(std::vector<int64_t> axes, Axes(ctx, 1));
+  ASSIGN_OR_RETURN(FoldValue v, ctx.folder().Squeeze(*x, axes));
+  RETURN_IF_ERROR(ctx.SetOutputValue(0, std::move(v)));
   return true;
 }
 
 absl::Status ConvertSqueeze(NodeContext& ctx) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(std::vector<int64_t> axes, Axes(ctx, 1));
+  ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
+  ASSIGN_OR_RETURN(std::vector<int64_t> axes, Axes(ctx, 1));
   std::vector<int64_t> dims;
   if (axes.empty()) {
     for (int64_t i = 0; i < tx.rank(); ++i) {
@@ -368,7 +358,7 @@ absl::Status ConvertSqueeze(NodeContext& ctx) {
     }
   } else {
     for (int64_t a : axes) {
-      GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t n, NormalizeAxis(a, tx.rank()));
+      ASSIGN_OR_RETURN(int64_t n, NormalizeAxis(a, tx.rank()));
       if (tx.shape[n].is_symbolic()) {
         return NodeContext::Unsupported(absl::StrCat(
             "cannot squeeze axis ", a, " of ", tx.ToString(),
@@ -384,39 +374,38 @@ absl::Status ConvertSqueeze(NodeContext& ctx) {
     }
   }
   if (dims.empty()) return ctx.AliasOutput(0, 0);
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "data"));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(
-      Node * y, ctx.Call("squeeze", {x, Argument::IntList(dims)}));
+  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "data"));
+  ASSIGN_OR_RETURN(Node * y, ctx.Call("squeeze", {x, Argument::IntList(dims)}));
   return ctx.SetOutput(0, y);
 }
 
 absl::StatusOr<bool> FoldUnsqueeze(NodeContext& ctx) {
   std::optional<FoldValue> x = ctx.Folded(0);
   if (!x.has_value()) return false;
-  GRAFT_ONNX_ASSIGN_OR_RETURN(std::vector<int64_t> axes,
-                              ctx.ConstantInts(1, "the axes input"));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(FoldValue v, ctx.folder().Unsqueeze(*x, axes));
-  GRAFT_ONNX_RETURN_IF_ERROR(ctx.SetOutputValue(0, std::move(v)));
+  ASSIGN_OR_RETURN(std::vector<int64_t> axes,
+                   ctx.ConstantInts(1, "the axes input"));
+  ASSIGN_OR_RETURN(FoldValue v, ctx.folder().Unsqueeze(*x, axes));
+  RETURN_IF_ERROR(ctx.SetOutputValue(0, std::move(v)));
   return true;
 }
 
 // Axes count in the output's rank; inserting them in increasing order
 // puts each where it belongs.
 absl::Status ConvertUnsqueeze(NodeContext& ctx) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(std::vector<int64_t> axes,
-                              ctx.ConstantInts(1, "the axes input"));
+  ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
+  ASSIGN_OR_RETURN(std::vector<int64_t> axes,
+                   ctx.ConstantInts(1, "the axes input"));
   const int64_t out_rank = tx.rank() + static_cast<int64_t>(axes.size());
   for (int64_t& a : axes) {
-    GRAFT_ONNX_ASSIGN_OR_RETURN(a, NormalizeAxis(a, out_rank));
+    ASSIGN_OR_RETURN(a, NormalizeAxis(a, out_rank));
   }
   std::sort(axes.begin(), axes.end());
   if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) {
     return NodeContext::Invalid("the axes input repeats an axis");
   }
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * y, ctx.Input(0, "data"));
+  ASSIGN_OR_RETURN(Node * y, ctx.Input(0, "data"));
   for (int64_t a : axes) {
-    GRAFT_ONNX_ASSIGN_OR_RETURN(y, ctx.Call("unsqueeze", {y, a}));
+    ASSIGN_OR_RETURN(y, ctx.Call("unsqueeze", {y, a}));
   }
   if (axes.empty()) return ctx.AliasOutput(0, 0);
   return ctx.SetOutput(0, y);
@@ -426,21 +415,21 @@ absl::StatusOr<bool> FoldExpand(NodeContext& ctx) {
   std::optional<FoldValue> x = ctx.Folded(0);
   std::optional<FoldValue> shape = ctx.Folded(1);
   if (!x.has_value() || !shape.has_value() || shape->HasSymbols()) return false;
-  GRAFT_ONNX_ASSIGN_OR_RETURN(std::vector<int64_t> dims,
-                              ctx.ConstantInts(1, "the shape input"));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(FoldValue v, ctx.folder().Expand(*x, dims));
-  GRAFT_ONNX_RETURN_IF_ERROR(ctx.SetOutputValue(0, std::move(v)));
+  ASSIGN_OR_RETURN(std::vector<int64_t> dims,
+                   ctx.ConstantInts(1, "the shape input"));
+  ASSIGN_OR_RETURN(FoldValue v, ctx.folder().Expand(*x, dims));
+  RETURN_IF_ERROR(ctx.SetOutputValue(0, std::move(v)));
   return true;
 }
 
 // ONNX broadcasts both ways (a 1 in the shape keeps the input's dim);
 // graft's expand only grows size-1 dims, with -1 for "keep".
 absl::Status ConvertExpand(NodeContext& ctx) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
+  ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
   std::optional<FoldValue> shape = ctx.Folded(1);
   if (!shape.has_value() || !shape->HasSymbols()) {
-    GRAFT_ONNX_ASSIGN_OR_RETURN(std::vector<int64_t> ints,
-                                ctx.ConstantInts(1, "the shape input"));
+    ASSIGN_OR_RETURN(std::vector<int64_t> ints,
+                     ctx.ConstantInts(1, "the shape input"));
     shape = FoldValue::Ints(ints);
   }
   const int64_t r = tx.rank();
@@ -485,16 +474,15 @@ absl::Status ConvertExpand(NodeContext& ctx) {
     }
   }
   if (out == tx.shape) return ctx.AliasOutput(0, 0);
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "input"));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(
-      Node * y, ctx.Call("expand", {x, Argument::IntList(sizes)}));
+  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "input"));
+  ASSIGN_OR_RETURN(Node * y, ctx.Call("expand", {x, Argument::IntList(sizes)}));
   return ctx.SetOutput(0, y);
 }
 
 // --- Joining and cutting ----------------------------------------------------
 
 absl::StatusOr<bool> FoldConcat(NodeContext& ctx) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().Int("axis", 0));
+  ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().Int("axis", 0));
   if (!ctx.attrs().Has("axis")) {
     return NodeContext::Invalid("attribute 'axis' is missing");
   }
@@ -507,13 +495,13 @@ absl::StatusOr<bool> FoldConcat(NodeContext& ctx) {
   }
   std::vector<const FoldValue*> ptrs;
   for (const FoldValue& v : values) ptrs.push_back(&v);
-  GRAFT_ONNX_ASSIGN_OR_RETURN(FoldValue v, ctx.folder().Concat(ptrs, axis));
-  GRAFT_ONNX_RETURN_IF_ERROR(ctx.SetOutputValue(0, std::move(v)));
+  ASSIGN_OR_RETURN(FoldValue v, ctx.folder().Concat(ptrs, axis));
+  RETURN_IF_ERROR(ctx.SetOutputValue(0, std::move(v)));
   return true;
 }
 
 absl::Status ConvertConcat(NodeContext& ctx) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().Int("axis", 0));
+  ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().Int("axis", 0));
   if (!ctx.attrs().Has("axis")) {
     return NodeContext::Invalid("attribute 'axis' is missing");
   }
@@ -521,19 +509,19 @@ absl::Status ConvertConcat(NodeContext& ctx) {
   std::optional<TensorType> first;
   for (int i = 0; i < ctx.num_inputs(); ++i) {
     if (!ctx.HasInput(i)) continue;
-    GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType t, ctx.InputType(i));
+    ASSIGN_OR_RETURN(TensorType t, ctx.InputType(i));
     if (!first.has_value()) first = t;
     if (t.dtype != first->dtype) {
       return NodeContext::Invalid(
           absl::StrCat("inputs have different dtypes (", first->ToString(),
                        " and ", t.ToString(), "); Concat takes one dtype"));
     }
-    GRAFT_ONNX_ASSIGN_OR_RETURN(Node * n, ctx.Input(i));
+    ASSIGN_OR_RETURN(Node * n, ctx.Input(i));
     tensors.push_back(n);
   }
   if (tensors.empty()) return NodeContext::Invalid("needs at least one input");
   if (tensors.size() == 1) return ctx.AliasOutput(0, 0);
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * y, ctx.Call("concat", {tensors, axis}));
+  ASSIGN_OR_RETURN(Node * y, ctx.Call("concat", {tensors, axis}));
   return ctx.SetOutput(0, y);
 }
 
@@ -541,12 +529,11 @@ absl::Status ConvertConcat(NodeContext& ctx) {
 // symbolic): the split input, else num_outputs (opset 18: ceil-sized
 // pieces, the last smaller), else equal pieces, one per output.
 absl::StatusOr<std::vector<int64_t>> SplitSizes(NodeContext& ctx, Dim n) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> split,
-                              ctx.OptionalConstantInts(1, "the split input"));
+  ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> split,
+                   ctx.OptionalConstantInts(1, "the split input"));
   std::optional<int64_t> num_outputs;
   if (ctx.opset() >= 18) {
-    GRAFT_ONNX_ASSIGN_OR_RETURN(num_outputs,
-                                ctx.attrs().OptionalInt("num_outputs"));
+    ASSIGN_OR_RETURN(num_outputs, ctx.attrs().OptionalInt("num_outputs"));
   }
   if (split.has_value()) {
     if (num_outputs.has_value()) {
@@ -590,20 +577,20 @@ absl::StatusOr<std::vector<int64_t>> SplitSizes(NodeContext& ctx, Dim n) {
 }
 
 absl::StatusOr<bool> FoldSplit(NodeContext& ctx) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().Int("axis", 0));
+  ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().Int("axis", 0));
   std::optional<FoldValue> x = ctx.Folded(0);
   if (!x.has_value()) return false;
   const int64_t rank = static_cast<int64_t>(x->dims.size());
-  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t a, NormalizeAxis(axis, rank));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(std::vector<int64_t> sizes,
-                              SplitSizes(ctx, Dim(x->dims[a])));
+  ASSIGN_OR_RETURN(int64_t a, NormalizeAxis(axis, rank));
+  ASSIGN_OR_RETURN(std::vector<int64_t> sizes,
+                   SplitSizes(ctx, Dim(x->dims[a])));
   int64_t start = 0;
   for (size_t i = 0; i < sizes.size(); ++i) {
-    GRAFT_ONNX_ASSIGN_OR_RETURN(
+    ASSIGN_OR_RETURN(
         FoldValue piece,
         ctx.folder().Slice(*x, {start}, {start + sizes[i]}, {a}, {1}));
     start += sizes[i];
-    GRAFT_ONNX_RETURN_IF_ERROR(ctx.SetOutputValue(static_cast<int>(i), piece));
+    RETURN_IF_ERROR(ctx.SetOutputValue(static_cast<int>(i), piece));
   }
   if (start != x->dims[a]) {
     return NodeContext::Invalid(absl::StrCat("the split sizes add up to ",
@@ -614,19 +601,18 @@ absl::StatusOr<bool> FoldSplit(NodeContext& ctx) {
 }
 
 absl::Status ConvertSplit(NodeContext& ctx) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().Int("axis", 0));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t a, NormalizeAxis(axis, tx.rank()));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(std::vector<int64_t> sizes,
-                              SplitSizes(ctx, tx.shape[a]));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "input"));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(
-      Node * parts, ctx.Call("split", {x, Argument::IntList(sizes), a}));
+  ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().Int("axis", 0));
+  ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
+  ASSIGN_OR_RETURN(int64_t a, NormalizeAxis(axis, tx.rank()));
+  ASSIGN_OR_RETURN(std::vector<int64_t> sizes, SplitSizes(ctx, tx.shape[a]));
+  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "input"));
+  ASSIGN_OR_RETURN(Node * parts,
+                   ctx.Call("split", {x, Argument::IntList(sizes), a}));
   for (int i = 0; i < ctx.num_outputs(); ++i) {
     if (ctx.node().output(i).empty()) continue;
-    GRAFT_ONNX_ASSIGN_OR_RETURN(
-        Node * piece, ctx.Call("getitem", {parts, static_cast<int64_t>(i)}));
-    GRAFT_ONNX_RETURN_IF_ERROR(ctx.SetOutput(i, piece));
+    ASSIGN_OR_RETURN(Node * piece,
+                     ctx.Call("getitem", {parts, static_cast<int64_t>(i)}));
+    RETURN_IF_ERROR(ctx.SetOutput(i, piece));
   }
   return absl::OkStatus();
 }
@@ -637,13 +623,12 @@ struct SliceParams {
 
 absl::StatusOr<SliceParams> ReadSlice(NodeContext& ctx) {
   SliceParams p;
-  GRAFT_ONNX_ASSIGN_OR_RETURN(p.starts,
-                              ctx.ConstantInts(1, "the starts input"));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(p.ends, ctx.ConstantInts(2, "the ends input"));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes,
-                              ctx.OptionalConstantInts(3, "the axes input"));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> steps,
-                              ctx.OptionalConstantInts(4, "the steps input"));
+  ASSIGN_OR_RETURN(p.starts, ctx.ConstantInts(1, "the starts input"));
+  ASSIGN_OR_RETURN(p.ends, ctx.ConstantInts(2, "the ends input"));
+  ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes,
+                   ctx.OptionalConstantInts(3, "the axes input"));
+  ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> steps,
+                   ctx.OptionalConstantInts(4, "the steps input"));
   if (axes.has_value()) p.axes = *axes;
   if (steps.has_value()) p.steps = *steps;
   return p;
@@ -652,18 +637,18 @@ absl::StatusOr<SliceParams> ReadSlice(NodeContext& ctx) {
 absl::StatusOr<bool> FoldSlice(NodeContext& ctx) {
   std::optional<FoldValue> x = ctx.Folded(0);
   if (!x.has_value()) return false;
-  GRAFT_ONNX_ASSIGN_OR_RETURN(SliceParams p, ReadSlice(ctx));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(
-      FoldValue v, ctx.folder().Slice(*x, p.starts, p.ends, p.axes, p.steps));
-  GRAFT_ONNX_RETURN_IF_ERROR(ctx.SetOutputValue(0, std::move(v)));
+  ASSIGN_OR_RETURN(SliceParams p, ReadSlice(ctx));
+  ASSIGN_OR_RETURN(FoldValue v,
+                   ctx.folder().Slice(*x, p.starts, p.ends, p.axes, p.steps));
+  RETURN_IF_ERROR(ctx.SetOutputValue(0, std::move(v)));
   return true;
 }
 
 // One graft slice per sliced axis; ONNX's clamping of starts and ends is
 // Python's for positive steps, which is what graft's slice does.
 absl::Status ConvertSlice(NodeContext& ctx) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(SliceParams p, ReadSlice(ctx));
+  ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
+  ASSIGN_OR_RETURN(SliceParams p, ReadSlice(ctx));
   const size_t k = p.starts.size();
   if (p.axes.empty()) {
     for (size_t i = 0; i < k; ++i) p.axes.push_back(static_cast<int64_t>(i));
@@ -673,11 +658,11 @@ absl::Status ConvertSlice(NodeContext& ctx) {
     return NodeContext::Invalid(
         "starts, ends, axes and steps must have the same length");
   }
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "data"));
+  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "data"));
   Node* y = x;
   std::vector<bool> seen(tx.rank(), false);
   for (size_t i = 0; i < k; ++i) {
-    GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t a, NormalizeAxis(p.axes[i], tx.rank()));
+    ASSIGN_OR_RETURN(int64_t a, NormalizeAxis(p.axes[i], tx.rank()));
     if (seen[a]) return NodeContext::Invalid("the axes input repeats an axis");
     seen[a] = true;
     if (p.steps[i] <= 0) {
@@ -699,8 +684,7 @@ absl::Status ConvertSlice(NodeContext& ctx) {
     } else if (start == 0 && end == kOpenEnd && p.steps[i] == 1) {
       continue;
     }
-    GRAFT_ONNX_ASSIGN_OR_RETURN(
-        y, ctx.Call("slice", {y, a, start, end, p.steps[i]}));
+    ASSIGN_OR_RETURN(y, ctx.Call("slice", {y, a, start, end, p.steps[i]}));
   }
   if (y == x) return ctx.AliasOutput(0, 0);
   return ctx.SetOutput(0, y);
@@ -709,12 +693,11 @@ absl::Status ConvertSlice(NodeContext& ctx) {
 // --- Indexing ---------------------------------------------------------------
 
 absl::StatusOr<bool> FoldGather(NodeContext& ctx) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().Int("axis", 0));
+  ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().Int("axis", 0));
   std::optional<std::vector<FoldValue>> in = ctx.FoldedInputs(2);
   if (!in.has_value()) return false;
-  GRAFT_ONNX_ASSIGN_OR_RETURN(FoldValue v,
-                              ctx.folder().Gather((*in)[0], (*in)[1], axis));
-  GRAFT_ONNX_RETURN_IF_ERROR(ctx.SetOutputValue(0, std::move(v)));
+  ASSIGN_OR_RETURN(FoldValue v, ctx.folder().Gather((*in)[0], (*in)[1], axis));
+  RETURN_IF_ERROR(ctx.SetOutputValue(0, std::move(v)));
   return true;
 }
 
@@ -722,7 +705,7 @@ absl::StatusOr<bool> FoldGather(NodeContext& ctx) {
 // them. Known indices are fixed here, others at run time with
 // where(idx < 0, idx + n, idx).
 absl::StatusOr<Node*> NonNegativeIndices(NodeContext& ctx, Node* idx, Dim n) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType ti, ctx.TypeOf(idx));
+  ASSIGN_OR_RETURN(TensorType ti, ctx.TypeOf(idx));
   if (ti.dtype == DType::kU8) return idx;
   if (n.is_symbolic()) {
     return NodeContext::Unsupported(absl::StrCat(
@@ -730,9 +713,8 @@ absl::StatusOr<Node*> NonNegativeIndices(NodeContext& ctx, Node* idx, Dim n) {
         "' are not supported (negative ones could not be resolved); give the "
         "inputs static shapes"));
   }
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * neg, ctx.Call("lt", {idx, int64_t{0}}));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * wrapped,
-                              ctx.Call("add", {idx, n.value()}));
+  ASSIGN_OR_RETURN(Node * neg, ctx.Call("lt", {idx, int64_t{0}}));
+  ASSIGN_OR_RETURN(Node * wrapped, ctx.Call("add", {idx, n.value()}));
   return ctx.Call("where", {neg, wrapped, idx});
 }
 
@@ -760,16 +742,16 @@ absl::StatusOr<Node*> KnownIndices(NodeContext& ctx, const Tensor& indices,
 }
 
 absl::Status ConvertGather(NodeContext& ctx) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().Int("axis", 0));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType td, ctx.InputType(0));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType ti, ctx.InputType(1));
+  ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().Int("axis", 0));
+  ASSIGN_OR_RETURN(TensorType td, ctx.InputType(0));
+  ASSIGN_OR_RETURN(TensorType ti, ctx.InputType(1));
   if (!IsInteger(ti.dtype)) {
     return NodeContext::Invalid(
         absl::StrCat("indices ", ti.ToString(), " must be an integer tensor"));
   }
-  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t a, NormalizeAxis(axis, td.rank()));
+  ASSIGN_OR_RETURN(int64_t a, NormalizeAxis(axis, td.rank()));
   const Dim n = td.shape[a];
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * data, ctx.Input(0, "data"));
+  ASSIGN_OR_RETURN(Node * data, ctx.Input(0, "data"));
   const Tensor* known = ctx.Constant(1);
   Node* y;
   if (known != nullptr && known->rank() == 0 && n.is_constant()) {
@@ -782,55 +764,52 @@ absl::Status ConvertGather(NodeContext& ctx) {
           "index ", v, " is out of range for axis ", a, " of ", td.ToString()));
     }
     if (v < 0) v += n.value();
-    GRAFT_ONNX_ASSIGN_OR_RETURN(Node * s,
-                                ctx.Call("slice", {data, a, v, v + 1}));
-    GRAFT_ONNX_ASSIGN_OR_RETURN(
-        y, ctx.Call("squeeze", {s, Argument::IntList({a})}));
+    ASSIGN_OR_RETURN(Node * s, ctx.Call("slice", {data, a, v, v + 1}));
+    ASSIGN_OR_RETURN(y, ctx.Call("squeeze", {s, Argument::IntList({a})}));
     return ctx.SetOutput(0, y);
   }
   Node* idx;
   if (known != nullptr) {
-    GRAFT_ONNX_ASSIGN_OR_RETURN(idx, KnownIndices(ctx, *known, n));
+    ASSIGN_OR_RETURN(idx, KnownIndices(ctx, *known, n));
   } else {
-    GRAFT_ONNX_ASSIGN_OR_RETURN(Node * raw, ctx.Input(1, "indices"));
-    GRAFT_ONNX_ASSIGN_OR_RETURN(idx, NonNegativeIndices(ctx, raw, n));
+    ASSIGN_OR_RETURN(Node * raw, ctx.Input(1, "indices"));
+    ASSIGN_OR_RETURN(idx, NonNegativeIndices(ctx, raw, n));
   }
   if (td.rank() == 2 && a == 0 && known == nullptr) {
     // A table lookup: what nn.Embedding exports.
-    GRAFT_ONNX_ASSIGN_OR_RETURN(y, ctx.Call("embedding", {idx, data}));
+    ASSIGN_OR_RETURN(y, ctx.Call("embedding", {idx, data}));
     return ctx.SetOutput(0, y);
   }
   if (ti.rank() == 1) {
-    GRAFT_ONNX_ASSIGN_OR_RETURN(y, ctx.Call("index_select", {data, a, idx}));
+    ASSIGN_OR_RETURN(y, ctx.Call("index_select", {data, a, idx}));
     return ctx.SetOutput(0, y);
   }
   // Other ranks: select with the flattened indices, then give the result
   // the indices' dims in place of the gathered one.
-  GRAFT_ONNX_ASSIGN_OR_RETURN(
-      Node * flat, ctx.Call("reshape", {idx, Argument::IntList({-1})}));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * picked,
-                              ctx.Call("index_select", {data, a, flat}));
+  ASSIGN_OR_RETURN(Node * flat,
+                   ctx.Call("reshape", {idx, Argument::IntList({-1})}));
+  ASSIGN_OR_RETURN(Node * picked, ctx.Call("index_select", {data, a, flat}));
   Shape target(td.shape.begin(), td.shape.begin() + a);
   target.insert(target.end(), ti.shape.begin(), ti.shape.end());
   target.insert(target.end(), td.shape.begin() + a + 1, td.shape.end());
-  GRAFT_ONNX_ASSIGN_OR_RETURN(y, ReshapeTo(ctx, picked, target));
+  ASSIGN_OR_RETURN(y, ReshapeTo(ctx, picked, target));
   return ctx.SetOutput(0, y);
 }
 
 // torch.gather's semantics exactly.
 absl::Status ConvertGatherElements(NodeContext& ctx) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().Int("axis", 0));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType td, ctx.InputType(0));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t a, NormalizeAxis(axis, td.rank()));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * data, ctx.Input(0, "data"));
+  ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().Int("axis", 0));
+  ASSIGN_OR_RETURN(TensorType td, ctx.InputType(0));
+  ASSIGN_OR_RETURN(int64_t a, NormalizeAxis(axis, td.rank()));
+  ASSIGN_OR_RETURN(Node * data, ctx.Input(0, "data"));
   Node* idx;
   if (const Tensor* known = ctx.Constant(1); known != nullptr) {
-    GRAFT_ONNX_ASSIGN_OR_RETURN(idx, KnownIndices(ctx, *known, td.shape[a]));
+    ASSIGN_OR_RETURN(idx, KnownIndices(ctx, *known, td.shape[a]));
   } else {
-    GRAFT_ONNX_ASSIGN_OR_RETURN(Node * raw, ctx.Input(1, "indices"));
-    GRAFT_ONNX_ASSIGN_OR_RETURN(idx, NonNegativeIndices(ctx, raw, td.shape[a]));
+    ASSIGN_OR_RETURN(Node * raw, ctx.Input(1, "indices"));
+    ASSIGN_OR_RETURN(idx, NonNegativeIndices(ctx, raw, td.shape[a]));
   }
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * y, ctx.Call("gather", {data, a, idx}));
+  ASSIGN_OR_RETURN(Node * y, ctx.Call("gather", {data, a, idx}));
   return ctx.SetOutput(0, y);
 }
 
@@ -849,11 +828,11 @@ struct TriluParams {
 
 absl::StatusOr<TriluParams> ReadTrilu(NodeContext& ctx) {
   TriluParams p;
-  GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t upper, ctx.attrs().Int("upper", 1));
+  ASSIGN_OR_RETURN(int64_t upper, ctx.attrs().Int("upper", 1));
   p.upper = upper != 0;
   if (ctx.HasInput(1)) {
-    GRAFT_ONNX_ASSIGN_OR_RETURN(std::vector<int64_t> k,
-                                ctx.ConstantInts(1, "the k input"));
+    ASSIGN_OR_RETURN(std::vector<int64_t> k,
+                     ctx.ConstantInts(1, "the k input"));
     if (k.size() != 1) {
       return NodeContext::Invalid("the k input must hold one integer");
     }
@@ -865,7 +844,7 @@ absl::StatusOr<TriluParams> ReadTrilu(NodeContext& ctx) {
 absl::StatusOr<bool> FoldTrilu(NodeContext& ctx) {
   std::optional<FoldValue> x = ctx.Folded(0);
   if (!x.has_value()) return false;
-  GRAFT_ONNX_ASSIGN_OR_RETURN(TriluParams p, ReadTrilu(ctx));
+  ASSIGN_OR_RETURN(TriluParams p, ReadTrilu(ctx));
   const size_t r = x->dims.size();
   if (r < 2) return NodeContext::Invalid("the input needs at least 2 dims");
   const int64_t n = x->dims[r - 2], m = x->dims[r - 1];
@@ -873,18 +852,18 @@ absl::StatusOr<bool> FoldTrilu(NodeContext& ctx) {
     const int64_t i = (e / m) % n, j = e % m;
     if (!p.Keep(i, j)) x->elems[e] = FoldElem{};
   }
-  GRAFT_ONNX_RETURN_IF_ERROR(ctx.SetOutputValue(0, *std::move(x)));
+  RETURN_IF_ERROR(ctx.SetOutputValue(0, *std::move(x)));
   return true;
 }
 
 absl::Status ConvertTrilu(NodeContext& ctx) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(TriluParams p, ReadTrilu(ctx));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
+  ASSIGN_OR_RETURN(TriluParams p, ReadTrilu(ctx));
+  ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
   if (tx.rank() < 2)
     return NodeContext::Invalid("the input needs at least 2 dims");
   TensorType last{tx.dtype, Shape(tx.shape.end() - 2, tx.shape.end())};
-  GRAFT_ONNX_ASSIGN_OR_RETURN(std::vector<int64_t> nm,
-                              StaticDimsOf(last, "Trilu's last two dims"));
+  ASSIGN_OR_RETURN(std::vector<int64_t> nm,
+                   StaticDimsOf(last, "Trilu's last two dims"));
   // The mask is a module tensor: keep it to a sane size.
   constexpr int64_t kMaxMask = int64_t{1} << 26;
   if (nm[0] > kMaxMask || nm[1] > kMaxMask || nm[0] * nm[1] > kMaxMask) {
@@ -897,10 +876,9 @@ absl::Status ConvertTrilu(NodeContext& ctx) {
       mask.data<uint8_t>()[i * nm[1] + j] = p.Keep(i, j) ? 1 : 0;
     }
   }
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * keep,
-                              ctx.ConstantNode(std::move(mask), "mask"));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "input"));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(
+  ASSIGN_OR_RETURN(Node * keep, ctx.ConstantNode(std::move(mask), "mask"));
+  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "input"));
+  ASSIGN_OR_RETURN(
       Node * y,
       ctx.Call("where", {keep, x, ScalarArgument(Tensor(tx.dtype, {}))}));
   return ctx.SetOutput(0, y);
@@ -909,8 +887,7 @@ absl::Status ConvertTrilu(NodeContext& ctx) {
 // --- Padding ----------------------------------------------------------------
 
 absl::Status ConvertPad(NodeContext& ctx) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(std::string mode,
-                              ctx.attrs().String("mode", "constant"));
+  ASSIGN_OR_RETURN(std::string mode, ctx.attrs().String("mode", "constant"));
   std::string graft_mode;
   if (mode == "constant" || mode == "reflect") {
     graft_mode = mode;
@@ -920,13 +897,13 @@ absl::Status ConvertPad(NodeContext& ctx) {
     return NodeContext::Unsupported(absl::StrCat(
         "mode \"", mode, "\" is not supported (constant, reflect, edge)"));
   }
-  GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
+  ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
   const int64_t r = tx.rank();
-  GRAFT_ONNX_ASSIGN_OR_RETURN(std::vector<int64_t> pads,
-                              ctx.ConstantInts(1, "the pads input"));
+  ASSIGN_OR_RETURN(std::vector<int64_t> pads,
+                   ctx.ConstantInts(1, "the pads input"));
   std::vector<int64_t> axes;
   if (ctx.opset() >= 18 && ctx.HasInput(3)) {
-    GRAFT_ONNX_ASSIGN_OR_RETURN(axes, ctx.ConstantInts(3, "the axes input"));
+    ASSIGN_OR_RETURN(axes, ctx.ConstantInts(3, "the axes input"));
   } else {
     for (int64_t i = 0; i < r; ++i) axes.push_back(i);
   }
@@ -943,7 +920,7 @@ absl::Status ConvertPad(NodeContext& ctx) {
   }
   std::vector<int64_t> begin(r, 0), end(r, 0);
   for (size_t i = 0; i < axes.size(); ++i) {
-    GRAFT_ONNX_ASSIGN_OR_RETURN(int64_t a, NormalizeAxis(axes[i], r));
+    ASSIGN_OR_RETURN(int64_t a, NormalizeAxis(axes[i], r));
     begin[a] = pads[i];
     end[a] = pads[axes.size() + i];
   }
@@ -970,10 +947,9 @@ absl::Status ConvertPad(NodeContext& ctx) {
     list.push_back(begin[i]);
     list.push_back(end[i]);
   }
-  GRAFT_ONNX_ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "data"));
-  GRAFT_ONNX_ASSIGN_OR_RETURN(
-      Node * y,
-      ctx.Call("pad", {x, Argument::IntList(list), graft_mode, value}));
+  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "data"));
+  ASSIGN_OR_RETURN(Node * y, ctx.Call("pad", {x, Argument::IntList(list),
+                                              graft_mode, value}));
   return ctx.SetOutput(0, y);
 }
 

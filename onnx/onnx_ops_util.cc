@@ -18,7 +18,7 @@ absl::StatusOr<Node*> CastIfNeeded(NodeContext& ctx, Node* node, DType dtype) {
 
 absl::StatusOr<Node*> ReshapeTo(NodeContext& ctx, Node* node,
                                 const Shape& target) {
-  GRAFT_ONNX_ASSIGN_OR_RETURN(TensorType type, ctx.TypeOf(node));
+  ASSIGN_OR_RETURN(TensorType type, ctx.TypeOf(node));
   if (type.shape == target) return node;
   std::vector<int64_t> sizes;
   std::vector<std::string> symbols;

@@ -12,22 +12,7 @@
 #include "graph/node.h"
 #include "graph/shape.h"
 #include "onnx/onnx_node_context.h"
-
-// Unwraps a StatusOr or returns its error from the enclosing function.
-#define GRAFT_ONNX_CONCAT_INNER(a, b) a##b
-#define GRAFT_ONNX_CONCAT(a, b) GRAFT_ONNX_CONCAT_INNER(a, b)
-#define GRAFT_ONNX_ASSIGN_OR_RETURN(lhs, expr) \
-  GRAFT_ONNX_ASSIGN_OR_RETURN_IMPL(            \
-      GRAFT_ONNX_CONCAT(graft_onnx_or_, __LINE__), lhs, expr)
-#define GRAFT_ONNX_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
-  auto tmp = (expr);                                     \
-  if (!tmp.ok()) return tmp.status();                    \
-  lhs = *std::move(tmp)
-#define GRAFT_ONNX_RETURN_IF_ERROR(expr)                   \
-  do {                                                     \
-    absl::Status graft_onnx_status = (expr);               \
-    if (!graft_onnx_status.ok()) return graft_onnx_status; \
-  } while (0)
+#include "support/status_macros.h"
 
 namespace graft::onnx_import {
 

@@ -53,7 +53,7 @@ absl::StatusOr<bool> FuseElementwisePass::Run(Module& module,
     do {
       name = absl::StrCat("fused_", next_name++);
     } while (module.FindSubmodule(name) != nullptr);
-    ASSIGN_OR_RETURN(Node * call, OutlineNodes(module, *g, name, &ctx));
+    RETURN_IF_ERROR(OutlineNodes(module, *g, name, &ctx).status());
     changed = true;
   }
   return changed;

@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "graph/op_registry.h"
 
 namespace graft::passes {
 namespace {
@@ -36,6 +37,12 @@ absl::StatusOr<Node*> OutlineNodes(Module& module,
     if (n->op() != OpCode::kCallFunction) {
       return absl::InvalidArgumentError(
           absl::StrCat("cannot outline ", n->Ref(), ": not a call_function"));
+    }
+    // A call_module counts as pure (IsPureNode), so what it calls must be.
+    if (!IsPureNode(*n)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot outline ", n->Ref(), ": op '", n->target(),
+                       "' is not pure (or not registered)"));
     }
     for (Node* in : n->unique_inputs()) {
       if (in_group.contains(in) || !seen_inputs.insert(in).second) continue;

@@ -16,6 +16,8 @@ namespace {
 bool MayJoin(const Node& n, const std::function<bool(const Node&)>& supported) {
   if (n.op() != OpCode::kCallFunction || n.is_call("getitem")) return false;
   if (n.schema() != nullptr && n.schema()->returns_tuple) return false;
+  // Submodules hold pure ops only (see IsPureNode).
+  if (!IsPureNode(n)) return false;
   return supported(n);
 }
 
@@ -49,7 +51,7 @@ absl::StatusOr<int64_t> Partition(Module& module,
     do {
       name = absl::StrCat(prefix, "_", next_name++);
     } while (module.FindSubmodule(name) != nullptr);
-    ASSIGN_OR_RETURN(Node * call, OutlineNodes(module, run, name, ctx));
+    RETURN_IF_ERROR(OutlineNodes(module, run, name, ctx).status());
     ++made;
   }
   return made;

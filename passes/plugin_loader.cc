@@ -328,12 +328,12 @@ absl::Status LoadPassPlugin(const std::string& path) {
 
   ASSIGN_OR_RETURN(const GraftPluginInfo* info, ReadInfo(handle, path));
   const std::string label =
-      absl::StrCat("plugin '", (info)->name, "' (", path, ")");
+      absl::StrCat("plugin '", info->name, "' (", path, ")");
 
   Registrar registrar(path);
   int result = 0;
   try {
-    result = (info)->register_fn(&registrar);
+    result = info->register_fn(&registrar);
   } catch (...) {
     return absl::InternalError(
         absl::StrCat(label, " failed to register: its register function ",

@@ -53,9 +53,10 @@ absl::StatusOr<PatternInfo> AnalyzePattern(const Graph& pattern) {
     if (n->op() == OpCode::kPlaceholder) info.placeholders.push_back(info.nodes.size());
     info.nodes.push_back(n);
   }
-  ASSIGN_OR_RETURN(std::vector<const Node*> outs,
-                   OutputValues(pattern, "pattern"));
-  for (const Node* a : outs) {
+  absl::StatusOr<std::vector<const Node*>> outs =
+      OutputValues(pattern, "pattern");
+  if (!outs.ok()) return outs.status();
+  for (const Node* a : *outs) {
     if (a->op() == OpCode::kPlaceholder) {
       return absl::InvalidArgumentError(
           "pattern output is a placeholder: it would match every node");
@@ -293,9 +294,10 @@ class Replacer {
       if (n->op() == OpCode::kPlaceholder) placeholders_.push_back(n);
     }
     replacement_nodes_ = replacement_.graph().num_nodes() - placeholders_.size();
-    ASSIGN_OR_RETURN(std::vector<const Node*> outs,
-                     OutputValues(replacement_.graph(), "replacement"));
-    outputs_ = std::move(outs);
+    absl::StatusOr<std::vector<const Node*>> outs =
+        OutputValues(replacement_.graph(), "replacement");
+    if (!outs.ok()) return outs.status();
+    outputs_ = *std::move(outs);
     if (placeholders_.size() != num_inputs || outputs_.size() != num_outputs) {
       return absl::InvalidArgumentError(absl::StrCat(
           "pattern takes ", num_inputs, " inputs and returns ", num_outputs,
@@ -442,7 +444,8 @@ class Replacer {
 absl::StatusOr<std::vector<ReplacedPattern>> ReplacePattern(
     Module& module, const Module& pattern, const Module& replacement,
     const ReplaceOptions& options, const PassContext* ctx) {
-  ASSIGN_OR_RETURN(PatternInfo info, AnalyzePattern(pattern.graph()));
+  absl::StatusOr<PatternInfo> info = AnalyzePattern(pattern.graph());
+  if (!info.ok()) return info.status();
   for (const Node* n : replacement.graph().nodes()) {
     if (n->op() == OpCode::kGetAttr && replacement.FindTensor(n->target()) == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -452,10 +455,10 @@ absl::StatusOr<std::vector<ReplacedPattern>> ReplacePattern(
       return absl::InvalidArgumentError("replacements may not call submodules");
     }
   }
-  Replacer replacer(module, replacement, info);
+  Replacer replacer(module, replacement, *info);
   RETURN_IF_ERROR(
-      replacer.Prepare(info.placeholders.size(), info.anchors.size()));
-  const FoundMatches found = FindMatches(module.graph(), info, options);
+      replacer.Prepare(info->placeholders.size(), info->anchors.size()));
+  const FoundMatches found = FindMatches(module.graph(), *info, options);
   std::vector<ReplacedPattern> replaced;
   replaced.reserve(found.size());
   for (size_t i = 0; i < found.size(); ++i) {

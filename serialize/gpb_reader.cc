@@ -576,7 +576,7 @@ absl::StatusOr<LoadedModel> ReadGpbFile(const std::string& path,
   {
     // The .gpb's mapping is only needed while parsing.
     ASSIGN_OR_RETURN(std::shared_ptr<MappedFile> file, MappedFile::Open(path));
-    RETURN_IF_ERROR(ParseModel((file)->bytes(), path, &model));
+    RETURN_IF_ERROR(ParseModel(file->bytes(), path, &model));
   }
   std::shared_ptr<MappedFile> side_file;
   if (model.has_data_file()) {

@@ -136,7 +136,7 @@ absl::Status WriteJsonFile(const Module& module, const std::string& path,
 absl::StatusOr<LoadedModel> ReadJsonFile(const std::string& path,
                                          const GpbReadOptions& options) {
   ASSIGN_OR_RETURN(std::shared_ptr<MappedFile> file, MappedFile::Open(path));
-  return ModuleFromJson((file)->bytes(), path, options);
+  return ModuleFromJson(file->bytes(), path, options);
 }
 
 }  // namespace graft

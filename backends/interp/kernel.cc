@@ -28,12 +28,12 @@ absl::StatusOr<const Value*> KernelContext::InputValue(
 
 absl::StatusOr<Tensor> KernelContext::Input(absl::string_view param) const {
   ASSIGN_OR_RETURN(const Value* value, InputValue(param));
-  if (!(value)->is_tensor()) {
+  if (!value->is_tensor()) {
     return KernelError("argument '", param, "' (",
                        call_.TensorNode(param)->Ref(),
                        ") is a tuple; read one element with getitem");
   }
-  return (value)->tensor();
+  return value->tensor();
 }
 
 absl::StatusOr<std::optional<Tensor>> KernelContext::OptionalInput(
@@ -78,11 +78,11 @@ absl::StatusOr<std::vector<Tensor>> KernelContext::InputList(
       return KernelError("argument '", param, "' must be a list of tensors");
     }
     ASSIGN_OR_RETURN(const Value* v, ValueOfNode(e.node(), param));
-    if (!(v)->is_tensor()) {
+    if (!v->is_tensor()) {
       return KernelError("element ", e.node()->Ref(), " of '", param,
                          "' is a tuple; read one element with getitem");
     }
-    out.push_back((v)->tensor());
+    out.push_back(v->tensor());
   }
   return out;
 }

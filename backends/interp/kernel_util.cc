@@ -82,7 +82,8 @@ absl::StatusOr<int64_t> CheckedNumElements(absl::Span<const int64_t> dims,
 }
 
 absl::StatusOr<Tensor> NewTensor(DType dtype, std::vector<int64_t> dims) {
-  ASSIGN_OR_RETURN(int64_t n, CheckedNumElements(dims, dtype));
+  // Checked only: a tensor too large to hold is an error, not a crash.
+  RETURN_IF_ERROR(CheckedNumElements(dims, dtype).status());
   return Tensor(dtype, std::move(dims));
 }
 

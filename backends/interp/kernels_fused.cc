@@ -53,10 +53,10 @@ absl::StatusOr<Value> LinearActivation(const KernelContext& ctx) {
                        w.TypeString(), " (", layout, "): the last dim must be ",
                        k);
   }
-  if (bias && ((bias)->dtype() != x.dtype() || (bias)->rank() != 1 ||
-               (bias)->dim(0) != n)) {
+  if (bias &&
+      (bias->dtype() != x.dtype() || bias->rank() != 1 || bias->dim(0) != n)) {
     return KernelError("bias must be ", DTypeName(x.dtype()), "[", n, "], got ",
-                       (bias)->TypeString());
+                       bias->TypeString());
   }
   std::vector<int64_t> out_dims = x.dims();
   out_dims.back() = n;
@@ -73,7 +73,7 @@ absl::StatusOr<Value> LinearActivation(const KernelContext& ctx) {
                    n);
   }
   std::vector<double> b =
-      bias ? (bias)->ToDoubles()
+      bias ? bias->ToDoubles()
            : std::vector<double>(static_cast<size_t>(n), 0.0);
   for (int64_t i = 0; i < rows; ++i) {
     for (int64_t j = 0; j < n; ++j) {

@@ -116,8 +116,8 @@ absl::StatusOr<Value> Linear(const KernelContext& ctx) {
   }
   if (bias) {
     RETURN_IF_ERROR(SameDType(x, *bias, "input", "bias"));
-    if ((bias)->NumElements() != n || (bias)->rank() > 1) {
-      return KernelError("bias must be [", n, "], got ", (bias)->TypeString());
+    if (bias->NumElements() != n || bias->rank() > 1) {
+      return KernelError("bias must be [", n, "], got ", bias->TypeString());
     }
   }
   ASSIGN_OR_RETURN(DType compute, ProductDType(x.dtype()));
@@ -224,8 +224,8 @@ absl::StatusOr<Value> Conv2d(const KernelContext& ctx) {
   }
   if (bias) {
     RETURN_IF_ERROR(SameDType(x, *bias, "input", "bias"));
-    if ((bias)->rank() != 1 || (bias)->dims()[0] != oc) {
-      return KernelError("bias must be [", oc, "], got ", (bias)->TypeString());
+    if (bias->rank() != 1 || bias->dims()[0] != oc) {
+      return KernelError("bias must be [", oc, "], got ", bias->TypeString());
     }
   }
   const auto [sh, sw] = *stride;
@@ -550,9 +550,9 @@ absl::StatusOr<Value> LayerNorm(const KernelContext& ctx) {
   const int64_t rows = n == 0 ? 0 : x->NumElements() / n;
   const double eps = ctx.call().Float("eps");
   std::vector<double> w =
-      weight ? (weight)->ToDoubles() : std::vector<double>(n, 1.0);
+      weight ? weight->ToDoubles() : std::vector<double>(n, 1.0);
   std::vector<double> b =
-      bias ? (bias)->ToDoubles() : std::vector<double>(n, 0.0);
+      bias ? bias->ToDoubles() : std::vector<double>(n, 0.0);
   Tensor out(x->dtype(), x->dims());
   DispatchFloat(x->dtype(), [&](auto tr) {
     using Tr = decltype(tr);
@@ -594,11 +594,11 @@ absl::StatusOr<Value> BatchNorm(const KernelContext& ctx) {
           c, absl::string_view(name) == "weight" ? 1.0 : 0.0));
       continue;
     }
-    if ((t)->rank() != 1 || (t)->dims()[0] != c) {
+    if (t->rank() != 1 || t->dims()[0] != c) {
       return KernelError(name, " must be [", c, "] (the channels of input ",
-                         x.TypeString(), "), got ", (t)->TypeString());
+                         x.TypeString(), "), got ", t->TypeString());
     }
-    params.push_back((t)->ToDoubles());
+    params.push_back(t->ToDoubles());
   }
   const double eps = ctx.call().Float("eps");
   int64_t inner = 1;

@@ -164,7 +164,8 @@ absl::StatusOr<Value> Expand(const KernelContext& ctx) {
                          size[i], ")");
     }
   }
-  ASSIGN_OR_RETURN(int64_t n, CheckedNumElements(dims, x.dtype()));
+  // Checked only: an expansion too large to hold is an error, not a crash.
+  RETURN_IF_ERROR(CheckedNumElements(dims, x.dtype()).status());
   return Value(StridedCopy(x, dims, strides, 0));
 }
 
@@ -496,11 +497,11 @@ absl::StatusOr<Value> Pad(const KernelContext& ctx) {
 
 absl::StatusOr<Value> GetItem(const KernelContext& ctx) {
   ASSIGN_OR_RETURN(const Value* v, ctx.InputValue("input"));
-  if (!(v)->is_tuple()) {
+  if (!v->is_tuple()) {
     return KernelError("input ", ctx.call().TensorNode("input")->Ref(),
                        " is a tensor, not a tuple");
   }
-  const std::vector<Tensor>& tuple = (v)->tuple();
+  const std::vector<Tensor>& tuple = v->tuple();
   const int64_t size = static_cast<int64_t>(tuple.size());
   int64_t i = ctx.call().Int("index");
   if (i < -size || i >= size) {

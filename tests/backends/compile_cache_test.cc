@@ -266,6 +266,8 @@ TEST(DiskCache, EvictsLeastRecentlyUsed) {
 }
 
 TEST(DiskCache, DefaultDirFollowsTheEnvironment) {
+  const char* before = std::getenv("GRAFT_CACHE_DIR");
+  const std::string saved = before == nullptr ? "" : before;
   setenv("GRAFT_CACHE_DIR", "/somewhere/else", 1);
   EXPECT_EQ(DiskCache::DefaultDir(), "/somewhere/else");
   unsetenv("GRAFT_CACHE_DIR");
@@ -273,6 +275,46 @@ TEST(DiskCache, DefaultDirFollowsTheEnvironment) {
   if (home != nullptr && std::getenv("XDG_CACHE_HOME") == nullptr) {
     EXPECT_EQ(DiskCache::DefaultDir(), absl::StrCat(home, "/.cache/graft"));
   }
+  if (before != nullptr) setenv("GRAFT_CACHE_DIR", saved.c_str(), 1);
+}
+
+TEST(DiskCache, UnreadableEntriesAreDiscardedAndCounted) {
+  const std::string dir = FreshDir("unreadable");
+  // Whole and checksummed, but not what the backend can read.
+  DiskCache disk(dir);
+  Module m = Mlp();
+  TextBackend backend;
+  disk.Store(CompileCache::Key(backend, m, {}), "not a module");
+  CompileCache cache(std::make_shared<DiskCache>(dir));
+  ASSERT_OK(cache.GetOrCompile(backend, m, {}));
+  EXPECT_EQ(cache.stats().disk_damaged, 1);
+  EXPECT_EQ(cache.stats().compiles, 1);
+  // A header whose lengths add up past the file is damage, not a crash.
+  const std::string path = FilesIn(dir)[0];
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(12);
+    const uint32_t huge = 0xffffffffu;
+    f.write(reinterpret_cast<const char*>(&huge), sizeof(huge));
+    f.seekp(16);
+    const uint64_t wrap = ~uint64_t{0} - 8;
+    f.write(reinterpret_cast<const char*>(&wrap), sizeof(wrap));
+  }
+  DiskCache again(dir);
+  EXPECT_FALSE(again.Load(CompileCache::Key(backend, m, {})).has_value());
+  EXPECT_EQ(again.damaged(), 1);
+}
+
+TEST(DiskCache, AnUnreadableDirectoryIsAnError) {
+  const std::string base = FreshDir("unsearchable");
+  fs::create_directories(base);
+  std::ofstream(base + "/v1") << "a file where the entries' folder should be";
+  DiskCache cache(base);
+  EXPECT_THAT(cache.Info(),
+              testing::StatusIs(absl::StatusCode::kPermissionDenied,
+                                HasSubstr("cannot read " + base + "/v1")));
+  EXPECT_THAT(cache.Clear(),
+              testing::StatusIs(absl::StatusCode::kPermissionDenied));
 }
 
 }  // namespace

@@ -245,3 +245,64 @@ TEST(CompileWithFallback, OutputsCanStayOnTheDevice) {
 
 }  // namespace
 }  // namespace graft::backend_test
+
+namespace graft::backend_test {
+namespace {
+
+TEST(CompileWithFallback, CallModulePartsCarryTheirSubmodules) {
+  Module m;
+  Module sub;
+  Node* p = sub.graph().Placeholder("p", TensorType{DType::kF32, {4}});
+  sub.graph().Output(sub.graph().CallFunction("neg", {p}));
+  m.AddSubmodule("block", std::move(sub));
+  Graph& g = m.graph();
+  Node* x = g.Placeholder("x", TensorType{DType::kF32, {4}});
+  Node* b = g.CallModule("block", {x});
+  g.Output(g.CallFunction("relu", {g.CallFunction("sin", {b})}));
+  SubsetBackend backend({"neg", "relu"});
+  CompileReport report;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> e,
+                       CompileWithFallback(backend, m, {}, &report));
+  EXPECT_EQ(report.partitions, 3);
+  Tensor in = RandomTensor(DType::kF32, {4}, 4);
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> got, e->Run({in}));
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_FLOAT_EQ(got[0].data<float>()[i],
+                    std::max(std::sin(-in.data<float>()[i]), 0.f));
+  }
+}
+
+TEST(CompileWithFallback, ATupleOutputAcrossPartsIsRefusedAtCompileTime) {
+  Module m;
+  Graph& g = m.graph();
+  Node* x = g.Placeholder("x", TensorType{DType::kF32, {4}});
+  // No shape-prop: the split's tuple types are unknown.
+  g.Output(g.CallFunction("split", {g.CallFunction("sin", {x}), 2}));
+  SubsetBackend backend({"split"});
+  EXPECT_THAT(CompileWithFallback(backend, m, {}),
+              testing::StatusIs(absl::StatusCode::kUnimplemented,
+                                HasSubstr("returns a tuple")));
+}
+
+TEST(CompileWithFallback, BackendPartsGetTheCompiledInputTypes) {
+  Module m;
+  Graph& g = m.graph();
+  Node* x = g.Placeholder("x");  // Typed only by the compile options.
+  g.Output(g.CallFunction("relu", {g.CallFunction("sin", {x})}));
+  SubsetBackend backend({"sin"});  // relu falls back.
+  CompileOptions options;
+  options.input_types = {TensorType{DType::kF32, {3}}};
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> e,
+                       CompileWithFallback(backend, m, options));
+  const std::vector<std::optional<TensorType>> types =
+      backend.placeholder_types();
+  ASSERT_EQ(types.size(), 1u);
+  ASSERT_TRUE(types[0].has_value());
+  EXPECT_EQ(types[0]->ToString(), "f32[3]");
+  EXPECT_THAT(e->Run({Tensor(DType::kI64, {3})}),
+              testing::StatusIs(absl::StatusCode::kInvalidArgument));
+  ASSERT_OK(e->Run({Tensor(DType::kF32, {3})}));
+}
+
+}  // namespace
+}  // namespace graft::backend_test

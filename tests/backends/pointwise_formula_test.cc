@@ -20,12 +20,14 @@ namespace {
 constexpr int64_t kElements = 64;
 
 // Values where comparisons meet equality and functions meet their edges
-// (0, negatives for log and sqrt).
+// (0, negatives for log and sqrt, NaN and infinities).
 Tensor SampleTensor(DType dtype, std::mt19937_64& rng) {
-  static const double kValues[] = {-2, -1, -0.5, 0, 0.5, 1, 2, 3};
+  static const double kValues[] = {-2, -1, -0.5, 0,        0.5,      1,
+                                   2,  3,  NAN,  INFINITY, -INFINITY};
+  constexpr size_t kCount = sizeof(kValues) / sizeof(kValues[0]);
   Tensor t(dtype, {kElements});
   for (int64_t i = 0; i < kElements; ++i) {
-    double v = kValues[rng() % 8];
+    double v = kValues[rng() % kCount];
     if (dtype == DType::kBool) v = v > 0;
     t.SetFromDouble(i, v);
   }

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -83,6 +84,10 @@ class SubsetBackend : public Backend {
     for (const Node* n : module.graph().nodes()) {
       RETURN_IF_ERROR(CanRun(*n, options));
       if (n->op() == OpCode::kCallFunction) ops.push_back(n->target());
+      if (n->op() == OpCode::kPlaceholder) {
+        std::lock_guard<std::mutex> lock(mu_);
+        placeholder_types_.push_back(n->type());
+      }
     }
     CompileOptions interp_options;
     interp_options.input_types = options.input_types;
@@ -106,6 +111,11 @@ class SubsetBackend : public Backend {
     return ran_;
   }
   FakeDeviceAllocator& fake() const { return *allocator_; }
+  // The placeholder types of every module compiled so far, in order.
+  std::vector<std::optional<TensorType>> placeholder_types() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return placeholder_types_;
+  }
   std::atomic<int64_t> host_inputs{0};
 
  private:
@@ -152,6 +162,7 @@ class SubsetBackend : public Backend {
   std::shared_ptr<FakeDeviceAllocator> allocator_;
   mutable std::mutex mu_;
   std::vector<std::string> ran_;
+  std::vector<std::optional<TensorType>> placeholder_types_;
 };
 
 // Writes its executables to disk as the module's text; loading parses the

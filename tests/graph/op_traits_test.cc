@@ -16,6 +16,22 @@ TEST(OpTraits, EveryPointwiseCoreOpHasAFormulaThatParses) {
     ++pointwise;
     SCOPED_TRACE(schema->name);
     ASSERT_TRUE(schema->traits.formula) << "no formula";
+    // Every call of the op: a default call binds.
+    Module m;
+    std::vector<Argument> args;
+    for (const ParamSpec& p : schema->params) {
+      if (p.kind == ParamKind::kTensor ||
+          p.kind == ParamKind::kTensorOrScalar) {
+        args.push_back(m.graph().Placeholder(p.name));
+      }
+    }
+    Kwargs kwargs;
+    if (schema->name == "cast") kwargs = {{"dtype", Argument(DType::kF32)}};
+    if (schema->name == "clamp") kwargs = {{"min", 0.0}};
+    Node* node = m.graph().CallFunction(schema->name, args, kwargs);
+    std::optional<std::string> formula = PointwiseFormulaOf(*node);
+    ASSERT_TRUE(formula.has_value());
+    EXPECT_TRUE(ParseScalarFormula(*formula).ok()) << *formula;
   }
   // The elementwise tables of docs/ops.md: 20 with one input, 16 more.
   EXPECT_GE(pointwise, 36);
