@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/interp/node_status.h"
 #include "backends/interp/value_binding.h"
+#include "backends/interp/value_lifetimes.h"
 #include "backends/memory_plan.h"
 #include "graph/graph.h"
 #include "graph/op_registry.h"
@@ -100,22 +101,10 @@ absl::Status ExecutionPlan::AddStep(const Module& module, const Node& node,
 
 absl::Status ExecutionPlan::PlanLifetimes() {
   const int64_t n = static_cast<int64_t>(steps_.size());
-  // Last use of each value: the latest step that reads it. A value nobody
-  // reads dies right after its own step.
-  std::vector<int64_t> last_use(n);
-  for (int64_t i = 0; i < n; ++i) {
-    last_use[i] = i;
-    for (const Node* input : steps_[i].node->inputs()) {
-      auto it = slot_.find(input);
-      if (it == slot_.end() || it->second >= i) {
-        return AnnotateNode(*steps_[i].node,
-                            absl::InvalidArgumentError(absl::StrCat(
-                                "input ", input->Ref(),
-                                " is not defined before it in the graph")));
-      }
-      last_use[it->second] = i;
-    }
-  }
+  std::vector<const Node*> order;
+  order.reserve(n);
+  for (const Step& step : steps_) order.push_back(step.node);
+  ASSIGN_OR_RETURN(std::vector<int64_t> last_use, LastUses(order, slot_));
   std::vector<BufferLifetime> buffers;
   for (int64_t i = 0; i < n; ++i) {
     steps_[last_use[i]].frees.push_back(i);

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/interp/kernel.h"
 #include "backends/interp/node_status.h"
+#include "backends/interp/value_lifetimes.h"
 #include "backends/interp/value_binding.h"
 #include "graph/graph.h"
 #include "graph/op_registry.h"
@@ -32,21 +33,7 @@ absl::Status Interpreter::Prepare() {
                                                               : -1);
   }
   const int64_t n = static_cast<int64_t>(order_.size());
-  // Last use of each value: the latest node that reads it. A value nobody
-  // reads dies right after its own node.
-  std::vector<int64_t> last_use(n);
-  for (int64_t i = 0; i < n; ++i) {
-    last_use[i] = i;
-    for (const Node* input : order_[i]->inputs()) {
-      auto it = position_.find(input);
-      if (it == position_.end() || it->second >= i) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(DescribeNode(*order_[i]), ": input ", input->Ref(),
-                         " is not defined before it in the graph"));
-      }
-      last_use[it->second] = i;
-    }
-  }
+  ASSIGN_OR_RETURN(std::vector<int64_t> last_use, LastUses(order_, position_));
   frees_.assign(n, {});
   for (int64_t i = 0; i < n; ++i) frees_[last_use[i]].push_back(i);
   if (input_signature_.empty()) input_signature_ = PlaceholderSignature(graph);
