@@ -13,6 +13,7 @@
 # cmake -DGRAFT_BINARY_DIR=... -DGRAFT_SOURCE_DIR=... -DWORK_DIR=...
 #       [-DGENERATOR=...] [-DCXX_COMPILER=...] [-DCOMPILER_LAUNCHER=...]
 #       -P installed_package_test.cmake
+include(${CMAKE_CURRENT_LIST_DIR}/check_include_path.cmake)
 
 foreach(var GRAFT_BINARY_DIR GRAFT_SOURCE_DIR WORK_DIR)
   if(NOT ${var})
@@ -113,21 +114,7 @@ endif()
 run(out ${configure})
 run(out ${CMAKE_COMMAND} --build ${build})
 # Only the install may be on its include path, not graft's own trees.
-set(include_lines "")
-if(EXISTS ${build}/build.ninja)
-  file(STRINGS ${build}/build.ninja include_lines REGEX "^  INCLUDES = ")
-endif()
-foreach(line ${include_lines})
-  string(REGEX REPLACE "^  INCLUDES = " "" line "${line}")
-  string(REPLACE " " ";" words "${line}")
-  foreach(word ${words})
-    string(REGEX REPLACE "^-I" "" dir "${word}")
-    if(dir STREQUAL GRAFT_SOURCE_DIR OR dir STREQUAL GRAFT_BINARY_DIR)
-      message(FATAL_ERROR "the program was compiled with ${dir} on its "
-                          "include path: ${line}")
-    endif()
-  endforeach()
-endforeach()
+graft_check_include_path(${build} "the program")
 # Reads the model, or in a build without ONNX import says what to install.
 run(out ${build}/load_model_check
     ${GRAFT_SOURCE_DIR}/tests/onnx_models/mlp/model.onnx)

@@ -6,6 +6,7 @@
 # cmake -DGRAFT_BINARY_DIR=... -DGRAFT_SOURCE_DIR=... -DWORK_DIR=...
 #       [-DGENERATOR=...] [-DCXX_COMPILER=...] [-DCOMPILER_LAUNCHER=...]
 #       -P example_plugin_test.cmake
+include(${CMAKE_CURRENT_LIST_DIR}/../cmake/check_include_path.cmake)
 
 foreach(var GRAFT_BINARY_DIR GRAFT_SOURCE_DIR WORK_DIR)
   if(NOT ${var})
@@ -81,21 +82,7 @@ if(NOT plugin)
 endif()
 # Nothing of graft's own trees may have been used: no include directory
 # of the build is graft's source or build directory.
-set(include_lines "")
-if(EXISTS ${build}/build.ninja)
-  file(STRINGS ${build}/build.ninja include_lines REGEX "^  INCLUDES = ")
-endif()
-foreach(line ${include_lines})
-  string(REGEX REPLACE "^  INCLUDES = " "" line "${line}")
-  string(REPLACE " " ";" words "${line}")
-  foreach(word ${words})
-    string(REGEX REPLACE "^-I" "" dir "${word}")
-    if(dir STREQUAL GRAFT_SOURCE_DIR OR dir STREQUAL GRAFT_BINARY_DIR)
-      message(FATAL_ERROR "the example plugin was compiled with ${dir} on its "
-                          "include path: ${line}")
-    endif()
-  endforeach()
-endforeach()
+graft_check_include_path(${build} "the example plugin")
 
 set(graft ${prefix}/bin/graft)
 set(model ${GRAFT_SOURCE_DIR}/examples/plugin/model.graft)
