@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
@@ -18,6 +20,7 @@
 #include "backends/backend.h"
 #include "backends/compile_cache.h"
 #include "backends/disk_cache.h"
+#include "backends/fallback_executable.h"
 #include "cli/command.h"
 #include "cli/input_binding.h"
 #include "cli/load_module.h"
@@ -42,7 +45,63 @@ struct RunArgs {
   std::vector<std::string> dims;  // "SYMBOL=SIZE".
   bool stats = false;
   bool explain = false;
+  std::string check;  // A backend to compare the outputs with.
+  int threads = -1;   // -1: the backend's default.
 };
+
+// The largest difference between two runs' outputs, per output, beside the
+// largest magnitude of the reference: "y: max abs error 3.1e-07, max |ref|
+// 4.2 (relative 7.4e-08)". Fails when the outputs' number, dtypes or shapes
+// differ, or an error is beyond DESIGN's loosest f32 tolerance (1e-4
+// relative to the largest magnitude).
+absl::StatusOr<std::string> CompareOutputs(absl::string_view reference_name,
+                                           const std::vector<std::string>& names,
+                                           const std::vector<Tensor>& outputs,
+                                           const std::vector<Tensor>& reference) {
+  if (outputs.size() != reference.size()) {
+    return absl::InternalError(absl::StrCat(
+        "--check ", reference_name, ": ", outputs.size(), " outputs against ",
+        reference.size()));
+  }
+  std::string text = absl::StrCat("check against ", reference_name, ":\n");
+  bool failed = false;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const Tensor& a = outputs[i];
+    const Tensor& b = reference[i];
+    if (a.dtype() != b.dtype() || a.dims() != b.dims()) {
+      return absl::InternalError(absl::StrCat(
+          "--check ", reference_name, ": output ", names[i], " is ",
+          a.TypeString(), " here and ", b.TypeString(), " there"));
+    }
+    double max_error = 0, max_ref = 0;
+    bool nan_mismatch = false;
+    for (int64_t k = 0; k < a.NumElements(); ++k) {
+      const double x = a.GetAsDouble(k), y = b.GetAsDouble(k);
+      if (std::isnan(x) || std::isnan(y)) {
+        nan_mismatch |= std::isnan(x) != std::isnan(y);
+        continue;
+      }
+      if (std::isinf(x) || std::isinf(y)) {
+        if (x != y) max_error = std::numeric_limits<double>::infinity();
+        continue;
+      }
+      max_error = std::max(max_error, std::abs(x - y));
+      max_ref = std::max(max_ref, std::abs(y));
+    }
+    const double relative = max_error / std::max(max_ref, 1e-30);
+    const bool bad = nan_mismatch || relative > 1e-4;
+    failed |= bad;
+    absl::StrAppend(&text, "  ", names[i], ": max abs error ", max_error,
+                    ", max |ref| ", max_ref, " (relative ", relative, ")",
+                    nan_mismatch ? ", NaN in one only" : "",
+                    bad ? "  MISMATCH" : "", "\n");
+  }
+  if (failed) {
+    return absl::InternalError(absl::StrCat(
+        text, "outputs differ from ", reference_name, " beyond tolerance"));
+  }
+  return text;
+}
 
 // The names of a run's outputs: the signature's when it has one per output
 // (it may not when a tuple's types are unknown), else "output_<i>".
@@ -176,6 +235,9 @@ absl::Status RunRun(const RunArgs& args) {
 
   CompileOptions options;
   options.input_types = CompileTypes(placeholders, inputs.tensors);
+  if (args.threads >= 0) {
+    options.options["threads"] = absl::StrCat(args.threads);
+  }
   auto disk = std::make_shared<DiskCache>(DiskCache::DefaultDir(),
                                           DiskCache::DefaultMaxBytes());
   CompileCache cache(disk);
@@ -198,6 +260,23 @@ absl::Status RunRun(const RunArgs& args) {
                   FormatDuration(compile_seconds), ", run ",
                   FormatDuration(run_seconds), "\n");
   if (args.explain) absl::StrAppend(&text, Explain(args.backend, report));
+  if (!args.check.empty()) {
+    ASSIGN_OR_RETURN(std::unique_ptr<Backend> reference,
+                     CreateBackend(args.check));
+    CompileOptions reference_options;
+    reference_options.input_types = options.input_types;
+    ASSIGN_OR_RETURN(std::unique_ptr<Executable> checker,
+                     CompileWithFallback(*reference, module, reference_options));
+    ASSIGN_OR_RETURN(std::vector<Tensor> expected,
+                     checker->Run(inputs.tensors));
+    absl::StatusOr<std::string> compared =
+        CompareOutputs(args.check, names, outputs, expected);
+    if (!compared.ok()) {
+      RETURN_IF_ERROR(WriteStdout(text));
+      return compared.status();
+    }
+    absl::StrAppend(&text, *compared);
+  }
   if (args.stats) {
     absl::StrAppend(&text, Stats(cache.stats(), executable->info(), *disk,
                                  !backend->CacheIdentity(options).empty()));
@@ -257,6 +336,13 @@ Command AddRunCommand(CLI::App& graft) {
   app->add_flag("--stats", args->stats,
                 "Print the compile cache's counters (traces, compiles, memory "
                 "and disk hits, compile time) and the memory plan");
+  app->add_option("--check", args->check,
+                  "Also run on BACKEND (e.g. interp) and report the largest "
+                  "error of each output; fails beyond 1e-4 relative");
+  app->add_option("--threads", args->threads,
+                  "Threads of the backend's large kernels (orc; default: all "
+                  "cores)")
+      ->check(CLI::NonNegativeNumber);
   app->add_option("--output-dir", args->output_dir,
                   "Write each output to DIR/<output name>.npy (DIR/output.npy "
                   "for a single output)");

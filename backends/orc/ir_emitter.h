@@ -1,0 +1,105 @@
+#ifndef GRAFT_BACKENDS_ORC_IR_EMITTER_H_
+#define GRAFT_BACKENDS_ORC_IR_EMITTER_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "graph/dtype.h"
+#include "graph/scalar_formula.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Module.h"
+
+namespace graft::orc {
+
+// Elements of a buffer as seen from an index space: element (i0, i1, ...)
+// is at base + offset + sum(ik * strides[k]) (in elements). A stride of 0
+// broadcasts.
+struct View {
+  llvm::Value* base = nullptr;
+  DType dtype = DType::kF32;
+  int64_t offset = 0;
+  std::vector<int64_t> strides;
+};
+
+std::vector<int64_t> ContiguousStrides(const std::vector<int64_t>& dims);
+// The strides that broadcast a tensor of `dims` (NumPy rules, aligned on
+// the right) over the index space `out`.
+std::vector<int64_t> BroadcastStrides(const std::vector<int64_t>& dims,
+                                      const std::vector<int64_t>& out);
+
+// The building blocks of generated kernels: loops, element access, dtype
+// conversions and scalar formulas. Values in registers: floats as float or
+// double, integers as iN of their width, bool as i1.
+class IrEmitter {
+ public:
+  IrEmitter(llvm::LLVMContext& context, llvm::Module& module);
+
+  llvm::IRBuilder<>& b() { return b_; }
+  llvm::LLVMContext& context() { return context_; }
+  llvm::Module& module() { return module_; }
+
+  llvm::Type* StorageType(DType dtype);   // bool: i8.
+  llvm::Type* RegisterType(DType dtype);  // bool: i1.
+  llvm::Value* Constant(DType dtype, double value);
+  llvm::Value* Convert(llvm::Value* v, DType from, DType to);
+
+  // A new internal function `void name(ptr noalias, ...)` returning i32,
+  // with the builder at its start.
+  llvm::Function* BeginFunction(const std::string& name, int num_pointers);
+
+  // for i in [0, n): body(i). n >= 1.
+  void Loop(int64_t n, const std::function<void(llvm::Value*)>& body);
+  // Nested loops over `dims` (none when any is 0).
+  void Loops(const std::vector<int64_t>& dims,
+             const std::function<void(const std::vector<llvm::Value*>&)>& body);
+
+  llvm::Value* Offset(const View& view, const std::vector<llvm::Value*>& index);
+  llvm::Value* Load(const View& view, const std::vector<llvm::Value*>& index);
+  void Store(const View& view, const std::vector<llvm::Value*>& index,
+             llvm::Value* value);
+  llvm::Value* LoadAt(llvm::Value* base, DType dtype, llvm::Value* offset);
+  void StoreAt(llvm::Value* base, DType dtype, llvm::Value* offset,
+               llvm::Value* value);
+
+  // out[i] = f(in0[i], in1[i], ...) over `dims`, each value loaded in its
+  // register type. Adjacent dims that every view walks contiguously are
+  // merged, so the innermost loop is as long as it can be.
+  void Map(std::vector<int64_t> dims, View out, std::vector<View> ins,
+           const std::function<llvm::Value*(const std::vector<llvm::Value*>&)>& f);
+
+  // A scalar stack slot in the function's entry block.
+  llvm::Value* Slot(DType dtype, llvm::Value* initial);
+
+  // Evaluates a pointwise formula in `compute` (its operands in `env`,
+  // already in compute's register type); the result is in compute's
+  // register type or i1 (comparisons).
+  llvm::Value* Formula(const ScalarExpr& expr, DType compute,
+                       const absl::flat_hash_map<std::string, llvm::Value*>& env);
+  // v (compute type or i1) as compute type / as i1.
+  llvm::Value* AsCompute(llvm::Value* v, DType compute);
+  llvm::Value* AsBool(llvm::Value* v);
+
+  // Calls of math functions in register types.
+  llvm::Value* Exp(llvm::Value* x);
+  llvm::Value* Log(llvm::Value* x);
+  llvm::Value* Sqrt(llvm::Value* x);
+  llvm::Value* Maximum(llvm::Value* a, llvm::Value* b, bool reassoc = false);
+  llvm::Value* Minimum(llvm::Value* a, llvm::Value* b, bool reassoc = false);
+  llvm::Value* ReassocAdd(llvm::Value* a, llvm::Value* b);
+
+ private:
+  llvm::Value* Call(const std::string& function, DType compute,
+                    std::vector<llvm::Value*> args);
+  llvm::Value* LibmCall(const std::string& name, llvm::Value* x);
+
+  llvm::LLVMContext& context_;
+  llvm::Module& module_;
+  llvm::IRBuilder<> b_;
+};
+
+}  // namespace graft::orc
+
+#endif  // GRAFT_BACKENDS_ORC_IR_EMITTER_H_

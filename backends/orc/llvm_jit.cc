@@ -1,0 +1,193 @@
+#include "backends/orc/llvm_jit.h"
+
+#include <dlfcn.h>
+
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/Analysis/TargetLibraryInfo.h"
+#include "llvm/Config/llvm-config.h"
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+
+namespace graft::orc {
+namespace {
+
+void InitializeLlvmOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+}
+
+std::string ErrorText(llvm::Error error) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << error;
+  return text;
+}
+
+// glibc's vector math library; LLVM's loop vectorizer calls its
+// _ZGV*_expf (and log, sin, cos, pow) when it can be loaded.
+bool LibmvecAvailable() {
+  static const bool available =
+      dlopen("libmvec.so.1", RTLD_NOW | RTLD_GLOBAL) != nullptr;
+  return available;
+}
+
+llvm::Expected<std::unique_ptr<llvm::TargetMachine>> HostTargetMachine() {
+  InitializeLlvmOnce();
+  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!builder) return builder.takeError();
+  builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  return builder->createTargetMachine();
+}
+
+}  // namespace
+
+const HostCpu& DetectHostCpu() {
+  static const HostCpu cpu = [] {
+    InitializeLlvmOnce();
+    HostCpu c;
+    auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
+    if (!builder) {
+      llvm::consumeError(builder.takeError());
+      return c;
+    }
+    c.triple = builder->getTargetTriple().str();
+    c.name = builder->getCPU();
+    c.features = builder->getFeatures().getString();
+    c.has_avx512 = c.features.find("+avx512f") != std::string::npos;
+    c.has_avx512_bf16 = c.features.find("+avx512bf16") != std::string::npos;
+    return c;
+  }();
+  return cpu;
+}
+
+std::string CodegenIdentity() {
+  const HostCpu& cpu = DetectHostCpu();
+  return absl::StrCat("LLVM ", LLVM_VERSION_STRING, " ", cpu.triple, " ",
+                      cpu.name, " ", cpu.features,
+                      LibmvecAvailable() ? " libmvec" : "");
+}
+
+absl::StatusOr<std::string> OptimizeAndEmitObject(llvm::Module& module) {
+  auto machine = HostTargetMachine();
+  if (!machine) {
+    return absl::InternalError(absl::StrCat(
+        "no LLVM target for this CPU: ", ErrorText(machine.takeError())));
+  }
+  llvm::TargetMachine& tm = **machine;
+  module.setDataLayout(tm.createDataLayout());
+  module.setTargetTriple(tm.getTargetTriple().str());
+  {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    if (llvm::verifyModule(module, &os)) {
+      return absl::InternalError(
+          absl::StrCat("generated LLVM IR is invalid: ", text));
+    }
+  }
+
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopVectorization = true;
+  tuning.SLPVectorization = true;
+  tuning.LoopUnrolling = true;
+  llvm::PassBuilder builder(&tm, tuning);
+  llvm::TargetLibraryInfoImpl library(tm.getTargetTriple());
+  if (LibmvecAvailable()) {
+    library.addVectorizableFunctionsFromVecLib(
+        llvm::TargetLibraryInfoImpl::LIBMVEC_X86, tm.getTargetTriple());
+  }
+  fam.registerPass([&] { return llvm::TargetLibraryAnalysis(library); });
+  builder.registerModuleAnalyses(mam);
+  builder.registerCGSCCAnalyses(cgam);
+  builder.registerFunctionAnalyses(fam);
+  builder.registerLoopAnalyses(lam);
+  builder.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager passes =
+      builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  passes.run(module, mam);
+
+  llvm::SmallVector<char, 0> object;
+  llvm::raw_svector_ostream os(object);
+  llvm::legacy::PassManager codegen;
+  if (tm.addPassesToEmitFile(codegen, os, nullptr,
+                             llvm::CodeGenFileType::ObjectFile)) {
+    return absl::InternalError("LLVM cannot emit an object for this CPU");
+  }
+  codegen.run(module);
+  return std::string(object.begin(), object.end());
+}
+
+LoadedObject::~LoadedObject() = default;
+
+absl::StatusOr<std::unique_ptr<LoadedObject>> LoadedObject::Load(
+    absl::string_view object, const std::vector<RuntimeSymbol>& runtime) {
+  auto machine_builder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!machine_builder) {
+    return absl::InternalError(ErrorText(machine_builder.takeError()));
+  }
+  InitializeLlvmOnce();
+  LibmvecAvailable();
+  auto jit = llvm::orc::LLJITBuilder()
+                 .setJITTargetMachineBuilder(std::move(*machine_builder))
+                 .create();
+  if (!jit) {
+    return absl::InternalError(
+        absl::StrCat("cannot start LLVM ORC: ", ErrorText(jit.takeError())));
+  }
+  llvm::orc::JITDylib& main = (*jit)->getMainJITDylib();
+  const char prefix = (*jit)->getDataLayout().getGlobalPrefix();
+  auto process =
+      llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(prefix);
+  if (!process) {
+    return absl::InternalError(ErrorText(process.takeError()));
+  }
+  main.addGenerator(std::move(*process));
+  llvm::orc::SymbolMap symbols;
+  for (const auto& [name, address] : runtime) {
+    symbols[(*jit)->mangleAndIntern(name)] = {
+        llvm::orc::ExecutorAddr::fromPtr(address),
+        llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable};
+  }
+  if (auto error = main.define(llvm::orc::absoluteSymbols(std::move(symbols)))) {
+    return absl::InternalError(ErrorText(std::move(error)));
+  }
+  auto buffer = llvm::MemoryBuffer::getMemBufferCopy(
+      llvm::StringRef(object.data(), object.size()), "graft-orc-object");
+  if (auto error = (*jit)->addObjectFile(std::move(buffer))) {
+    return absl::DataLossError(absl::StrCat("cannot load compiled code: ",
+                                            ErrorText(std::move(error))));
+  }
+  std::unique_ptr<LoadedObject> loaded(new LoadedObject());
+  loaded->jit_ = std::move(*jit);
+  return loaded;
+}
+
+absl::StatusOr<void*> LoadedObject::Lookup(absl::string_view name) const {
+  auto address = jit_->lookup(llvm::StringRef(name.data(), name.size()));
+  if (!address) {
+    return absl::DataLossError(absl::StrCat("compiled code lacks '", name,
+                                            "': ", ErrorText(address.takeError())));
+  }
+  return address->toPtr<void*>();
+}
+
+}  // namespace graft::orc

@@ -1,0 +1,621 @@
+#include "backends/orc/lowering.h"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "backends/orc/ir_emitter.h"
+#include "backends/orc/llvm_jit.h"
+#include "graph/op_registry.h"
+#include "graph/op_traits.h"
+#include "support/status_macros.h"
+
+namespace graft::orc {
+namespace {
+
+std::vector<int64_t> DimsOf(const Node& node) {
+  std::vector<int64_t> dims;
+  for (Dim d : node.type()->shape) dims.push_back(d.value());
+  return dims;
+}
+
+int64_t NormalizeDim(int64_t dim, int64_t rank) {
+  return dim < 0 ? dim + rank : dim;
+}
+
+int64_t Product(const std::vector<int64_t>& dims, size_t from, size_t to) {
+  int64_t n = 1;
+  for (size_t k = from; k < to; ++k) n *= dims[k];
+  return n;
+}
+
+// The dtype a pointwise op computes in: its result's, except that a
+// comparison computes in its operands' common type.
+DType ComputeType(const Node& node, const OpCall& call) {
+  const DType out = node.type()->dtype;
+  if (out != DType::kBool) return out;
+  bool any_float = false, any_f64 = false, fractional = false;
+  for (size_t i = 0; i < call.schema().params.size(); ++i) {
+    const Argument& a = call.GetAt(i);
+    if (a.is_node()) {
+      const DType d = a.node()->type()->dtype;
+      any_float |= IsFloatingPoint(d);
+      any_f64 |= d == DType::kF64;
+    } else if (a.is_double()) {
+      fractional = true;
+    }
+  }
+  if (any_f64) return DType::kF64;
+  if (any_float || fractional) return DType::kF32;
+  return DType::kI64;
+}
+
+// One function per step. args[0] is the result, args[1 + i] the data of
+// step.inputs[i], and for a library step the last is its prepared call.
+class StepEmitter {
+ public:
+  StepEmitter(IrEmitter& ir, const Program& program, const Step& step,
+              llvm::Function* function)
+      : ir_(ir), p_(program), step_(step) {
+    for (llvm::Argument& a : function->args()) args_.push_back(&a);
+  }
+
+  absl::Status Emit() {
+    switch (step_.kind) {
+      case StepKind::kPointwise:
+        return step_.node->op() == OpCode::kCallModule ? FusedGroup()
+                                                       : Pointwise();
+      case StepKind::kView:
+        return ViewCopy();
+      case StepKind::kCopy:
+        Copy();
+        return absl::OkStatus();
+      case StepKind::kConcat:
+        return Concat();
+      case StepKind::kPad:
+        return Pad();
+      case StepKind::kReduce:
+        return Reduce();
+      case StepKind::kSoftmax:
+        return Softmax();
+      case StepKind::kLayerNorm:
+        return LayerNorm();
+      case StepKind::kBatchNorm:
+        return BatchNorm();
+      case StepKind::kLibrary:
+        LibraryCall();
+        return absl::OkStatus();
+    }
+    return absl::InternalError("unknown step kind");
+  }
+
+ private:
+  llvm::IRBuilder<>& b() { return ir_.b(); }
+  const Node& node() const { return *step_.node; }
+  DType out_dtype() const { return node().type()->dtype; }
+
+  View Out() const {
+    return {args_[0], out_dtype(), 0, ContiguousStrides(DimsOf(node()))};
+  }
+  int OperandIndex(const Node* input) const {
+    auto it = std::find(step_.inputs.begin(), step_.inputs.end(), input);
+    return static_cast<int>(it - step_.inputs.begin());
+  }
+  llvm::Value* Data(const Node* input) const {
+    return args_[1 + OperandIndex(input)];
+  }
+  // `input` broadcast over the index space `out`.
+  View Broadcast(const Node* input, const std::vector<int64_t>& out) const {
+    return {Data(input), input->type()->dtype, 0,
+            BroadcastStrides(DimsOf(*input), out)};
+  }
+
+  // Binds the formula's names for one call: tensor parameters to `value_of`
+  // their node, converted to the compute type; scalars to constants.
+  absl::StatusOr<llvm::Value*> EvaluateCall(
+      const Node& call_node,
+      const std::function<llvm::Value*(const Node*)>& value_of) {
+    ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(call_node));
+    std::optional<std::string> text = PointwiseFormulaOf(call_node);
+    if (!text.has_value()) {
+      return absl::InternalError(
+          absl::StrCat("%", call_node.name(), " has no formula"));
+    }
+    ASSIGN_OR_RETURN(std::unique_ptr<ScalarExpr> formula,
+                     ParseScalarFormula(*text));
+    const DType compute = ComputeType(call_node, call);
+    absl::flat_hash_map<std::string, llvm::Value*> env;
+    for (size_t i = 0; i < call.schema().params.size(); ++i) {
+      const std::string& name = call.schema().params[i].name;
+      const Argument& a = call.GetAt(i);
+      if (a.is_node()) {
+        env[name] = ir_.Convert(value_of(a.node()), a.node()->type()->dtype,
+                                compute);
+      } else if (a.is_number()) {
+        env[name] = ir_.Constant(compute, a.number());
+      } else if (a.is_bool()) {
+        env[name] = ir_.Constant(compute, a.bool_value() ? 1 : 0);
+      }
+    }
+    llvm::Value* r = ir_.Formula(*formula, compute, env);
+    const DType from = r->getType()->isIntegerTy(1) ? DType::kBool : compute;
+    return ir_.Convert(r, from, call_node.type()->dtype);
+  }
+
+  absl::Status Pointwise() {
+    const std::vector<int64_t> dims = DimsOf(node());
+    std::vector<View> ins;
+    for (const Node* input : step_.inputs) ins.push_back(Broadcast(input, dims));
+    absl::Status status;
+    ir_.Map(dims, Out(), ins, [&](const std::vector<llvm::Value*>& loaded) {
+      absl::StatusOr<llvm::Value*> r = EvaluateCall(
+          node(), [&](const Node* n) { return loaded[OperandIndex(n)]; });
+      if (!r.ok()) {
+        status = r.status();
+        return ir_.Constant(out_dtype(), 0);
+      }
+      return *r;
+    });
+    return status;
+  }
+
+  // A call_module of a fused group: the submodule's nodes evaluated one
+  // after another on each element, nothing written in between.
+  absl::Status FusedGroup() {
+    const Module* group = p_.module->FindSubmodule(node().target());
+    const std::vector<int64_t> dims = DimsOf(node());
+    std::vector<Node*> placeholders = group->graph().placeholders();
+    std::vector<View> ins;
+    for (size_t i = 0; i < placeholders.size(); ++i) {
+      ins.push_back(Broadcast(node().arg(i).node(), dims));
+    }
+    absl::Status status;
+    ir_.Map(dims, Out(), ins, [&](const std::vector<llvm::Value*>& loaded) {
+      absl::flat_hash_map<const Node*, llvm::Value*> values;
+      for (size_t i = 0; i < placeholders.size(); ++i) {
+        values[placeholders[i]] = loaded[i];
+      }
+      const Node* result = nullptr;
+      for (const Node* n : group->graph().nodes()) {
+        if (n->op() == OpCode::kOutput) {
+          result = n->arg(0).node();
+          continue;
+        }
+        if (n->op() != OpCode::kCallFunction) continue;
+        absl::StatusOr<llvm::Value*> r =
+            EvaluateCall(*n, [&](const Node* x) { return values.at(x); });
+        if (!r.ok()) {
+          status = r.status();
+          return ir_.Constant(out_dtype(), 0);
+        }
+        values[n] = *r;
+      }
+      return ir_.Convert(values.at(result), result->type()->dtype, out_dtype());
+    });
+    return status;
+  }
+
+  absl::Status ViewCopy() {
+    const Node* input = step_.inputs[0];
+    const std::vector<int64_t> in_dims = DimsOf(*input);
+    const std::vector<int64_t> in_strides = ContiguousStrides(in_dims);
+    const std::vector<int64_t> dims = DimsOf(node());
+    const int64_t rank = static_cast<int64_t>(in_dims.size());
+    View in{Data(input), input->type()->dtype, 0, in_strides};
+    ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node()));
+    if (node().is_call("permute")) {
+      std::vector<int64_t> perm = call.Ints("dims");
+      for (size_t i = 0; i < perm.size(); ++i) {
+        in.strides[i] = in_strides[NormalizeDim(perm[i], rank)];
+      }
+    } else if (node().is_call("transpose")) {
+      std::swap(in.strides[NormalizeDim(call.Int("dim0"), rank)],
+                in.strides[NormalizeDim(call.Int("dim1"), rank)]);
+    } else if (node().is_call("expand")) {
+      in.strides = BroadcastStrides(in_dims, dims);
+    } else if (node().is_call("slice")) {
+      const int64_t dim = NormalizeDim(call.Int("dim"), rank);
+      int64_t start = call.IsNone("start") ? 0 : call.Int("start");
+      if (start < 0) start += in_dims[dim];
+      start = std::clamp<int64_t>(start, 0, in_dims[dim]);
+      in.offset = start * in_strides[dim];
+      in.strides[dim] *= call.Int("step");
+    } else if (node().is_call("getitem")) {
+      const Node& split = *node().arg(0).node();
+      ASSIGN_OR_RETURN(OpCall split_call, OpCall::Bind(split));
+      const int64_t dim = NormalizeDim(split_call.Int("dim"), rank);
+      const std::vector<int64_t> sizes = split_call.Ints("split_size_or_sections");
+      const int64_t index = call.Int("index");
+      int64_t start = 0;
+      if (sizes.size() == 1) {
+        start = index * sizes[0];
+      } else {
+        for (int64_t i = 0; i < index; ++i) start += sizes[i];
+      }
+      in.offset = start * in_strides[dim];
+    }
+    ir_.Map(dims, Out(), {in},
+            [](const std::vector<llvm::Value*>& v) { return v[0]; });
+    return absl::OkStatus();
+  }
+
+  void Copy() {
+    const std::vector<int64_t> dims = DimsOf(node());
+    ir_.Map(dims, Out(), {View{args_[1], out_dtype(), 0, ContiguousStrides(dims)}},
+            [](const std::vector<llvm::Value*>& v) { return v[0]; });
+  }
+
+  absl::Status Concat() {
+    ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node()));
+    const std::vector<int64_t> dims = DimsOf(node());
+    const int64_t dim =
+        NormalizeDim(call.Int("dim"), static_cast<int64_t>(dims.size()));
+    const std::vector<int64_t> out_strides = ContiguousStrides(dims);
+    int64_t at = 0;
+    for (const Node* input : call.TensorNodes("tensors")) {
+      const std::vector<int64_t> in_dims = DimsOf(*input);
+      View out = Out();
+      out.offset = at * out_strides[dim];
+      View in{Data(input), input->type()->dtype, 0, ContiguousStrides(in_dims)};
+      const DType from = input->type()->dtype;
+      ir_.Map(in_dims, out, {in}, [&](const std::vector<llvm::Value*>& v) {
+        return ir_.Convert(v[0], from, out_dtype());
+      });
+      at += in_dims[dim];
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Pad() {
+    ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node()));
+    const Node* input = step_.inputs[0];
+    const std::vector<int64_t> in_dims = DimsOf(*input);
+    const std::vector<int64_t> dims = DimsOf(node());
+    const std::vector<int64_t> pads = call.Ints("pad");
+    std::vector<int64_t> before(dims.size(), 0);
+    for (size_t i = 0; i + 1 < pads.size() + 1 && 2 * i < pads.size(); ++i) {
+      before[dims.size() - 1 - i] = pads[2 * i];
+    }
+    const View out = Out();
+    const View in{Data(input), input->type()->dtype, 0, ContiguousStrides(in_dims)};
+    llvm::Value* fill = ir_.Constant(out_dtype(), call.Float("value"));
+    ir_.Loops(dims, [&](const std::vector<llvm::Value*>& index) {
+      llvm::Value* inside = b().getInt1(true);
+      std::vector<llvm::Value*> in_index;
+      for (size_t k = 0; k < dims.size(); ++k) {
+        llvm::Value* i = b().CreateSub(index[k], b().getInt64(before[k]));
+        inside = b().CreateAnd(inside, b().CreateICmpULT(i, b().getInt64(in_dims[k])));
+        // Clamped, so the load stays inside the input either way.
+        in_index.push_back(b().CreateSelect(
+            b().CreateICmpULT(i, b().getInt64(in_dims[k])), i, b().getInt64(0)));
+      }
+      llvm::Value* v = in_dims.empty() || Product(in_dims, 0, in_dims.size()) > 0
+                           ? ir_.Load(in, in_index)
+                           : fill;
+      ir_.Store(out, index, b().CreateSelect(inside, v, fill));
+    });
+    return absl::OkStatus();
+  }
+
+  absl::Status Reduce() {
+    ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node()));
+    const Node* input = step_.inputs[0];
+    const std::vector<int64_t> in_dims = DimsOf(*input);
+    const std::vector<int64_t> in_strides = ContiguousStrides(in_dims);
+    const int64_t rank = static_cast<int64_t>(in_dims.size());
+    std::vector<bool> reduced(in_dims.size(), call.IsNone("dim"));
+    if (!call.IsNone("dim")) {
+      for (int64_t d : call.Ints("dim")) reduced[NormalizeDim(d, rank)] = true;
+    }
+    std::vector<int64_t> kept_dims, kept_strides, red_dims, red_strides;
+    for (size_t k = 0; k < in_dims.size(); ++k) {
+      (reduced[k] ? red_dims : kept_dims).push_back(in_dims[k]);
+      (reduced[k] ? red_strides : kept_strides).push_back(in_strides[k]);
+    }
+    const DType acc_type = out_dtype();
+    const DType in_type = input->type()->dtype;
+    const std::string& op = node().target();
+    const bool is_max = op == "amax", is_min = op == "amin";
+    double init = 0;
+    if (is_max || is_min) {
+      const double big = IsFloatingPoint(acc_type)
+                             ? std::numeric_limits<double>::infinity()
+                             : static_cast<double>(std::numeric_limits<int64_t>::max());
+      init = is_max ? -big : big;
+      if (!IsFloatingPoint(acc_type) && acc_type != DType::kI64) {
+        init = is_max ? -(1LL << (8 * DTypeSize(acc_type) - 1))
+                      : (1LL << (8 * DTypeSize(acc_type) - 1)) - 1;
+      }
+    }
+    const int64_t count = Product(red_dims, 0, red_dims.size());
+    const View out{args_[0], acc_type, 0, ContiguousStrides(kept_dims)};
+    ir_.Loops(kept_dims, [&](const std::vector<llvm::Value*>& kept) {
+      llvm::Value* acc = ir_.Slot(acc_type, ir_.Constant(acc_type, init));
+      llvm::Type* acc_llvm = ir_.RegisterType(acc_type);
+      ir_.Loops(red_dims, [&](const std::vector<llvm::Value*>& red) {
+        std::vector<llvm::Value*> index = kept;
+        index.insert(index.end(), red.begin(), red.end());
+        std::vector<int64_t> strides = kept_strides;
+        strides.insert(strides.end(), red_strides.begin(), red_strides.end());
+        llvm::Value* x = ir_.Convert(
+            ir_.Load(View{Data(input), in_type, 0, strides}, index), in_type,
+            acc_type);
+        llvm::Value* a = b().CreateLoad(acc_llvm, acc);
+        llvm::Value* r = is_max   ? ir_.Maximum(a, x, true)
+                         : is_min ? ir_.Minimum(a, x, true)
+                                  : ir_.ReassocAdd(a, x);
+        b().CreateStore(r, acc);
+      });
+      llvm::Value* r = b().CreateLoad(acc_llvm, acc);
+      if (op == "mean") {
+        r = b().CreateFDiv(r, ir_.Constant(acc_type, static_cast<double>(count)));
+      }
+      ir_.Store(out, kept, r);
+    });
+    return absl::OkStatus();
+  }
+
+  // Rows of `n` elements `stride` apart, `outer` x `inner` of them.
+  struct Rows {
+    int64_t outer, n, inner;
+  };
+  Rows RowsAlong(const std::vector<int64_t>& dims, size_t dim) const {
+    return {Product(dims, 0, dim), dims[dim], Product(dims, dim + 1, dims.size())};
+  }
+
+  // body(offset of element j of the row) for j in [0, n).
+  void ForRow(const Rows& rows, llvm::Value* row_start,
+              const std::function<void(llvm::Value*)>& body) {
+    ir_.Loop(rows.n, [&](llvm::Value* j) {
+      body(b().CreateAdd(row_start, b().CreateMul(j, b().getInt64(rows.inner))));
+    });
+  }
+  // body(offset of the row's first element) for every row.
+  void ForEachRow(const Rows& rows, const std::function<void(llvm::Value*)>& body) {
+    if (rows.outer == 0 || rows.n == 0 || rows.inner == 0) return;
+    ir_.Loops({rows.outer, rows.inner}, [&](const std::vector<llvm::Value*>& i) {
+      body(b().CreateAdd(b().CreateMul(i[0], b().getInt64(rows.n * rows.inner)),
+                         i[1]));
+    });
+  }
+
+  absl::Status Softmax() {
+    ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node()));
+    const Node* input = step_.inputs[0];
+    const std::vector<int64_t> dims = DimsOf(node());
+    const Rows rows = RowsAlong(
+        dims, NormalizeDim(call.Int("dim"), static_cast<int64_t>(dims.size())));
+    const DType t = out_dtype();
+    const DType in_type = input->type()->dtype;
+    llvm::Value* in = Data(input);
+    llvm::Value* out = args_[0];
+    llvm::Type* reg = ir_.RegisterType(t);
+    const bool log = node().is_call("log_softmax");
+    auto load = [&](llvm::Value* at) {
+      return ir_.Convert(ir_.LoadAt(in, in_type, at), in_type, t);
+    };
+    ForEachRow(rows, [&](llvm::Value* start) {
+      llvm::Value* max = ir_.Slot(t, ir_.Constant(t, -std::numeric_limits<double>::infinity()));
+      ForRow(rows, start, [&](llvm::Value* at) {
+        b().CreateStore(ir_.Maximum(b().CreateLoad(reg, max), load(at), true), max);
+      });
+      llvm::Value* m = b().CreateLoad(reg, max);
+      llvm::Value* sum = ir_.Slot(t, ir_.Constant(t, 0));
+      ForRow(rows, start, [&](llvm::Value* at) {
+        llvm::Value* e = ir_.Exp(b().CreateFSub(load(at), m));
+        if (!log) ir_.StoreAt(out, t, at, e);
+        b().CreateStore(ir_.ReassocAdd(b().CreateLoad(reg, sum), e), sum);
+      });
+      llvm::Value* s = b().CreateLoad(reg, sum);
+      if (log) {
+        llvm::Value* shift = b().CreateFAdd(m, ir_.Log(s));
+        ForRow(rows, start, [&](llvm::Value* at) {
+          ir_.StoreAt(out, t, at, b().CreateFSub(load(at), shift));
+        });
+      } else {
+        llvm::Value* inv = b().CreateFDiv(ir_.Constant(t, 1), s);
+        ForRow(rows, start, [&](llvm::Value* at) {
+          ir_.StoreAt(out, t, at, b().CreateFMul(ir_.LoadAt(out, t, at), inv));
+        });
+      }
+    });
+    return absl::OkStatus();
+  }
+
+  absl::Status LayerNorm() {
+    ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node()));
+    const Node* input = step_.inputs[0];
+    const std::vector<int64_t> dims = DimsOf(node());
+    const size_t k = call.Ints("normalized_shape").size();
+    const Rows rows{Product(dims, 0, dims.size() - k),
+                    Product(dims, dims.size() - k, dims.size()), 1};
+    const DType t = out_dtype();
+    const DType in_type = input->type()->dtype;
+    llvm::Value* in = Data(input);
+    llvm::Value* out = args_[0];
+    llvm::Type* reg = ir_.RegisterType(t);
+    const Node* weight = call.IsNone("weight") ? nullptr : call.TensorNode("weight");
+    const Node* bias = call.IsNone("bias") ? nullptr : call.TensorNode("bias");
+    const double eps = call.Float("eps");
+    auto load = [&](llvm::Value* at) {
+      return ir_.Convert(ir_.LoadAt(in, in_type, at), in_type, t);
+    };
+    llvm::Value* n = ir_.Constant(t, static_cast<double>(rows.n));
+    ForEachRow(rows, [&](llvm::Value* start) {
+      llvm::Value* sum = ir_.Slot(t, ir_.Constant(t, 0));
+      ForRow(rows, start, [&](llvm::Value* at) {
+        b().CreateStore(ir_.ReassocAdd(b().CreateLoad(reg, sum), load(at)), sum);
+      });
+      llvm::Value* mean = b().CreateFDiv(b().CreateLoad(reg, sum), n);
+      llvm::Value* sq = ir_.Slot(t, ir_.Constant(t, 0));
+      ForRow(rows, start, [&](llvm::Value* at) {
+        llvm::Value* d = b().CreateFSub(load(at), mean);
+        b().CreateStore(ir_.ReassocAdd(b().CreateLoad(reg, sq), b().CreateFMul(d, d)), sq);
+      });
+      llvm::Value* var = b().CreateFDiv(b().CreateLoad(reg, sq), n);
+      llvm::Value* inv = b().CreateFDiv(
+          ir_.Constant(t, 1), ir_.Sqrt(b().CreateFAdd(var, ir_.Constant(t, eps))));
+      ir_.Loop(rows.n, [&](llvm::Value* j) {
+        llvm::Value* at = b().CreateAdd(start, j);
+        llvm::Value* y = b().CreateFMul(b().CreateFSub(load(at), mean), inv);
+        if (weight != nullptr) {
+          y = b().CreateFMul(y, ir_.Convert(ir_.LoadAt(Data(weight), weight->type()->dtype, j),
+                                            weight->type()->dtype, t));
+        }
+        if (bias != nullptr) {
+          y = b().CreateFAdd(y, ir_.Convert(ir_.LoadAt(Data(bias), bias->type()->dtype, j),
+                                            bias->type()->dtype, t));
+        }
+        ir_.StoreAt(out, t, at, y);
+      });
+    });
+    return absl::OkStatus();
+  }
+
+  absl::Status BatchNorm() {
+    ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node()));
+    const std::vector<int64_t> dims = DimsOf(node());
+    const DType t = out_dtype();
+    std::vector<int64_t> channel(dims.size(), 0);
+    if (dims.size() > 1) channel[1] = 1;
+    const Node* x = call.TensorNode("input");
+    std::vector<View> ins{View{Data(x), x->type()->dtype, 0, ContiguousStrides(dims)}};
+    std::vector<std::string> names{"running_mean", "running_var", "weight", "bias"};
+    std::vector<bool> present;
+    for (const std::string& name : names) {
+      present.push_back(!call.IsNone(name));
+      if (!present.back()) continue;
+      const Node* n = call.TensorNode(name);
+      ins.push_back(View{Data(n), n->type()->dtype, 0, channel});
+    }
+    const double eps = call.Float("eps");
+    ir_.Map(dims, Out(), ins, [&](const std::vector<llvm::Value*>& v) {
+      size_t next = 0;
+      auto take = [&]() {
+        const View& view = ins[next];
+        return ir_.Convert(v[next++], view.dtype, t);
+      };
+      llvm::Value* y = take();
+      llvm::Value* mean = take();
+      llvm::Value* var = take();
+      y = b().CreateFDiv(b().CreateFSub(y, mean),
+                         ir_.Sqrt(b().CreateFAdd(var, ir_.Constant(t, eps))));
+      if (present[2]) y = b().CreateFMul(y, take());
+      if (present[3]) y = b().CreateFAdd(y, take());
+      return y;
+    });
+    return absl::OkStatus();
+  }
+
+  void LibraryCall() {
+    const int n = static_cast<int>(step_.inputs.size()) + 1;
+    llvm::Value* buffers =
+        b().CreateAlloca(b().getPtrTy(), b().getInt32(n));
+    for (int i = 0; i < n; ++i) {
+      b().CreateStore(args_[i], b().CreateConstInBoundsGEP1_32(b().getPtrTy(), buffers, i));
+    }
+    llvm::FunctionCallee run = ir_.module().getOrInsertFunction(
+        kLibraryCallName, b().getInt32Ty(), b().getPtrTy(), b().getPtrTy());
+    llvm::Value* rc = b().CreateCall(run, {args_[n], buffers});
+    b().CreateRet(rc);
+    returned_ = true;
+  }
+
+ public:
+  bool returned() const { return returned_; }
+
+ private:
+  IrEmitter& ir_;
+  const Program& p_;
+  const Step& step_;
+  std::vector<llvm::Value*> args_;
+  bool returned_ = false;
+};
+
+llvm::Value* BufferPointer(llvm::IRBuilder<>& b, const BufferRef& ref,
+                           int num_inputs, llvm::Value* io, llvm::Value* arena,
+                           llvm::Value* state) {
+  auto slot = [&](llvm::Value* table, int index) {
+    return b.CreateLoad(b.getPtrTy(),
+                        b.CreateConstInBoundsGEP1_32(b.getPtrTy(), table, index));
+  };
+  switch (ref.where) {
+    case BufferRef::Where::kInput:
+      return slot(io, ref.index);
+    case BufferRef::Where::kOutput:
+      return slot(io, num_inputs + ref.index);
+    case BufferRef::Where::kState:
+      return slot(state, ref.index);
+    case BufferRef::Where::kArena:
+      return b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), arena, ref.offset);
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> CompileToObject(const Program& program) {
+  llvm::LLVMContext context;
+  llvm::Module module("graft", context);
+  IrEmitter ir(context, module);
+  const HostCpu& cpu = DetectHostCpu();
+
+  std::vector<llvm::Function*> functions;
+  for (size_t i = 0; i < program.steps.size(); ++i) {
+    const Step& step = program.steps[i];
+    const int pointers = 1 + static_cast<int>(step.inputs.size()) +
+                         (step.kind == StepKind::kLibrary ? 1 : 0);
+    llvm::Function* f = ir.BeginFunction(absl::StrCat("step", i), pointers);
+    StepEmitter emitter(ir, program, step, f);
+    absl::Status s = emitter.Emit();
+    if (!s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("%", step.node->name(), " (",
+                                                 step.node->target(), "): ",
+                                                 s.message()));
+    }
+    if (!emitter.returned()) ir.b().CreateRet(ir.b().getInt32(0));
+    functions.push_back(f);
+  }
+
+  llvm::IRBuilder<>& b = ir.b();
+  auto* entry_type = llvm::FunctionType::get(
+      b.getInt32Ty(), {b.getPtrTy(), b.getPtrTy(), b.getPtrTy()}, false);
+  auto* entry = llvm::Function::Create(
+      entry_type, llvm::Function::ExternalLinkage, kEntryName, module);
+  entry->addFnAttr(llvm::Attribute::NoUnwind);
+  llvm::Value* io = entry->getArg(0);
+  llvm::Value* arena = entry->getArg(1);
+  llvm::Value* state = entry->getArg(2);
+  b.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", entry));
+  const int num_inputs = static_cast<int>(program.input_types.size());
+  for (size_t i = 0; i < program.steps.size(); ++i) {
+    const Step& step = program.steps[i];
+    std::vector<llvm::Value*> args{
+        BufferPointer(b, step.result, num_inputs, io, arena, state)};
+    for (const BufferRef& r : step.operands) {
+      args.push_back(BufferPointer(b, r, num_inputs, io, arena, state));
+    }
+    if (step.kind == StepKind::kLibrary) {
+      args.push_back(BufferPointer(
+          b, {BufferRef::Where::kState, step.state, 0}, num_inputs, io, arena, state));
+    }
+    llvm::Value* rc = b.CreateCall(functions[i], args);
+    if (step.kind != StepKind::kLibrary) continue;
+    llvm::BasicBlock* fail = llvm::BasicBlock::Create(context, "fail", entry);
+    llvm::BasicBlock* next = llvm::BasicBlock::Create(context, "next", entry);
+    b.CreateCondBr(b.CreateICmpNE(rc, b.getInt32(0)), fail, next);
+    b.SetInsertPoint(fail);
+    b.CreateRet(b.getInt32(static_cast<int>(i) + 1));
+    b.SetInsertPoint(next);
+  }
+  b.CreateRet(b.getInt32(0));
+
+  for (llvm::Function& f : module) {
+    if (f.isDeclaration()) continue;
+    if (cpu.has_avx512) f.addFnAttr("prefer-vector-width", "512");
+  }
+  return OptimizeAndEmitObject(module);
+}
+
+}  // namespace graft::orc

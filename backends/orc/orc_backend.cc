@@ -1,0 +1,137 @@
+#include "backends/orc/orc_backend.h"
+
+#include <memory>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "backends/orc/llvm_jit.h"
+#include "backends/orc/orc_executable.h"
+#include "backends/orc/program.h"
+#include "support/fingerprint.h"
+#include "support/status_macros.h"
+
+#ifdef GRAFT_ORC_WITH_DNNL
+#include "oneapi/dnnl/dnnl.hpp"
+#endif
+
+// Referenced by the link options of graft_orc (backends/CMakeLists.txt), so
+// that the registration below is linked into every program that links it.
+extern "C" {
+int graft_link_orc_backend = 0;
+}
+
+namespace graft::orc {
+namespace {
+
+constexpr char kMagic[] = "graft-orc-executable 1\n";
+
+absl::StatusOr<int> ThreadsOption(const CompileOptions& options) {
+  for (const auto& [key, value] : options.options) {
+    if (key != "threads") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the orc backend has no option '", key, "' (it takes threads=N)"));
+    }
+  }
+  int threads = 0;
+  const std::string text = options.Get("threads", "0");
+  if (!absl::SimpleAtoi(text, &threads) || threads < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "threads must be a number of threads (0: all cores), got '", text, "'"));
+  }
+  return threads;
+}
+
+absl::Status CheckDevice(const CompileOptions& options) {
+  if (options.device_index == 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "the orc backend runs on the CPU only (device 0), got device ",
+      options.device_index));
+}
+
+std::string ProgramHash(const Program& program) {
+  return FingerprintBuilder().AddString(program.Describe()).Finish().ToHex();
+}
+
+}  // namespace
+
+absl::Status OrcBackend::CanRun(const Node& node,
+                                const CompileOptions& options) const {
+  return CanLower(node);
+}
+
+absl::StatusOr<std::unique_ptr<Executable>> OrcBackend::Compile(
+    const Module& module, const CompileOptions& options) {
+  RETURN_IF_ERROR(CheckDevice(options));
+  ASSIGN_OR_RETURN(int threads, ThreadsOption(options));
+  std::vector<ValueSignature> inputs = PlaceholderSignature(module.graph());
+  RETURN_IF_ERROR(NarrowSignature(inputs, options.input_types));
+  auto executable =
+      std::make_unique<OrcExecutable>(module, std::move(inputs), threads);
+  absl::Status s = executable->CompileNow();
+  // Symbolic or unknown input shapes: compiled at the first run of each.
+  if (!s.ok() && !absl::IsFailedPrecondition(s)) return s;
+  return std::unique_ptr<Executable>(std::move(executable));
+}
+
+std::string OrcBackend::CacheIdentity(const CompileOptions& options) const {
+  std::string identity = CodegenIdentity();
+#ifdef GRAFT_ORC_WITH_DNNL
+  const dnnl_version_t* v = dnnl_version();
+  absl::StrAppend(&identity, " oneDNN ", v->major, ".", v->minor, ".", v->patch);
+#endif
+  return identity;
+}
+
+absl::StatusOr<std::string> OrcBackend::SerializeExecutable(
+    const Executable& executable) const {
+  const auto* orc = dynamic_cast<const OrcExecutable*>(&executable);
+  const CompiledProgram* program = orc == nullptr ? nullptr : orc->fixed();
+  if (program == nullptr) {
+    return absl::UnimplementedError(
+        "only executables compiled for fixed input shapes are written to disk");
+  }
+  return absl::StrCat(kMagic, ProgramHash(program->program()), "\n",
+                      program->object());
+}
+
+absl::StatusOr<std::unique_ptr<Executable>> OrcBackend::DeserializeExecutable(
+    absl::string_view bytes, const Module& module,
+    const CompileOptions& options) const {
+  RETURN_IF_ERROR(CheckDevice(options));
+  ASSIGN_OR_RETURN(int threads, ThreadsOption(options));
+  const absl::string_view magic(kMagic);
+  const size_t hash_end = bytes.find('\n', magic.size());
+  if (!absl::StartsWith(bytes, magic) || hash_end == absl::string_view::npos) {
+    return absl::DataLossError("not an orc executable");
+  }
+  const absl::string_view hash = bytes.substr(magic.size(), hash_end - magic.size());
+  const std::string object(bytes.substr(hash_end + 1));
+  std::vector<ValueSignature> inputs = PlaceholderSignature(module.graph());
+  RETURN_IF_ERROR(NarrowSignature(inputs, options.input_types));
+  std::vector<TensorType> types;
+  for (const ValueSignature& s : inputs) {
+    if (!s.type.has_value()) return absl::DataLossError("input types unknown");
+    types.push_back(*s.type);
+  }
+  // The object is only used for the very program it was compiled from.
+  ASSIGN_OR_RETURN(Program program, BuildProgram(module, types));
+  if (ProgramHash(program) != hash) {
+    return absl::DataLossError("the cached object was compiled from another program");
+  }
+  auto executable =
+      std::make_unique<OrcExecutable>(module, std::move(inputs), threads);
+  RETURN_IF_ERROR(executable->CompileNow(&object));
+  return std::unique_ptr<Executable>(std::move(executable));
+}
+
+namespace {
+
+[[maybe_unused]] const bool registered = [] {
+  return RegisterBackend("orc", [] { return std::make_unique<OrcBackend>(); })
+      .ok();
+}();
+
+}  // namespace
+}  // namespace graft::orc

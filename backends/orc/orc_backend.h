@@ -1,0 +1,32 @@
+#ifndef GRAFT_BACKENDS_ORC_ORC_BACKEND_H_
+#define GRAFT_BACKENDS_ORC_ORC_BACKEND_H_
+
+#include "backends/backend.h"
+
+namespace graft::orc {
+
+// The LLVM ORC JIT CPU backend, registered as "orc". Each module becomes
+// one LLVM module: a loop nest per fused pointwise group, reduction,
+// normalization and data movement, oneDNN calls for matrix products, one
+// arena planned from value lifetimes, and one entry function that runs the
+// steps in order. Options: threads=N (oneDNN's threads; 0, the default:
+// all cores).
+class OrcBackend : public Backend {
+ public:
+  absl::string_view name() const override { return "orc"; }
+  absl::Status CanRun(const Node& node,
+                      const CompileOptions& options) const override;
+  absl::StatusOr<std::unique_ptr<Executable>> Compile(
+      const Module& module, const CompileOptions& options) override;
+
+  std::string CacheIdentity(const CompileOptions& options) const override;
+  absl::StatusOr<std::string> SerializeExecutable(
+      const Executable& executable) const override;
+  absl::StatusOr<std::unique_ptr<Executable>> DeserializeExecutable(
+      absl::string_view bytes, const Module& module,
+      const CompileOptions& options) const override;
+};
+
+}  // namespace graft::orc
+
+#endif  // GRAFT_BACKENDS_ORC_ORC_BACKEND_H_

@@ -1,0 +1,184 @@
+#include "backends/orc/orc_executable.h"
+
+#include <cstdlib>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "support/status_macros.h"
+
+namespace graft::orc {
+namespace {
+
+std::string TypesKey(const std::vector<TensorType>& types) {
+  std::string key;
+  for (const TensorType& t : types) absl::StrAppend(&key, t.ToString(), ";");
+  return key;
+}
+
+bool AllConcrete(const std::vector<ValueSignature>& signature) {
+  for (const ValueSignature& s : signature) {
+    if (!s.type.has_value()) return false;
+    for (Dim d : s.type->shape) {
+      if (d.is_symbolic()) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CompiledProgram>> CompiledProgram::Create(
+    Program program, const std::string* object) {
+  std::unique_ptr<CompiledProgram> c(new CompiledProgram());
+  c->program_ = std::move(program);
+  const Program& p = c->program_;
+  if (object != nullptr) {
+    c->object_ = *object;
+  } else {
+    ASSIGN_OR_RETURN(c->object_, CompileToObject(p));
+  }
+  for (const Tensor* t : p.tensors) c->state_.push_back(t->raw_data());
+  for (const Node* node : p.library_nodes) {
+    const Step* step = nullptr;
+    for (const Step& s : p.steps) {
+      if (s.node == node && s.kind == StepKind::kLibrary) step = &s;
+    }
+    absl::StatusOr<std::unique_ptr<LibraryCall>> call =
+        PrepareLibraryCall(p, *step);
+    if (!call.ok()) {
+      return absl::Status(call.status().code(),
+                          absl::StrCat("%", node->name(), " (", node->target(),
+                                       "): ", call.status().message()));
+    }
+    c->state_.push_back(call->get());
+    c->calls_.push_back(*std::move(call));
+  }
+  ASSIGN_OR_RETURN(
+      c->loaded_,
+      LoadedObject::Load(c->object_,
+                         {{kLibraryCallName,
+                           reinterpret_cast<void*>(&graft_orc_run_library)}}));
+  ASSIGN_OR_RETURN(void* entry, c->loaded_->Lookup(kEntryName));
+  c->entry_ = reinterpret_cast<EntryFunction>(entry);
+  return c;
+}
+
+char* CompiledProgram::TakeArena() const {
+  {
+    std::lock_guard<std::mutex> lock(arenas_mu_);
+    if (!arenas_.empty()) {
+      char* arena = arenas_.back();
+      arenas_.pop_back();
+      return arena;
+    }
+  }
+  const size_t bytes = (program_.arena_bytes + 63) / 64 * 64;
+  return static_cast<char*>(std::aligned_alloc(64, bytes == 0 ? 64 : bytes));
+}
+
+void CompiledProgram::ReturnArena(char* arena) const {
+  std::lock_guard<std::mutex> lock(arenas_mu_);
+  arenas_.push_back(arena);
+}
+
+absl::StatusOr<std::vector<Tensor>> CompiledProgram::Run(
+    absl::Span<const Tensor> inputs, int threads) const {
+  std::vector<Tensor> outputs;
+  outputs.reserve(program_.output_types.size());
+  std::vector<void*> io;
+  io.reserve(inputs.size() + program_.output_types.size());
+  for (const Tensor& t : inputs) io.push_back(t.raw_data());
+  for (const TensorType& type : program_.output_types) {
+    std::vector<int64_t> dims;
+    for (Dim d : type.shape) dims.push_back(d.value());
+    outputs.emplace_back(type.dtype, std::move(dims));
+    io.push_back(outputs.back().raw_data());
+  }
+  char* arena = TakeArena();
+  if (arena == nullptr) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "cannot allocate the ", program_.arena_bytes, "-byte arena"));
+  }
+  if (!program_.library_nodes.empty()) SetLibraryThreads(threads);
+  const int rc = entry_(io.data(), arena, state_.data());
+  ReturnArena(arena);
+  if (rc != 0) {
+    const Node& node = *program_.steps[rc - 1].node;
+    absl::Status error = TakeLibraryError();
+    return absl::Status(error.code(), absl::StrCat("%", node.name(), " (",
+                                                   node.target(), "): ",
+                                                   error.message()));
+  }
+  return outputs;
+}
+
+OrcExecutable::OrcExecutable(const Module& module,
+                             std::vector<ValueSignature> inputs, int threads)
+    : module_(std::make_unique<Module>(module.Clone())),
+      inputs_(std::move(inputs)),
+      outputs_(OutputSignature(module_->graph())),
+      threads_(threads) {}
+
+absl::Status OrcExecutable::CompileNow(const std::string* object) {
+  if (!AllConcrete(inputs_)) {
+    return absl::FailedPreconditionError("the inputs' shapes are not all fixed");
+  }
+  std::vector<TensorType> types;
+  for (const ValueSignature& s : inputs_) types.push_back(*s.type);
+  ASSIGN_OR_RETURN(Program program, BuildProgram(*module_, types));
+  ASSIGN_OR_RETURN(std::unique_ptr<CompiledProgram> compiled,
+                   CompiledProgram::Create(std::move(program), object));
+  std::unique_lock lock(mu_);
+  programs_[TypesKey(types)] = std::move(compiled);
+  return absl::OkStatus();
+}
+
+const CompiledProgram* OrcExecutable::fixed() const {
+  std::shared_lock lock(mu_);
+  if (!AllConcrete(inputs_) || programs_.size() != 1) return nullptr;
+  return programs_.begin()->second.get();
+}
+
+absl::StatusOr<const CompiledProgram*> OrcExecutable::ProgramFor(
+    const std::vector<TensorType>& types) {
+  const std::string key = TypesKey(types);
+  {
+    std::shared_lock lock(mu_);
+    auto it = programs_.find(key);
+    if (it != programs_.end()) return it->second.get();
+  }
+  // Compiled outside the lock, so runs at sizes already compiled go on.
+  ASSIGN_OR_RETURN(Program program, BuildProgram(*module_, types));
+  ASSIGN_OR_RETURN(std::unique_ptr<CompiledProgram> compiled,
+                   CompiledProgram::Create(std::move(program)));
+  std::unique_lock lock(mu_);
+  auto [it, inserted] = programs_.emplace(key, std::move(compiled));
+  return it->second.get();
+}
+
+absl::StatusOr<std::vector<Tensor>> OrcExecutable::Run(
+    absl::Span<const Tensor> inputs) {
+  std::vector<Tensor> host;
+  absl::Span<const Tensor> checked = inputs;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].on_host()) continue;
+    if (host.empty()) host.assign(inputs.begin(), inputs.end());
+    ASSIGN_OR_RETURN(host[i], CopyToHost(inputs[i]));
+  }
+  if (!host.empty()) checked = host;
+  RETURN_IF_ERROR(CheckInputs(inputs_, checked).status());
+  std::vector<TensorType> types;
+  types.reserve(checked.size());
+  for (const Tensor& t : checked) types.push_back(t.type());
+  ASSIGN_OR_RETURN(const CompiledProgram* program, ProgramFor(types));
+  return program->Run(checked, threads_);
+}
+
+ExecutableInfo OrcExecutable::info() const {
+  const CompiledProgram* p = fixed();
+  if (p == nullptr) return {};
+  return {.arena_bytes = p->program().arena_bytes,
+          .intermediate_bytes = p->program().intermediate_bytes};
+}
+
+}  // namespace graft::orc

@@ -1,0 +1,86 @@
+#ifndef GRAFT_BACKENDS_ORC_ORC_EXECUTABLE_H_
+#define GRAFT_BACKENDS_ORC_ORC_EXECUTABLE_H_
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "backends/backend.h"
+#include "backends/orc/library_calls.h"
+#include "backends/orc/llvm_jit.h"
+#include "backends/orc/lowering.h"
+#include "backends/orc/program.h"
+
+namespace graft::orc {
+
+// A Program with its machine code loaded and its library calls prepared:
+// everything one run needs.
+class CompiledProgram {
+ public:
+  // Compiles `program` with LLVM, or loads `object` when it is given (from
+  // the disk cache).
+  static absl::StatusOr<std::unique_ptr<CompiledProgram>> Create(
+      Program program, const std::string* object = nullptr);
+
+  const Program& program() const { return program_; }
+  const std::string& object() const { return object_; }
+  // Runs on `inputs` (checked by the caller) into fresh output tensors.
+  absl::StatusOr<std::vector<Tensor>> Run(absl::Span<const Tensor> inputs,
+                                          int threads) const;
+
+ private:
+  CompiledProgram() = default;
+  char* TakeArena() const;
+  void ReturnArena(char* arena) const;
+
+  Program program_;
+  std::string object_;
+  std::unique_ptr<LoadedObject> loaded_;
+  EntryFunction entry_ = nullptr;
+  std::vector<std::unique_ptr<LibraryCall>> calls_;
+  std::vector<void*> state_;
+  mutable std::mutex arenas_mu_;
+  mutable std::vector<char*> arenas_;  // Free arenas, reused across runs.
+};
+
+// The ORC backend's executable. A module whose inputs have fixed shapes is
+// compiled by Compile; one with symbolic dims is compiled on its first run
+// at each new set of sizes (each kept for later runs).
+class OrcExecutable : public Executable {
+ public:
+  OrcExecutable(const Module& module, std::vector<ValueSignature> inputs,
+                int threads);
+  // Compiles for the signature's types now; fails unless they are all
+  // known and constant.
+  absl::Status CompileNow(const std::string* object = nullptr);
+
+  absl::StatusOr<std::vector<Tensor>> Run(absl::Span<const Tensor> inputs) override;
+  const std::vector<ValueSignature>& input_signature() const override {
+    return inputs_;
+  }
+  const std::vector<ValueSignature>& output_signature() const override {
+    return outputs_;
+  }
+  ExecutableInfo info() const override;
+  // The one compiled program of a fixed-shape module, or null.
+  const CompiledProgram* fixed() const;
+
+ private:
+  absl::StatusOr<const CompiledProgram*> ProgramFor(
+      const std::vector<TensorType>& types);
+
+  std::unique_ptr<Module> module_;
+  std::vector<ValueSignature> inputs_;
+  std::vector<ValueSignature> outputs_;
+  int threads_;
+  mutable std::shared_mutex mu_;
+  std::map<std::string, std::unique_ptr<CompiledProgram>> programs_;
+};
+
+}  // namespace graft::orc
+
+#endif  // GRAFT_BACKENDS_ORC_ORC_EXECUTABLE_H_

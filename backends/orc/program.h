@@ -1,0 +1,82 @@
+#ifndef GRAFT_BACKENDS_ORC_PROGRAM_H_
+#define GRAFT_BACKENDS_ORC_PROGRAM_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "backends/backend.h"
+#include "graph/module.h"
+#include "graph/node.h"
+#include "graph/tensor_type.h"
+
+namespace graft::orc {
+
+// Where a value's elements live during a run. The generated entry function
+// gets three pointer arrays: the inputs and outputs, the arena, and the
+// state table (module tensors, then the library calls' prepared state).
+struct BufferRef {
+  enum class Where : unsigned char { kInput, kOutput, kState, kArena };
+  Where where = Where::kArena;
+  int index = 0;      // kInput, kOutput (after the inputs), kState.
+  size_t offset = 0;  // kArena: bytes from the arena's start.
+};
+
+// What code a step becomes (lowering.h emits it).
+enum class StepKind : unsigned char {
+  kPointwise,  // A pointwise call, or a call_module of a fused group.
+  kView,       // permute, transpose, expand, slice, getitem of split.
+  kConcat,
+  kPad,
+  kReduce,     // sum, mean, amax, amin.
+  kSoftmax,    // softmax, log_softmax.
+  kLayerNorm,
+  kBatchNorm,
+  kLibrary,    // A oneDNN call (matmul, linear, linear_activation, conv2d).
+  kCopy,       // An output that must be its own buffer.
+};
+
+struct Step {
+  StepKind kind;
+  const Node* node;  // In Program::module; kCopy: the value copied.
+  BufferRef result;
+  // The node's tensor inputs in Node::inputs() order (each once); for a
+  // fused group, the call_module's arguments.
+  std::vector<const Node*> inputs;
+  std::vector<BufferRef> operands;
+  int state = -1;  // kLibrary: the state table slot of its prepared call.
+};
+
+// A module lowered for fixed input shapes: the steps in run order and the
+// buffer of every value. Building it runs no LLVM, so a new process that
+// finds the compiled object in the disk cache only builds this.
+struct Program {
+  std::unique_ptr<Module> module;  // Specialized, typed, fused.
+  std::vector<Step> steps;
+  std::vector<TensorType> input_types;
+  std::vector<TensorType> output_types;
+  // State slots [0, tensors.size()) point at module tensors; the rest at
+  // the library calls (library_nodes[i] gets slot tensors.size() + i).
+  std::vector<const Tensor*> tensors;
+  std::vector<const Node*> library_nodes;
+  size_t arena_bytes = 0;
+  size_t intermediate_bytes = 0;
+
+  // One line per step and buffer: equal programs compile to equal code.
+  std::string Describe() const;
+};
+
+// Why the ORC backend cannot run `node`, or OK.
+absl::Status CanLower(const Node& node);
+
+// Specializes `module` to concrete `input_types`, propagates types, fuses
+// pointwise groups and plans every buffer.
+absl::StatusOr<Program> BuildProgram(const Module& module,
+                                     const std::vector<TensorType>& input_types);
+
+}  // namespace graft::orc
+
+#endif  // GRAFT_BACKENDS_ORC_PROGRAM_H_
