@@ -94,6 +94,13 @@ class IrEmitter {
   llvm::Value* Call(const std::string& function, DType compute,
                     std::vector<llvm::Value*> args);
   llvm::Value* LibmCall(const std::string& name, llvm::Value* x);
+  llvm::Value* OddRational(llvm::Value* x, double clamp,
+                           const std::vector<double>& numerator,
+                           const std::vector<double>& denominator);
+  llvm::Value* TanhF32(llvm::Value* x);
+  llvm::Value* ExpF32(llvm::Value* x);
+  llvm::Value* ErfF32(llvm::Value* x);
+  llvm::Value* Pow(llvm::Value* x, llvm::Value* y);
 
   llvm::LLVMContext& context_;
   llvm::Module& module_;

@@ -3,6 +3,8 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <mutex>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -110,22 +112,18 @@ class MatmulCall : public LibraryCall {
 
   absl::Status Run(void* const* buffers) const override {
     try {
-      dnnl::engine& engine = Engine();
-      memory src(src_md_, engine, buffers[1 + spec_.src_operand]);
-      memory dst(dst_md_, engine, buffers[0]);
-      std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}};
-      if (packed_weights_) {
-        args.emplace(DNNL_ARG_WEIGHTS, *packed_weights_);
-      } else {
-        args.emplace(DNNL_ARG_WEIGHTS,
-                     memory(weights_md_, engine, buffers[1 + spec_.weights_operand]));
+      std::unique_ptr<Bound> bound = TakeBound();
+      bound->src.set_data_handle(buffers[1 + spec_.src_operand]);
+      bound->dst.set_data_handle(buffers[0]);
+      if (!packed_weights_) {
+        bound->weights.set_data_handle(buffers[1 + spec_.weights_operand]);
       }
       if (spec_.has_bias) {
-        args.emplace(DNNL_ARG_BIAS,
-                     memory(bias_md_, engine, buffers[1 + spec_.bias_operand]));
+        bound->bias.set_data_handle(buffers[1 + spec_.bias_operand]);
       }
-      primitive_.execute(ThreadStream(), args);
+      primitive_.execute(ThreadStream(), bound->args);
       ThreadStream().wait();
+      ReturnBound(std::move(bound));
     } catch (const dnnl::error& e) {
       return absl::InternalError(absl::StrCat("oneDNN matmul: ", e.what()));
     }
@@ -133,6 +131,47 @@ class MatmulCall : public LibraryCall {
   }
 
  private:
+  // oneDNN memory objects for one run at a time, kept for the next run:
+  // creating them costs more than a small matmul.
+  struct Bound {
+    memory src, weights, bias, dst;
+    std::unordered_map<int, memory> args;
+  };
+
+  std::unique_ptr<Bound> TakeBound() const {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!free_.empty()) {
+        std::unique_ptr<Bound> bound = std::move(free_.back());
+        free_.pop_back();
+        return bound;
+      }
+    }
+    dnnl::engine& engine = Engine();
+    auto bound = std::make_unique<Bound>();
+    bound->src = memory(src_md_, engine, nullptr);
+    bound->dst = memory(dst_md_, engine, nullptr);
+    bound->args = {{DNNL_ARG_SRC, bound->src}, {DNNL_ARG_DST, bound->dst}};
+    if (packed_weights_) {
+      bound->args.emplace(DNNL_ARG_WEIGHTS, *packed_weights_);
+    } else {
+      bound->weights = memory(weights_md_, engine, nullptr);
+      bound->args.emplace(DNNL_ARG_WEIGHTS, bound->weights);
+    }
+    if (spec_.has_bias) {
+      bound->bias = memory(bias_md_, engine, nullptr);
+      bound->args.emplace(DNNL_ARG_BIAS, bound->bias);
+    }
+    return bound;
+  }
+  void ReturnBound(std::unique_ptr<Bound> bound) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    free_.push_back(std::move(bound));
+  }
+
+  mutable std::mutex mu_;
+  mutable std::vector<std::unique_ptr<Bound>> free_;
+
   explicit MatmulCall(Spec spec) : spec_(std::move(spec)) {}
 
   void Prepare() {

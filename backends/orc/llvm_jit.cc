@@ -1,7 +1,9 @@
 #include "backends/orc/llvm_jit.h"
 
 #include <dlfcn.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
@@ -15,6 +17,10 @@
 #include "llvm/IR/Module.h"
 #include "llvm/IR/Verifier.h"
 #include "llvm/MC/TargetRegistry.h"
+#include "llvm/Object/ELFObjectFile.h"
+#include "llvm/Object/ObjectFile.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/TargetSelect.h"
@@ -125,6 +131,13 @@ absl::StatusOr<std::string> OptimizeAndEmitObject(llvm::Module& module) {
       builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
   passes.run(module, mam);
 
+  if (const char* dir = std::getenv("GRAFT_ORC_DUMP_IR")) {
+    // For looking at what the optimizer made of a program.
+    std::error_code error;
+    llvm::raw_fd_ostream file(std::string(dir) + "/" + module.getName().str() + ".ll",
+                              error);
+    if (!error) module.print(file, nullptr);
+  }
   llvm::SmallVector<char, 0> object;
   llvm::raw_svector_ostream os(object);
   llvm::legacy::PassManager codegen;
@@ -178,7 +191,40 @@ absl::StatusOr<std::unique_ptr<LoadedObject>> LoadedObject::Load(
   }
   std::unique_ptr<LoadedObject> loaded(new LoadedObject());
   loaded->jit_ = std::move(*jit);
+  if (std::getenv("GRAFT_ORC_PERF_MAP") != nullptr) loaded->WritePerfMap(object);
   return loaded;
+}
+
+// Appends the object's functions to /tmp/perf-PID.map, where `perf report`
+// looks for the names of JIT-compiled code.
+void LoadedObject::WritePerfMap(absl::string_view object) const {
+  auto file = llvm::object::ObjectFile::createObjectFile(
+      llvm::MemoryBufferRef(llvm::StringRef(object.data(), object.size()), "object"));
+  if (!file) {
+    llvm::consumeError(file.takeError());
+    return;
+  }
+  std::error_code error;
+  llvm::raw_fd_ostream map(absl::StrCat("/tmp/perf-", getpid(), ".map"), error,
+                           llvm::sys::fs::OF_Append);
+  if (error) return;
+  for (const llvm::object::SymbolRef& symbol : (*file)->symbols()) {
+    auto type = symbol.getType();
+    auto name = symbol.getName();
+    if (!type || !name || *type != llvm::object::SymbolRef::ST_Function) {
+      if (!type) llvm::consumeError(type.takeError());
+      if (!name) llvm::consumeError(name.takeError());
+      continue;
+    }
+    auto address = jit_->lookup(*name);
+    if (!address) {
+      llvm::consumeError(address.takeError());
+      continue;
+    }
+    const uint64_t size = llvm::object::ELFSymbolRef(symbol).getSize();
+    map << llvm::format_hex_no_prefix(address->getValue(), 1) << " "
+        << llvm::format_hex_no_prefix(size, 1) << " " << *name << "\n";
+  }
 }
 
 absl::StatusOr<void*> LoadedObject::Lookup(absl::string_view name) const {

@@ -60,6 +60,7 @@ class LoadedObject {
 
  private:
   LoadedObject() = default;
+  void WritePerfMap(absl::string_view object) const;
   std::unique_ptr<llvm::orc::LLJIT> jit_;
 };
 

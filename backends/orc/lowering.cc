@@ -1,6 +1,7 @@
 #include "backends/orc/lowering.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 #include <utility>
 
@@ -611,9 +612,20 @@ absl::StatusOr<std::string> CompileToObject(const Program& program) {
   }
   b.CreateRet(b.getInt32(0));
 
+  // Profiling (GRAFT_ORC_PERF_MAP): every step its own named function.
+  const bool separate_steps = std::getenv("GRAFT_ORC_PERF_MAP") != nullptr;
   for (llvm::Function& f : module) {
     if (f.isDeclaration()) continue;
+    if (separate_steps && &f != entry) {
+      f.addFnAttr(llvm::Attribute::NoInline);
+      f.setLinkage(llvm::Function::ExternalLinkage);
+    }
     if (cpu.has_avx512) f.addFnAttr("prefer-vector-width", "512");
+  }
+  if (const char* dir = std::getenv("GRAFT_ORC_DUMP_IR")) {
+    std::error_code error;
+    llvm::raw_fd_ostream file(std::string(dir) + "/program.txt", error);
+    if (!error) file << program.Describe();
   }
   return OptimizeAndEmitObject(module);
 }
