@@ -125,6 +125,23 @@ void IrEmitter::Loop(int64_t n, const std::function<void(llvm::Value*)>& body) {
   b_.SetInsertPoint(exit);
 }
 
+void IrEmitter::LoopBetween(llvm::Value* begin, llvm::Value* end,
+                            const std::function<void(llvm::Value*)>& body) {
+  llvm::Function* f = b_.GetInsertBlock()->getParent();
+  llvm::BasicBlock* before = b_.GetInsertBlock();
+  llvm::BasicBlock* loop = llvm::BasicBlock::Create(context_, "loop", f);
+  llvm::BasicBlock* exit = llvm::BasicBlock::Create(context_, "done", f);
+  b_.CreateCondBr(b_.CreateICmpSLT(begin, end), loop, exit);
+  b_.SetInsertPoint(loop);
+  llvm::PHINode* i = b_.CreatePHI(b_.getInt64Ty(), 2, "i");
+  i->addIncoming(begin, before);
+  body(i);
+  llvm::Value* next = b_.CreateAdd(i, b_.getInt64(1), "", true, true);
+  i->addIncoming(next, b_.GetInsertBlock());
+  b_.CreateCondBr(b_.CreateICmpSLT(next, end), loop, exit);
+  b_.SetInsertPoint(exit);
+}
+
 void IrEmitter::Loops(
     const std::vector<int64_t>& dims,
     const std::function<void(const std::vector<llvm::Value*>&)>& body) {

@@ -52,6 +52,9 @@ class IrEmitter {
 
   // for i in [0, n): body(i). n >= 1.
   void Loop(int64_t n, const std::function<void(llvm::Value*)>& body);
+  // for i in [begin, end): body(i); nothing when end <= begin.
+  void LoopBetween(llvm::Value* begin, llvm::Value* end,
+                   const std::function<void(llvm::Value*)>& body);
   // Nested loops over `dims` (none when any is 0).
   void Loops(const std::vector<int64_t>& dims,
              const std::function<void(const std::vector<llvm::Value*>&)>& body);

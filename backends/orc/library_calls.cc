@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <functional>
 #include <mutex>
 #include <unordered_map>
 #include <utility>
@@ -86,55 +87,46 @@ memory::desc Plain(const memory::dims& dims) {
   return memory::desc(dims, DnnlType::f32, strides);
 }
 
-// out[..., M, N] = activation(src[..., M, K] @ weights[..., K, N] + bias).
-// Batch dims of src and weights may broadcast. Weights given as a module
-// tensor are reordered once, here, into the layout oneDNN prefers.
-class MatmulCall : public LibraryCall {
- public:
-  struct Spec {
-    memory::dims src, weights, dst;
-    bool weights_transposed = false;  // Stored [..., N, K].
-    bool has_bias = false;
-    dnnl::algorithm activation = dnnl::algorithm::undef;
-    int src_operand = 0, weights_operand = 0, bias_operand = -1;
-    const Tensor* constant_weights = nullptr;
-  };
+// One argument of a primitive: a step buffer, or a module tensor
+// reordered once into the layout the primitive asked for.
+struct PrimitiveArg {
+  int dnnl_arg;
+  memory::desc desc;  // The buffer's layout as the step holds it.
+  int buffer = -1;    // Index into the step's buffers; -1: `constant`.
+  const Tensor* tensor = nullptr;  // Module tensor to reorder into `constant`.
+  std::shared_ptr<memory> constant;
+};
 
-  static absl::StatusOr<std::unique_ptr<LibraryCall>> Create(Spec spec) {
-    auto call = std::unique_ptr<MatmulCall>(new MatmulCall(std::move(spec)));
-    try {
-      call->Prepare();
-    } catch (const dnnl::error& e) {
-      return absl::InternalError(absl::StrCat("oneDNN: ", e.what()));
-    }
-    return std::unique_ptr<LibraryCall>(std::move(call));
-  }
+// A oneDNN primitive run on a step's buffers. Memory objects are created
+// for the first run and reused by later ones (creating them costs more
+// than a small matmul); concurrent runs each take their own set.
+class PrimitiveCall : public LibraryCall {
+ public:
+  PrimitiveCall(std::string what, dnnl::primitive primitive,
+                std::vector<PrimitiveArg> args)
+      : what_(std::move(what)), primitive_(std::move(primitive)),
+        args_(std::move(args)) {}
 
   absl::Status Run(void* const* buffers) const override {
     try {
       std::unique_ptr<Bound> bound = TakeBound();
-      bound->src.set_data_handle(buffers[1 + spec_.src_operand]);
-      bound->dst.set_data_handle(buffers[0]);
-      if (!packed_weights_) {
-        bound->weights.set_data_handle(buffers[1 + spec_.weights_operand]);
-      }
-      if (spec_.has_bias) {
-        bound->bias.set_data_handle(buffers[1 + spec_.bias_operand]);
+      for (size_t i = 0; i < args_.size(); ++i) {
+        if (args_[i].buffer >= 0) {
+          bound->memories[i].set_data_handle(buffers[args_[i].buffer]);
+        }
       }
       primitive_.execute(ThreadStream(), bound->args);
       ThreadStream().wait();
       ReturnBound(std::move(bound));
     } catch (const dnnl::error& e) {
-      return absl::InternalError(absl::StrCat("oneDNN matmul: ", e.what()));
+      return absl::InternalError(absl::StrCat("oneDNN ", what_, ": ", e.what()));
     }
     return absl::OkStatus();
   }
 
  private:
-  // oneDNN memory objects for one run at a time, kept for the next run:
-  // creating them costs more than a small matmul.
   struct Bound {
-    memory src, weights, bias, dst;
+    std::vector<memory> memories;
     std::unordered_map<int, memory> args;
   };
 
@@ -147,20 +139,11 @@ class MatmulCall : public LibraryCall {
         return bound;
       }
     }
-    dnnl::engine& engine = Engine();
     auto bound = std::make_unique<Bound>();
-    bound->src = memory(src_md_, engine, nullptr);
-    bound->dst = memory(dst_md_, engine, nullptr);
-    bound->args = {{DNNL_ARG_SRC, bound->src}, {DNNL_ARG_DST, bound->dst}};
-    if (packed_weights_) {
-      bound->args.emplace(DNNL_ARG_WEIGHTS, *packed_weights_);
-    } else {
-      bound->weights = memory(weights_md_, engine, nullptr);
-      bound->args.emplace(DNNL_ARG_WEIGHTS, bound->weights);
-    }
-    if (spec_.has_bias) {
-      bound->bias = memory(bias_md_, engine, nullptr);
-      bound->args.emplace(DNNL_ARG_BIAS, bound->bias);
+    for (const PrimitiveArg& a : args_) {
+      bound->memories.push_back(a.constant ? *a.constant
+                                           : memory(a.desc, Engine(), nullptr));
+      bound->args.emplace(a.dnnl_arg, bound->memories.back());
     }
     return bound;
   }
@@ -169,57 +152,132 @@ class MatmulCall : public LibraryCall {
     free_.push_back(std::move(bound));
   }
 
+  std::string what_;
+  dnnl::primitive primitive_;
+  std::vector<PrimitiveArg> args_;
   mutable std::mutex mu_;
   mutable std::vector<std::unique_ptr<Bound>> free_;
-
-  explicit MatmulCall(Spec spec) : spec_(std::move(spec)) {}
-
-  void Prepare() {
-    dnnl::engine& engine = Engine();
-    src_md_ = Plain(spec_.src);
-    dst_md_ = Plain(spec_.dst);
-    memory::desc user_weights = Plain(spec_.weights);
-    if (spec_.weights_transposed) {
-      // Stored [N, K] row-major: seen as [K, N], element (k, n) is at
-      // n * K + k.
-      user_weights = memory::desc(spec_.weights, DnnlType::f32,
-                                  memory::dims{1, spec_.weights[0]});
-    }
-    memory::dims bias_dims(spec_.dst.size(), 1);
-    bias_dims.back() = spec_.dst.back();
-    bias_md_ = Plain(bias_dims);
-    dnnl::post_ops post;
-    if (spec_.activation != dnnl::algorithm::undef) {
-      post.append_eltwise(1.f, spec_.activation, 0.f, 0.f);
-    }
-    dnnl::primitive_attr attr;
-    attr.set_post_ops(post);
-    const bool pack = spec_.constant_weights != nullptr;
-    weights_md_ = pack ? memory::desc(spec_.weights, DnnlType::f32, Tag::any)
-                       : user_weights;
-    dnnl::matmul::primitive_desc pd =
-        spec_.has_bias
-            ? dnnl::matmul::primitive_desc(
-                  dnnl::matmul::desc(src_md_, weights_md_, bias_md_, dst_md_), attr,
-                  engine)
-            : dnnl::matmul::primitive_desc(
-                  dnnl::matmul::desc(src_md_, weights_md_, dst_md_), attr, engine);
-    primitive_ = dnnl::matmul(pd);
-    if (pack) {
-      memory user(user_weights, engine,
-                   const_cast<void*>(spec_.constant_weights->raw_data()));
-      packed_weights_ = std::make_unique<memory>(pd.weights_desc(), engine);
-      dnnl::stream stream(engine);
-      dnnl::reorder(user, *packed_weights_).execute(stream, user, *packed_weights_);
-      stream.wait();
-    }
-  }
-
-  Spec spec_;
-  memory::desc src_md_, weights_md_, bias_md_, dst_md_;
-  dnnl::matmul primitive_;
-  std::unique_ptr<memory> packed_weights_;
 };
+
+// Reorders each argument that holds a module tensor into `wanted(arg)`,
+// the layout the primitive chose, once.
+void PackConstants(std::vector<PrimitiveArg>& args,
+                   const std::function<memory::desc(int)>& wanted) {
+  dnnl::engine& engine = Engine();
+  dnnl::stream stream(engine);
+  for (PrimitiveArg& a : args) {
+    if (a.tensor == nullptr) continue;
+    memory user(a.desc, engine, const_cast<void*>(a.tensor->raw_data()));
+    a.constant = std::make_shared<memory>(wanted(a.dnnl_arg), engine);
+    dnnl::reorder(user, *a.constant).execute(stream, user, *a.constant);
+  }
+  stream.wait();
+}
+
+dnnl::primitive_attr Activation(dnnl::algorithm activation) {
+  dnnl::post_ops post;
+  if (activation != dnnl::algorithm::undef) {
+    post.append_eltwise(1.f, activation, 0.f, 0.f);
+  }
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(post);
+  return attr;
+}
+
+// dst[..., M, N] = activation(src[..., M, K] @ weights[..., K, N] + bias).
+// Batch dims of src and weights may broadcast.
+struct MatmulSpec {
+  memory::dims src, weights, dst;
+  bool weights_transposed = false;  // Stored [N, K] (linear's weight).
+  int src_operand = 0, weights_operand = 0, bias_operand = -1;
+  const Tensor* constant_weights = nullptr;
+  dnnl::algorithm activation = dnnl::algorithm::undef;
+};
+
+std::unique_ptr<LibraryCall> CreateMatmul(const MatmulSpec& spec) {
+  memory::desc weights = Plain(spec.weights);
+  if (spec.weights_transposed) {
+    // [N, K] row-major seen as [K, N]: element (k, n) at n * K + k.
+    weights = memory::desc(spec.weights, DnnlType::f32,
+                           memory::dims{1, spec.weights[0]});
+  }
+  memory::dims bias_dims(spec.dst.size(), 1);
+  bias_dims.back() = spec.dst.back();
+  std::vector<PrimitiveArg> args{
+      {DNNL_ARG_SRC, Plain(spec.src), 1 + spec.src_operand},
+      {DNNL_ARG_WEIGHTS, weights, 1 + spec.weights_operand, spec.constant_weights},
+      {DNNL_ARG_DST, Plain(spec.dst), 0}};
+  if (spec.constant_weights != nullptr) args[1].buffer = -1;
+  const memory::desc packed =
+      spec.constant_weights != nullptr
+          ? memory::desc(spec.weights, DnnlType::f32, Tag::any)
+          : weights;
+  const memory::desc bias = Plain(bias_dims);
+  dnnl::primitive_attr attr = Activation(spec.activation);
+  dnnl::matmul::primitive_desc pd =
+      spec.bias_operand >= 0
+          ? dnnl::matmul::primitive_desc(
+                dnnl::matmul::desc(args[0].desc, packed, bias, args[2].desc), attr,
+                Engine())
+          : dnnl::matmul::primitive_desc(
+                dnnl::matmul::desc(args[0].desc, packed, args[2].desc), attr,
+                Engine());
+  if (spec.bias_operand >= 0) {
+    args.push_back({DNNL_ARG_BIAS, bias, 1 + spec.bias_operand});
+  }
+  PackConstants(args, [&](int) { return pd.weights_desc(); });
+  return std::make_unique<PrimitiveCall>("matmul", dnnl::matmul(pd), std::move(args));
+}
+
+// out[N, O, OH, OW] = activation(conv2d(x[N, C, H, W], w[O, C/g, KH, KW]) +
+// bias), NCHW; the weights reordered once into oneDNN's layout.
+struct ConvSpec {
+  memory::dims src, weights, dst, stride, padding, dilation;
+  int64_t groups = 1;
+  int src_operand = 0, weights_operand = 0, bias_operand = -1;
+  const Tensor* constant_weights = nullptr;
+  dnnl::algorithm activation = dnnl::algorithm::undef;
+};
+
+std::unique_ptr<LibraryCall> CreateConv(const ConvSpec& spec) {
+  memory::dims weights = spec.weights;
+  if (spec.groups > 1) {
+    weights[0] /= spec.groups;
+    weights.insert(weights.begin(), spec.groups);
+  }
+  memory::dims dilation = spec.dilation;
+  for (auto& d : dilation) d -= 1;  // oneDNN counts the gaps.
+  std::vector<PrimitiveArg> args{
+      {DNNL_ARG_SRC, Plain(spec.src), 1 + spec.src_operand},
+      {DNNL_ARG_WEIGHTS, Plain(weights), 1 + spec.weights_operand,
+       spec.constant_weights},
+      {DNNL_ARG_DST, Plain(spec.dst), 0}};
+  if (spec.constant_weights != nullptr) args[1].buffer = -1;
+  const memory::desc packed =
+      spec.constant_weights != nullptr
+          ? memory::desc(weights, DnnlType::f32, Tag::any)
+          : args[1].desc;
+  const memory::desc bias = Plain({spec.dst[1]});
+  const bool has_bias = spec.bias_operand >= 0;
+  auto desc = has_bias
+                  ? dnnl::convolution_forward::desc(
+                        dnnl::prop_kind::forward_inference,
+                        dnnl::algorithm::convolution_direct, args[0].desc, packed,
+                        bias, args[2].desc, spec.stride, dilation, spec.padding,
+                        spec.padding)
+                  : dnnl::convolution_forward::desc(
+                        dnnl::prop_kind::forward_inference,
+                        dnnl::algorithm::convolution_direct, args[0].desc, packed,
+                        args[2].desc, spec.stride, dilation, spec.padding,
+                        spec.padding);
+  dnnl::convolution_forward::primitive_desc pd(desc, Activation(spec.activation),
+                                               Engine());
+  if (has_bias) args.push_back({DNNL_ARG_BIAS, bias, 1 + spec.bias_operand});
+  PackConstants(args, [&](int) { return pd.weights_desc(); });
+  return std::make_unique<PrimitiveCall>("convolution",
+                                         dnnl::convolution_forward(pd),
+                                         std::move(args));
+}
 
 int OperandOf(const Step& step, const Node* node) {
   auto it = std::find(step.inputs.begin(), step.inputs.end(), node);
@@ -231,7 +289,7 @@ const Tensor* ConstantOf(const Program& program, const Node* node) {
                                         : nullptr;
 }
 
-absl::StatusOr<MatmulCall::Spec> LinearSpec(const Program& program,
+absl::StatusOr<MatmulSpec> LinearSpec(const Program& program,
                                             const Step& step, const OpCall& call,
                                             bool weight_in_out) {
   const Node* input = call.TensorNode("input");
@@ -242,7 +300,7 @@ absl::StatusOr<MatmulCall::Spec> LinearSpec(const Program& program,
   const int64_t n = weight_in_out ? w[1] : w[0];
   int64_t m = 1;
   for (size_t i = 0; i + 1 < in.size(); ++i) m *= in[i];
-  MatmulCall::Spec spec;
+  MatmulSpec spec;
   spec.src = {m, k};
   spec.weights = {k, n};
   spec.dst = {m, n};
@@ -251,7 +309,6 @@ absl::StatusOr<MatmulCall::Spec> LinearSpec(const Program& program,
   spec.weights_operand = OperandOf(step, weight);
   spec.constant_weights = ConstantOf(program, weight);
   if (!call.IsNone("bias")) {
-    spec.has_bias = true;
     spec.bias_operand = OperandOf(step, call.TensorNode("bias"));
   }
   return spec;
@@ -259,7 +316,7 @@ absl::StatusOr<MatmulCall::Spec> LinearSpec(const Program& program,
 
 // torch.matmul's shapes: a 1-D operand gains a dim of 1 that the result
 // drops (the bytes are the same), batch dims broadcast.
-absl::StatusOr<MatmulCall::Spec> MatmulSpec(const Program& program,
+absl::StatusOr<MatmulSpec> BatchedMatmulSpec(const Program& program,
                                             const Step& step, const OpCall& call) {
   const Node* a = call.TensorNode("input");
   const Node* b = call.TensorNode("other");
@@ -273,7 +330,7 @@ absl::StatusOr<MatmulCall::Spec> MatmulSpec(const Program& program,
   for (size_t i = 0; i + 2 < rank; ++i) out[i] = std::max(ad[i], bd[i]);
   out[rank - 2] = ad[rank - 2];
   out[rank - 1] = bd[rank - 1];
-  MatmulCall::Spec spec;
+  MatmulSpec spec;
   spec.src = memory::dims(ad.begin(), ad.end());
   spec.weights = memory::dims(bd.begin(), bd.end());
   spec.dst = memory::dims(out.begin(), out.end());
@@ -281,6 +338,45 @@ absl::StatusOr<MatmulCall::Spec> MatmulSpec(const Program& program,
   spec.weights_operand = OperandOf(step, b);
   spec.constant_weights = rank == 2 ? ConstantOf(program, b) : nullptr;
   return spec;
+}
+
+std::vector<int64_t> Pair(const OpCall& call, absl::string_view name) {
+  std::vector<int64_t> v = call.Ints(name);
+  if (v.size() == 1) v.push_back(v[0]);
+  return v;
+}
+
+absl::StatusOr<ConvSpec> Conv2dSpec(const Program& program, const Step& step,
+                                    const OpCall& call) {
+  const Node* input = call.TensorNode("input");
+  const Node* weight = call.TensorNode("weight");
+  ConvSpec spec;
+  std::vector<int64_t> in = DimsOf(*input), out = DimsOf(*step.node);
+  if (in.size() == 3) in.insert(in.begin(), 1);  // Unbatched.
+  if (out.size() == 3) out.insert(out.begin(), 1);
+  const std::vector<int64_t> w = DimsOf(*weight);
+  spec.src = memory::dims(in.begin(), in.end());
+  spec.dst = memory::dims(out.begin(), out.end());
+  spec.weights = memory::dims(w.begin(), w.end());
+  for (auto [name, field] : {std::pair{"stride", &spec.stride},
+                             std::pair{"padding", &spec.padding},
+                             std::pair{"dilation", &spec.dilation}}) {
+    const std::vector<int64_t> v = Pair(call, name);
+    *field = memory::dims(v.begin(), v.end());
+  }
+  spec.groups = call.Int("groups");
+  spec.src_operand = OperandOf(step, input);
+  spec.weights_operand = OperandOf(step, weight);
+  spec.constant_weights = ConstantOf(program, weight);
+  if (!call.IsNone("bias")) spec.bias_operand = OperandOf(step, call.TensorNode("bias"));
+  return spec;
+}
+
+dnnl::algorithm ActivationAlgorithm(const std::string& name) {
+  if (name == "relu") return dnnl::algorithm::eltwise_relu;
+  if (name == "gelu") return dnnl::algorithm::eltwise_gelu_erf;
+  if (name == "gelu_tanh") return dnnl::algorithm::eltwise_gelu_tanh;
+  return dnnl::algorithm::undef;
 }
 
 absl::Status CheckF32(const Step& step) {
@@ -303,28 +399,35 @@ absl::StatusOr<std::unique_ptr<LibraryCall>> PrepareLibraryCall(
   RETURN_IF_ERROR(CheckF32(step));
   const Node& node = *step.node;
   ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node));
-  MatmulCall::Spec spec;
-  if (node.is_call("linear")) {
-    ASSIGN_OR_RETURN(spec, LinearSpec(program, step, call, false));
-  } else if (node.is_call("graft::linear_activation")) {
-    ASSIGN_OR_RETURN(spec, LinearSpec(program, step, call,
-                                      call.String("weight_layout") == "in_out"));
-    const std::string& act = call.String("activation");
-    spec.activation = act == "relu"       ? dnnl::algorithm::eltwise_relu
-                      : act == "gelu"     ? dnnl::algorithm::eltwise_gelu_erf
-                      : act == "gelu_tanh" ? dnnl::algorithm::eltwise_gelu_tanh
-                                           : dnnl::algorithm::undef;
-    if (spec.activation == dnnl::algorithm::undef) {
-      return absl::UnimplementedError(
-          absl::StrCat("linear_activation with activation '", act, "'"));
+  try {
+    if (node.is_call("conv2d")) {
+      ASSIGN_OR_RETURN(ConvSpec spec, Conv2dSpec(program, step, call));
+      spec.activation = ActivationAlgorithm(step.activation);
+      return CreateConv(spec);
     }
-  } else if (node.is_call("matmul")) {
-    ASSIGN_OR_RETURN(spec, MatmulSpec(program, step, call));
-  } else {
-    return absl::UnimplementedError(
-        absl::StrCat("no library call for op '", node.target(), "'"));
+    MatmulSpec spec;
+    std::string activation = step.activation;
+    if (node.is_call("linear")) {
+      ASSIGN_OR_RETURN(spec, LinearSpec(program, step, call, false));
+    } else if (node.is_call("graft::linear_activation")) {
+      ASSIGN_OR_RETURN(spec, LinearSpec(program, step, call,
+                                        call.String("weight_layout") == "in_out"));
+      activation = call.String("activation");
+      if (ActivationAlgorithm(activation) == dnnl::algorithm::undef) {
+        return absl::UnimplementedError(
+            absl::StrCat("linear_activation with activation '", activation, "'"));
+      }
+    } else if (node.is_call("matmul")) {
+      ASSIGN_OR_RETURN(spec, BatchedMatmulSpec(program, step, call));
+    } else {
+      return absl::UnimplementedError(
+          absl::StrCat("no library call for op '", node.target(), "'"));
+    }
+    spec.activation = ActivationAlgorithm(activation);
+    return CreateMatmul(spec);
+  } catch (const dnnl::error& e) {
+    return absl::InternalError(absl::StrCat("oneDNN: ", e.what()));
   }
-  return MatmulCall::Create(std::move(spec));
 }
 
 #endif  // GRAFT_ORC_WITH_DNNL

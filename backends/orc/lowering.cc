@@ -1,6 +1,7 @@
 #include "backends/orc/lowering.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <utility>
@@ -87,6 +88,8 @@ class StepEmitter {
       case StepKind::kLibrary:
         LibraryCall();
         return absl::OkStatus();
+      case StepKind::kPool:
+        return Pool();
     }
     return absl::InternalError("unknown step kind");
   }
@@ -505,6 +508,125 @@ class StepEmitter {
       if (present[2]) y = b().CreateFMul(y, take());
       if (present[3]) y = b().CreateFAdd(y, take());
       return y;
+    });
+    return absl::OkStatus();
+  }
+
+  // 2-D pooling over the last two dims; every dim before them is a plane.
+  // Window bounds follow PyTorch (and the interpreter): the sum of an
+  // average covers the window clipped to the input, its divisor the window
+  // clipped to the padded input (count_include_pad) or to the input.
+  absl::Status Pool() {
+    ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node()));
+    const Node* input = step_.inputs[0];
+    const std::vector<int64_t> in_dims = DimsOf(*input);
+    const std::vector<int64_t> dims = DimsOf(node());
+    const size_t r = in_dims.size();
+    const int64_t planes = Product(in_dims, 0, r - 2);
+    const int64_t h = in_dims[r - 2], w = in_dims[r - 1];
+    const int64_t oh = dims[r - 2], ow = dims[r - 1];
+    const bool adaptive = node().is_call("adaptive_avg_pool2d");
+    const bool is_max = node().is_call("max_pool2d");
+    auto pair = [&](absl::string_view name, int64_t fallback) {
+      std::vector<int64_t> v = call.IsNone(name) ? std::vector<int64_t>{}
+                                                 : call.Ints(name);
+      if (v.empty()) v = {fallback};
+      if (v.size() == 1) v.push_back(v[0]);
+      return v;
+    };
+    std::vector<int64_t> kernel{1, 1}, stride{1, 1}, pad{0, 0}, dil{1, 1};
+    bool include_pad = false;
+    if (!adaptive) {
+      kernel = pair("kernel_size", 1);
+      stride = call.IsNone("stride") || call.Ints("stride").empty()
+                   ? kernel
+                   : pair("stride", 1);
+      pad = pair("padding", 0);
+      if (is_max) dil = pair("dilation", 1);
+      if (!is_max) include_pad = call.Bool("count_include_pad");
+    }
+    const DType t = out_dtype();
+    const DType in_type = input->type()->dtype;
+    llvm::Type* reg = ir_.RegisterType(t);
+    llvm::Value* in = Data(input);
+    auto i64 = [&](int64_t v) { return b().getInt64(v); };
+    auto smax = [&](llvm::Value* a, llvm::Value* c) {
+      return b().CreateSelect(b().CreateICmpSGT(a, c), a, c);
+    };
+    auto smin = [&](llvm::Value* a, llvm::Value* c) {
+      return b().CreateSelect(b().CreateICmpSLT(a, c), a, c);
+    };
+    double init = 0;
+    if (is_max) {
+      init = IsFloatingPoint(t) ? -std::numeric_limits<double>::infinity()
+                                : -std::pow(2.0, 8 * DTypeSize(t) - 1);
+    }
+    ir_.Loops({planes, oh, ow}, [&](const std::vector<llvm::Value*>& i) {
+      // Window [begin, end) in each dim, clipped to the input.
+      std::vector<llvm::Value*> begin(2), end(2), divisor_extent(2);
+      for (int d = 0; d < 2; ++d) {
+        const int64_t size = d == 0 ? h : w, out_size = d == 0 ? oh : ow;
+        llvm::Value* o = i[1 + d];
+        if (adaptive) {
+          begin[d] = b().CreateSDiv(b().CreateMul(o, i64(size)), i64(out_size));
+          end[d] = b().CreateSDiv(
+              b().CreateAdd(b().CreateMul(b().CreateAdd(o, i64(1)), i64(size)),
+                            i64(out_size - 1)),
+              i64(out_size));
+          divisor_extent[d] = b().CreateSub(end[d], begin[d]);
+          continue;
+        }
+        llvm::Value* start = b().CreateSub(b().CreateMul(o, i64(stride[d])), i64(pad[d]));
+        if (is_max) {
+          begin[d] = start;
+          continue;
+        }
+        llvm::Value* stop = smin(b().CreateAdd(start, i64(kernel[d])), i64(size + pad[d]));
+        divisor_extent[d] = b().CreateSub(stop, start);
+        begin[d] = smax(start, i64(0));
+        end[d] = smin(stop, i64(size));
+        if (!include_pad) divisor_extent[d] = b().CreateSub(end[d], begin[d]);
+      }
+      llvm::Value* acc = ir_.Slot(t, ir_.Constant(t, init));
+      llvm::Value* plane = b().CreateMul(i[0], i64(h * w));
+      auto visit = [&](llvm::Value* y, llvm::Value* x) {
+        llvm::Value* at = b().CreateAdd(plane, b().CreateAdd(b().CreateMul(y, i64(w)), x));
+        llvm::Value* v = ir_.Convert(ir_.LoadAt(in, in_type, at), in_type, t);
+        llvm::Value* a = b().CreateLoad(reg, acc);
+        b().CreateStore(is_max ? ir_.Maximum(a, v) : b().CreateFAdd(a, v), acc);
+      };
+      if (is_max) {
+        // Fixed taps with a bounds check each (dilation makes the window
+        // sparse).
+        for (int64_t ky = 0; ky < kernel[0]; ++ky) {
+          for (int64_t kx = 0; kx < kernel[1]; ++kx) {
+            llvm::Value* y = b().CreateAdd(begin[0], i64(ky * dil[0]));
+            llvm::Value* x = b().CreateAdd(begin[1], i64(kx * dil[1]));
+            llvm::Value* inside = b().CreateAnd(
+                b().CreateICmpULT(y, i64(h)), b().CreateICmpULT(x, i64(w)));
+            llvm::Function* f = b().GetInsertBlock()->getParent();
+            auto* take = llvm::BasicBlock::Create(ir_.context(), "tap", f);
+            auto* next = llvm::BasicBlock::Create(ir_.context(), "next", f);
+            b().CreateCondBr(inside, take, next);
+            b().SetInsertPoint(take);
+            visit(y, x);
+            b().CreateBr(next);
+            b().SetInsertPoint(next);
+          }
+        }
+      } else {
+        ir_.LoopBetween(begin[0], end[0], [&](llvm::Value* y) {
+          ir_.LoopBetween(begin[1], end[1], [&](llvm::Value* x) { visit(y, x); });
+        });
+      }
+      llvm::Value* result = b().CreateLoad(reg, acc);
+      if (!is_max) {
+        result = b().CreateFDiv(
+            result, b().CreateSIToFP(b().CreateMul(divisor_extent[0], divisor_extent[1]), reg));
+      }
+      llvm::Value* at = b().CreateAdd(
+          b().CreateMul(i[0], i64(oh * ow)), b().CreateAdd(b().CreateMul(i[1], i64(ow)), i[2]));
+      ir_.StoreAt(args_[0], t, at, result);
     });
     return absl::OkStatus();
   }

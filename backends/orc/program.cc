@@ -34,7 +34,7 @@ bool IsViewCopy(const Node& node) {
 
 bool IsLibraryCall(const Node& node) {
   return node.is_call("linear") || node.is_call("matmul") ||
-         node.is_call("graft::linear_activation");
+         node.is_call("graft::linear_activation") || node.is_call("conv2d");
 }
 
 absl::Status CheckDType(const Node& node, DType dtype) {
@@ -80,7 +80,8 @@ absl::Status CanLowerCall(const Node& node) {
       node.is_call("sum") || node.is_call("mean") || node.is_call("amax") ||
       node.is_call("amin") || node.is_call("softmax") ||
       node.is_call("log_softmax") || node.is_call("layer_norm") ||
-      node.is_call("batch_norm")) {
+      node.is_call("batch_norm") || node.is_call("max_pool2d") ||
+      node.is_call("avg_pool2d") || node.is_call("adaptive_avg_pool2d")) {
     // Checked below for the ops with conditions.
   } else if (IsLibraryCall(node)) {
 #ifndef GRAFT_ORC_WITH_DNNL
@@ -138,6 +139,10 @@ StepKind KindOfStep(const Node& node) {
   if (node.is_call("layer_norm")) return StepKind::kLayerNorm;
   if (node.is_call("batch_norm")) return StepKind::kBatchNorm;
   if (IsLibraryCall(node)) return StepKind::kLibrary;
+  if (node.is_call("max_pool2d") || node.is_call("avg_pool2d") ||
+      node.is_call("adaptive_avg_pool2d")) {
+    return StepKind::kPool;
+  }
   if (KindOf(node) == OpKind::kReduction) return StepKind::kReduce;
   return StepKind::kPointwise;
 }
@@ -221,6 +226,7 @@ class ProgramBuilder {
       root_[&node] = root_[node.inputs()[0]];
       return absl::OkStatus();
     }
+    if (AbsorbActivation(node)) return absl::OkStatus();
     Step step{.kind = KindOfStep(node), .node = &node};
     if (node.is_call("getitem")) {
       step.inputs.push_back(node.arg(0).node()->inputs()[0]);
@@ -242,6 +248,36 @@ class ProgramBuilder {
     producer_[&node] = static_cast<int64_t>(p_.steps.size());
     p_.steps.push_back(std::move(step));
     return absl::OkStatus();
+  }
+
+  // relu or gelu right after a library call that nothing else reads
+  // becomes the call's post-op: one pass over the result instead of two.
+  bool AbsorbActivation(const Node& node) {
+    std::string activation;
+    if (node.is_call("relu")) {
+      activation = "relu";
+    } else if (node.is_call("gelu")) {
+      absl::StatusOr<OpCall> call = OpCall::Bind(node);
+      if (!call.ok()) return false;
+      activation = call->String("approximate") == "tanh" ? "gelu_tanh" : "gelu";
+    } else {
+      return false;
+    }
+    const Node* input = node.inputs()[0];
+    auto producer = producer_.find(input);
+    if (producer == producer_.end() || input->num_uses() != 1 ||
+        input->type() != node.type()) {
+      return false;
+    }
+    Step& step = p_.steps[producer->second];
+    if (step.kind != StepKind::kLibrary || !step.activation.empty() ||
+        input->is_call("graft::linear_activation") ||
+        input->type()->dtype != DType::kF32) {
+      return false;
+    }
+    step.activation = activation;
+    root_[&node] = root_[input];
+    return true;
   }
 
   absl::Status AssignOutputs(const Node& output) {
@@ -378,7 +414,7 @@ std::string Program::Describe() const {
                     s.node->target(), " ", s.node->type()->ToString(), " -> ",
                     RefText(s.result), " <-");
     for (const BufferRef& r : s.operands) absl::StrAppend(&text, " ", RefText(r));
-    absl::StrAppend(&text, " state ", s.state, "\n");
+    absl::StrAppend(&text, " state ", s.state, " ", s.activation, "\n");
   }
   return text;
 }

@@ -36,6 +36,7 @@ enum class StepKind : unsigned char {
   kLayerNorm,
   kBatchNorm,
   kLibrary,    // A oneDNN call (matmul, linear, linear_activation, conv2d).
+  kPool,       // max_pool2d, avg_pool2d, adaptive_avg_pool2d.
   kCopy,       // An output that must be its own buffer.
 };
 
@@ -48,6 +49,9 @@ struct Step {
   std::vector<const Node*> inputs;
   std::vector<BufferRef> operands;
   int state = -1;  // kLibrary: the state table slot of its prepared call.
+  // kLibrary: an activation applied to the result by the library call
+  // ("relu", "gelu", "gelu_tanh"), absorbed from the op that followed.
+  std::string activation;
 };
 
 // A module lowered for fixed input shapes: the steps in run order and the
