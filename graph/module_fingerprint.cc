@@ -11,6 +11,10 @@
 namespace graft {
 namespace {
 
+// Tensors from this size on are hashed on their own (and the hash kept by
+// their storage); smaller ones go into the module's hash byte by byte.
+constexpr size_t kLargeTensorBytes = size_t{1} << 16;
+
 // Hashes one module into a builder shared with its submodules.
 class ModuleHasher {
  public:
@@ -97,7 +101,17 @@ class ModuleHasher {
   void AddTensor(const std::string& name, const Tensor& t) {
     out_.AddString(name).AddString(DTypeName(t.dtype())).AddInt(t.rank());
     for (int64_t d : t.dims()) out_.AddInt(d);
-    if (t.defined() && t.on_host()) {
+    if (t.defined() && t.on_host() && t.NumBytes() >= kLargeTensorBytes) {
+      // A large tensor adds the hash of its bytes, which its storage
+      // remembers when the tensor is all of it (the usual case).
+      const Fingerprint content =
+          t.offset() == 0 && t.NumBytes() == t.storage()->size()
+              ? t.storage()->ContentFingerprint()
+              : FingerprintBuilder().AddBytes(t.raw_data(), t.NumBytes()).Finish();
+      out_.AddString("content")
+          .AddInt(static_cast<int64_t>(content.high))
+          .AddInt(static_cast<int64_t>(content.low));
+    } else if (t.defined() && t.on_host()) {
       out_.AddBytes(t.raw_data(), t.NumBytes());
     } else if (t.defined()) {
       absl::StatusOr<Tensor> host = CopyToHost(t);

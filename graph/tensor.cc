@@ -42,6 +42,13 @@ absl::StatusOr<std::shared_ptr<Storage>> Storage::AllocateOn(
   return storage;
 }
 
+const Fingerprint& Storage::ContentFingerprint() const {
+  std::call_once(hashed_, [this] {
+    content_ = FingerprintBuilder().AddBytes(data_, size_).Finish();
+  });
+  return content_;
+}
+
 Storage::~Storage() {
   if (owned()) {
     std::free(data_);

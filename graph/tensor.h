@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "graph/device.h"
 #include "graph/dtype.h"
 #include "graph/tensor_type.h"
+#include "support/fingerprint.h"
 
 namespace graft {
 
@@ -43,6 +45,14 @@ class Storage {
   // The allocator of a device storage; null for host memory.
   DeviceAllocator* allocator() const { return allocator_.get(); }
 
+  // The content hash of all of a host storage's bytes, computed on the
+  // first call and remembered: the compile cache looks up a module's
+  // fingerprint on every compile, and hashing 100 MB of weights each time
+  // would cost milliseconds. So bytes written in place after the first
+  // call are not seen: change a module's tensor by writing a Clone() and
+  // Module::SetTensor, as every pass does.
+  const Fingerprint& ContentFingerprint() const;
+
  private:
   Storage(std::byte* data, size_t size, std::shared_ptr<void> keep_alive)
       : data_(data), size_(size), keep_alive_(std::move(keep_alive)) {}
@@ -52,6 +62,8 @@ class Storage {
   std::shared_ptr<void> keep_alive_;
   Device device_;
   std::shared_ptr<DeviceAllocator> allocator_;
+  mutable std::once_flag hashed_;
+  mutable Fingerprint content_;
 };
 
 // A dense, C-ordered tensor with a static shape. Copies share storage

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "graph/huge_pages.h"
 #include "graph/op_registry.h"
 #include "support/status_macros.h"
 
@@ -168,7 +169,20 @@ void PackConstants(std::vector<PrimitiveArg>& args,
   for (PrimitiveArg& a : args) {
     if (a.tensor == nullptr) continue;
     memory user(a.desc, engine, const_cast<void*>(a.tensor->raw_data()));
-    a.constant = std::make_shared<memory>(wanted(a.dnnl_arg), engine);
+    // Weights are large: huge pages take one page fault per 2 MiB instead
+    // of per 4 KiB, which is most of the cost of packing 100 MB.
+    const memory::desc packed = wanted(a.dnnl_arg);
+    const size_t bytes = packed.get_size();
+    void* data = bytes >= kHugePageBytes ? MapHugePages(bytes) : nullptr;
+    if (data != nullptr) {
+      a.constant = std::shared_ptr<memory>(
+          new memory(packed, engine, data), [data, bytes](memory* m) {
+            delete m;
+            UnmapHugePages(data, bytes);
+          });
+    } else {
+      a.constant = std::make_shared<memory>(packed, engine);
+    }
     dnnl::reorder(user, *a.constant).execute(stream, user, *a.constant);
   }
   stream.wait();
