@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""graft's orc backend and ONNX Runtime's CPU provider on the same ONNX files,
+at one thread and at all cores, in one run; prints one Markdown table of
+per-run medians and their ratios, with the machine it ran on.
+
+usage: bench/orc_vs_ort.py --ort-node DIR [--models DIR] [--rounds N] [--build DIR]
+
+  --ort-node DIR  an onnxruntime-node package: `npm install --ignore-scripts
+                  onnxruntime-node@1.30.0` in a scratch folder, then
+                  DIR = <folder>/node_modules/onnxruntime-node
+  --models DIR    more models: every DIR/NAME.onnx with DIR/NAME.input.npy
+                  (shared/anchors/export_cpu_models.py writes the benchmark
+                  MLP, ResNet-18 and a GPT-2 block that way)
+  --rounds N      each side runs N times, alternating; the best median counts
+
+The repository's small test models (tests/onnx_models/*) are always included.
+ONNX Runtime is timed through Node.js, which adds a few microseconds per run:
+the small models' ratios flatter graft by that much.
+"""
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ORT_SCRIPT = os.path.join(ROOT, "..", "shared", "anchors", "ort", "ort_cpu.js")
+
+
+def models(extra_dir):
+    found = []
+    if extra_dir:
+        for onnx in sorted(glob.glob(os.path.join(extra_dir, "*.onnx"))):
+            npy = onnx[:-len(".onnx")] + ".input.npy"
+            if os.path.exists(npy):
+                found.append((os.path.basename(onnx)[:-5], onnx, npy, 20))
+    for folder in sorted(glob.glob(os.path.join(ROOT, "tests", "onnx_models", "*"))):
+        onnx, npy = os.path.join(folder, "model.onnx"), os.path.join(folder, "input_x.npy")
+        if os.path.exists(onnx) and os.path.exists(npy):
+            found.append((os.path.basename(folder), onnx, npy, 2000))
+    return found
+
+
+def run_json(command, env=None):
+    out = subprocess.run(command, capture_output=True, text=True, env=env)
+    if out.returncode != 0:
+        return None, (out.stderr.strip().splitlines() or ["failed"])[-1]
+    return json.loads(out.stdout.strip().splitlines()[-1]), None
+
+
+def machine():
+    model, flags = "unknown CPU", set()
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name") and model == "unknown CPU":
+                model = line.split(":", 1)[1].strip()
+            if line.startswith("flags") and not flags:
+                flags = set(line.split(":", 1)[1].split())
+    wanted = ["avx2", "fma", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16",
+              "avx512_fp16", "amx_tile"]
+    return model, [f for f in wanted if f in flags], os.cpu_count()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--ort-node", required=True)
+    parser.add_argument("--models")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--build", default=os.path.join(ROOT, "build"))
+    args = parser.parse_args()
+    runner = os.path.join(args.build, "bench", "compiled_run")
+    env = dict(os.environ, ORT_NODE=args.ort_node)
+    cpu, flags, cores = machine()
+    print(f"machine: {cpu}, {cores} cores, flags {' '.join(flags)}")
+    print()
+    print("| model | threads | ONNX Runtime ms | graft orc ms | ORT / orc | ORT session ms | orc compile ms |")
+    print("|---|---|---|---|---|---|---|")
+    thread_counts = [1] if cores == 1 else [1, cores]
+    for name, onnx, npy, runs in models(args.models):
+        for threads in thread_counts:
+            ort_best, orc_best, errors = None, None, []
+            for _ in range(args.rounds):
+                ort, error = run_json(["node", ORT_SCRIPT, onnx, npy, str(threads), str(runs)], env)
+                if error:
+                    errors.append("ORT: " + error)
+                elif ort_best is None or ort["median_ms"] < ort_best["median_ms"]:
+                    ort_best = ort
+                orc, error = run_json([runner, onnx, npy, "--backend", "orc",
+                                       "--threads", str(threads), "--runs", str(runs)])
+                if error:
+                    errors.append("orc: " + error)
+                elif orc_best is None or orc["median_ms"] < orc_best["median_ms"]:
+                    orc_best = orc
+            if ort_best is None or orc_best is None:
+                print(f"| {name} | {threads} | {'; '.join(sorted(set(errors)))} |||||")
+                continue
+            ratio = ort_best["median_ms"] / orc_best["median_ms"]
+            print(f"| {name} | {threads} | {ort_best['median_ms']:.4f} | "
+                  f"{orc_best['median_ms']:.4f} | {ratio:.2f}x | "
+                  f"{ort_best['create_ms']:.1f} | {orc_best['create_ms']:.1f} |")
+            sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
