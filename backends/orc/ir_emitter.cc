@@ -333,9 +333,12 @@ llvm::Value* IrEmitter::ReassocAdd(llvm::Value* a, llvm::Value* b) {
   return sum;
 }
 
-llvm::Value* IrEmitter::Maximum(llvm::Value* a, llvm::Value* b, bool reassoc) {
+llvm::Value* IrEmitter::Maximum(llvm::Value* a, llvm::Value* b, bool reassoc,
+                               bool is_unsigned) {
   if (!a->getType()->isFloatingPointTy()) {
-    return b_.CreateSelect(b_.CreateICmpSGT(a, b), a, b);
+    is_unsigned |= a->getType()->isIntegerTy(1);
+    return b_.CreateSelect(
+        is_unsigned ? b_.CreateICmpUGT(a, b) : b_.CreateICmpSGT(a, b), a, b);
   }
   // NaN-propagating, as torch.maximum.
   llvm::Value* v = b_.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, a, b);
@@ -343,9 +346,12 @@ llvm::Value* IrEmitter::Maximum(llvm::Value* a, llvm::Value* b, bool reassoc) {
   return v;
 }
 
-llvm::Value* IrEmitter::Minimum(llvm::Value* a, llvm::Value* b, bool reassoc) {
+llvm::Value* IrEmitter::Minimum(llvm::Value* a, llvm::Value* b, bool reassoc,
+                               bool is_unsigned) {
   if (!a->getType()->isFloatingPointTy()) {
-    return b_.CreateSelect(b_.CreateICmpSLT(a, b), a, b);
+    is_unsigned |= a->getType()->isIntegerTy(1);
+    return b_.CreateSelect(
+        is_unsigned ? b_.CreateICmpULT(a, b) : b_.CreateICmpSLT(a, b), a, b);
   }
   llvm::Value* v = b_.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, a, b);
   if (reassoc) AllowReassoc(v);
@@ -435,8 +441,10 @@ llvm::Value* IrEmitter::Call(const std::string& function, DType compute,
                              std::vector<llvm::Value*> args) {
   for (llvm::Value*& a : args) a = AsCompute(a, compute);
   if (!IsFloatingPoint(compute)) {
-    if (function == "max") return Maximum(args[0], args[1]);
-    if (function == "min") return Minimum(args[0], args[1]);
+    const bool u = IsUnsigned(compute);
+    if (function == "max") return Maximum(args[0], args[1], false, u);
+    if (function == "min") return Minimum(args[0], args[1], false, u);
+    if (function == "abs" && u) return args[0];
     if (function == "abs") {
       return b_.CreateSelect(
           b_.CreateICmpSLT(args[0], llvm::ConstantInt::get(args[0]->getType(), 0)),

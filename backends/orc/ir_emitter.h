@@ -89,8 +89,12 @@ class IrEmitter {
   llvm::Value* Exp(llvm::Value* x);
   llvm::Value* Log(llvm::Value* x);
   llvm::Value* Sqrt(llvm::Value* x);
-  llvm::Value* Maximum(llvm::Value* a, llvm::Value* b, bool reassoc = false);
-  llvm::Value* Minimum(llvm::Value* a, llvm::Value* b, bool reassoc = false);
+  // Integers compare as signed unless `is_unsigned` (u8); i1 (bool) always
+  // compares as unsigned, so that true > false.
+  llvm::Value* Maximum(llvm::Value* a, llvm::Value* b, bool reassoc = false,
+                       bool is_unsigned = false);
+  llvm::Value* Minimum(llvm::Value* a, llvm::Value* b, bool reassoc = false,
+                       bool is_unsigned = false);
   llvm::Value* ReassocAdd(llvm::Value* a, llvm::Value* b);
 
  private:

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <mutex>
 #include <unordered_map>
@@ -293,6 +294,55 @@ std::unique_ptr<LibraryCall> CreateConv(const ConvSpec& spec) {
                                          std::move(args));
 }
 
+// A product with nothing to add up or nothing to write (a dim of size 0):
+// oneDNN cannot make a primitive for it (its matmul divides by the zero
+// dim), so the result is written here: nothing, or (no terms to sum) the
+// bias alone through the activation.
+class EmptyProductCall : public LibraryCall {
+ public:
+  // Element i of the result gets bias[(i / repeat) % period].
+  EmptyProductCall(int64_t elements, int bias_buffer, int64_t period,
+                   int64_t repeat, std::string activation)
+      : elements_(elements), bias_buffer_(bias_buffer), period_(period),
+        repeat_(repeat), activation_(std::move(activation)) {}
+
+  absl::Status Run(void* const* buffers) const override {
+    float* dst = static_cast<float*>(buffers[0]);
+    const float* bias = bias_buffer_ >= 0
+                            ? static_cast<const float*>(buffers[bias_buffer_])
+                            : nullptr;
+    for (int64_t i = 0; i < elements_; ++i) {
+      const double v = bias != nullptr ? bias[(i / repeat_) % period_] : 0.0;
+      double y = v;
+      if (activation_ == "relu") y = v > 0 ? v : 0.0;
+      if (activation_ == "gelu") y = 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+      if (activation_ == "gelu_tanh") {
+        y = 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+      }
+      dst[i] = static_cast<float>(y);
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  int64_t elements_;
+  int bias_buffer_;
+  int64_t period_, repeat_;
+  std::string activation_;
+};
+
+int64_t Volume(const memory::dims& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+int64_t ElementsOf(const Node* node) {
+  int64_t n = 1;
+  for (Dim d : node->type()->shape) n *= d.value();
+  return n;
+}
+
 int OperandOf(const Step& step, const Node* node) {
   auto it = std::find(step.inputs.begin(), step.inputs.end(), node);
   return static_cast<int>(it - step.inputs.begin());
@@ -416,6 +466,12 @@ absl::StatusOr<std::unique_ptr<LibraryCall>> PrepareLibraryCall(
   try {
     if (node.is_call("conv2d")) {
       ASSIGN_OR_RETURN(ConvSpec spec, Conv2dSpec(program, step, call));
+      if (Volume(spec.src) == 0 || Volume(spec.weights) == 0) {
+        const int64_t plane = spec.dst[2] * spec.dst[3];
+        return std::make_unique<EmptyProductCall>(
+            Volume(spec.dst), spec.bias_operand >= 0 ? 1 + spec.bias_operand : -1,
+            spec.dst[1], plane == 0 ? 1 : plane, step.activation);
+      }
       spec.activation = ActivationAlgorithm(step.activation);
       return CreateConv(spec);
     }
@@ -436,6 +492,14 @@ absl::StatusOr<std::unique_ptr<LibraryCall>> PrepareLibraryCall(
     } else {
       return absl::UnimplementedError(
           absl::StrCat("no library call for op '", node.target(), "'"));
+    }
+    if (Volume(spec.src) == 0 || Volume(spec.weights) == 0) {
+      const Node* bias = node.is_call("matmul") || call.IsNone("bias")
+                             ? nullptr
+                             : call.TensorNode("bias");
+      return std::make_unique<EmptyProductCall>(
+          Volume(spec.dst), spec.bias_operand >= 0 ? 1 + spec.bias_operand : -1,
+          bias != nullptr ? ElementsOf(bias) : 1, 1, activation);
     }
     spec.activation = ActivationAlgorithm(activation);
     return CreateMatmul(spec);

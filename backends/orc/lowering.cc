@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -90,6 +91,14 @@ class StepEmitter {
         return absl::OkStatus();
       case StepKind::kPool:
         return Pool();
+      case StepKind::kQuantize:
+        return Quantize();
+      case StepKind::kIndex:
+        return Index();
+      case StepKind::kArgmax:
+        return Argmax();
+      case StepKind::kCreate:
+        return Create();
     }
     return absl::InternalError("unknown step kind");
   }
@@ -230,7 +239,13 @@ class StepEmitter {
       ASSIGN_OR_RETURN(OpCall split_call, OpCall::Bind(split));
       const int64_t dim = NormalizeDim(split_call.Int("dim"), rank);
       const std::vector<int64_t> sizes = split_call.Ints("split_size_or_sections");
-      const int64_t index = call.Int("index");
+      // One size: chunks of it (the last may be shorter); else sections.
+      const int64_t n = in_dims[dim];
+      const int64_t pieces =
+          sizes.size() != 1 ? static_cast<int64_t>(sizes.size())
+                            : (n == 0 || sizes[0] == 0 ? 1 : (n + sizes[0] - 1) / sizes[0]);
+      int64_t index = call.Int("index");
+      if (index < 0) index += pieces;  // Python's tuple[-1].
       int64_t start = 0;
       if (sizes.size() == 1) {
         start = index * sizes[0];
@@ -308,9 +323,13 @@ class StepEmitter {
     const std::vector<int64_t> in_dims = DimsOf(*input);
     const std::vector<int64_t> in_strides = ContiguousStrides(in_dims);
     const int64_t rank = static_cast<int64_t>(in_dims.size());
-    std::vector<bool> reduced(in_dims.size(), call.IsNone("dim"));
-    if (!call.IsNone("dim")) {
-      for (int64_t d : call.Ints("dim")) reduced[NormalizeDim(d, rank)] = true;
+    // None or an empty list reduces every dim (as PyTorch); a rank-0 input
+    // accepts dim 0 or -1 and reduces nothing.
+    const std::vector<int64_t> dim_list =
+        call.IsNone("dim") ? std::vector<int64_t>{} : call.Ints("dim");
+    std::vector<bool> reduced(in_dims.size(), dim_list.empty());
+    if (rank > 0) {
+      for (int64_t d : dim_list) reduced[NormalizeDim(d, rank)] = true;
     }
     std::vector<int64_t> kept_dims, kept_strides, red_dims, red_strides;
     for (size_t k = 0; k < in_dims.size(); ++k) {
@@ -321,21 +340,13 @@ class StepEmitter {
     const DType in_type = input->type()->dtype;
     const std::string& op = node().target();
     const bool is_max = op == "amax", is_min = op == "amin";
-    double init = 0;
-    if (is_max || is_min) {
-      const double big = IsFloatingPoint(acc_type)
-                             ? std::numeric_limits<double>::infinity()
-                             : static_cast<double>(std::numeric_limits<int64_t>::max());
-      init = is_max ? -big : big;
-      if (!IsFloatingPoint(acc_type) && acc_type != DType::kI64) {
-        init = is_max ? -(1LL << (8 * DTypeSize(acc_type) - 1))
-                      : (1LL << (8 * DTypeSize(acc_type) - 1)) - 1;
-      }
-    }
+    const bool is_unsigned = IsUnsignedInt(acc_type);
+    llvm::Value* init = is_max || is_min ? Extreme(acc_type, is_min)
+                                         : ir_.Constant(acc_type, 0);
     const int64_t count = Product(red_dims, 0, red_dims.size());
     const View out{args_[0], acc_type, 0, ContiguousStrides(kept_dims)};
     ir_.Loops(kept_dims, [&](const std::vector<llvm::Value*>& kept) {
-      llvm::Value* acc = ir_.Slot(acc_type, ir_.Constant(acc_type, init));
+      llvm::Value* acc = ir_.Slot(acc_type, init);
       llvm::Type* acc_llvm = ir_.RegisterType(acc_type);
       ir_.Loops(red_dims, [&](const std::vector<llvm::Value*>& red) {
         std::vector<llvm::Value*> index = kept;
@@ -346,8 +357,8 @@ class StepEmitter {
             ir_.Load(View{Data(input), in_type, 0, strides}, index), in_type,
             acc_type);
         llvm::Value* a = b().CreateLoad(acc_llvm, acc);
-        llvm::Value* r = is_max   ? ir_.Maximum(a, x, true)
-                         : is_min ? ir_.Minimum(a, x, true)
+        llvm::Value* r = is_max   ? ir_.Maximum(a, x, true, is_unsigned)
+                         : is_min ? ir_.Minimum(a, x, true, is_unsigned)
                                   : ir_.ReassocAdd(a, x);
         b().CreateStore(r, acc);
       });
@@ -358,6 +369,24 @@ class StepEmitter {
       ir_.Store(out, kept, r);
     });
     return absl::OkStatus();
+  }
+
+  // u8 and bool compare as unsigned.
+  static bool IsUnsignedInt(DType t) { return t == DType::kU8 || t == DType::kBool; }
+  // The lowest (or highest) value of `t`, the identity of a max (min),
+  // made as an LLVM constant so that it is exact for every dtype.
+  llvm::Value* Extreme(DType t, bool highest) {
+    if (IsFloatingPoint(t)) {
+      const double inf = std::numeric_limits<double>::infinity();
+      return ir_.Constant(t, highest ? inf : -inf);
+    }
+    const unsigned bits = ir_.RegisterType(t)->getIntegerBitWidth();
+    const llvm::APInt limit =
+        IsUnsignedInt(t) ? (highest ? llvm::APInt::getMaxValue(bits)
+                                    : llvm::APInt::getMinValue(bits))
+                         : (highest ? llvm::APInt::getSignedMaxValue(bits)
+                                    : llvm::APInt::getSignedMinValue(bits));
+    return llvm::ConstantInt::get(ir_.RegisterType(t), limit);
   }
 
   // Rows of `n` elements `stride` apart, `outer` x `inner` of them.
@@ -388,8 +417,11 @@ class StepEmitter {
     ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node()));
     const Node* input = step_.inputs[0];
     const std::vector<int64_t> dims = DimsOf(node());
-    const Rows rows = RowsAlong(
-        dims, NormalizeDim(call.Int("dim"), static_cast<int64_t>(dims.size())));
+    // A rank-0 input (dim 0 or -1) is one row of one element.
+    const Rows rows =
+        dims.empty() ? Rows{1, 1, 1}
+                     : RowsAlong(dims, NormalizeDim(call.Int("dim"),
+                                                    static_cast<int64_t>(dims.size())));
     const DType t = out_dtype();
     const DType in_type = input->type()->dtype;
     llvm::Value* in = Data(input);
@@ -556,11 +588,7 @@ class StepEmitter {
     auto smin = [&](llvm::Value* a, llvm::Value* c) {
       return b().CreateSelect(b().CreateICmpSLT(a, c), a, c);
     };
-    double init = 0;
-    if (is_max) {
-      init = IsFloatingPoint(t) ? -std::numeric_limits<double>::infinity()
-                                : -std::pow(2.0, 8 * DTypeSize(t) - 1);
-    }
+    llvm::Value* const init = is_max ? Extreme(t, false) : ir_.Constant(t, 0);
     ir_.Loops({planes, oh, ow}, [&](const std::vector<llvm::Value*>& i) {
       // Window [begin, end) in each dim, clipped to the input.
       std::vector<llvm::Value*> begin(2), end(2), divisor_extent(2);
@@ -587,13 +615,15 @@ class StepEmitter {
         end[d] = smin(stop, i64(size));
         if (!include_pad) divisor_extent[d] = b().CreateSub(end[d], begin[d]);
       }
-      llvm::Value* acc = ir_.Slot(t, ir_.Constant(t, init));
+      llvm::Value* acc = ir_.Slot(t, init);
       llvm::Value* plane = b().CreateMul(i[0], i64(h * w));
       auto visit = [&](llvm::Value* y, llvm::Value* x) {
         llvm::Value* at = b().CreateAdd(plane, b().CreateAdd(b().CreateMul(y, i64(w)), x));
         llvm::Value* v = ir_.Convert(ir_.LoadAt(in, in_type, at), in_type, t);
         llvm::Value* a = b().CreateLoad(reg, acc);
-        b().CreateStore(is_max ? ir_.Maximum(a, v) : b().CreateFAdd(a, v), acc);
+        b().CreateStore(is_max ? ir_.Maximum(a, v, false, IsUnsignedInt(t))
+                               : b().CreateFAdd(a, v),
+                        acc);
       };
       if (is_max) {
         // Fixed taps with a bounds check each (dilation makes the window
@@ -627,6 +657,214 @@ class StepEmitter {
       llvm::Value* at = b().CreateAdd(
           b().CreateMul(i[0], i64(oh * ow)), b().CreateAdd(b().CreateMul(i[1], i64(ow)), i[2]));
       ir_.StoreAt(args_[0], t, at, result);
+    });
+    return absl::OkStatus();
+  }
+
+  // Per tensor or per channel of `axis`: a scalar, or a tensor of one
+  // value, or one value per channel.
+  View ChannelParam(const OpCall& call, absl::string_view name,
+                    const std::vector<int64_t>& dims, std::optional<int64_t> axis,
+                    double* scalar) {
+    const Argument& a = call.Get(name);
+    if (!a.is_node()) {
+      *scalar = a.number();
+      return {};
+    }
+    const Node* n = a.node();
+    View v{Data(n), n->type()->dtype, 0, std::vector<int64_t>(dims.size(), 0)};
+    int64_t count = 1;
+    for (Dim d : n->type()->shape) count *= d.value();
+    if (axis.has_value() && count > 1) v.strides[*axis] = 1;
+    return v;
+  }
+
+  // Computed in f64 as the interpreter does, so the integers agree exactly:
+  // q = clamp(round_half_even(x / scale) + zero_point), NaN -> zero point;
+  // x = (q - zero_point) * scale.
+  absl::Status Quantize() {
+    ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node()));
+    const Node* input = call.TensorNode("input");
+    const std::vector<int64_t> dims = DimsOf(node());
+    const int64_t rank = static_cast<int64_t>(dims.size());
+    std::optional<int64_t> axis;
+    if (call.schema().ParamIndex("axis") >= 0 && !call.IsNone("axis")) {
+      axis = NormalizeDim(call.Int("axis"), rank);
+    }
+    const bool dequantize = node().is_call("dequantize");
+    const bool per_channel = node().is_call("quantize_per_channel");
+    const char* scale_name = per_channel ? "scales" : "scale";
+    const char* zp_name = per_channel ? "zero_points" : "zero_point";
+    double scale_value = 0, zp_value = 0;
+    std::vector<View> ins{
+        View{Data(input), input->type()->dtype, 0, ContiguousStrides(dims)}};
+    View scale = ChannelParam(call, scale_name, dims, axis, &scale_value);
+    View zp = ChannelParam(call, zp_name, dims, axis, &zp_value);
+    const bool scale_tensor = scale.base != nullptr, zp_tensor = zp.base != nullptr;
+    if (scale_tensor) ins.push_back(scale);
+    if (zp_tensor) ins.push_back(zp);
+    const DType in_type = input->type()->dtype;
+    const DType t = out_dtype();
+    const double qmin = t == DType::kU8 ? 0 : -128, qmax = t == DType::kU8 ? 255 : 127;
+    constexpr DType f64 = DType::kF64;
+    ir_.Map(dims, Out(), ins, [&](const std::vector<llvm::Value*>& v) {
+      size_t next = 1;
+      llvm::Value* s = scale_tensor ? ir_.Convert(v[next++], scale.dtype, f64)
+                                    : ir_.Constant(f64, scale_value);
+      llvm::Value* z = zp_tensor ? ir_.Convert(v[next++], zp.dtype, f64)
+                                 : ir_.Constant(f64, zp_value);
+      llvm::Value* x = ir_.Convert(v[0], in_type, f64);
+      if (dequantize) {
+        return ir_.Convert(b().CreateFMul(b().CreateFSub(x, z), s), f64, t);
+      }
+      llvm::Value* q = b().CreateFAdd(
+          b().CreateUnaryIntrinsic(llvm::Intrinsic::nearbyint, b().CreateFDiv(x, s)), z);
+      q = b().CreateBinaryIntrinsic(
+          llvm::Intrinsic::minnum,
+          b().CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, q, ir_.Constant(f64, qmin)),
+          ir_.Constant(f64, qmax));
+      q = b().CreateSelect(b().CreateFCmpUNO(x, x), z, q);
+      return ir_.Convert(q, f64, t);
+    });
+    return absl::OkStatus();
+  }
+
+  // Returns 1 from the step function when `bad`.
+  void FailIf(llvm::Value* bad) {
+    llvm::Function* f = b().GetInsertBlock()->getParent();
+    auto* fail = llvm::BasicBlock::Create(ir_.context(), "fail", f);
+    auto* ok = llvm::BasicBlock::Create(ir_.context(), "ok", f);
+    b().CreateCondBr(bad, fail, ok);
+    b().SetInsertPoint(fail);
+    b().CreateRet(b().getInt32(1));
+    b().SetInsertPoint(ok);
+  }
+
+  // gather, index_select and embedding: each result element copies the
+  // input element its index names; an index outside [0, size) fails the
+  // step (the interpreter reports it too).
+  absl::Status Index() {
+    ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node()));
+    const bool embedding = node().is_call("embedding");
+    const Node* table = call.TensorNode(embedding ? "weight" : "input");
+    const Node* index = call.TensorNode(embedding ? "input" : "index");
+    const std::vector<int64_t> dims = DimsOf(node());
+    const std::vector<int64_t> table_dims = DimsOf(*table);
+    const std::vector<int64_t> table_strides = ContiguousStrides(table_dims);
+    const std::vector<int64_t> index_dims = DimsOf(*index);
+    const DType index_type = index->type()->dtype;
+    const int64_t rank = static_cast<int64_t>(table_dims.size());
+    const int64_t dim =
+        embedding ? 0 : NormalizeDim(call.Int("dim"), std::max<int64_t>(rank, 1));
+    const int64_t size = rank == 0 ? 1 : table_dims[dim];
+    ir_.Loops(dims, [&](const std::vector<llvm::Value*>& i) {
+      // Where the index for this element is.
+      std::vector<llvm::Value*> at;
+      std::vector<int64_t> at_strides;
+      if (embedding) {
+        at.assign(i.begin(), i.end() - 1);
+        at_strides = ContiguousStrides(index_dims);
+      } else if (node().is_call("index_select")) {
+        if (rank > 0) at = {i[dim]};
+        at_strides = {1};
+      } else {
+        at = i;
+        at_strides = ContiguousStrides(index_dims);
+      }
+      at_strides.resize(at.size());
+      llvm::Value* j = ir_.Convert(
+          ir_.Load(View{Data(index), index_type, 0, at_strides}, at), index_type,
+          DType::kI64);
+      FailIf(b().CreateICmpUGE(j, b().getInt64(size)));
+      llvm::Value* offset = b().getInt64(0);
+      for (int64_t k = 0; k < rank; ++k) {
+        llvm::Value* coordinate = k == dim ? j : (embedding ? i.back() : i[k]);
+        offset = b().CreateAdd(offset,
+                               b().CreateMul(coordinate, b().getInt64(table_strides[k])));
+      }
+      ir_.Store(Out(), i, ir_.LoadAt(Data(table), table->type()->dtype, offset));
+    });
+    return absl::OkStatus();
+  }
+
+  // The index of the first maximum along dim (of all elements when dim is
+  // None); NaN counts as the maximum, the first NaN wins.
+  absl::Status Argmax() {
+    ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node()));
+    const Node* input = step_.inputs[0];
+    std::vector<int64_t> in_dims = DimsOf(*input);
+    Rows rows{1, 1, 1};
+    for (int64_t d : in_dims) rows.n *= d;
+    if (!call.IsNone("dim") && !in_dims.empty()) {
+      rows = RowsAlong(in_dims, NormalizeDim(call.Int("dim"),
+                                             static_cast<int64_t>(in_dims.size())));
+    }
+    const DType t = input->type()->dtype;
+    llvm::Type* reg = ir_.RegisterType(t);
+    const bool fp = IsFloatingPoint(t);
+    llvm::Value* in = Data(input);
+    if (rows.outer == 0 || rows.inner == 0 || rows.n == 0) return absl::OkStatus();
+    ir_.Loops({rows.outer, rows.inner}, [&](const std::vector<llvm::Value*>& i) {
+      llvm::Value* start = b().CreateAdd(
+          b().CreateMul(i[0], b().getInt64(rows.n * rows.inner)), i[1]);
+      llvm::Value* best = ir_.Slot(t, ir_.LoadAt(in, t, start));
+      llvm::Value* best_at = ir_.Slot(DType::kI64, b().getInt64(0));
+      ir_.Loop(rows.n, [&](llvm::Value* j) {
+        llvm::Value* v = ir_.LoadAt(
+            in, t, b().CreateAdd(start, b().CreateMul(j, b().getInt64(rows.inner))));
+        llvm::Value* current = b().CreateLoad(reg, best);
+        llvm::Value* better =
+            fp ? b().CreateAnd(b().CreateFCmpORD(current, current),
+                               b().CreateFCmpUGT(v, current))
+               : (t == DType::kBool || t == DType::kU8 ? b().CreateICmpUGT(v, current)
+                                                       : b().CreateICmpSGT(v, current));
+        b().CreateStore(b().CreateSelect(better, v, current), best);
+        b().CreateStore(b().CreateSelect(better, j, b().CreateLoad(b().getInt64Ty(), best_at)),
+                        best_at);
+      });
+      llvm::Value* at = b().CreateAdd(b().CreateMul(i[0], b().getInt64(rows.inner)), i[1]);
+      ir_.StoreAt(args_[0], DType::kI64, at, b().CreateLoad(b().getInt64Ty(), best_at));
+    });
+    return absl::OkStatus();
+  }
+
+  absl::Status Create() {
+    ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node()));
+    const std::vector<int64_t> dims = DimsOf(node());
+    const DType t = out_dtype();
+    if (!node().is_call("arange")) {
+      const double value =
+          node().is_call("full")
+              ? (call.Get("fill_value").is_bool() ? call.Get("fill_value").bool_value()
+                                                  : call.Get("fill_value").number())
+              : 0.0;
+      ir_.Map(dims, Out(), {}, [&](const std::vector<llvm::Value*>&) {
+        return ir_.Constant(t, value);
+      });
+      return absl::OkStatus();
+    }
+    auto integral = [](const Argument& a) { return a.is_int() || a.is_bool(); };
+    auto as_int = [](const Argument& a) {
+      return a.is_bool() ? int64_t{a.bool_value()} : a.int_value();
+    };
+    const Argument& start = call.Get("start");
+    const Argument& step = call.Get("step");
+    const bool all_int = integral(start) && integral(call.Get("end")) && integral(step);
+    ir_.Loops(dims, [&](const std::vector<llvm::Value*>& i) {
+      llvm::Value* v;
+      if (all_int) {
+        v = ir_.Convert(b().CreateAdd(b().getInt64(as_int(start)),
+                                      b().CreateMul(i[0], b().getInt64(as_int(step)))),
+                        DType::kI64, t);
+      } else {
+        llvm::Value* x = b().CreateFAdd(
+            ir_.Constant(DType::kF64, start.is_bool() ? start.bool_value() : start.number()),
+            b().CreateFMul(ir_.Convert(i[0], DType::kI64, DType::kF64),
+                           ir_.Constant(DType::kF64,
+                                        step.is_bool() ? step.bool_value() : step.number())));
+        v = ir_.Convert(x, DType::kF64, t);
+      }
+      ir_.Store(Out(), i, v);
     });
     return absl::OkStatus();
   }
@@ -724,7 +962,7 @@ absl::StatusOr<std::string> CompileToObject(const Program& program) {
           b, {BufferRef::Where::kState, step.state, 0}, num_inputs, io, arena, state));
     }
     llvm::Value* rc = b.CreateCall(functions[i], args);
-    if (step.kind != StepKind::kLibrary) continue;
+    if (!step.can_fail) continue;
     llvm::BasicBlock* fail = llvm::BasicBlock::Create(context, "fail", entry);
     llvm::BasicBlock* next = llvm::BasicBlock::Create(context, "next", entry);
     b.CreateCondBr(b.CreateICmpNE(rc, b.getInt32(0)), fail, next);

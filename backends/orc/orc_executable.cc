@@ -103,8 +103,13 @@ absl::StatusOr<std::vector<Tensor>> CompiledProgram::Run(
   const int rc = entry_(io.data(), arena, state_.data());
   ReturnArena(arena);
   if (rc != 0) {
-    const Node& node = *program_.steps[rc - 1].node;
-    absl::Status error = TakeLibraryError();
+    const Step& step = program_.steps[rc - 1];
+    const Node& node = *step.node;
+    absl::Status error =
+        step.kind == StepKind::kLibrary
+            ? TakeLibraryError()
+            : absl::InvalidArgumentError(
+                  "an index is out of range for the dim it selects from");
     return absl::Status(error.code(), absl::StrCat("%", node.name(), " (",
                                                    node.target(), "): ",
                                                    error.message()));

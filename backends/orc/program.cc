@@ -32,6 +32,20 @@ bool IsViewCopy(const Node& node) {
          node.is_call("getitem");
 }
 
+bool IsQuantize(const Node& node) {
+  return node.is_call("quantize_per_tensor") ||
+         node.is_call("quantize_per_channel") || node.is_call("dequantize");
+}
+
+bool IsIndex(const Node& node) {
+  return node.is_call("gather") || node.is_call("index_select") ||
+         node.is_call("embedding");
+}
+
+bool IsCreate(const Node& node) {
+  return node.is_call("zeros") || node.is_call("full") || node.is_call("arange");
+}
+
 bool IsLibraryCall(const Node& node) {
   return node.is_call("linear") || node.is_call("matmul") ||
          node.is_call("graft::linear_activation") || node.is_call("conv2d");
@@ -81,13 +95,23 @@ absl::Status CanLowerCall(const Node& node) {
       node.is_call("amin") || node.is_call("softmax") ||
       node.is_call("log_softmax") || node.is_call("layer_norm") ||
       node.is_call("batch_norm") || node.is_call("max_pool2d") ||
-      node.is_call("avg_pool2d") || node.is_call("adaptive_avg_pool2d")) {
+      node.is_call("avg_pool2d") || node.is_call("adaptive_avg_pool2d") ||
+      IsQuantize(node) || IsIndex(node) || IsCreate(node) ||
+      node.is_call("argmax")) {
     // Checked below for the ops with conditions.
   } else if (IsLibraryCall(node)) {
 #ifndef GRAFT_ORC_WITH_DNNL
     return absl::UnimplementedError(absl::StrCat(
         op, " needs oneDNN, which this graft was built without"));
 #endif
+    // The oneDNN calls take f32 only (library_calls.cc): refuse the rest
+    // here, so that they fall back instead of failing the compile.
+    for (const Node* n : node.inputs()) {
+      if (n->type().has_value() && n->type()->dtype != DType::kF32) {
+        return absl::UnimplementedError(absl::StrCat(
+            op, " on ", DTypeName(n->type()->dtype), " tensors (oneDNN calls take f32)"));
+      }
+    }
   } else if (node.is_call("slice")) {
     ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node));
     if (call.Int("step") <= 0) {
@@ -139,6 +163,10 @@ StepKind KindOfStep(const Node& node) {
   if (node.is_call("layer_norm")) return StepKind::kLayerNorm;
   if (node.is_call("batch_norm")) return StepKind::kBatchNorm;
   if (IsLibraryCall(node)) return StepKind::kLibrary;
+  if (IsQuantize(node)) return StepKind::kQuantize;
+  if (IsIndex(node)) return StepKind::kIndex;
+  if (IsCreate(node)) return StepKind::kCreate;
+  if (node.is_call("argmax")) return StepKind::kArgmax;
   if (node.is_call("max_pool2d") || node.is_call("avg_pool2d") ||
       node.is_call("adaptive_avg_pool2d")) {
     return StepKind::kPool;
@@ -244,6 +272,7 @@ class ProgramBuilder {
       step.state = static_cast<int>(p_.library_nodes.size());
       p_.library_nodes.push_back(&node);
     }
+    step.can_fail = step.kind == StepKind::kLibrary || step.kind == StepKind::kIndex;
     root_[&node] = &node;
     producer_[&node] = static_cast<int64_t>(p_.steps.size());
     p_.steps.push_back(std::move(step));
@@ -414,7 +443,8 @@ std::string Program::Describe() const {
                     s.node->target(), " ", s.node->type()->ToString(), " -> ",
                     RefText(s.result), " <-");
     for (const BufferRef& r : s.operands) absl::StrAppend(&text, " ", RefText(r));
-    absl::StrAppend(&text, " state ", s.state, " ", s.activation, "\n");
+    absl::StrAppend(&text, " state ", s.state, " ", s.activation,
+                    s.can_fail ? " can-fail" : "", "\n");
   }
   return text;
 }

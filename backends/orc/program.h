@@ -37,6 +37,11 @@ enum class StepKind : unsigned char {
   kBatchNorm,
   kLibrary,    // A oneDNN call (matmul, linear, linear_activation, conv2d).
   kPool,       // max_pool2d, avg_pool2d, adaptive_avg_pool2d.
+  kQuantize,   // quantize_per_tensor, quantize_per_channel, dequantize.
+  kIndex,      // gather, index_select, embedding: may fail (an index out
+               // of range), reported by Step::failure.
+  kArgmax,
+  kCreate,     // zeros, full, arange.
   kCopy,       // An output that must be its own buffer.
 };
 
@@ -52,6 +57,9 @@ struct Step {
   // kLibrary: an activation applied to the result by the library call
   // ("relu", "gelu", "gelu_tanh"), absorbed from the op that followed.
   std::string activation;
+  // Steps that can fail at run time (library calls, index lookups) return
+  // non-zero; for the others the entry function does not check.
+  bool can_fail = false;
 };
 
 // A module lowered for fixed input shapes: the steps in run order and the
