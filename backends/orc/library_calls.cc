@@ -248,6 +248,7 @@ std::unique_ptr<LibraryCall> CreateMatmul(const MatmulSpec& spec) {
 // bias), NCHW; the weights reordered once into oneDNN's layout.
 struct ConvSpec {
   memory::dims src, weights, dst, stride, padding, dilation;
+  bool src_channels_last = false, dst_channels_last = false;  // NHWC.
   int64_t groups = 1;
   int src_operand = 0, weights_operand = 0, bias_operand = -1;
   const Tensor* constant_weights = nullptr;
@@ -262,11 +263,14 @@ std::unique_ptr<LibraryCall> CreateConv(const ConvSpec& spec) {
   }
   memory::dims dilation = spec.dilation;
   for (auto& d : dilation) d -= 1;  // oneDNN counts the gaps.
+  auto layout = [](const memory::dims& dims, bool channels_last) {
+    return channels_last ? memory::desc(dims, DnnlType::f32, Tag::nhwc) : Plain(dims);
+  };
   std::vector<PrimitiveArg> args{
-      {DNNL_ARG_SRC, Plain(spec.src), 1 + spec.src_operand},
+      {DNNL_ARG_SRC, layout(spec.src, spec.src_channels_last), 1 + spec.src_operand},
       {DNNL_ARG_WEIGHTS, Plain(weights), 1 + spec.weights_operand,
        spec.constant_weights},
-      {DNNL_ARG_DST, Plain(spec.dst), 0}};
+      {DNNL_ARG_DST, layout(spec.dst, spec.dst_channels_last), 0}};
   if (spec.constant_weights != nullptr) args[1].buffer = -1;
   const memory::desc packed =
       spec.constant_weights != nullptr
@@ -433,6 +437,8 @@ absl::StatusOr<ConvSpec> Conv2dSpec(const Program& program, const Step& step,
   spec.weights_operand = OperandOf(step, weight);
   spec.constant_weights = ConstantOf(program, weight);
   if (!call.IsNone("bias")) spec.bias_operand = OperandOf(step, call.TensorNode("bias"));
+  spec.src_channels_last = step.operand_channels_last[spec.src_operand];
+  spec.dst_channels_last = step.channels_last;
   return spec;
 }
 

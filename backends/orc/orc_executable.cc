@@ -38,11 +38,9 @@ absl::StatusOr<std::unique_ptr<CompiledProgram>> CompiledProgram::Create(
     ASSIGN_OR_RETURN(c->object_, CompileToObject(p));
   }
   for (const Tensor* t : p.tensors) c->state_.push_back(t->raw_data());
-  for (const Node* node : p.library_nodes) {
-    const Step* step = nullptr;
-    for (const Step& s : p.steps) {
-      if (s.node == node && s.kind == StepKind::kLibrary) step = &s;
-    }
+  for (int index : p.library_steps) {
+    const Step* step = &p.steps[index];
+    const Node* node = step->node;
     absl::StatusOr<std::unique_ptr<LibraryCall>> call =
         PrepareLibraryCall(p, *step);
     if (!call.ok()) {
@@ -99,7 +97,7 @@ absl::StatusOr<std::vector<Tensor>> CompiledProgram::Run(
     return absl::ResourceExhaustedError(absl::StrCat(
         "cannot allocate the ", program_.arena_bytes, "-byte arena"));
   }
-  if (!program_.library_nodes.empty()) SetLibraryThreads(threads);
+  if (!program_.library_steps.empty()) SetLibraryThreads(threads);
   const int rc = entry_(io.data(), arena, state_.data());
   ReturnArena(arena);
   if (rc != 0) {

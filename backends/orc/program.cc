@@ -11,6 +11,7 @@
 #include "graph/dtype.h"
 #include "graph/op_registry.h"
 #include "graph/op_traits.h"
+#include "passes/fold_batchnorm.h"
 #include "passes/fuse_elementwise.h"
 #include "passes/pass_context.h"
 #include "passes/shape_prop.h"
@@ -148,10 +149,6 @@ absl::Status CanLowerCall(const Node& node) {
   return CheckTypes(node);
 }
 
-bool IsComputed(const Node& node) {
-  return node.op() == OpCode::kCallFunction || node.op() == OpCode::kCallModule;
-}
-
 StepKind KindOfStep(const Node& node) {
   if (node.op() == OpCode::kCallModule) return StepKind::kPointwise;
   if (IsViewCopy(node)) return StepKind::kView;
@@ -196,8 +193,25 @@ absl::Status CheckConcrete(const Node& node) {
   return absl::OkStatus();
 }
 
-// Builds a Program in three walks: the steps and which value each buffer
-// belongs to, which computed values become outputs in place, and the arena.
+bool Is4D(const Node& node) { return node.type()->rank() == 4; }
+
+// A 4-D value with one channel or one pixel has the same bytes in NCHW and
+// NHWC: either layout reads it without a conversion.
+bool LayoutFree(const Node& node) {
+  const auto& s = node.type()->shape;
+  return s.size() == 4 && (s[1].value() == 1 || s[2].value() * s[3].value() == 1);
+}
+
+// Where a value comes from: the result of a step, or a buffer of the
+// caller's (input, module tensor).
+struct ValueSource {
+  int step = -1;
+  BufferRef external;
+  bool channels_last = false;
+};
+
+// Builds a Program: the steps in order with each operand's source (and the
+// layout conversions the operands need), then the outputs, then the arena.
 class ProgramBuilder {
  public:
   explicit ProgramBuilder(Program& program) : p_(program) {}
@@ -209,10 +223,12 @@ class ProgramBuilder {
     }
     RETURN_IF_ERROR(AssignOutputs(*graph.output()));
     PlanArena();
-    for (Step& step : p_.steps) {
-      if (step.kind != StepKind::kCopy) step.result = refs_[step.node];
-      for (const Node* input : step.inputs) {
-        step.operands.push_back(refs_[root_[input]]);
+    for (size_t i = 0; i < p_.steps.size(); ++i) {
+      Step& step = p_.steps[i];
+      step.result = results_[i];
+      for (const ValueSource& source : sources_[i]) {
+        step.operands.push_back(source.step < 0 ? source.external
+                                                : results_[source.step]);
       }
       if (step.kind == StepKind::kLibrary) {
         step.state += static_cast<int>(p_.tensors.size());
@@ -226,8 +242,7 @@ class ProgramBuilder {
     switch (node.op()) {
       case OpCode::kPlaceholder:
         RETURN_IF_ERROR(CheckConcrete(node));
-        root_[&node] = &node;
-        refs_[&node] = {BufferRef::Where::kInput, num_inputs_++, 0};
+        values_[&node] = {.external = {BufferRef::Where::kInput, num_inputs_++, 0}};
         return absl::OkStatus();
       case OpCode::kGetAttr: {
         const Tensor* tensor = p_.module->FindTensor(node.target());
@@ -236,9 +251,8 @@ class ProgramBuilder {
               "%", node.name(), " reads tensor '", node.target(),
               "', which the module does not have"));
         }
-        root_[&node] = &node;
-        refs_[&node] = {BufferRef::Where::kState,
-                        static_cast<int>(p_.tensors.size()), 0};
+        values_[&node] = {.external = {BufferRef::Where::kState,
+                                       static_cast<int>(p_.tensors.size()), 0}};
         p_.tensors.push_back(tensor);
         return absl::OkStatus();
       }
@@ -250,8 +264,15 @@ class ProgramBuilder {
     RETURN_IF_ERROR(CanLower(node));
     if (node.is_call("split")) return absl::OkStatus();  // getitem reads it.
     RETURN_IF_ERROR(CheckConcrete(node));
+    for (const Node* input : node.inputs()) {
+      if (!values_.contains(input) && !input->is_call("split")) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "%", node.name(), " reads %", input->name(), " before it is computed"));
+      }
+    }
     if (IsAlias(node)) {
-      root_[&node] = root_[node.inputs()[0]];
+      // Same bytes, new shape: only an NCHW value can be reinterpreted.
+      values_[&node] = Use(node.inputs()[0], false, false);
       return absl::OkStatus();
     }
     if (AbsorbActivation(node)) return absl::OkStatus();
@@ -261,22 +282,75 @@ class ProgramBuilder {
     } else {
       for (const Node* input : node.unique_inputs()) step.inputs.push_back(input);
     }
+    const bool conv = node.is_call("conv2d") && ConvRunsChannelsLast(node);
+    const bool any_layout = step.kind == StepKind::kPointwise ||
+                            step.kind == StepKind::kBatchNorm ||
+                            step.kind == StepKind::kPool;
+    std::vector<ValueSource> sources;
     for (const Node* input : step.inputs) {
-      if (!root_.contains(input)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "%", node.name(), " reads %", input->name(), " before it is computed"));
+      const bool data = conv && input == node.inputs()[0];
+      sources.push_back(Use(input, any_layout || data, data));
+      step.operand_channels_last.push_back(sources.back().channels_last);
+    }
+    if (conv) {
+      step.channels_last = true;
+    } else if (any_layout && Is4D(node)) {
+      for (size_t i = 0; i < step.inputs.size(); ++i) {
+        step.channels_last |= sources[i].channels_last && Is4D(*step.inputs[i]);
       }
-      last_use_[root_[input]] = static_cast<int64_t>(p_.steps.size());
     }
     if (step.kind == StepKind::kLibrary) {
-      step.state = static_cast<int>(p_.library_nodes.size());
-      p_.library_nodes.push_back(&node);
+      step.state = static_cast<int>(p_.library_steps.size());
+      p_.library_steps.push_back(static_cast<int>(p_.steps.size()));
     }
     step.can_fail = step.kind == StepKind::kLibrary || step.kind == StepKind::kIndex;
-    root_[&node] = &node;
-    producer_[&node] = static_cast<int64_t>(p_.steps.size());
-    p_.steps.push_back(std::move(step));
+    const bool channels_last = step.channels_last && !LayoutFree(node);
+    values_[&node] = {.step = Push(std::move(step), std::move(sources)),
+                      .channels_last = channels_last};
     return absl::OkStatus();
+  }
+
+  // oneDNN's channels-last convolutions are 1.5 to 2.5 times faster than
+  // its NCHW ones; grouped convolutions stay NCHW.
+  static bool ConvRunsChannelsLast(const Node& node) {
+    absl::StatusOr<OpCall> call = OpCall::Bind(node);
+    return call.ok() && call->Int("groups") == 1 && Is4D(*call->TensorNode("input"));
+  }
+
+  // The source of `input` for a step that reads channels-last values when
+  // `accept_channels_last`, and wants them when `want_channels_last`;
+  // adds the conversion step when the layouts disagree (once per value
+  // and layout).
+  ValueSource Use(const Node* input, bool accept_channels_last,
+                  bool want_channels_last) {
+    ValueSource source = values_.at(input);
+    if (LayoutFree(*input)) {  // The same bytes either way.
+      source.channels_last = want_channels_last;
+      return source;
+    }
+    if (source.channels_last ? accept_channels_last || want_channels_last
+                             : !want_channels_last) {
+      return source;
+    }
+    auto& cache = want_channels_last ? channels_last_copy_ : nchw_copy_;
+    auto it = cache.find(input);
+    if (it != cache.end()) return {.step = it->second, .channels_last = want_channels_last};
+    Step copy{.kind = StepKind::kCopy, .node = input, .inputs = {input}};
+    copy.channels_last = want_channels_last;
+    copy.operand_channels_last = {source.channels_last};
+    const int index = Push(std::move(copy), {source});
+    cache[input] = index;
+    return {.step = index, .channels_last = want_channels_last};
+  }
+
+  int Push(Step step, std::vector<ValueSource> sources) {
+    const int index = static_cast<int>(p_.steps.size());
+    for (const ValueSource& s : sources) {
+      if (s.step >= 0) last_use_[s.step] = index;
+    }
+    p_.steps.push_back(std::move(step));
+    sources_.push_back(std::move(sources));
+    return index;
   }
 
   // relu or gelu right after a library call that nothing else reads
@@ -293,19 +367,19 @@ class ProgramBuilder {
       return false;
     }
     const Node* input = node.inputs()[0];
-    auto producer = producer_.find(input);
-    if (producer == producer_.end() || input->num_uses() != 1 ||
-        input->type() != node.type()) {
+    auto value = values_.find(input);
+    if (value == values_.end() || value->second.step < 0 ||
+        input->num_uses() != 1 || input->type() != node.type()) {
       return false;
     }
-    Step& step = p_.steps[producer->second];
-    if (step.kind != StepKind::kLibrary || !step.activation.empty() ||
-        input->is_call("graft::linear_activation") ||
+    Step& step = p_.steps[value->second.step];
+    if (step.kind != StepKind::kLibrary || step.node != input ||
+        !step.activation.empty() || input->is_call("graft::linear_activation") ||
         input->type()->dtype != DType::kF32) {
       return false;
     }
     step.activation = activation;
-    root_[&node] = root_[input];
+    values_[&node] = value->second;
     return true;
   }
 
@@ -323,41 +397,43 @@ class ProgramBuilder {
     } else {
       return absl::UnimplementedError("the output node's value has an unexpected form");
     }
-    absl::flat_hash_set<const Node*> claimed;
+    results_.assign(p_.steps.size(), BufferRef{});
+    is_output_.assign(p_.steps.size(), false);
     for (size_t j = 0; j < values.size(); ++j) {
       const Node* value = values[j];
       RETURN_IF_ERROR(CheckConcrete(*value));
       p_.output_types.push_back(*value->type());
-      const Node* root = root_[value];
       const BufferRef out{BufferRef::Where::kOutput, static_cast<int>(j), 0};
-      if (IsComputed(*root) && claimed.insert(root).second) {
-        refs_[root] = out;
+      const ValueSource source = values_.at(value);
+      if (source.step >= 0 && !source.channels_last && !is_output_[source.step]) {
+        results_[source.step] = out;
+        is_output_[source.step] = true;
         continue;
       }
-      // An input, a module tensor or a value already written to another
-      // output: each output gets its own buffer, so copy.
-      p_.steps.push_back(Step{.kind = StepKind::kCopy, .node = value,
-                              .result = out, .inputs = {value}});
-      last_use_[root] = static_cast<int64_t>(p_.steps.size()) - 1;
+      // An input, a module tensor, a value already written to another
+      // output or one in channels-last layout: copy into the output.
+      Step copy{.kind = StepKind::kCopy, .node = value, .inputs = {value}};
+      copy.operand_channels_last = {source.channels_last};
+      Push(std::move(copy), {source});
+      results_.push_back(out);
+      is_output_.push_back(true);
     }
     return absl::OkStatus();
   }
 
   void PlanArena() {
     std::vector<BufferLifetime> lifetimes;
-    std::vector<const Node*> owners;
-    for (const Step& step : p_.steps) {
-      if (step.kind == StepKind::kCopy || refs_.contains(step.node)) continue;
-      const int64_t first = producer_[step.node];
-      auto last = last_use_.find(step.node);
-      lifetimes.push_back(
-          {first, last == last_use_.end() ? first : std::max(first, last->second),
-           BytesOf(*step.node->type())});
-      owners.push_back(step.node);
+    std::vector<int> owners;
+    for (int i = 0; i < static_cast<int>(p_.steps.size()); ++i) {
+      if (is_output_[i]) continue;
+      auto last = last_use_.find(i);
+      lifetimes.push_back({i, last == last_use_.end() ? i : std::max(i, last->second),
+                           BytesOf(*p_.steps[i].node->type())});
+      owners.push_back(i);
     }
     MemoryPlan plan = PlanMemory(lifetimes);
-    for (size_t i = 0; i < owners.size(); ++i) {
-      refs_[owners[i]] = {BufferRef::Where::kArena, 0, plan.offsets[i]};
+    for (size_t k = 0; k < owners.size(); ++k) {
+      results_[owners[k]] = {BufferRef::Where::kArena, 0, plan.offsets[k]};
     }
     p_.arena_bytes = plan.arena_bytes;
     p_.intermediate_bytes = plan.total_bytes;
@@ -365,10 +441,12 @@ class ProgramBuilder {
 
   Program& p_;
   int num_inputs_ = 0;
-  absl::flat_hash_map<const Node*, const Node*> root_;  // Alias -> owner.
-  absl::flat_hash_map<const Node*, BufferRef> refs_;    // Owner -> buffer.
-  absl::flat_hash_map<const Node*, int64_t> producer_;
-  absl::flat_hash_map<const Node*, int64_t> last_use_;
+  absl::flat_hash_map<const Node*, ValueSource> values_;
+  absl::flat_hash_map<const Node*, int> channels_last_copy_, nchw_copy_;
+  std::vector<std::vector<ValueSource>> sources_;  // Per step.
+  absl::flat_hash_map<int, int> last_use_;         // Step -> last reader.
+  std::vector<BufferRef> results_;                 // Per step.
+  std::vector<bool> is_output_;                    // Per step.
 };
 
 std::string RefText(const BufferRef& r) {
@@ -410,9 +488,13 @@ absl::StatusOr<Program> BuildProgram(const Module& module,
   }
   p.input_types = input_types;
   RETURN_IF_ERROR(passes::PropagateShapes(*p.module).status());
+  // Inference rewrites every compiled program wants: batch norms folded
+  // into the convolution or linear before them, then pointwise groups fused
+  // into one loop each.
   passes::PassContext context;
-  passes::FuseElementwisePass fuse;
-  RETURN_IF_ERROR(fuse.Run(*p.module, context).status());
+  RETURN_IF_ERROR(passes::FoldBatchNormPass().Run(*p.module, context).status());
+  RETURN_IF_ERROR(passes::PropagateShapes(*p.module).status());
+  RETURN_IF_ERROR(passes::FuseElementwisePass().Run(*p.module, context).status());
   RETURN_IF_ERROR(passes::PropagateShapes(*p.module).status());
   for (const Node* node : graph.nodes()) {
     if (node->op() != OpCode::kCallModule) continue;
@@ -444,7 +526,10 @@ std::string Program::Describe() const {
                     RefText(s.result), " <-");
     for (const BufferRef& r : s.operands) absl::StrAppend(&text, " ", RefText(r));
     absl::StrAppend(&text, " state ", s.state, " ", s.activation,
-                    s.can_fail ? " can-fail" : "", "\n");
+                    s.can_fail ? " can-fail" : "", s.channels_last ? " nhwc" : "",
+                    " <");
+    for (bool cl : s.operand_channels_last) absl::StrAppend(&text, cl ? "n" : "p");
+    absl::StrAppend(&text, "\n");
   }
   return text;
 }

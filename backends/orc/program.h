@@ -42,7 +42,9 @@ enum class StepKind : unsigned char {
                // of range), reported by Step::failure.
   kArgmax,
   kCreate,     // zeros, full, arange.
-  kCopy,       // An output that must be its own buffer.
+  kCopy,       // A value copied into another buffer and layout: an output
+               // that must be its own buffer, or a 4-D value converted
+               // between NCHW and channels-last (NHWC).
 };
 
 struct Step {
@@ -60,6 +62,12 @@ struct Step {
   // Steps that can fail at run time (library calls, index lookups) return
   // non-zero; for the others the entry function does not check.
   bool can_fail = false;
+  // Layouts of 4-D values: NCHW (false) or channels-last, NHWC (true),
+  // which the convolutions run fastest on. Pointwise steps, batch_norm and
+  // pooling work in either; every other step reads NCHW, with kCopy steps
+  // converting where needed.
+  bool channels_last = false;  // The result's layout.
+  std::vector<bool> operand_channels_last;
 };
 
 // A module lowered for fixed input shapes: the steps in run order and the
@@ -71,9 +79,10 @@ struct Program {
   std::vector<TensorType> input_types;
   std::vector<TensorType> output_types;
   // State slots [0, tensors.size()) point at module tensors; the rest at
-  // the library calls (library_nodes[i] gets slot tensors.size() + i).
+  // the library calls (steps[library_steps[i]] gets slot tensors.size() + i).
   std::vector<const Tensor*> tensors;
-  std::vector<const Node*> library_nodes;
+  // The indices of the kLibrary steps, in state slot order.
+  std::vector<int> library_steps;
   size_t arena_bytes = 0;
   size_t intermediate_bytes = 0;
 
