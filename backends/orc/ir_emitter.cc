@@ -1,5 +1,6 @@
 #include "backends/orc/ir_emitter.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <utility>
@@ -21,6 +22,13 @@ std::vector<int64_t> ContiguousStrides(const std::vector<int64_t>& dims) {
     s *= dims[k];
   }
   return strides;
+}
+
+std::vector<int64_t> LayoutStrides(const std::vector<int64_t>& dims,
+                                   bool channels_last) {
+  if (!channels_last || dims.size() != 4) return ContiguousStrides(dims);
+  const int64_t c = dims[1], h = dims[2], w = dims[3];
+  return {h * w * c, 1, w * c, c};
 }
 
 std::vector<int64_t> BroadcastStrides(const std::vector<int64_t>& dims,
@@ -208,6 +216,19 @@ void IrEmitter::Map(
   // every view steps through both as one.
   std::vector<View*> views{&out};
   for (View& v : ins) views.push_back(&v);
+  // Memory order of the output: sort the dims by its strides.
+  std::vector<size_t> order(dims.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return out.strides[a] > out.strides[b];
+  });
+  auto reorder = [&](std::vector<int64_t>& v) {
+    std::vector<int64_t> sorted;
+    for (size_t k : order) sorted.push_back(v[k]);
+    v = std::move(sorted);
+  };
+  reorder(dims);
+  for (View* v : views) reorder(v->strides);
   for (size_t k = dims.size(); k-- > 0;) {
     if (dims[k] != 1 || dims.size() == 1) continue;
     dims.erase(dims.begin() + k);
@@ -437,6 +458,42 @@ llvm::Value* IrEmitter::Pow(llvm::Value* x, llvm::Value* y) {
   return b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, x, y);
 }
 
+llvm::Value* IrEmitter::IntPow(llvm::Value* x, llvm::Value* y, bool is_unsigned) {
+  llvm::Type* t = x->getType();
+  llvm::Value* zero = llvm::ConstantInt::get(t, 0);
+  llvm::Value* one = llvm::ConstantInt::get(t, 1);
+  llvm::Function* f = b_.GetInsertBlock()->getParent();
+  llvm::BasicBlock* before = b_.GetInsertBlock();
+  llvm::BasicBlock* loop = llvm::BasicBlock::Create(context_, "ipow", f);
+  llvm::BasicBlock* done = llvm::BasicBlock::Create(context_, "ipow_done", f);
+  // y <= 0 skips the loop: x^0 = 1; a negative y (which the interpreter
+  // refuses) gives 0.
+  llvm::Value* positive =
+      is_unsigned ? b_.CreateICmpNE(y, zero) : b_.CreateICmpSGT(y, zero);
+  llvm::Value* skipped = b_.CreateSelect(b_.CreateICmpEQ(y, zero), one, zero);
+  b_.CreateCondBr(positive, loop, done);
+  b_.SetInsertPoint(loop);
+  llvm::PHINode* result = b_.CreatePHI(t, 2);
+  llvm::PHINode* base = b_.CreatePHI(t, 2);
+  llvm::PHINode* e = b_.CreatePHI(t, 2);
+  llvm::Value* odd = b_.CreateICmpNE(b_.CreateAnd(e, one), zero);
+  llvm::Value* next_result = b_.CreateSelect(odd, b_.CreateMul(result, base), result);
+  llvm::Value* next_base = b_.CreateMul(base, base);
+  llvm::Value* next_e = b_.CreateLShr(e, one);
+  result->addIncoming(one, before);
+  result->addIncoming(next_result, loop);
+  base->addIncoming(x, before);
+  base->addIncoming(next_base, loop);
+  e->addIncoming(y, before);
+  e->addIncoming(next_e, loop);
+  b_.CreateCondBr(b_.CreateICmpNE(next_e, zero), loop, done);
+  b_.SetInsertPoint(done);
+  llvm::PHINode* out = b_.CreatePHI(t, 2);
+  out->addIncoming(skipped, before);
+  out->addIncoming(next_result, loop);
+  return out;
+}
+
 llvm::Value* IrEmitter::Call(const std::string& function, DType compute,
                              std::vector<llvm::Value*> args) {
   for (llvm::Value*& a : args) a = AsCompute(a, compute);
@@ -449,6 +506,9 @@ llvm::Value* IrEmitter::Call(const std::string& function, DType compute,
       return b_.CreateSelect(
           b_.CreateICmpSLT(args[0], llvm::ConstantInt::get(args[0]->getType(), 0)),
           b_.CreateNeg(args[0]), args[0]);
+    }
+    if (function == "pow" && compute != DType::kBool) {
+      return IntPow(args[0], args[1], u);
     }
     // Other functions of integers: in double, back to the integer type.
     for (llvm::Value*& a : args) a = Convert(a, compute, DType::kF64);

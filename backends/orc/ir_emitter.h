@@ -25,6 +25,10 @@ struct View {
 };
 
 std::vector<int64_t> ContiguousStrides(const std::vector<int64_t>& dims);
+// Element strides of a dense tensor in NCHW order, for its layout: row
+// major, or channels-last (NHWC) for a 4-D one.
+std::vector<int64_t> LayoutStrides(const std::vector<int64_t>& dims,
+                                   bool channels_last);
 // The strides that broadcast a tensor of `dims` (NumPy rules, aligned on
 // the right) over the index space `out`.
 std::vector<int64_t> BroadcastStrides(const std::vector<int64_t>& dims,
@@ -68,8 +72,9 @@ class IrEmitter {
                llvm::Value* value);
 
   // out[i] = f(in0[i], in1[i], ...) over `dims`, each value loaded in its
-  // register type. Adjacent dims that every view walks contiguously are
-  // merged, so the innermost loop is as long as it can be.
+  // register type. The loops go in the order of the output's memory (its
+  // strides, largest first), and adjacent dims that every view walks
+  // contiguously are merged, so the innermost loop is as long as it can be.
   void Map(std::vector<int64_t> dims, View out, std::vector<View> ins,
            const std::function<llvm::Value*(const std::vector<llvm::Value*>&)>& f);
 
@@ -108,6 +113,9 @@ class IrEmitter {
   llvm::Value* ExpF32(llvm::Value* x);
   llvm::Value* ErfF32(llvm::Value* x);
   llvm::Value* Pow(llvm::Value* x, llvm::Value* y);
+  // x^y of integers by squaring, wrapping on overflow as the interpreter's
+  // does (through double it would be inexact past 2^53 and saturate).
+  llvm::Value* IntPow(llvm::Value* x, llvm::Value* y, bool is_unsigned);
 
   llvm::LLVMContext& context_;
   llvm::Module& module_;

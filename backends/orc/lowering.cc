@@ -109,7 +109,12 @@ class StepEmitter {
   DType out_dtype() const { return node().type()->dtype; }
 
   View Out() const {
-    return {args_[0], out_dtype(), 0, ContiguousStrides(DimsOf(node()))};
+    return {args_[0], out_dtype(), 0,
+            LayoutStrides(DimsOf(node()), step_.channels_last)};
+  }
+  bool OperandChannelsLast(const Node* input) const {
+    const size_t i = OperandIndex(input);
+    return i < step_.operand_channels_last.size() && step_.operand_channels_last[i];
   }
   int OperandIndex(const Node* input) const {
     auto it = std::find(step_.inputs.begin(), step_.inputs.end(), input);
@@ -120,8 +125,14 @@ class StepEmitter {
   }
   // `input` broadcast over the index space `out`.
   View Broadcast(const Node* input, const std::vector<int64_t>& out) const {
-    return {Data(input), input->type()->dtype, 0,
-            BroadcastStrides(DimsOf(*input), out)};
+    const std::vector<int64_t> dims = DimsOf(*input);
+    std::vector<int64_t> strides = BroadcastStrides(dims, out);
+    if (OperandChannelsLast(input)) {
+      // Its own layout's strides, zero where it broadcasts.
+      const std::vector<int64_t> own = LayoutStrides(dims, true);
+      for (size_t k = 0; k < 4; ++k) strides[k] = dims[k] == 1 ? 0 : own[k];
+    }
+    return {Data(input), input->type()->dtype, 0, std::move(strides)};
   }
 
   // Binds the formula's names for one call: tensor parameters to `value_of`
@@ -259,10 +270,13 @@ class StepEmitter {
     return absl::OkStatus();
   }
 
+  // A value into another buffer, converting between NCHW and NHWC when
+  // the two layouts differ.
   void Copy() {
     const std::vector<int64_t> dims = DimsOf(node());
-    ir_.Map(dims, Out(), {View{args_[1], out_dtype(), 0, ContiguousStrides(dims)}},
-            [](const std::vector<llvm::Value*>& v) { return v[0]; });
+    const View in{args_[1], out_dtype(), 0,
+                  LayoutStrides(dims, step_.operand_channels_last[0])};
+    ir_.Map(dims, Out(), {in}, [](const std::vector<llvm::Value*>& v) { return v[0]; });
   }
 
   absl::Status Concat() {
@@ -516,7 +530,7 @@ class StepEmitter {
     std::vector<int64_t> channel(dims.size(), 0);
     if (dims.size() > 1) channel[1] = 1;
     const Node* x = call.TensorNode("input");
-    std::vector<View> ins{View{Data(x), x->type()->dtype, 0, ContiguousStrides(dims)}};
+    std::vector<View> ins{Broadcast(x, dims)};
     std::vector<std::string> names{"running_mean", "running_var", "weight", "bias"};
     std::vector<bool> present;
     for (const std::string& name : names) {
@@ -589,74 +603,121 @@ class StepEmitter {
       return b().CreateSelect(b().CreateICmpSLT(a, c), a, c);
     };
     llvm::Value* const init = is_max ? Extreme(t, false) : ir_.Constant(t, 0);
-    ir_.Loops({planes, oh, ow}, [&](const std::vector<llvm::Value*>& i) {
-      // Window [begin, end) in each dim, clipped to the input.
-      std::vector<llvm::Value*> begin(2), end(2), divisor_extent(2);
+    struct Window {
+      std::vector<llvm::Value*> begin{2}, end{2}, extent{2};
+    };
+    // The window of output pixel (oy, ox), clipped to the input.
+    auto window = [&](llvm::Value* oy, llvm::Value* ox) {
+      Window win;
       for (int d = 0; d < 2; ++d) {
         const int64_t size = d == 0 ? h : w, out_size = d == 0 ? oh : ow;
-        llvm::Value* o = i[1 + d];
+        llvm::Value* o = d == 0 ? oy : ox;
         if (adaptive) {
-          begin[d] = b().CreateSDiv(b().CreateMul(o, i64(size)), i64(out_size));
-          end[d] = b().CreateSDiv(
+          win.begin[d] = b().CreateSDiv(b().CreateMul(o, i64(size)), i64(out_size));
+          win.end[d] = b().CreateSDiv(
               b().CreateAdd(b().CreateMul(b().CreateAdd(o, i64(1)), i64(size)),
                             i64(out_size - 1)),
               i64(out_size));
-          divisor_extent[d] = b().CreateSub(end[d], begin[d]);
+          win.extent[d] = b().CreateSub(win.end[d], win.begin[d]);
           continue;
         }
         llvm::Value* start = b().CreateSub(b().CreateMul(o, i64(stride[d])), i64(pad[d]));
         if (is_max) {
-          begin[d] = start;
+          win.begin[d] = start;
           continue;
         }
         llvm::Value* stop = smin(b().CreateAdd(start, i64(kernel[d])), i64(size + pad[d]));
-        divisor_extent[d] = b().CreateSub(stop, start);
-        begin[d] = smax(start, i64(0));
-        end[d] = smin(stop, i64(size));
-        if (!include_pad) divisor_extent[d] = b().CreateSub(end[d], begin[d]);
+        win.extent[d] = b().CreateSub(stop, start);
+        win.begin[d] = smax(start, i64(0));
+        win.end[d] = smin(stop, i64(size));
+        if (!include_pad) win.extent[d] = b().CreateSub(win.end[d], win.begin[d]);
       }
+      return win;
+    };
+    // visit(y, x) for every input pixel of the window.
+    auto for_taps = [&](const Window& win,
+                        const std::function<void(llvm::Value*, llvm::Value*)>& visit) {
+      if (!is_max) {
+        ir_.LoopBetween(win.begin[0], win.end[0], [&](llvm::Value* y) {
+          ir_.LoopBetween(win.begin[1], win.end[1], [&](llvm::Value* x) { visit(y, x); });
+        });
+        return;
+      }
+      // Fixed taps with a bounds check each (dilation makes the window
+      // sparse).
+      for (int64_t ky = 0; ky < kernel[0]; ++ky) {
+        for (int64_t kx = 0; kx < kernel[1]; ++kx) {
+          llvm::Value* y = b().CreateAdd(win.begin[0], i64(ky * dil[0]));
+          llvm::Value* x = b().CreateAdd(win.begin[1], i64(kx * dil[1]));
+          llvm::Value* inside = b().CreateAnd(b().CreateICmpULT(y, i64(h)),
+                                              b().CreateICmpULT(x, i64(w)));
+          llvm::Function* f = b().GetInsertBlock()->getParent();
+          auto* take = llvm::BasicBlock::Create(ir_.context(), "tap", f);
+          auto* next = llvm::BasicBlock::Create(ir_.context(), "next", f);
+          b().CreateCondBr(inside, take, next);
+          b().SetInsertPoint(take);
+          visit(y, x);
+          b().CreateBr(next);
+          b().SetInsertPoint(next);
+        }
+      }
+    };
+    auto combine = [&](llvm::Value* a, llvm::Value* v) {
+      return is_max ? ir_.Maximum(a, v, false, IsUnsignedInt(t)) : b().CreateFAdd(a, v);
+    };
+    auto divide = [&](llvm::Value* v, const Window& win) {
+      return is_max ? v
+                    : b().CreateFDiv(v, b().CreateSIToFP(
+                                            b().CreateMul(win.extent[0], win.extent[1]), reg));
+    };
+    auto load = [&](llvm::Value* at) {
+      return ir_.Convert(ir_.LoadAt(in, in_type, at), in_type, t);
+    };
+    if (step_.operand_channels_last[0]) {
+      // NHWC: each window tap is a contiguous row of channels, so the
+      // channel loops vectorize; the result row accumulates in place.
+      const int64_t c = in_dims[1];
+      ir_.Loops({in_dims[0], oh, ow}, [&](const std::vector<llvm::Value*>& i) {
+        const Window win = window(i[1], i[2]);
+        llvm::Value* image = b().CreateMul(i[0], i64(h * w * c));
+        llvm::Value* row = b().CreateMul(
+            b().CreateAdd(b().CreateMul(b().CreateAdd(b().CreateMul(i[0], i64(oh)), i[1]),
+                                        i64(ow)),
+                          i[2]),
+            i64(c));
+        ir_.Loop(c, [&](llvm::Value* k) {
+          ir_.StoreAt(args_[0], t, b().CreateAdd(row, k), init);
+        });
+        for_taps(win, [&](llvm::Value* y, llvm::Value* x) {
+          llvm::Value* pixel = b().CreateAdd(
+              image, b().CreateMul(b().CreateAdd(b().CreateMul(y, i64(w)), x), i64(c)));
+          ir_.Loop(c, [&](llvm::Value* k) {
+            llvm::Value* at = b().CreateAdd(row, k);
+            ir_.StoreAt(args_[0], t, at,
+                        combine(ir_.LoadAt(args_[0], t, at),
+                                load(b().CreateAdd(pixel, k))));
+          });
+        });
+        if (!is_max) {
+          ir_.Loop(c, [&](llvm::Value* k) {
+            llvm::Value* at = b().CreateAdd(row, k);
+            ir_.StoreAt(args_[0], t, at, divide(ir_.LoadAt(args_[0], t, at), win));
+          });
+        }
+      });
+      return absl::OkStatus();
+    }
+    ir_.Loops({planes, oh, ow}, [&](const std::vector<llvm::Value*>& i) {
+      const Window win = window(i[1], i[2]);
       llvm::Value* acc = ir_.Slot(t, init);
       llvm::Value* plane = b().CreateMul(i[0], i64(h * w));
-      auto visit = [&](llvm::Value* y, llvm::Value* x) {
+      for_taps(win, [&](llvm::Value* y, llvm::Value* x) {
         llvm::Value* at = b().CreateAdd(plane, b().CreateAdd(b().CreateMul(y, i64(w)), x));
-        llvm::Value* v = ir_.Convert(ir_.LoadAt(in, in_type, at), in_type, t);
-        llvm::Value* a = b().CreateLoad(reg, acc);
-        b().CreateStore(is_max ? ir_.Maximum(a, v, false, IsUnsignedInt(t))
-                               : b().CreateFAdd(a, v),
-                        acc);
-      };
-      if (is_max) {
-        // Fixed taps with a bounds check each (dilation makes the window
-        // sparse).
-        for (int64_t ky = 0; ky < kernel[0]; ++ky) {
-          for (int64_t kx = 0; kx < kernel[1]; ++kx) {
-            llvm::Value* y = b().CreateAdd(begin[0], i64(ky * dil[0]));
-            llvm::Value* x = b().CreateAdd(begin[1], i64(kx * dil[1]));
-            llvm::Value* inside = b().CreateAnd(
-                b().CreateICmpULT(y, i64(h)), b().CreateICmpULT(x, i64(w)));
-            llvm::Function* f = b().GetInsertBlock()->getParent();
-            auto* take = llvm::BasicBlock::Create(ir_.context(), "tap", f);
-            auto* next = llvm::BasicBlock::Create(ir_.context(), "next", f);
-            b().CreateCondBr(inside, take, next);
-            b().SetInsertPoint(take);
-            visit(y, x);
-            b().CreateBr(next);
-            b().SetInsertPoint(next);
-          }
-        }
-      } else {
-        ir_.LoopBetween(begin[0], end[0], [&](llvm::Value* y) {
-          ir_.LoopBetween(begin[1], end[1], [&](llvm::Value* x) { visit(y, x); });
-        });
-      }
-      llvm::Value* result = b().CreateLoad(reg, acc);
-      if (!is_max) {
-        result = b().CreateFDiv(
-            result, b().CreateSIToFP(b().CreateMul(divisor_extent[0], divisor_extent[1]), reg));
-      }
+        b().CreateStore(combine(b().CreateLoad(reg, acc), load(at)), acc);
+      });
       llvm::Value* at = b().CreateAdd(
           b().CreateMul(i[0], i64(oh * ow)), b().CreateAdd(b().CreateMul(i[1], i64(ow)), i[2]));
-      ir_.StoreAt(args_[0], t, at, result);
+      ir_.StoreAt(args_[0], t, at, divide(b().CreateLoad(reg, acc), win));
     });
     return absl::OkStatus();
   }
@@ -838,6 +899,36 @@ class StepEmitter {
               ? (call.Get("fill_value").is_bool() ? call.Get("fill_value").bool_value()
                                                   : call.Get("fill_value").number())
               : 0.0;
+      // Into an integer dtype, as the interpreter: an integer literal is
+      // exact (wrapping into narrower dtypes), a float literal truncates
+      // and saturates (NaN gives 0).
+      if (node().is_call("full") && call.Get("fill_value").is_int() &&
+          !IsFloatingPoint(t) && t != DType::kBool) {
+        llvm::Value* exact = llvm::ConstantInt::get(
+            ir_.RegisterType(t), call.Get("fill_value").int_value(), true);
+        ir_.Map(dims, Out(), {}, [&](const std::vector<llvm::Value*>&) {
+          return exact;
+        });
+        return absl::OkStatus();
+      }
+      if (node().is_call("full") && call.Get("fill_value").is_double() &&
+          !IsFloatingPoint(t) && t != DType::kBool) {
+        const unsigned bits = ir_.RegisterType(t)->getIntegerBitWidth();
+        const bool u = t == DType::kU8;
+        const double lo = u ? 0 : -std::ldexp(1.0, bits - 1);
+        const double hi = u ? std::ldexp(1.0, bits) - 1 : std::ldexp(1.0, bits - 1) - 1;
+        // hi of i64 rounds up to 2^63, which no int64_t holds.
+        const llvm::APInt top = u ? llvm::APInt::getMaxValue(bits)
+                                  : llvm::APInt::getSignedMaxValue(bits);
+        llvm::Value* saturated =
+            std::isnan(value) ? ir_.Constant(t, 0)
+            : value >= hi     ? llvm::ConstantInt::get(ir_.RegisterType(t), top)
+                              : ir_.Constant(t, std::trunc(std::max(value, lo)));
+        ir_.Map(dims, Out(), {}, [&](const std::vector<llvm::Value*>&) {
+          return saturated;
+        });
+        return absl::OkStatus();
+      }
       ir_.Map(dims, Out(), {}, [&](const std::vector<llvm::Value*>&) {
         return ir_.Constant(t, value);
       });
