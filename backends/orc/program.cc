@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "backends/memory_plan.h"
+#include "backends/orc/bias_into_linear.h"
 #include "graph/dtype.h"
 #include "graph/op_registry.h"
 #include "graph/op_traits.h"
@@ -494,6 +495,7 @@ absl::StatusOr<Program> BuildProgram(const Module& module,
   passes::PassContext context;
   RETURN_IF_ERROR(passes::FoldBatchNormPass().Run(*p.module, context).status());
   RETURN_IF_ERROR(passes::PropagateShapes(*p.module).status());
+  RETURN_IF_ERROR(FoldBiasIntoLinear(*p.module).status());
   RETURN_IF_ERROR(passes::FuseElementwisePass().Run(*p.module, context).status());
   RETURN_IF_ERROR(passes::PropagateShapes(*p.module).status());
   for (const Node* node : graph.nodes()) {
