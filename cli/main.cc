@@ -8,6 +8,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
+#include "backends/backend.h"
 #include "cli/command.h"
 #include "cli/exit_codes.h"
 #include "cli/version.h"
@@ -43,6 +44,10 @@ std::string BuiltInParts() {
   std::string parts = "with:";
   if (HaveGraphviz()) parts += " graphviz";
   if (HaveOnnx()) parts += " onnx";
+  // Compiled backends register themselves when linked.
+  for (const std::string& name : BackendRegistry::Global().Names()) {
+    if (name != "interp") parts += " " + name;
+  }
   if (parts == "with:") parts += " (no optional parts)";
   return parts;
 }
