@@ -97,7 +97,20 @@ struct PrimitiveArg {
   int buffer = -1;    // Index into the step's buffers; -1: `constant`.
   const Tensor* tensor = nullptr;  // Module tensor to reorder into `constant`.
   std::shared_ptr<memory> constant;
+  // DNNL_ARG_SCRATCHPAD: memory of `desc` owned by each set of memory
+  // objects, so that concurrent runs never share one.
+  bool scratchpad = false;
 };
+
+// The primitive's scratchpad as an argument. oneDNN's own (library-managed)
+// scratchpad may not be used by one primitive from several threads at
+// once, and concurrent Runs do just that; so every primitive is made with
+// scratchpad_mode::user (see Activation) and each run brings its own.
+PrimitiveArg ScratchpadArg(const memory::desc& desc) {
+  PrimitiveArg a{DNNL_ARG_SCRATCHPAD, desc};
+  a.scratchpad = true;
+  return a;
+}
 
 // A oneDNN primitive run on a step's buffers. Memory objects are created
 // for the first run and reused by later ones (creating them costs more
@@ -143,8 +156,9 @@ class PrimitiveCall : public LibraryCall {
     }
     auto bound = std::make_unique<Bound>();
     for (const PrimitiveArg& a : args_) {
-      bound->memories.push_back(a.constant ? *a.constant
-                                           : memory(a.desc, Engine(), nullptr));
+      bound->memories.push_back(a.constant     ? *a.constant
+                                : a.scratchpad ? memory(a.desc, Engine())
+                                               : memory(a.desc, Engine(), nullptr));
       bound->args.emplace(a.dnnl_arg, bound->memories.back());
     }
     return bound;
@@ -196,6 +210,7 @@ dnnl::primitive_attr Activation(dnnl::algorithm activation) {
   }
   dnnl::primitive_attr attr;
   attr.set_post_ops(post);
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // ScratchpadArg.
   return attr;
 }
 
@@ -240,6 +255,7 @@ std::unique_ptr<LibraryCall> CreateMatmul(const MatmulSpec& spec) {
   if (spec.bias_operand >= 0) {
     args.push_back({DNNL_ARG_BIAS, bias, 1 + spec.bias_operand});
   }
+  args.push_back(ScratchpadArg(pd.scratchpad_desc()));
   PackConstants(args, [&](int) { return pd.weights_desc(); });
   return std::make_unique<PrimitiveCall>("matmul", dnnl::matmul(pd), std::move(args));
 }
@@ -292,6 +308,7 @@ std::unique_ptr<LibraryCall> CreateConv(const ConvSpec& spec) {
   dnnl::convolution_forward::primitive_desc pd(desc, Activation(spec.activation),
                                                Engine());
   if (has_bias) args.push_back({DNNL_ARG_BIAS, bias, 1 + spec.bias_operand});
+  args.push_back(ScratchpadArg(pd.scratchpad_desc()));
   PackConstants(args, [&](int) { return pd.weights_desc(); });
   return std::make_unique<PrimitiveCall>("convolution",
                                          dnnl::convolution_forward(pd),
