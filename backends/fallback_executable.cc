@@ -264,6 +264,26 @@ class FallbackBuilder {
   int64_t next_id_ = 0;
 };
 
+// Whether `backend` can run `node` of `module`: a call_module only when
+// it can run every node of the submodule (the node alone does not say
+// what the submodule holds).
+absl::Status CanRunIn(const Backend& backend, const Module& module,
+                      const Node& node, const CompileOptions& options) {
+  RETURN_IF_ERROR(backend.CanRun(node, options));
+  if (node.op() != OpCode::kCallModule) return absl::OkStatus();
+  const Module* sub = module.FindSubmodule(node.target());
+  if (sub == nullptr) return absl::OkStatus();  // Compile reports it.
+  for (const Node* inner : sub->graph().nodes()) {
+    absl::Status s = CanRunIn(backend, *sub, *inner, options);
+    if (!s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("submodule '", node.target(), "': %",
+                                                 inner->name(), " (", inner->target(),
+                                                 "): ", s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Executable>> CompileWithFallback(
@@ -271,7 +291,7 @@ absl::StatusOr<std::unique_ptr<Executable>> CompileWithFallback(
     CompileReport* report) {
   const PartitionPlan plan =
       PlanPartitions(module, [&](const Node& node) {
-        return backend.CanRun(node, options);
+        return CanRunIn(backend, module, node, options);
       });
   if (report != nullptr) {
     report->breaks = plan.breaks;

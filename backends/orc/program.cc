@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "backends/memory_plan.h"
 #include "backends/orc/bias_into_linear.h"
+#include "backends/orc/inline_submodules.h"
 #include "graph/dtype.h"
 #include "graph/op_registry.h"
 #include "graph/op_traits.h"
@@ -488,6 +489,7 @@ absl::StatusOr<Program> BuildProgram(const Module& module,
     placeholders[i]->set_type(input_types[i]);
   }
   p.input_types = input_types;
+  RETURN_IF_ERROR(InlineSubmodules(*p.module));
   RETURN_IF_ERROR(passes::PropagateShapes(*p.module).status());
   // Inference rewrites every compiled program wants: batch norms folded
   // into the convolution or linear before them, then pointwise groups fused

@@ -272,6 +272,35 @@ TEST(CompileWithFallback, CallModulePartsCarryTheirSubmodules) {
   }
 }
 
+// The subset backend claims every call_module node by itself; one whose
+// submodule holds an op it cannot run falls back as a whole, and the
+// reason names the op inside.
+TEST(CompileWithFallback, ACallModuleRunsWhereItsWholeSubmoduleCan) {
+  Module m;
+  Module sub;
+  Node* p = sub.graph().Placeholder("p", TensorType{DType::kF32, {4}});
+  sub.graph().Output(sub.graph().CallFunction("sin", {sub.graph().CallFunction("neg", {p})}));
+  m.AddSubmodule("block", std::move(sub));
+  Graph& g = m.graph();
+  Node* x = g.Placeholder("x", TensorType{DType::kF32, {4}});
+  g.Output(g.CallFunction("relu", {g.CallModule("block", {x})}));
+  SubsetBackend backend({"neg", "relu"});
+  CompileReport report;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> e,
+                       CompileWithFallback(backend, m, {}, &report));
+  ASSERT_EQ(report.breaks.size(), 1u);
+  EXPECT_EQ(report.breaks[0].node, "block");
+  EXPECT_THAT(report.breaks[0].reason,
+              ::testing::HasSubstr("submodule 'block': %sin (sin): the subset "
+                                 "backend does not claim sin"));
+  Tensor in = RandomTensor(DType::kF32, {4}, 4);
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> got, e->Run({in}));
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_FLOAT_EQ(got[0].data<float>()[i],
+                    std::max(std::sin(-in.data<float>()[i]), 0.f));
+  }
+}
+
 TEST(CompileWithFallback, ATupleOutputAcrossPartsIsRefusedAtCompileTime) {
   Module m;
   Graph& g = m.graph();

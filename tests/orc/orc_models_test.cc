@@ -121,12 +121,8 @@ TEST(OrcModels, EveryModelMatchesTheInterpreter) {
 }
 
 // A user's submodule (here from the partition pass) holding ops that are
-// not pointwise: CanRun sees only the call_module node and claims it, and
-// Compile then fails ("is not a pointwise op with a formula") where the
-// call should have fallen back to the interpreter. Backend::CanRun cannot
-// look into the submodule (a Node does not know its Module), so this
-// needs a change outside backends/orc; enable the test with the fix.
-TEST(OrcModels, DISABLED_UserSubmodulesOfOtherOpsFallBack) {
+// not pointwise: the backend inlines it and compiles its ops.
+TEST(OrcModels, UserSubmodulesOfOtherOpsAreInlined) {
   FindSourceDir();
   const std::vector<std::string> files = ModelFiles(false);
   if (files.empty()) GTEST_SKIP() << "GRAFT_SOURCE_DIR is not set";
