@@ -47,17 +47,19 @@ struct RunArgs {
   bool explain = false;
   std::string check;  // A backend to compare the outputs with.
   int threads = -1;   // -1: the backend's default.
+  std::string matmul_precision;  // Empty: the backend's default.
 };
 
 // The largest difference between two runs' outputs, per output, beside the
 // largest magnitude of the reference: "y: max abs error 3.1e-07, max |ref|
 // 4.2 (relative 7.4e-08)". Fails when the outputs' number, dtypes or shapes
-// differ, or an error is beyond DESIGN's loosest f32 tolerance (1e-4
-// relative to the largest magnitude).
+// differ, or an error is beyond `tolerance` relative to the largest
+// magnitude.
 absl::StatusOr<std::string> CompareOutputs(absl::string_view reference_name,
                                            const std::vector<std::string>& names,
                                            const std::vector<Tensor>& outputs,
-                                           const std::vector<Tensor>& reference) {
+                                           const std::vector<Tensor>& reference,
+                                           double tolerance) {
   if (outputs.size() != reference.size()) {
     return absl::InternalError(absl::StrCat(
         "--check ", reference_name, ": ", outputs.size(), " outputs against ",
@@ -89,7 +91,7 @@ absl::StatusOr<std::string> CompareOutputs(absl::string_view reference_name,
       max_ref = std::max(max_ref, std::abs(y));
     }
     const double relative = max_error / std::max(max_ref, 1e-30);
-    const bool bad = nan_mismatch || relative > 1e-4;
+    const bool bad = nan_mismatch || relative > tolerance;
     failed |= bad;
     absl::StrAppend(&text, "  ", names[i], ": max abs error ", max_error,
                     ", max |ref| ", max_ref, " (relative ", relative, ")",
@@ -238,6 +240,9 @@ absl::Status RunRun(const RunArgs& args) {
   if (args.threads >= 0) {
     options.options["threads"] = absl::StrCat(args.threads);
   }
+  if (!args.matmul_precision.empty()) {
+    options.options["matmul_precision"] = args.matmul_precision;
+  }
   auto disk = std::make_shared<DiskCache>(DiskCache::DefaultDir(),
                                           DiskCache::DefaultMaxBytes());
   CompileCache cache(disk);
@@ -269,8 +274,11 @@ absl::Status RunRun(const RunArgs& args) {
                      CompileWithFallback(*reference, module, reference_options));
     ASSIGN_OR_RETURN(std::vector<Tensor> expected,
                      checker->Run(inputs.tensors));
+    // DESIGN's tolerances: f32 1e-4 for reductions and matrix products
+    // (the loosest), bf16 1e-2.
+    const double tolerance = args.matmul_precision == "bf16" ? 1e-2 : 1e-4;
     absl::StatusOr<std::string> compared =
-        CompareOutputs(args.check, names, outputs, expected);
+        CompareOutputs(args.check, names, outputs, expected, tolerance);
     if (!compared.ok()) {
       RETURN_IF_ERROR(WriteStdout(text));
       return compared.status();
@@ -343,6 +351,11 @@ Command AddRunCommand(CLI::App& graft) {
                   "Threads of the backend's large kernels (orc; default: all "
                   "cores)")
       ->check(CLI::NonNegativeNumber);
+  app->add_option("--matmul-precision", args->matmul_precision,
+                  "f32, or bf16: matrix products by constant weights multiply in "
+                  "bf16 (orc, on CPUs with AVX512_BF16), as "
+                  "torch.set_float32_matmul_precision('medium')")
+      ->check(CLI::IsMember({"f32", "bf16"}));
   app->add_option("--output-dir", args->output_dir,
                   "Write each output to DIR/<output name>.npy (DIR/output.npy "
                   "for a single output)");

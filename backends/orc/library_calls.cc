@@ -6,6 +6,7 @@
 #include <cmath>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -83,10 +84,10 @@ std::vector<int64_t> DimsOf(const Node& node) {
 }
 
 // A plain row-major memory descriptor.
-memory::desc Plain(const memory::dims& dims) {
+memory::desc Plain(const memory::dims& dims, DnnlType type = DnnlType::f32) {
   memory::dims strides(dims.size(), 1);
   for (size_t k = dims.size(); k-- > 1;) strides[k - 1] = strides[k] * dims[k];
-  return memory::desc(dims, DnnlType::f32, strides);
+  return memory::desc(dims, type, strides);
 }
 
 // One argument of a primitive: a step buffer, or a module tensor
@@ -100,6 +101,11 @@ struct PrimitiveArg {
   // DNNL_ARG_SCRATCHPAD: memory of `desc` owned by each set of memory
   // objects, so that concurrent runs never share one.
   bool scratchpad = false;
+  // When the primitive takes the buffer in another data type (bf16
+  // matrix products read f32 activations as bf16): its layout there, and
+  // the reorder that converts the buffer into it before each run.
+  std::optional<memory::desc> converted;
+  std::shared_ptr<dnnl::reorder> convert;
 };
 
 // The primitive's scratchpad as an argument. oneDNN's own (library-managed)
@@ -129,6 +135,10 @@ class PrimitiveCall : public LibraryCall {
         if (args_[i].buffer >= 0) {
           bound->memories[i].set_data_handle(buffers[args_[i].buffer]);
         }
+        if (args_[i].convert) {
+          args_[i].convert->execute(ThreadStream(), bound->memories[i],
+                                    bound->converted.at(i));
+        }
       }
       primitive_.execute(ThreadStream(), bound->args);
       ThreadStream().wait();
@@ -142,6 +152,7 @@ class PrimitiveCall : public LibraryCall {
  private:
   struct Bound {
     std::vector<memory> memories;
+    std::unordered_map<size_t, memory> converted;  // By argument index.
     std::unordered_map<int, memory> args;
   };
 
@@ -155,11 +166,17 @@ class PrimitiveCall : public LibraryCall {
       }
     }
     auto bound = std::make_unique<Bound>();
-    for (const PrimitiveArg& a : args_) {
+    for (size_t i = 0; i < args_.size(); ++i) {
+      const PrimitiveArg& a = args_[i];
       bound->memories.push_back(a.constant     ? *a.constant
                                 : a.scratchpad ? memory(a.desc, Engine())
                                                : memory(a.desc, Engine(), nullptr));
-      bound->args.emplace(a.dnnl_arg, bound->memories.back());
+      if (a.converted) {
+        auto [it, inserted] = bound->converted.emplace(i, memory(*a.converted, Engine()));
+        bound->args.emplace(a.dnnl_arg, it->second);
+      } else {
+        bound->args.emplace(a.dnnl_arg, bound->memories.back());
+      }
     }
     return bound;
   }
@@ -222,6 +239,9 @@ struct MatmulSpec {
   int src_operand = 0, weights_operand = 0, bias_operand = -1;
   const Tensor* constant_weights = nullptr;
   dnnl::algorithm activation = dnnl::algorithm::undef;
+  // Multiply in bf16 (weights stored bf16, activations converted as they
+  // go in), accumulate and write f32.
+  bool bf16 = false;
 };
 
 std::unique_ptr<LibraryCall> CreateMatmul(const MatmulSpec& spec) {
@@ -238,20 +258,27 @@ std::unique_ptr<LibraryCall> CreateMatmul(const MatmulSpec& spec) {
       {DNNL_ARG_WEIGHTS, weights, 1 + spec.weights_operand, spec.constant_weights},
       {DNNL_ARG_DST, Plain(spec.dst), 0}};
   if (spec.constant_weights != nullptr) args[1].buffer = -1;
+  const bool bf16 = spec.bf16 && spec.constant_weights != nullptr;
+  const DnnlType multiply = bf16 ? DnnlType::bf16 : DnnlType::f32;
   const memory::desc packed =
       spec.constant_weights != nullptr
-          ? memory::desc(spec.weights, DnnlType::f32, Tag::any)
+          ? memory::desc(spec.weights, multiply, Tag::any)
           : weights;
+  memory::desc src = args[0].desc;
+  if (bf16) {
+    src = Plain(spec.src, DnnlType::bf16);
+    args[0].converted = src;
+    args[0].convert = std::make_shared<dnnl::reorder>(
+        dnnl::reorder::primitive_desc(Engine(), args[0].desc, Engine(), src));
+  }
   const memory::desc bias = Plain(bias_dims);
   dnnl::primitive_attr attr = Activation(spec.activation);
   dnnl::matmul::primitive_desc pd =
       spec.bias_operand >= 0
           ? dnnl::matmul::primitive_desc(
-                dnnl::matmul::desc(args[0].desc, packed, bias, args[2].desc), attr,
-                Engine())
+                dnnl::matmul::desc(src, packed, bias, args[2].desc), attr, Engine())
           : dnnl::matmul::primitive_desc(
-                dnnl::matmul::desc(args[0].desc, packed, args[2].desc), attr,
-                Engine());
+                dnnl::matmul::desc(src, packed, args[2].desc), attr, Engine());
   if (spec.bias_operand >= 0) {
     args.push_back({DNNL_ARG_BIAS, bias, 1 + spec.bias_operand});
   }
@@ -525,6 +552,7 @@ absl::StatusOr<std::unique_ptr<LibraryCall>> PrepareLibraryCall(
           bias != nullptr ? ElementsOf(bias) : 1, 1, activation);
     }
     spec.activation = ActivationAlgorithm(activation);
+    spec.bf16 = program.options.bf16_matmuls;
     return CreateMatmul(spec);
   } catch (const dnnl::error& e) {
     return absl::InternalError(absl::StrCat("oneDNN: ", e.what()));

@@ -29,9 +29,10 @@ constexpr char kMagic[] = "graft-orc-executable 1\n";
 
 absl::StatusOr<int> ThreadsOption(const CompileOptions& options) {
   for (const auto& [key, value] : options.options) {
-    if (key != "threads") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the orc backend has no option '", key, "' (it takes threads=N)"));
+    if (key != "threads" && key != "matmul_precision") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the orc backend has no option '", key,
+                       "' (it takes threads=N and matmul_precision=f32|bf16)"));
     }
   }
   int threads = 0;
@@ -41,6 +42,24 @@ absl::StatusOr<int> ThreadsOption(const CompileOptions& options) {
         "threads must be a number of threads (0: all cores), got '", text, "'"));
   }
   return threads;
+}
+
+absl::StatusOr<ProgramOptions> ProgramOptionsOf(const CompileOptions& options) {
+  ProgramOptions program;
+  const std::string precision = options.Get("matmul_precision", "f32");
+  if (precision == "bf16") {
+    const HostCpu& cpu = DetectHostCpu();
+    if (!cpu.has_avx512_bf16) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "matmul_precision=bf16 needs a CPU with AVX512_BF16; this one (", cpu.name,
+          ") does not have it"));
+    }
+    program.bf16_matmuls = true;
+  } else if (precision != "f32") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "matmul_precision must be f32 or bf16, got '", precision, "'"));
+  }
+  return program;
 }
 
 absl::Status CheckDevice(const CompileOptions& options) {
@@ -65,10 +84,11 @@ absl::StatusOr<std::unique_ptr<Executable>> OrcBackend::Compile(
     const Module& module, const CompileOptions& options) {
   RETURN_IF_ERROR(CheckDevice(options));
   ASSIGN_OR_RETURN(int threads, ThreadsOption(options));
+  ASSIGN_OR_RETURN(ProgramOptions program_options, ProgramOptionsOf(options));
   std::vector<ValueSignature> inputs = PlaceholderSignature(module.graph());
   RETURN_IF_ERROR(NarrowSignature(inputs, options.input_types));
-  auto executable =
-      std::make_unique<OrcExecutable>(module, std::move(inputs), threads);
+  auto executable = std::make_unique<OrcExecutable>(module, std::move(inputs),
+                                                    threads, program_options);
   absl::Status s = executable->CompileNow();
   // Symbolic or unknown input shapes: compiled at the first run of each.
   if (!s.ok() && !absl::IsFailedPrecondition(s)) return s;
@@ -101,6 +121,7 @@ absl::StatusOr<std::unique_ptr<Executable>> OrcBackend::DeserializeExecutable(
     const CompileOptions& options) const {
   RETURN_IF_ERROR(CheckDevice(options));
   ASSIGN_OR_RETURN(int threads, ThreadsOption(options));
+  ASSIGN_OR_RETURN(ProgramOptions program_options, ProgramOptionsOf(options));
   const absl::string_view magic(kMagic);
   const size_t hash_end = bytes.find('\n', magic.size());
   if (!absl::StartsWith(bytes, magic) || hash_end == absl::string_view::npos) {
@@ -116,12 +137,12 @@ absl::StatusOr<std::unique_ptr<Executable>> OrcBackend::DeserializeExecutable(
     types.push_back(*s.type);
   }
   // The object is only used for the very program it was compiled from.
-  ASSIGN_OR_RETURN(Program program, BuildProgram(module, types));
+  ASSIGN_OR_RETURN(Program program, BuildProgram(module, types, program_options));
   if (ProgramHash(program) != hash) {
     return absl::DataLossError("the cached object was compiled from another program");
   }
-  auto executable =
-      std::make_unique<OrcExecutable>(module, std::move(inputs), threads);
+  auto executable = std::make_unique<OrcExecutable>(module, std::move(inputs),
+                                                    threads, program_options);
   RETURN_IF_ERROR(executable->CompileNow(&object));
   return std::unique_ptr<Executable>(std::move(executable));
 }

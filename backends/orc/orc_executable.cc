@@ -116,11 +116,13 @@ absl::StatusOr<std::vector<Tensor>> CompiledProgram::Run(
 }
 
 OrcExecutable::OrcExecutable(const Module& module,
-                             std::vector<ValueSignature> inputs, int threads)
+                             std::vector<ValueSignature> inputs, int threads,
+                             ProgramOptions options)
     : module_(std::make_unique<Module>(module.Clone())),
       inputs_(std::move(inputs)),
       outputs_(OutputSignature(module_->graph())),
-      threads_(threads) {}
+      threads_(threads),
+      options_(options) {}
 
 absl::Status OrcExecutable::CompileNow(const std::string* object) {
   if (!AllConcrete(inputs_)) {
@@ -128,7 +130,7 @@ absl::Status OrcExecutable::CompileNow(const std::string* object) {
   }
   std::vector<TensorType> types;
   for (const ValueSignature& s : inputs_) types.push_back(*s.type);
-  ASSIGN_OR_RETURN(Program program, BuildProgram(*module_, types));
+  ASSIGN_OR_RETURN(Program program, BuildProgram(*module_, types, options_));
   ASSIGN_OR_RETURN(std::unique_ptr<CompiledProgram> compiled,
                    CompiledProgram::Create(std::move(program), object));
   std::unique_lock lock(mu_);
@@ -151,7 +153,7 @@ absl::StatusOr<const CompiledProgram*> OrcExecutable::ProgramFor(
     if (it != programs_.end()) return it->second.get();
   }
   // Compiled outside the lock, so runs at sizes already compiled go on.
-  ASSIGN_OR_RETURN(Program program, BuildProgram(*module_, types));
+  ASSIGN_OR_RETURN(Program program, BuildProgram(*module_, types, options_));
   ASSIGN_OR_RETURN(std::unique_ptr<CompiledProgram> compiled,
                    CompiledProgram::Create(std::move(program)));
   std::unique_lock lock(mu_);

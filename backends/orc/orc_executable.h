@@ -53,7 +53,7 @@ class CompiledProgram {
 class OrcExecutable : public Executable {
  public:
   OrcExecutable(const Module& module, std::vector<ValueSignature> inputs,
-                int threads);
+                int threads, ProgramOptions options);
   // Compiles for the signature's types now; fails unless they are all
   // known and constant.
   absl::Status CompileNow(const std::string* object = nullptr);
@@ -77,6 +77,7 @@ class OrcExecutable : public Executable {
   std::vector<ValueSignature> inputs_;
   std::vector<ValueSignature> outputs_;
   int threads_;
+  ProgramOptions options_;
   mutable std::shared_mutex mu_;
   std::map<std::string, std::unique_ptr<CompiledProgram>> programs_;
 };

@@ -475,8 +475,10 @@ absl::Status CanLower(const Node& node) {
 }
 
 absl::StatusOr<Program> BuildProgram(const Module& module,
-                                     const std::vector<TensorType>& input_types) {
+                                     const std::vector<TensorType>& input_types,
+                                     const ProgramOptions& options) {
   Program p;
+  p.options = options;
   p.module = std::make_unique<Module>(module.Clone());
   Graph& graph = p.module->graph();
   std::vector<Node*> placeholders = graph.placeholders();
@@ -524,6 +526,7 @@ std::string Program::Describe() const {
   for (const TensorType& t : output_types) absl::StrAppend(&text, "out ", t.ToString(), "\n");
   for (const Tensor* t : tensors) absl::StrAppend(&text, "tensor ", t->TypeString(), "\n");
   absl::StrAppend(&text, "arena ", arena_bytes, "\n");
+  if (options.bf16_matmuls) absl::StrAppend(&text, "bf16 matmuls\n");
   for (const Step& s : steps) {
     absl::StrAppend(&text, static_cast<int>(s.kind), " %", s.node->name(), " ",
                     s.node->target(), " ", s.node->type()->ToString(), " -> ",

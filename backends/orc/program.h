@@ -70,11 +70,19 @@ struct Step {
   std::vector<bool> operand_channels_last;
 };
 
+// How to compile, from CompileOptions (orc_backend.h lists the keys).
+struct ProgramOptions {
+  // Matrix products by constant weights in bf16 (f32 accumulation and
+  // results), as torch.set_float32_matmul_precision("medium") allows.
+  bool bf16_matmuls = false;
+};
+
 // A module lowered for fixed input shapes: the steps in run order and the
 // buffer of every value. Building it runs no LLVM, so a new process that
 // finds the compiled object in the disk cache only builds this.
 struct Program {
   std::unique_ptr<Module> module;  // Specialized, typed, fused.
+  ProgramOptions options;
   std::vector<Step> steps;
   std::vector<TensorType> input_types;
   std::vector<TensorType> output_types;
@@ -96,7 +104,8 @@ absl::Status CanLower(const Node& node);
 // Specializes `module` to concrete `input_types`, propagates types, fuses
 // pointwise groups and plans every buffer.
 absl::StatusOr<Program> BuildProgram(const Module& module,
-                                     const std::vector<TensorType>& input_types);
+                                     const std::vector<TensorType>& input_types,
+                                     const ProgramOptions& options = {});
 
 }  // namespace graft::orc
 

@@ -1704,5 +1704,35 @@ TEST(OrcExecutable, RefusesBadOptions) {
   EXPECT_OK(e->Run({Tensor(DType::kF32, {3, 16})}).status());
 }
 
+// matmul_precision=bf16: matrix products by constant weights multiply in
+// bf16; the results stay within DESIGN's bf16 tolerance (1e-2) of the
+// interpreter's f32 ones. Without AVX512_BF16 the option is refused with a
+// reason.
+TEST(OrcExecutable, Bf16MatmulsStayWithinTheBf16Tolerance) {
+  Module m = Block();
+  CompileOptions bf16;
+  bf16.options = {{"matmul_precision", "bf16"}};
+  absl::StatusOr<std::unique_ptr<Executable>> e = Orc().Compile(m, bf16);
+  if (!__builtin_cpu_supports("avx512bf16")) {
+    EXPECT_THAT(e, StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("AVX512_BF16")));
+    GTEST_SKIP() << "this CPU has no AVX512_BF16";
+  }
+  ASSERT_OK(e);
+  std::mt19937_64 rng(FreshSeed());
+  const Tensor x = RandomData(DType::kF32, {3, 16}, rng);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> reference, Interp().Compile(m, {}));
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> want, reference->Run({x}));
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> got, (*e)->Run({x}));
+  ExpectAllClose(got, want, 1e-2, (*e)->output_signature());
+  // Not f32: bf16 products round the inputs to 8 bits of mantissa.
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> f32, Orc().Compile(m, {}));
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> exact, f32->Run({x}));
+  EXPECT_FALSE(got[0].BitwiseEqual(exact[0]));
+  CompileOptions wrong;
+  wrong.options = {{"matmul_precision", "fp8"}};
+  EXPECT_THAT(Orc().Compile(m, wrong), StatusIs(absl::StatusCode::kInvalidArgument,
+                                                HasSubstr("f32 or bf16")));
+}
+
 }  // namespace
 }  // namespace graft::orc_test
