@@ -40,8 +40,14 @@ absl::Status TakeLibraryError() {
   return s.ok() ? absl::InternalError("a library call failed") : s;
 }
 
-void SetLibraryThreads(int threads) {
-  // oneDNN runs on OpenMP; its library is already loaded by ours.
+namespace {
+
+// The threads the current run asked for (SetLibraryThreads), per thread.
+thread_local int requested_threads = 0;
+
+// oneDNN runs on OpenMP, whose library ours already loaded: the thread
+// count is the calling thread's OpenMP setting.
+void SetOpenMpThreads(int threads) {
   using SetThreads = void (*)(int);
   static const auto set =
       reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
@@ -49,6 +55,13 @@ void SetLibraryThreads(int threads) {
       reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "omp_get_num_procs"));
   if (set == nullptr) return;
   set(threads > 0 ? threads : (procs != nullptr ? procs() : 1));
+}
+
+}  // namespace
+
+void SetLibraryThreads(int threads) {
+  requested_threads = threads;
+  SetOpenMpThreads(threads);
 }
 
 #ifndef GRAFT_ORC_WITH_DNNL
@@ -124,11 +137,25 @@ PrimitiveArg ScratchpadArg(const memory::desc& desc) {
 class PrimitiveCall : public LibraryCall {
  public:
   PrimitiveCall(std::string what, dnnl::primitive primitive,
-                std::vector<PrimitiveArg> args)
+                std::vector<PrimitiveArg> args, double flops)
       : what_(std::move(what)), primitive_(std::move(primitive)),
-        args_(std::move(args)) {}
+        args_(std::move(args)), small_(flops < kParallelFlops) {}
 
   absl::Status Run(void* const* buffers) const override {
+    // Starting a parallel region costs microseconds, more than a small
+    // product takes on one core: those run on the calling thread alone.
+    if (small_) SetOpenMpThreads(1);
+    absl::Status status = RunPrimitive(buffers);
+    if (small_) SetOpenMpThreads(requested_threads);
+    return status;
+  }
+
+ private:
+  // Below this many floating-point operations (about 8 us on one core),
+  // a call runs on one thread.
+  static constexpr double kParallelFlops = 2e6;
+
+  absl::Status RunPrimitive(void* const* buffers) const {
     try {
       std::unique_ptr<Bound> bound = TakeBound();
       for (size_t i = 0; i < args_.size(); ++i) {
@@ -149,7 +176,6 @@ class PrimitiveCall : public LibraryCall {
     return absl::OkStatus();
   }
 
- private:
   struct Bound {
     std::vector<memory> memories;
     std::unordered_map<size_t, memory> converted;  // By argument index.
@@ -188,6 +214,7 @@ class PrimitiveCall : public LibraryCall {
   std::string what_;
   dnnl::primitive primitive_;
   std::vector<PrimitiveArg> args_;
+  bool small_;
   mutable std::mutex mu_;
   mutable std::vector<std::unique_ptr<Bound>> free_;
 };
@@ -284,7 +311,10 @@ std::unique_ptr<LibraryCall> CreateMatmul(const MatmulSpec& spec) {
   }
   args.push_back(ScratchpadArg(pd.scratchpad_desc()));
   PackConstants(args, [&](int) { return pd.weights_desc(); });
-  return std::make_unique<PrimitiveCall>("matmul", dnnl::matmul(pd), std::move(args));
+  double flops = 2.0 * spec.dst.back() * spec.src.back();
+  for (size_t i = 0; i + 1 < spec.dst.size(); ++i) flops *= spec.dst[i];
+  return std::make_unique<PrimitiveCall>("matmul", dnnl::matmul(pd), std::move(args),
+                                         flops);
 }
 
 // out[N, O, OH, OW] = activation(conv2d(x[N, C, H, W], w[O, C/g, KH, KW]) +
@@ -337,9 +367,12 @@ std::unique_ptr<LibraryCall> CreateConv(const ConvSpec& spec) {
   if (has_bias) args.push_back({DNNL_ARG_BIAS, bias, 1 + spec.bias_operand});
   args.push_back(ScratchpadArg(pd.scratchpad_desc()));
   PackConstants(args, [&](int) { return pd.weights_desc(); });
-  return std::make_unique<PrimitiveCall>("convolution",
-                                         dnnl::convolution_forward(pd),
-                                         std::move(args));
+  // Per output element: one multiply-add per input channel of its group
+  // and kernel tap.
+  double flops = 2.0 * spec.weights[1] * spec.weights[2] * spec.weights[3];
+  for (int64_t d : spec.dst) flops *= d;
+  return std::make_unique<PrimitiveCall>("convolution", dnnl::convolution_forward(pd),
+                                         std::move(args), flops);
 }
 
 // A product with nothing to add up or nothing to write (a dim of size 0):
