@@ -364,7 +364,12 @@ std::unique_ptr<LibraryCall> FinishConv(
 std::optional<dnnl::convolution_forward::primitive_desc> WinogradConv(
     const ConvSpec& spec, const memory::desc& packed, const memory::desc& bias,
     std::vector<PrimitiveArg>& args) {
-  const bool shape = spec.groups == 1 && spec.weights[2] == 3 && spec.weights[3] == 3 &&
+  // Small ones lose more to the two reorders and the transforms than the
+  // multiplications save.
+  double flops = 2.0 * spec.weights[1] * 9;
+  for (int64_t d : spec.dst) flops *= d;
+  const bool shape = flops >= 2e7 && spec.groups == 1 && spec.weights[2] == 3 &&
+                     spec.weights[3] == 3 &&
                      spec.stride == memory::dims{1, 1} &&
                      spec.dilation == memory::dims{1, 1} && spec.src_channels_last &&
                      spec.dst_channels_last && spec.constant_weights != nullptr;
