@@ -1,7 +1,8 @@
 // Real models exported from PyTorch by tests/onnx_models/export_models.py:
-// each is imported with ImportOnnxFile, run on the interpreter with the
-// inputs the script saved, and its outputs are compared with the outputs
-// PyTorch computed for the same inputs.
+// each is imported with ImportOnnxFile, run on the interpreter (and on each
+// compiled backend the build has, before and after the built-in passes)
+// with the inputs the script saved, and its outputs are compared with the
+// outputs PyTorch computed for the same inputs.
 //
 // Every output element must satisfy
 //     |got - want| <= kAtol + kRtol * |want|      (kRtol 1e-4, kAtol 1e-5)
@@ -28,12 +29,16 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "backends/backend.h"
+#include "backends/fallback_executable.h"
+#include "backends/interp/constant_evaluator.h"
 #include "backends/interp/interpreter.h"
 #include "gmock/gmock.h"
 #include "graph/module.h"
 #include "graph/tensor.h"
 #include "gtest/gtest.h"
 #include "onnx/onnx_import.h"
+#include "passes/pass_context.h"
+#include "passes/pipeline.h"
 #include "serialize/npy.h"
 
 namespace graft {
@@ -157,6 +162,12 @@ absl::StatusOr<const ModelEntry*> FindModel(const Manifest& manifest,
 
 // Imports model `dir` of the manifest in `root`, runs it on the
 // interpreter with the saved inputs and compares every output.
+// The passes graft's own pipelines run before compiling (as graft demo and
+// the ORC tests do).
+constexpr const char* kBuiltinPipeline =
+    "shape-prop,canonicalize,fold-batchnorm,fold-constants,cse,dce,"
+    "fuse-linear-activation,fuse-elementwise,shape-prop";
+
 void CheckModel(const std::string& root, absl::string_view dir) {
   absl::StatusOr<Manifest> manifest = ReadManifest(root);
   ASSERT_TRUE(manifest.ok()) << manifest.status();
@@ -196,6 +207,38 @@ void CheckModel(const std::string& root, absl::string_view dir) {
     const std::string what = absl::StrCat(dir, " output ", name);
     ExpectNontrivial(*want, what);
     ExpectClose((*outputs)[i], *want, what);
+  }
+
+  // Every compiled backend this build has, on the model as imported and
+  // after the built-in passes, against the same outputs of PyTorch's.
+  for (const std::string& name : BackendRegistry::Global().Names()) {
+    if (name == "interp") continue;
+    for (const char* text : {"", kBuiltinPipeline}) {
+      SCOPED_TRACE(absl::StrCat("backend ", name, text[0] ? " after " : "", text));
+      Module m = module->Clone();
+      if (text[0] != '\0') {
+        absl::StatusOr<passes::Pipeline> pipeline = passes::Pipeline::FromString(text);
+        ASSERT_TRUE(pipeline.ok()) << pipeline.status();
+        passes::PassContext ctx;
+        ctx.constant_evaluator = interp::EvaluateNode;
+        ASSERT_TRUE(pipeline->Run(m, ctx).ok());
+      }
+      absl::StatusOr<std::unique_ptr<Backend>> backend = CreateBackend(name);
+      ASSERT_TRUE(backend.ok()) << backend.status();
+      absl::StatusOr<std::unique_ptr<Executable>> compiled =
+          CompileWithFallback(**backend, m, {});
+      ASSERT_TRUE(compiled.ok()) << compiled.status();
+      absl::StatusOr<std::vector<Tensor>> got = (*compiled)->Run(inputs);
+      ASSERT_TRUE(got.ok()) << got.status();
+      ASSERT_EQ(got->size(), (*entry)->outputs.size());
+      for (size_t i = 0; i < got->size(); ++i) {
+        const std::string& output = (*entry)->outputs[i];
+        absl::StatusOr<Tensor> want =
+            ReadNpy(absl::StrCat(model_dir, "/output_", output, ".npy"));
+        ASSERT_TRUE(want.ok()) << want.status();
+        ExpectClose((*got)[i], *want, absl::StrCat(dir, " output ", output, " on ", name));
+      }
+    }
   }
 }
 
