@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "graph/graph.h"
 #include "graph/type_rules.h"
+#include "support/status_macros.h"
 
 namespace graft {
 namespace {
@@ -173,6 +174,16 @@ absl::Status NarrowSignature(std::vector<ValueSignature>& signature,
     signature[i].type = given;
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<absl::Span<const Tensor>> InputsOnHost(
+    absl::Span<const Tensor> inputs, std::vector<Tensor>& copies) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].on_host()) continue;
+    if (copies.empty()) copies.assign(inputs.begin(), inputs.end());
+    ASSIGN_OR_RETURN(copies[i], CopyToHost(inputs[i]));
+  }
+  return copies.empty() ? inputs : absl::Span<const Tensor>(copies);
 }
 
 absl::StatusOr<SymbolBindings> CheckInputs(

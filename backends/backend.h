@@ -157,6 +157,12 @@ std::vector<ValueSignature> OutputSignature(const Graph& graph);
 absl::Status NarrowSignature(std::vector<ValueSignature>& signature,
                              const std::vector<TensorType>& input_types);
 
+// `inputs` with every tensor in a device's memory copied to the host, for
+// executables that run on the host: the span itself when all are there
+// already, else a view of `copies`, which holds the copies.
+absl::StatusOr<absl::Span<const Tensor>> InputsOnHost(
+    absl::Span<const Tensor> inputs, std::vector<Tensor>& copies);
+
 // Checks run-time inputs against a signature: count, dtype, rank, constant
 // dims, and that a symbol binds to one size across all inputs. Returns the
 // bindings. Errors name the input.

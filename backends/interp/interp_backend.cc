@@ -34,14 +34,9 @@ class InterpExecutable : public Executable {
 
   absl::StatusOr<std::vector<Tensor>> Run(
       absl::Span<const Tensor> inputs) override {
-    std::vector<Tensor> host;
-    absl::Span<const Tensor> checked = inputs;
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      if (inputs[i].on_host()) continue;
-      if (host.empty()) host.assign(inputs.begin(), inputs.end());
-      ASSIGN_OR_RETURN(host[i], CopyToHost(inputs[i]));
-    }
-    if (!host.empty()) checked = host;
+    std::vector<Tensor> copies;
+    ASSIGN_OR_RETURN(absl::Span<const Tensor> checked,
+                     InputsOnHost(inputs, copies));
     RETURN_IF_ERROR(CheckInputs(inputs_, checked).status());
     ASSIGN_OR_RETURN(Value value, plan_->Run(checked));
     if (value.is_tensor()) return std::vector<Tensor>{value.tensor()};

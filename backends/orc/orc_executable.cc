@@ -65,6 +65,10 @@ absl::StatusOr<std::unique_ptr<CompiledProgram>> CompiledProgram::Create(
   return c;
 }
 
+CompiledProgram::~CompiledProgram() {
+  for (char* arena : arenas_) std::free(arena);
+}
+
 char* CompiledProgram::TakeArena() const {
   {
     std::lock_guard<std::mutex> lock(arenas_mu_);
@@ -167,14 +171,8 @@ absl::StatusOr<const CompiledProgram*> OrcExecutable::ProgramFor(
 
 absl::StatusOr<std::vector<Tensor>> OrcExecutable::Run(
     absl::Span<const Tensor> inputs) {
-  std::vector<Tensor> host;
-  absl::Span<const Tensor> checked = inputs;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i].on_host()) continue;
-    if (host.empty()) host.assign(inputs.begin(), inputs.end());
-    ASSIGN_OR_RETURN(host[i], CopyToHost(inputs[i]));
-  }
-  if (!host.empty()) checked = host;
+  std::vector<Tensor> copies;
+  ASSIGN_OR_RETURN(absl::Span<const Tensor> checked, InputsOnHost(inputs, copies));
   RETURN_IF_ERROR(CheckInputs(inputs_, checked).status());
   std::vector<TensorType> types;
   types.reserve(checked.size());

@@ -26,6 +26,8 @@ class CompiledProgram {
   static absl::StatusOr<std::unique_ptr<CompiledProgram>> Create(
       Program program, const std::string* object = nullptr);
 
+  ~CompiledProgram();
+
   const Program& program() const { return program_; }
   const std::string& object() const { return object_; }
   // Runs on `inputs` (checked by the caller) into fresh output tensors.

@@ -381,7 +381,8 @@ class ProgramBuilder {
       return false;
     }
     step.activation = activation;
-    values_[&node] = value->second;
+    const ValueSource source = value->second;  // Inserting may rehash.
+    values_[&node] = source;
     return true;
   }
 
