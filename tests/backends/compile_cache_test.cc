@@ -13,6 +13,7 @@
 #include "gmock/gmock.h"
 #include "graph/parser.h"
 #include "gtest/gtest.h"
+#include "tests/backends/cache_dirs.h"
 #include "support/status_matchers.h"
 #include "tests/backends/model_files.h"
 #include "tests/backends/test_backends.h"
@@ -43,22 +44,8 @@ Module Mlp() {
   return *std::move(m);
 }
 
-std::string FreshDir(const std::string& name) {
-  const std::string dir =
-      absl::StrCat(::testing::TempDir(), "/graft_cache_", name, "_", getpid());
-  fs::remove_all(dir);
-  return dir;
-}
-
-std::vector<std::string> FilesIn(const std::string& dir) {
-  std::vector<std::string> files;
-  std::error_code ec;
-  if (!fs::exists(dir, ec)) return files;
-  for (const auto& e : fs::recursive_directory_iterator(dir)) {
-    if (e.is_regular_file()) files.push_back(e.path().string());
-  }
-  return files;
-}
+using backend_test::FilesIn;
+using backend_test::FreshDir;
 
 TEST(CompileCache, SymbolicBatchCompilesOnce) {
   Module m = Mlp();

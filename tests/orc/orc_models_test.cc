@@ -20,6 +20,7 @@
 #include "gmock/gmock.h"
 #include "graph/parser.h"
 #include "gtest/gtest.h"
+#include "tests/backends/cache_dirs.h"
 #include "onnx/onnx_import.h"
 #include "passes/pass_context.h"
 #include "passes/pipeline.h"
@@ -176,22 +177,8 @@ Module Parse(absl::string_view text) {
   return m.ok() ? *std::move(m) : Module();
 }
 
-std::string FreshDir(const std::string& name) {
-  const std::string dir = absl::StrCat(::testing::TempDir(), "/graft_orc_cache_",
-                                       name, "_", getpid());
-  fs::remove_all(dir);
-  return dir;
-}
-
-std::vector<std::string> FilesIn(const std::string& dir) {
-  std::vector<std::string> files;
-  std::error_code ec;
-  if (!fs::exists(dir, ec)) return files;
-  for (const auto& e : fs::recursive_directory_iterator(dir)) {
-    if (e.is_regular_file()) files.push_back(e.path().string());
-  }
-  return files;
-}
+using backend_test::FilesIn;
+using backend_test::FreshDir;
 
 // Flips `count` bytes of `path`, starting `from` bytes into it.
 void FlipBytes(const std::string& path, int64_t from, int count) {
