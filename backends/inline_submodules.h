@@ -1,10 +1,10 @@
-#ifndef GRAFT_BACKENDS_ORC_INLINE_SUBMODULES_H_
-#define GRAFT_BACKENDS_ORC_INLINE_SUBMODULES_H_
+#ifndef GRAFT_BACKENDS_INLINE_SUBMODULES_H_
+#define GRAFT_BACKENDS_INLINE_SUBMODULES_H_
 
 #include "absl/status/status.h"
 #include "graph/module.h"
 
-namespace graft::orc {
+namespace graft {
 
 // Replaces each call_module whose submodule is not a group of pointwise
 // ops (partition's or a user's outlined code) by the submodule's nodes,
@@ -13,6 +13,6 @@ namespace graft::orc {
 // a submodule that returns a tuple or calls submodules of its own.
 absl::Status InlineSubmodules(Module& module);
 
-}  // namespace graft::orc
+}  // namespace graft
 
-#endif  // GRAFT_BACKENDS_ORC_INLINE_SUBMODULES_H_
+#endif  // GRAFT_BACKENDS_INLINE_SUBMODULES_H_

@@ -1,10 +1,10 @@
-#ifndef GRAFT_BACKENDS_ORC_BIAS_INTO_LINEAR_H_
-#define GRAFT_BACKENDS_ORC_BIAS_INTO_LINEAR_H_
+#ifndef GRAFT_BACKENDS_BIAS_INTO_LINEAR_H_
+#define GRAFT_BACKENDS_BIAS_INTO_LINEAR_H_
 
 #include "absl/status/statusor.h"
 #include "graph/module.h"
 
-namespace graft::orc {
+namespace graft {
 
 // Rewrites add(matmul(x, W), b) (either operand order), with W a module
 // tensor [K, N], b one of [N] and the product read by nothing else, as
@@ -14,6 +14,6 @@ namespace graft::orc {
 // changed anything. `module` must be typed (shape propagation).
 absl::StatusOr<bool> FoldBiasIntoLinear(Module& module);
 
-}  // namespace graft::orc
+}  // namespace graft
 
-#endif  // GRAFT_BACKENDS_ORC_BIAS_INTO_LINEAR_H_
+#endif  // GRAFT_BACKENDS_BIAS_INTO_LINEAR_H_

@@ -1,4 +1,4 @@
-#include "backends/orc/bias_into_linear.h"
+#include "backends/bias_into_linear.h"
 
 #include <vector>
 
@@ -6,7 +6,7 @@
 #include "graph/node.h"
 #include "graph/op_registry.h"
 
-namespace graft::orc {
+namespace graft {
 namespace {
 
 // The module tensor a get_attr node reads, if it is f32 of `rank` dims.
@@ -76,4 +76,4 @@ absl::StatusOr<bool> FoldBiasIntoLinear(Module& module) {
   return changed;
 }
 
-}  // namespace graft::orc
+}  // namespace graft

@@ -1,4 +1,4 @@
-#include "backends/orc/inline_submodules.h"
+#include "backends/inline_submodules.h"
 
 #include <vector>
 
@@ -8,7 +8,7 @@
 #include "graph/op_traits.h"
 #include "support/status_macros.h"
 
-namespace graft::orc {
+namespace graft {
 namespace {
 
 bool IsPointwiseGroup(const Module& sub) {
@@ -98,4 +98,4 @@ absl::Status InlineSubmodules(Module& module) {
   return absl::OkStatus();
 }
 
-}  // namespace graft::orc
+}  // namespace graft

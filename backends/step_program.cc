@@ -1,0 +1,445 @@
+#include "backends/step_program.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "backends/memory_plan.h"
+#include "backends/bias_into_linear.h"
+#include "backends/inline_submodules.h"
+#include "graph/dtype.h"
+#include "graph/op_registry.h"
+#include "graph/op_traits.h"
+#include "passes/fold_batchnorm.h"
+#include "passes/fuse_elementwise.h"
+#include "passes/pass_context.h"
+#include "passes/shape_prop.h"
+#include "support/status_macros.h"
+
+namespace graft {
+
+// Ops whose result is the input's bytes unchanged: one buffer for both.
+bool IsAliasOp(const Node& node) {
+  return node.is_call("reshape") || node.is_call("flatten") ||
+         node.is_call("squeeze") || node.is_call("unsqueeze") ||
+         node.is_call("identity") || node.is_call("dropout");
+}
+
+bool IsViewCopyOp(const Node& node) {
+  return node.is_call("permute") || node.is_call("transpose") ||
+         node.is_call("expand") || node.is_call("slice") ||
+         node.is_call("getitem");
+}
+
+bool IsQuantizeOp(const Node& node) {
+  return node.is_call("quantize_per_tensor") ||
+         node.is_call("quantize_per_channel") || node.is_call("dequantize");
+}
+
+bool IsIndexOp(const Node& node) {
+  return node.is_call("gather") || node.is_call("index_select") ||
+         node.is_call("embedding");
+}
+
+bool IsCreateOp(const Node& node) {
+  return node.is_call("zeros") || node.is_call("full") || node.is_call("arange");
+}
+
+namespace {
+
+// Every node of a fused group must be a pointwise op with a formula that
+// the target runs.
+absl::Status CanLowerFusedGroup(const Module& group, const StepTarget& target) {
+  for (const Node* n : group.graph().nodes()) {
+    if (n->op() == OpCode::kPlaceholder || n->op() == OpCode::kOutput) continue;
+    if (n->op() != OpCode::kCallFunction || !PointwiseFormulaOf(*n)) {
+      return absl::UnimplementedError(absl::StrCat(
+          "submodule node %", n->name(), " is not a pointwise op with a formula"));
+    }
+    RETURN_IF_ERROR(target.can_lower(*n));
+  }
+  return absl::OkStatus();
+}
+
+StepKind KindOfStep(const Node& node, const StepTarget& target) {
+  if (node.op() == OpCode::kCallModule) return StepKind::kPointwise;
+  if (IsViewCopyOp(node)) return StepKind::kView;
+  if (node.is_call("concat")) return StepKind::kConcat;
+  if (node.is_call("pad")) return StepKind::kPad;
+  if (node.is_call("softmax") || node.is_call("log_softmax")) {
+    return StepKind::kSoftmax;
+  }
+  if (node.is_call("layer_norm")) return StepKind::kLayerNorm;
+  if (node.is_call("batch_norm")) return StepKind::kBatchNorm;
+  if (target.is_library_call(node)) return StepKind::kLibrary;
+  if (IsQuantizeOp(node)) return StepKind::kQuantize;
+  if (IsIndexOp(node)) return StepKind::kIndex;
+  if (IsCreateOp(node)) return StepKind::kCreate;
+  if (node.is_call("argmax")) return StepKind::kArgmax;
+  if (node.is_call("max_pool2d") || node.is_call("avg_pool2d") ||
+      node.is_call("adaptive_avg_pool2d")) {
+    return StepKind::kPool;
+  }
+  if (KindOf(node) == OpKind::kReduction) return StepKind::kReduce;
+  return StepKind::kPointwise;
+}
+
+size_t BytesOf(const TensorType& type) {
+  int64_t n = 1;
+  for (Dim d : type.shape) n *= d.value();
+  return static_cast<size_t>(n) * DTypeSize(type.dtype);
+}
+
+absl::Status CheckConcrete(const Node& node) {
+  if (!node.type().has_value()) {
+    return absl::InternalError(
+        absl::StrCat("%", node.name(), " has no type after shape propagation"));
+  }
+  for (Dim d : node.type()->shape) {
+    if (d.is_symbolic()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "%", node.name(), " has symbolic type ", node.type()->ToString(),
+          " after specializing the inputs"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+bool Is4D(const Node& node) { return node.type()->rank() == 4; }
+
+// A 4-D value with one channel or one pixel has the same bytes in NCHW and
+// NHWC: either layout reads it without a conversion.
+bool LayoutFree(const Node& node) {
+  const auto& s = node.type()->shape;
+  return s.size() == 4 && (s[1].value() == 1 || s[2].value() * s[3].value() == 1);
+}
+
+// Where a value comes from: the result of a step, or a buffer of the
+// caller's (input, module tensor).
+struct ValueSource {
+  int step = -1;
+  BufferRef external;
+  bool channels_last = false;
+};
+
+// Builds a StepProgram: the steps in order with each operand's source (and the
+// layout conversions the operands need), then the outputs, then the arena.
+class ProgramBuilder {
+ public:
+  ProgramBuilder(StepProgram& program, const StepTarget& target)
+      : p_(program), target_(target) {}
+
+  absl::Status Build() {
+    Graph& graph = p_.module->graph();
+    for (const Node* node : graph.nodes()) {
+      RETURN_IF_ERROR(Visit(*node));
+    }
+    RETURN_IF_ERROR(AssignOutputs(*graph.output()));
+    PlanArena();
+    for (size_t i = 0; i < p_.steps.size(); ++i) {
+      Step& step = p_.steps[i];
+      step.result = results_[i];
+      for (const ValueSource& source : sources_[i]) {
+        step.operands.push_back(source.step < 0 ? source.external
+                                                : results_[source.step]);
+      }
+      if (step.kind == StepKind::kLibrary) {
+        step.state += static_cast<int>(p_.tensors.size());
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status Visit(const Node& node) {
+    switch (node.op()) {
+      case OpCode::kPlaceholder:
+        RETURN_IF_ERROR(CheckConcrete(node));
+        values_[&node] = {.external = {BufferRef::Where::kInput, num_inputs_++, 0}};
+        return absl::OkStatus();
+      case OpCode::kGetAttr: {
+        const Tensor* tensor = p_.module->FindTensor(node.target());
+        if (tensor == nullptr) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "%", node.name(), " reads tensor '", node.target(),
+              "', which the module does not have"));
+        }
+        values_[&node] = {.external = {BufferRef::Where::kState,
+                                       static_cast<int>(p_.tensors.size()), 0}};
+        p_.tensors.push_back(tensor);
+        return absl::OkStatus();
+      }
+      case OpCode::kOutput:
+        return absl::OkStatus();
+      default:
+        break;
+    }
+    RETURN_IF_ERROR(target_.can_lower(node));
+    if (node.is_call("split")) return absl::OkStatus();  // getitem reads it.
+    RETURN_IF_ERROR(CheckConcrete(node));
+    for (const Node* input : node.inputs()) {
+      if (!values_.contains(input) && !input->is_call("split")) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "%", node.name(), " reads %", input->name(), " before it is computed"));
+      }
+    }
+    if (IsAliasOp(node)) {
+      // Same bytes, new shape: only an NCHW value can be reinterpreted.
+      values_[&node] = Use(node.inputs()[0], false, false);
+      return absl::OkStatus();
+    }
+    if (AbsorbActivation(node)) return absl::OkStatus();
+    Step step{.kind = KindOfStep(node, target_), .node = &node};
+    if (node.is_call("getitem")) {
+      step.inputs.push_back(node.arg(0).node()->inputs()[0]);
+    } else {
+      for (const Node* input : node.unique_inputs()) step.inputs.push_back(input);
+    }
+    const bool conv = target_.channels_last_convs && node.is_call("conv2d") &&
+                      ConvRunsChannelsLast(node);
+    const bool any_layout = step.kind == StepKind::kPointwise ||
+                            step.kind == StepKind::kBatchNorm ||
+                            step.kind == StepKind::kPool;
+    std::vector<ValueSource> sources;
+    for (const Node* input : step.inputs) {
+      const bool data = conv && input == node.inputs()[0];
+      sources.push_back(Use(input, any_layout || data, data));
+      step.operand_channels_last.push_back(sources.back().channels_last);
+    }
+    if (conv) {
+      step.channels_last = true;
+    } else if (any_layout && Is4D(node)) {
+      for (size_t i = 0; i < step.inputs.size(); ++i) {
+        step.channels_last |= sources[i].channels_last && Is4D(*step.inputs[i]);
+      }
+    }
+    if (step.kind == StepKind::kLibrary) {
+      step.state = static_cast<int>(p_.library_steps.size());
+      p_.library_steps.push_back(static_cast<int>(p_.steps.size()));
+    }
+    step.can_fail = step.kind == StepKind::kLibrary || step.kind == StepKind::kIndex;
+    const bool channels_last = step.channels_last && !LayoutFree(node);
+    values_[&node] = {.step = Push(std::move(step), std::move(sources)),
+                      .channels_last = channels_last};
+    return absl::OkStatus();
+  }
+
+  // oneDNN's channels-last convolutions are 1.5 to 2.5 times faster than
+  // its NCHW ones; grouped convolutions stay NCHW.
+  static bool ConvRunsChannelsLast(const Node& node) {
+    absl::StatusOr<OpCall> call = OpCall::Bind(node);
+    return call.ok() && call->Int("groups") == 1 && Is4D(*call->TensorNode("input"));
+  }
+
+  // The source of `input` for a step that reads channels-last values when
+  // `accept_channels_last`, and wants them when `want_channels_last`;
+  // adds the conversion step when the layouts disagree (once per value
+  // and layout).
+  ValueSource Use(const Node* input, bool accept_channels_last,
+                  bool want_channels_last) {
+    ValueSource source = values_.at(input);
+    if (LayoutFree(*input)) {  // The same bytes either way.
+      source.channels_last = want_channels_last;
+      return source;
+    }
+    if (source.channels_last ? accept_channels_last || want_channels_last
+                             : !want_channels_last) {
+      return source;
+    }
+    auto& cache = want_channels_last ? channels_last_copy_ : nchw_copy_;
+    auto it = cache.find(input);
+    if (it != cache.end()) return {.step = it->second, .channels_last = want_channels_last};
+    Step copy{.kind = StepKind::kCopy, .node = input, .inputs = {input}};
+    copy.channels_last = want_channels_last;
+    copy.operand_channels_last = {source.channels_last};
+    const int index = Push(std::move(copy), {source});
+    cache[input] = index;
+    return {.step = index, .channels_last = want_channels_last};
+  }
+
+  int Push(Step step, std::vector<ValueSource> sources) {
+    const int index = static_cast<int>(p_.steps.size());
+    for (const ValueSource& s : sources) {
+      if (s.step >= 0) last_use_[s.step] = index;
+    }
+    p_.steps.push_back(std::move(step));
+    sources_.push_back(std::move(sources));
+    return index;
+  }
+
+  // relu or gelu right after a library call that nothing else reads
+  // becomes the call's post-op: one pass over the result instead of two.
+  bool AbsorbActivation(const Node& node) {
+    std::string activation;
+    if (node.is_call("relu")) {
+      activation = "relu";
+    } else if (node.is_call("gelu")) {
+      absl::StatusOr<OpCall> call = OpCall::Bind(node);
+      if (!call.ok()) return false;
+      activation = call->String("approximate") == "tanh" ? "gelu_tanh" : "gelu";
+    } else {
+      return false;
+    }
+    const Node* input = node.inputs()[0];
+    auto value = values_.find(input);
+    if (value == values_.end() || value->second.step < 0 ||
+        input->num_uses() != 1 || input->type() != node.type()) {
+      return false;
+    }
+    Step& step = p_.steps[value->second.step];
+    if (step.kind != StepKind::kLibrary || step.node != input ||
+        !step.activation.empty() || input->is_call("graft::linear_activation") ||
+        !target_.absorbs_activation(*input, activation)) {
+      return false;
+    }
+    step.activation = activation;
+    const ValueSource source = value->second;  // Inserting may rehash.
+    values_[&node] = source;
+    return true;
+  }
+
+  absl::Status AssignOutputs(const Node& output) {
+    std::vector<const Node*> values;
+    if (output.num_args() == 1 && output.arg(0).is_node()) {
+      values.push_back(output.arg(0).node());
+    } else if (output.num_args() == 1 && output.arg(0).is_list()) {
+      for (const Argument& a : output.arg(0).list()) {
+        if (!a.is_node()) {
+          return absl::UnimplementedError("an output that is not a tensor");
+        }
+        values.push_back(a.node());
+      }
+    } else {
+      return absl::UnimplementedError("the output node's value has an unexpected form");
+    }
+    results_.assign(p_.steps.size(), BufferRef{});
+    is_output_.assign(p_.steps.size(), false);
+    for (size_t j = 0; j < values.size(); ++j) {
+      const Node* value = values[j];
+      RETURN_IF_ERROR(CheckConcrete(*value));
+      p_.output_types.push_back(*value->type());
+      const BufferRef out{BufferRef::Where::kOutput, static_cast<int>(j), 0};
+      const ValueSource source = values_.at(value);
+      if (source.step >= 0 && !source.channels_last && !is_output_[source.step]) {
+        results_[source.step] = out;
+        is_output_[source.step] = true;
+        continue;
+      }
+      // An input, a module tensor, a value already written to another
+      // output or one in channels-last layout: copy into the output.
+      Step copy{.kind = StepKind::kCopy, .node = value, .inputs = {value}};
+      copy.operand_channels_last = {source.channels_last};
+      Push(std::move(copy), {source});
+      results_.push_back(out);
+      is_output_.push_back(true);
+    }
+    return absl::OkStatus();
+  }
+
+  void PlanArena() {
+    std::vector<BufferLifetime> lifetimes;
+    std::vector<int> owners;
+    for (int i = 0; i < static_cast<int>(p_.steps.size()); ++i) {
+      if (is_output_[i]) continue;
+      auto last = last_use_.find(i);
+      lifetimes.push_back({i, last == last_use_.end() ? i : std::max(i, last->second),
+                           BytesOf(*p_.steps[i].node->type())});
+      owners.push_back(i);
+    }
+    MemoryPlan plan = PlanMemory(lifetimes);
+    for (size_t k = 0; k < owners.size(); ++k) {
+      results_[owners[k]] = {BufferRef::Where::kArena, 0, plan.offsets[k]};
+    }
+    p_.arena_bytes = plan.arena_bytes;
+    p_.intermediate_bytes = plan.total_bytes;
+  }
+
+  StepProgram& p_;
+  const StepTarget& target_;
+  int num_inputs_ = 0;
+  absl::flat_hash_map<const Node*, ValueSource> values_;
+  absl::flat_hash_map<const Node*, int> channels_last_copy_, nchw_copy_;
+  std::vector<std::vector<ValueSource>> sources_;  // Per step.
+  absl::flat_hash_map<int, int> last_use_;         // Step -> last reader.
+  std::vector<BufferRef> results_;                 // Per step.
+  std::vector<bool> is_output_;                    // Per step.
+};
+
+std::string RefText(const BufferRef& r) {
+  static constexpr const char* kNames[] = {"in", "out", "state", "arena"};
+  return absl::StrCat(kNames[static_cast<int>(r.where)], r.index, "+", r.offset);
+}
+
+}  // namespace
+
+absl::StatusOr<StepProgram> BuildStepProgram(
+    const Module& module, const std::vector<TensorType>& input_types,
+    const StepTarget& target) {
+  StepProgram p;
+  p.options_key = target.options_key;
+  p.module = std::make_unique<Module>(module.Clone());
+  Graph& graph = p.module->graph();
+  std::vector<Node*> placeholders = graph.placeholders();
+  if (placeholders.size() != input_types.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the module has ", placeholders.size(), " inputs, ",
+                     input_types.size(), " input types were given"));
+  }
+  for (size_t i = 0; i < placeholders.size(); ++i) {
+    placeholders[i]->set_type(input_types[i]);
+  }
+  p.input_types = input_types;
+  RETURN_IF_ERROR(InlineSubmodules(*p.module));
+  RETURN_IF_ERROR(passes::PropagateShapes(*p.module).status());
+  // Inference rewrites every compiled program wants: batch norms folded
+  // into the convolution or linear before them, then pointwise groups fused
+  // into one loop each.
+  passes::PassContext context;
+  RETURN_IF_ERROR(passes::FoldBatchNormPass().Run(*p.module, context).status());
+  RETURN_IF_ERROR(passes::PropagateShapes(*p.module).status());
+  RETURN_IF_ERROR(FoldBiasIntoLinear(*p.module).status());
+  RETURN_IF_ERROR(passes::FuseElementwisePass().Run(*p.module, context).status());
+  RETURN_IF_ERROR(passes::PropagateShapes(*p.module).status());
+  for (const Node* node : graph.nodes()) {
+    if (node->op() != OpCode::kCallModule) continue;
+    const Module* group = p.module->FindSubmodule(node->target());
+    if (group == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "%", node->name(), " calls submodule '", node->target(),
+          "', which the module does not have"));
+    }
+    absl::Status s = CanLowerFusedGroup(*group, target);
+    if (!s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("%", node->name(), ": ", s.message()));
+    }
+  }
+  ProgramBuilder builder(p, target);
+  RETURN_IF_ERROR(builder.Build());
+  return p;
+}
+
+std::string StepProgram::Describe() const {
+  std::string text;
+  for (const TensorType& t : input_types) absl::StrAppend(&text, "in ", t.ToString(), "\n");
+  for (const TensorType& t : output_types) absl::StrAppend(&text, "out ", t.ToString(), "\n");
+  for (const Tensor* t : tensors) absl::StrAppend(&text, "tensor ", t->TypeString(), "\n");
+  absl::StrAppend(&text, "arena ", arena_bytes, "\n");
+  absl::StrAppend(&text, options_key, "\n");
+  for (const Step& s : steps) {
+    absl::StrAppend(&text, static_cast<int>(s.kind), " %", s.node->name(), " ",
+                    s.node->target(), " ", s.node->type()->ToString(), " -> ",
+                    RefText(s.result), " <-");
+    for (const BufferRef& r : s.operands) absl::StrAppend(&text, " ", RefText(r));
+    absl::StrAppend(&text, " state ", s.state, " ", s.activation,
+                    s.can_fail ? " can-fail" : "", s.channels_last ? " nhwc" : "",
+                    " <");
+    for (bool cl : s.operand_channels_last) absl::StrAppend(&text, cl ? "n" : "p");
+    absl::StrAppend(&text, "\n");
+  }
+  return text;
+}
+
+}  // namespace graft

@@ -1,0 +1,134 @@
+#ifndef GRAFT_BACKENDS_STEP_PROGRAM_H_
+#define GRAFT_BACKENDS_STEP_PROGRAM_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "backends/backend.h"
+#include "graph/module.h"
+#include "graph/node.h"
+#include "graph/tensor_type.h"
+
+namespace graft {
+
+// Where a value's elements live during a run: the inputs and outputs, the
+// arena, or the state table (module tensors, then the library calls'
+// prepared state).
+struct BufferRef {
+  enum class Where : unsigned char { kInput, kOutput, kState, kArena };
+  Where where = Where::kArena;
+  int index = 0;      // kInput, kOutput (after the inputs), kState.
+  size_t offset = 0;  // kArena: bytes from the arena's start.
+};
+
+// What code a step becomes (each backend has its own code for each kind).
+enum class StepKind : unsigned char {
+  kPointwise,  // A pointwise call, or a call_module of a fused group.
+  kView,       // permute, transpose, expand, slice, getitem of split.
+  kConcat,
+  kPad,
+  kReduce,     // sum, mean, amax, amin.
+  kSoftmax,    // softmax, log_softmax.
+  kLayerNorm,
+  kBatchNorm,
+  kLibrary,    // A library call (matmul, linear, linear_activation, conv2d).
+  kPool,       // max_pool2d, avg_pool2d, adaptive_avg_pool2d.
+  kQuantize,   // quantize_per_tensor, quantize_per_channel, dequantize.
+  kIndex,      // gather, index_select, embedding: may fail (an index out
+               // of range), reported by Step::failure.
+  kArgmax,
+  kCreate,     // zeros, full, arange.
+  kCopy,       // A value copied into another buffer and layout: an output
+               // that must be its own buffer, or a 4-D value converted
+               // between NCHW and channels-last (NHWC).
+};
+
+struct Step {
+  StepKind kind;
+  const Node* node;  // In Program::module; kCopy: the value copied.
+  BufferRef result;
+  // The node's tensor inputs in Node::inputs() order (each once); for a
+  // fused group, the call_module's arguments.
+  std::vector<const Node*> inputs;
+  std::vector<BufferRef> operands;
+  int state = -1;  // kLibrary: the state table slot of its prepared call.
+  // kLibrary: an activation applied to the result by the library call
+  // ("relu", "gelu", "gelu_tanh"), absorbed from the op that followed.
+  std::string activation;
+  // Steps that can fail at run time (library calls, index lookups) return
+  // non-zero; for the others the entry function does not check.
+  bool can_fail = false;
+  // Layouts of 4-D values: NCHW (false) or channels-last, NHWC (true),
+  // which the convolutions run fastest on. Pointwise steps, batch_norm and
+  // pooling work in either; every other step reads NCHW, with kCopy steps
+  // converting where needed.
+  bool channels_last = false;  // The result's layout.
+  std::vector<bool> operand_channels_last;
+};
+
+// The ops of each step kind that every backend lowers the same way.
+// Ops whose result is the input's bytes unchanged (reshape, flatten,
+// squeeze, unsqueeze, identity, dropout): one buffer for both.
+bool IsAliasOp(const Node& node);
+// permute, transpose, expand, slice, getitem.
+bool IsViewCopyOp(const Node& node);
+bool IsQuantizeOp(const Node& node);
+// gather, index_select, embedding.
+bool IsIndexOp(const Node& node);
+// zeros, full, arange.
+bool IsCreateOp(const Node& node);
+
+// What a backend can run and how, for BuildStepProgram.
+struct StepTarget {
+  // Why the backend cannot run `node`, or OK.
+  std::function<absl::Status(const Node&)> can_lower;
+  // Which calls become kLibrary steps (matrix products, convolutions).
+  std::function<bool(const Node&)> is_library_call;
+  // Whether the library call `call` can apply `activation` ("relu",
+  // "gelu", "gelu_tanh") to its result as it writes it.
+  std::function<bool(const Node& call, absl::string_view activation)>
+      absorbs_activation;
+  // Whether ungrouped 4-D convolutions read and write channels-last (NHWC)
+  // values, with kCopy steps converting around them.
+  bool channels_last_convs = false;
+  // The backend's own settings, part of Describe().
+  std::string options_key;
+};
+
+// A module lowered for fixed input shapes: the steps in run order and the
+// buffer of every value. Building it runs no code generator, so a new
+// process that finds the compiled code in the disk cache only builds this.
+struct StepProgram {
+  std::unique_ptr<Module> module;  // Specialized, typed, fused.
+  std::vector<Step> steps;
+  std::vector<TensorType> input_types;
+  std::vector<TensorType> output_types;
+  // State slots [0, tensors.size()) point at module tensors; the rest at
+  // the library calls (steps[library_steps[i]] gets slot tensors.size() + i).
+  std::vector<const Tensor*> tensors;
+  // The indices of the kLibrary steps, in state slot order.
+  std::vector<int> library_steps;
+  size_t arena_bytes = 0;
+  size_t intermediate_bytes = 0;
+  std::string options_key;  // StepTarget::options_key.
+
+  // One line per step and buffer: equal programs compile to equal code.
+  std::string Describe() const;
+};
+
+// Specializes `module` to concrete `input_types`, propagates types, folds
+// batch norms and biases, fuses pointwise groups and plans every buffer.
+// Fails on a node `target` cannot lower.
+absl::StatusOr<StepProgram> BuildStepProgram(
+    const Module& module, const std::vector<TensorType>& input_types,
+    const StepTarget& target);
+
+}  // namespace graft
+
+#endif  // GRAFT_BACKENDS_STEP_PROGRAM_H_
