@@ -14,34 +14,6 @@ bool IsUnsigned(DType dtype) { return dtype == DType::kU8; }
 
 }  // namespace
 
-std::vector<int64_t> ContiguousStrides(const std::vector<int64_t>& dims) {
-  std::vector<int64_t> strides(dims.size());
-  int64_t s = 1;
-  for (size_t k = dims.size(); k-- > 0;) {
-    strides[k] = s;
-    s *= dims[k];
-  }
-  return strides;
-}
-
-std::vector<int64_t> LayoutStrides(const std::vector<int64_t>& dims,
-                                   bool channels_last) {
-  if (!channels_last || dims.size() != 4) return ContiguousStrides(dims);
-  const int64_t c = dims[1], h = dims[2], w = dims[3];
-  return {h * w * c, 1, w * c, c};
-}
-
-std::vector<int64_t> BroadcastStrides(const std::vector<int64_t>& dims,
-                                      const std::vector<int64_t>& out) {
-  std::vector<int64_t> own = ContiguousStrides(dims);
-  std::vector<int64_t> strides(out.size(), 0);
-  const size_t shift = out.size() - dims.size();
-  for (size_t k = 0; k < dims.size(); ++k) {
-    if (dims[k] != 1) strides[shift + k] = own[k];
-  }
-  return strides;
-}
-
 IrEmitter::IrEmitter(llvm::LLVMContext& context, llvm::Module& module)
     : context_(context), module_(module), b_(context) {}
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "backends/strided_view.h"
 #include "graph/dtype.h"
 #include "graph/scalar_formula.h"
 #include "llvm/IR/IRBuilder.h"
@@ -23,16 +24,6 @@ struct View {
   int64_t offset = 0;
   std::vector<int64_t> strides;
 };
-
-std::vector<int64_t> ContiguousStrides(const std::vector<int64_t>& dims);
-// Element strides of a dense tensor in NCHW order, for its layout: row
-// major, or channels-last (NHWC) for a 4-D one.
-std::vector<int64_t> LayoutStrides(const std::vector<int64_t>& dims,
-                                   bool channels_last);
-// The strides that broadcast a tensor of `dims` (NumPy rules, aligned on
-// the right) over the index space `out`.
-std::vector<int64_t> BroadcastStrides(const std::vector<int64_t>& dims,
-                                      const std::vector<int64_t>& out);
 
 // The building blocks of generated kernels: loops, element access, dtype
 // conversions and scalar formulas. Values in registers: floats as float or

@@ -1,0 +1,127 @@
+#include "backends/strided_view.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "support/status_macros.h"
+
+namespace graft {
+
+std::vector<int64_t> ContiguousStrides(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> strides(dims.size());
+  int64_t s = 1;
+  for (size_t k = dims.size(); k-- > 0;) {
+    strides[k] = s;
+    s *= dims[k];
+  }
+  return strides;
+}
+
+std::vector<int64_t> LayoutStrides(const std::vector<int64_t>& dims,
+                                   bool channels_last) {
+  if (!channels_last || dims.size() != 4) return ContiguousStrides(dims);
+  const int64_t c = dims[1], h = dims[2], w = dims[3];
+  return {h * w * c, 1, w * c, c};
+}
+
+std::vector<int64_t> BroadcastStrides(const std::vector<int64_t>& dims,
+                                      const std::vector<int64_t>& out) {
+  std::vector<int64_t> own = ContiguousStrides(dims);
+  std::vector<int64_t> strides(out.size(), 0);
+  const size_t shift = out.size() - dims.size();
+  for (size_t k = 0; k < dims.size(); ++k) {
+    if (dims[k] != 1) strides[shift + k] = own[k];
+  }
+  return strides;
+}
+
+std::vector<int64_t> DimsOf(const Node& node) {
+  std::vector<int64_t> dims;
+  for (Dim d : node.type()->shape) dims.push_back(d.value());
+  return dims;
+}
+
+int64_t NormalizeDim(int64_t dim, int64_t rank) {
+  return dim < 0 ? dim + rank : dim;
+}
+
+int64_t Product(const std::vector<int64_t>& dims, size_t from, size_t to) {
+  int64_t n = 1;
+  for (size_t k = from; k < to; ++k) n *= dims[k];
+  return n;
+}
+
+absl::StatusOr<StridedSource> ViewSource(const Node& node) {
+  // getitem reads the input of the split it takes a piece of.
+  const Node* input = node.is_call("getitem") ? node.arg(0).node()->inputs()[0]
+                                              : node.inputs()[0];
+  const std::vector<int64_t> in_dims = DimsOf(*input);
+  const std::vector<int64_t> in_strides = ContiguousStrides(in_dims);
+  const std::vector<int64_t> dims = DimsOf(node);
+  const int64_t rank = static_cast<int64_t>(in_dims.size());
+  StridedSource in{0, in_strides};
+  ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node));
+  if (node.is_call("permute")) {
+    std::vector<int64_t> perm = call.Ints("dims");
+    for (size_t i = 0; i < perm.size(); ++i) {
+      in.strides[i] = in_strides[NormalizeDim(perm[i], rank)];
+    }
+  } else if (node.is_call("transpose")) {
+    std::swap(in.strides[NormalizeDim(call.Int("dim0"), rank)],
+              in.strides[NormalizeDim(call.Int("dim1"), rank)]);
+  } else if (node.is_call("expand")) {
+    in.strides = BroadcastStrides(in_dims, dims);
+  } else if (node.is_call("slice")) {
+    const int64_t dim = NormalizeDim(call.Int("dim"), rank);
+    int64_t start = call.IsNone("start") ? 0 : call.Int("start");
+    if (start < 0) start += in_dims[dim];
+    start = std::clamp<int64_t>(start, 0, in_dims[dim]);
+    in.offset = start * in_strides[dim];
+    in.strides[dim] *= call.Int("step");
+  } else if (node.is_call("getitem")) {
+    const Node& split = *node.arg(0).node();
+    ASSIGN_OR_RETURN(OpCall split_call, OpCall::Bind(split));
+    const int64_t dim = NormalizeDim(split_call.Int("dim"), rank);
+    const std::vector<int64_t> sizes = split_call.Ints("split_size_or_sections");
+    // One size: chunks of it (the last may be shorter); else sections.
+    const int64_t n = in_dims[dim];
+    const int64_t pieces =
+        sizes.size() != 1 ? static_cast<int64_t>(sizes.size())
+                          : (n == 0 || sizes[0] == 0 ? 1 : (n + sizes[0] - 1) / sizes[0]);
+    int64_t index = call.Int("index");
+    if (index < 0) index += pieces;  // Python's tuple[-1].
+    int64_t start = 0;
+    if (sizes.size() == 1) {
+      start = index * sizes[0];
+    } else {
+      for (int64_t i = 0; i < index; ++i) start += sizes[i];
+    }
+    in.offset = start * in_strides[dim];
+  } else {
+    return absl::InternalError(
+        absl::StrCat("%", node.name(), " (", node.target(), ") is not a view"));
+  }
+  return in;
+}
+
+DType PointwiseComputeType(const Node& node, const OpCall& call) {
+  const DType out = node.type()->dtype;
+  if (out != DType::kBool) return out;
+  bool any_float = false, any_f64 = false, fractional = false;
+  for (size_t i = 0; i < call.schema().params.size(); ++i) {
+    const Argument& a = call.GetAt(i);
+    if (a.is_node()) {
+      const DType d = a.node()->type()->dtype;
+      any_float |= IsFloatingPoint(d);
+      any_f64 |= d == DType::kF64;
+    } else if (a.is_double()) {
+      fractional = true;
+    }
+  }
+  if (any_f64) return DType::kF64;
+  if (any_float || fractional) return DType::kF32;
+  return DType::kI64;
+}
+
+}  // namespace graft

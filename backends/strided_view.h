@@ -1,0 +1,50 @@
+#ifndef GRAFT_BACKENDS_STRIDED_VIEW_H_
+#define GRAFT_BACKENDS_STRIDED_VIEW_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "graph/dtype.h"
+#include "graph/node.h"
+#include "graph/op_registry.h"
+
+namespace graft {
+
+// The index arithmetic every code generator shares: how a step's result
+// element reads its operands' elements. Strides and offsets count
+// elements.
+
+std::vector<int64_t> ContiguousStrides(const std::vector<int64_t>& dims);
+// Element strides of a dense tensor in NCHW order, for its layout: row
+// major, or channels-last (NHWC) for a 4-D one.
+std::vector<int64_t> LayoutStrides(const std::vector<int64_t>& dims,
+                                   bool channels_last);
+// The strides that broadcast a tensor of `dims` (NumPy rules, aligned on
+// the right) over the index space `out`.
+std::vector<int64_t> BroadcastStrides(const std::vector<int64_t>& dims,
+                                      const std::vector<int64_t>& out);
+
+// A node's static dims (its type must be known and constant).
+std::vector<int64_t> DimsOf(const Node& node);
+// dim < 0 counts from the end.
+int64_t NormalizeDim(int64_t dim, int64_t rank);
+// dims[from] * ... * dims[to - 1].
+int64_t Product(const std::vector<int64_t>& dims, size_t from, size_t to);
+
+// Where element (i0, i1, ...) of a view op's result is in its dense,
+// row-major input: offset + sum(i_k * strides[k]).
+struct StridedSource {
+  int64_t offset = 0;
+  std::vector<int64_t> strides;
+};
+// For permute, transpose, expand, slice and getitem (of split) nodes.
+absl::StatusOr<StridedSource> ViewSource(const Node& node);
+
+// The dtype a pointwise call computes in: its result's, except that a
+// comparison computes in its operands' common type.
+DType PointwiseComputeType(const Node& node, const OpCall& call);
+
+}  // namespace graft
+
+#endif  // GRAFT_BACKENDS_STRIDED_VIEW_H_
