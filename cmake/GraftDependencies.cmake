@@ -3,7 +3,7 @@
 # its part off (see graft_optional_part). Sets GRAFT_FOUND_<PART> for each.
 #
 #   ORC       LLVM 19 (llvm-19-dev)             LLVM_* variables, llvm_map_components_to_libnames
-#   CUDA      CUDA Toolkit (/usr/local/cuda)    CUDA::nvrtc, CUDA::cuda_driver, CUDA::cublasLt
+#   CUDA      CUDA Toolkit (/usr/local/cuda)    CUDA::nvrtc, CUDA::cudart_static, CUDA::cublasLt
 #   GRAPHVIZ  libgvc (libgraphviz-dev)          PkgConfig::GRAFT_GVC
 #   ONNX      libonnx-dev + protobuf            graft_onnx_proto (interface target)
 #   DNNL      oneDNN (libdnnl-dev)              graft_dnnl (interface target)
@@ -33,7 +33,8 @@ if(NOT DEFINED CUDAToolkit_ROOT AND NOT DEFINED ENV{CUDAToolkit_ROOT}
 endif()
 find_package(CUDAToolkit QUIET)
 set(GRAFT_FOUND_CUDA FALSE)
-if(CUDAToolkit_FOUND AND TARGET CUDA::nvrtc AND TARGET CUDA::cuda_driver)
+if(CUDAToolkit_FOUND AND TARGET CUDA::nvrtc AND TARGET CUDA::cublasLt
+   AND TARGET CUDA::cudart_static)
   set(GRAFT_FOUND_CUDA TRUE)
   message(STATUS "Found CUDA Toolkit ${CUDAToolkit_VERSION} in ${CUDAToolkit_BIN_DIR}")
 endif()

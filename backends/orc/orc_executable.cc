@@ -7,25 +7,6 @@
 #include "support/status_macros.h"
 
 namespace graft::orc {
-namespace {
-
-std::string TypesKey(const std::vector<TensorType>& types) {
-  std::string key;
-  for (const TensorType& t : types) absl::StrAppend(&key, t.ToString(), ";");
-  return key;
-}
-
-bool AllConcrete(const std::vector<ValueSignature>& signature) {
-  for (const ValueSignature& s : signature) {
-    if (!s.type.has_value()) return false;
-    for (Dim d : s.type->shape) {
-      if (d.is_symbolic()) return false;
-    }
-  }
-  return true;
-}
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<CompiledProgram>> CompiledProgram::Create(
     Program program, const std::string* object) {
@@ -141,32 +122,21 @@ absl::Status OrcExecutable::CompileNow(const std::string* object) {
   ASSIGN_OR_RETURN(Program program, BuildProgram(*module_, types, options_));
   ASSIGN_OR_RETURN(std::unique_ptr<CompiledProgram> compiled,
                    CompiledProgram::Create(std::move(program), object));
-  std::unique_lock lock(mu_);
-  programs_[TypesKey(types)] = std::move(compiled);
+  programs_.Put(types, std::move(compiled));
   return absl::OkStatus();
 }
 
 const CompiledProgram* OrcExecutable::fixed() const {
-  std::shared_lock lock(mu_);
-  if (!AllConcrete(inputs_) || programs_.size() != 1) return nullptr;
-  return programs_.begin()->second.get();
+  return AllConcrete(inputs_) ? programs_.only() : nullptr;
 }
 
 absl::StatusOr<const CompiledProgram*> OrcExecutable::ProgramFor(
     const std::vector<TensorType>& types) {
-  const std::string key = TypesKey(types);
-  {
-    std::shared_lock lock(mu_);
-    auto it = programs_.find(key);
-    if (it != programs_.end()) return it->second.get();
-  }
-  // Compiled outside the lock, so runs at sizes already compiled go on.
-  ASSIGN_OR_RETURN(Program program, BuildProgram(*module_, types, options_));
-  ASSIGN_OR_RETURN(std::unique_ptr<CompiledProgram> compiled,
-                   CompiledProgram::Create(std::move(program)));
-  std::unique_lock lock(mu_);
-  auto [it, inserted] = programs_.emplace(key, std::move(compiled));
-  return it->second.get();
+  return programs_.Get(types, [&](const std::vector<TensorType>& t)
+                                  -> absl::StatusOr<std::unique_ptr<CompiledProgram>> {
+    ASSIGN_OR_RETURN(Program program, BuildProgram(*module_, t, options_));
+    return CompiledProgram::Create(std::move(program));
+  });
 }
 
 absl::StatusOr<std::vector<Tensor>> OrcExecutable::Run(

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "backends/backend.h"
+#include "backends/programs_by_shape.h"
 #include "backends/orc/library_calls.h"
 #include "backends/orc/llvm_jit.h"
 #include "backends/orc/lowering.h"
@@ -80,8 +81,7 @@ class OrcExecutable : public Executable {
   std::vector<ValueSignature> outputs_;
   int threads_;
   ProgramOptions options_;
-  mutable std::shared_mutex mu_;
-  std::map<std::string, std::unique_ptr<CompiledProgram>> programs_;
+  ProgramsByShape<CompiledProgram> programs_;
 };
 
 }  // namespace graft::orc

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -19,6 +20,22 @@ namespace graft::backend_test {
 inline std::string SourceDir() {
   const char* root = std::getenv("GRAFT_SOURCE_DIR");
   return root == nullptr ? "" : root;
+}
+
+// ctest sets GRAFT_SOURCE_DIR; run by hand, the binary finds the source
+// tree above its build directory (build/tests/orc_tests).
+inline void FindSourceDir() {
+  namespace fs = std::filesystem;
+  if (!SourceDir().empty()) return;
+  std::error_code ec;
+  fs::path dir = fs::read_symlink("/proc/self/exe", ec).parent_path();
+  for (int up = 0; up < 4 && !ec && !dir.empty(); ++up, dir = dir.parent_path()) {
+    if (fs::exists(dir / "examples/models", ec) &&
+        fs::exists(dir / "tests/onnx_models", ec)) {
+      setenv("GRAFT_SOURCE_DIR", dir.c_str(), 0);
+      return;
+    }
+  }
 }
 
 // Every model file of the repository that the interpreter can run.

@@ -46,21 +46,6 @@ constexpr const char* kPipelines[] = {
     "fuse-linear-activation,fuse-elementwise,shape-prop",
 };
 
-// ctest sets GRAFT_SOURCE_DIR; run by hand, the binary finds the source
-// tree above its build directory (build/tests/orc_tests).
-void FindSourceDir() {
-  if (!backend_test::SourceDir().empty()) return;
-  std::error_code ec;
-  fs::path dir = fs::read_symlink("/proc/self/exe", ec).parent_path();
-  for (int up = 0; up < 4 && !ec && !dir.empty(); ++up, dir = dir.parent_path()) {
-    if (fs::exists(dir / "examples/models", ec) &&
-        fs::exists(dir / "tests/onnx_models", ec)) {
-      setenv("GRAFT_SOURCE_DIR", dir.c_str(), 0);
-      return;
-    }
-  }
-}
-
 std::string Breaks(const CompileReport& report) {
   std::string text;
   for (const GraphBreak& b : report.breaks) {
@@ -85,7 +70,7 @@ void ExpectModelMatches(const Module& module, const std::vector<Tensor>& inputs,
 }
 
 TEST(OrcModels, EveryModelMatchesTheInterpreter) {
-  FindSourceDir();
+  backend_test::FindSourceDir();
   const std::vector<std::string> files = ModelFiles(HaveOnnx());
   if (files.empty()) GTEST_SKIP() << "GRAFT_SOURCE_DIR is not set";
   if (!HaveOnnx()) std::printf("ONNX import is not built: only .graft models run\n");
@@ -124,7 +109,7 @@ TEST(OrcModels, EveryModelMatchesTheInterpreter) {
 // A user's submodule (here from the partition pass) holding ops that are
 // not pointwise: the backend inlines it and compiles its ops.
 TEST(OrcModels, UserSubmodulesOfOtherOpsAreInlined) {
-  FindSourceDir();
+  backend_test::FindSourceDir();
   const std::vector<std::string> files = ModelFiles(false);
   if (files.empty()) GTEST_SKIP() << "GRAFT_SOURCE_DIR is not set";
   const uint32_t seed = FreshSeed();

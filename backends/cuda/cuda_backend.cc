@@ -1,0 +1,178 @@
+#include "backends/cuda/cuda_backend.h"
+
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "backends/cuda/cuda_device.h"
+#include "backends/cuda/cuda_executable.h"
+#include "backends/cuda/cuda_program.h"
+#include "backends/cuda/nvrtc_compiler.h"
+#include "support/fingerprint.h"
+#include "support/status_macros.h"
+
+// Referenced by the link options of graft_cuda (backends/CMakeLists.txt), so
+// that the registration below is linked into every program that links it.
+extern "C" {
+int graft_link_cuda_backend = 0;
+}
+
+namespace graft::cuda {
+namespace {
+
+constexpr char kMagic[] = "graft-cuda-executable 1\n";
+
+absl::StatusOr<CudaOptions> OptionsOf(const CompileOptions& options) {
+  for (const auto& [key, value] : options.options) {
+    if (key != "precision" && key != "autotune") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the cuda backend has no option '", key,
+          "' (it takes precision=f32|tf32|bf16|f16 and autotune=0|1)"));
+    }
+  }
+  CudaOptions cuda;
+  cuda.precision = options.Get("precision", "f32");
+  if (cuda.precision != "f32" && cuda.precision != "tf32" && cuda.precision != "bf16" &&
+      cuda.precision != "f16") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "precision must be f32, tf32, bf16 or f16, got '", cuda.precision, "'"));
+  }
+  const std::string autotune = options.Get("autotune", "0");
+  if (autotune != "0" && autotune != "1") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("autotune must be 0 or 1, got '", autotune, "'"));
+  }
+  cuda.autotune = autotune == "1";
+  return cuda;
+}
+
+std::string ProgramHash(const StepProgram& program) {
+  return FingerprintBuilder().AddString(program.Describe()).Finish().ToHex();
+}
+
+std::string CubinHash(absl::string_view cubin) {
+  return FingerprintBuilder().AddBytes(cubin.data(), cubin.size()).Finish().ToHex();
+}
+
+std::vector<TensorType> TypesOf(const std::vector<ValueSignature>& signature) {
+  std::vector<TensorType> types;
+  for (const ValueSignature& s : signature) types.push_back(*s.type);
+  return types;
+}
+
+// Reads "<decimal>\n" at `at`.
+absl::StatusOr<size_t> ReadNumber(absl::string_view bytes, size_t& at) {
+  const size_t end = bytes.find('\n', at);
+  size_t value = 0;
+  if (end == absl::string_view::npos || !absl::SimpleAtoi(bytes.substr(at, end - at), &value)) {
+    return absl::DataLossError("a damaged cuda executable");
+  }
+  at = end + 1;
+  return value;
+}
+
+}  // namespace
+
+absl::Status CudaBackend::CanRun(const Node& node, const CompileOptions& options) const {
+  return CanLower(node);
+}
+
+absl::StatusOr<std::unique_ptr<Executable>> CudaBackend::Compile(const Module& module,
+                                                                 const CompileOptions& options) {
+  ASSIGN_OR_RETURN(CudaOptions cuda, OptionsOf(options));
+  ASSIGN_OR_RETURN(GpuInfo gpu, ProbeGpu(options.device_index));
+  std::vector<ValueSignature> inputs = PlaceholderSignature(module.graph());
+  RETURN_IF_ERROR(NarrowSignature(inputs, options.input_types));
+  auto executable = std::make_unique<CudaExecutable>(module, std::move(inputs), cuda, gpu,
+                                                     options.keep_outputs_on_device);
+  absl::Status s = executable->CompileNow();
+  // Symbolic or unknown input shapes: compiled at the first run of each.
+  if (!s.ok() && !absl::IsFailedPrecondition(s)) return s;
+  return std::unique_ptr<Executable>(std::move(executable));
+}
+
+Device CudaBackend::device(const CompileOptions& options) const {
+  return {DeviceKind::kCuda, options.device_index};
+}
+
+std::shared_ptr<DeviceAllocator> CudaBackend::allocator(const CompileOptions& options) const {
+  return GpuAllocator(options.device_index);
+}
+
+std::string CudaBackend::CacheIdentity(const CompileOptions& options) const {
+  absl::StatusOr<GpuInfo> gpu = ProbeGpu(options.device_index);
+  if (!gpu.ok()) return "";  // Nothing compiles without a GPU.
+  return absl::StrCat(gpu->Identity(), " nvrtc ", NvrtcVersion(), " cublasLt ",
+                      cublasLtGetVersion());
+}
+
+absl::StatusOr<std::string> CudaBackend::SerializeExecutable(const Executable& executable) const {
+  const auto* cuda = dynamic_cast<const CudaExecutable*>(&executable);
+  const CompiledCudaProgram* program = cuda == nullptr ? nullptr : cuda->fixed();
+  if (program == nullptr) {
+    return absl::UnimplementedError(
+        "only executables compiled for fixed input shapes are written to disk");
+  }
+  const CudaArtifact artifact = program->Artifact();
+  std::string bytes = absl::StrCat(kMagic, ProgramHash(program->program()), "\n",
+                                   artifact.gemm_algos.size(), "\n");
+  for (const auto& [step, algo] : artifact.gemm_algos) {
+    absl::StrAppend(&bytes, step, "\n", algo.size(), "\n", algo);
+  }
+  // The driver reads a CUBIN by the sizes in its own header: check it is
+  // whole before handing it over.
+  absl::StrAppend(&bytes, CubinHash(artifact.cubin), "\n", artifact.cubin);
+  return bytes;
+}
+
+absl::StatusOr<std::unique_ptr<Executable>> CudaBackend::DeserializeExecutable(
+    absl::string_view bytes, const Module& module, const CompileOptions& options) const {
+  ASSIGN_OR_RETURN(CudaOptions cuda, OptionsOf(options));
+  ASSIGN_OR_RETURN(GpuInfo gpu, ProbeGpu(options.device_index));
+  const absl::string_view magic(kMagic);
+  const size_t hash_end = bytes.find('\n', magic.size());
+  if (!absl::StartsWith(bytes, magic) || hash_end == absl::string_view::npos) {
+    return absl::DataLossError("not a cuda executable");
+  }
+  const absl::string_view hash = bytes.substr(magic.size(), hash_end - magic.size());
+  size_t at = hash_end + 1;
+  CudaArtifact artifact;
+  ASSIGN_OR_RETURN(size_t count, ReadNumber(bytes, at));
+  for (size_t i = 0; i < count; ++i) {
+    ASSIGN_OR_RETURN(size_t step, ReadNumber(bytes, at));
+    ASSIGN_OR_RETURN(size_t size, ReadNumber(bytes, at));
+    if (size > bytes.size() - at) return absl::DataLossError("a damaged cuda executable");
+    artifact.gemm_algos[static_cast<int>(step)] = std::string(bytes.substr(at, size));
+    at += size;
+  }
+  const size_t hash_line = bytes.find('\n', at);
+  if (hash_line == absl::string_view::npos) return absl::DataLossError("a damaged cuda executable");
+  const absl::string_view cubin_hash = bytes.substr(at, hash_line - at);
+  artifact.cubin = std::string(bytes.substr(hash_line + 1));
+  if (CubinHash(artifact.cubin) != cubin_hash) {
+    return absl::DataLossError("a damaged cuda executable (its CUBIN does not match its hash)");
+  }
+  std::vector<ValueSignature> inputs = PlaceholderSignature(module.graph());
+  RETURN_IF_ERROR(NarrowSignature(inputs, options.input_types));
+  if (!AllConcrete(inputs)) return absl::DataLossError("input types unknown");
+  // The code is only used for the very program it was compiled from.
+  ASSIGN_OR_RETURN(StepProgram program, BuildCudaProgram(module, TypesOf(inputs), cuda));
+  if (ProgramHash(program) != hash) {
+    return absl::DataLossError("the cached code was compiled from another program");
+  }
+  auto executable = std::make_unique<CudaExecutable>(module, std::move(inputs), cuda, gpu,
+                                                     options.keep_outputs_on_device);
+  RETURN_IF_ERROR(executable->CompileNow(&artifact));
+  return std::unique_ptr<Executable>(std::move(executable));
+}
+
+namespace {
+
+[[maybe_unused]] const bool registered = [] {
+  return RegisterBackend("cuda", [] { return std::make_unique<CudaBackend>(); }).ok();
+}();
+
+}  // namespace
+}  // namespace graft::cuda

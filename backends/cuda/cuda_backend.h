@@ -1,0 +1,38 @@
+#ifndef GRAFT_BACKENDS_CUDA_CUDA_BACKEND_H_
+#define GRAFT_BACKENDS_CUDA_CUDA_BACKEND_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "backends/backend.h"
+
+namespace graft::cuda {
+
+// The CUDA backend ("cuda"): generated kernels compiled by NVRTC for the
+// GPU's own architecture, cuBLASLt for matrix products, one device arena
+// and one CUDA graph per run. Options:
+//   precision=f32|tf32|bf16|f16  f32 (default); tf32 lets f32 products use
+//                                the tensor cores (torch's "high"); bf16
+//                                and f16 cast the float model to that type
+//                                (inputs and outputs stay f32)
+//   autotune=0|1                 time cuBLASLt's candidate algorithms at
+//                                compile time and keep the fastest
+// CompileOptions::device_index picks the GPU.
+class CudaBackend : public Backend {
+ public:
+  absl::string_view name() const override { return "cuda"; }
+  absl::Status CanRun(const Node& node, const CompileOptions& options) const override;
+  absl::StatusOr<std::unique_ptr<Executable>> Compile(const Module& module,
+                                                      const CompileOptions& options) override;
+  Device device(const CompileOptions& options) const override;
+  std::shared_ptr<DeviceAllocator> allocator(const CompileOptions& options) const override;
+  std::string CacheIdentity(const CompileOptions& options) const override;
+  absl::StatusOr<std::string> SerializeExecutable(const Executable& executable) const override;
+  absl::StatusOr<std::unique_ptr<Executable>> DeserializeExecutable(
+      absl::string_view bytes, const Module& module, const CompileOptions& options) const override;
+};
+
+}  // namespace graft::cuda
+
+#endif  // GRAFT_BACKENDS_CUDA_CUDA_BACKEND_H_

@@ -1,0 +1,364 @@
+#include "backends/cuda/cuda_executable.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "backends/cuda/cuda_status.h"
+#include "backends/cuda/nvrtc_compiler.h"
+#include "graph/op_registry.h"
+#include "support/status_macros.h"
+
+namespace graft::cuda {
+namespace {
+
+constexpr size_t kAlign = 256;  // cuBLASLt's fastest kernels want 16; keep a margin.
+
+size_t AlignUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+size_t BytesOf(const TensorType& t) {
+  int64_t n = 1;
+  for (Dim d : t.shape) n *= d.value();
+  return static_cast<size_t>(n) * DTypeSize(t.dtype);
+}
+
+std::vector<int64_t> DimsOfType(const TensorType& t) {
+  std::vector<int64_t> dims;
+  for (Dim d : t.shape) dims.push_back(d.value());
+  return dims;
+}
+
+// Makes a GPU the calling thread's current device.
+struct GpuScope {
+  explicit GpuScope(int index) : index(index) {}
+  absl::Status Use() const { return GRAFT_CUDA(cudaSetDevice(index)); }
+  int index;
+};
+
+}  // namespace
+
+struct RunContext {
+  cudaStream_t stream = nullptr;
+  void* memory = nullptr;  // io, then the arena, the error flag, the workspace.
+  char* io = nullptr;
+  char* arena = nullptr;
+  int* error = nullptr;
+  void* workspace = nullptr;
+  cudaGraphExec_t graph = nullptr;
+
+  ~RunContext() {
+    if (graph != nullptr) cudaGraphExecDestroy(graph);
+    if (memory != nullptr) cudaFree(memory);
+    if (stream != nullptr) cudaStreamDestroy(stream);
+  }
+};
+
+absl::StatusOr<std::unique_ptr<CompiledCudaProgram>> CompiledCudaProgram::Create(
+    StepProgram program, const CudaOptions& options, const GpuInfo& gpu,
+    const CudaArtifact* artifact) {
+  std::unique_ptr<CompiledCudaProgram> c(new CompiledCudaProgram());
+  c->program_ = std::move(program);
+  c->options_ = options;
+  c->gpu_ = gpu;
+  const StepProgram& p = c->program_;
+  RETURN_IF_ERROR(GpuScope(gpu.index).Use());
+  ASSIGN_OR_RETURN(KernelSource source, GenerateKernels(p, gpu.multiprocessors));
+  if (artifact != nullptr) {
+    c->cubin_ = artifact->cubin;
+  } else {
+    ASSIGN_OR_RETURN(c->cubin_, CompileToCubin(source.source, gpu.Arch()));
+  }
+  RETURN_IF_ERROR(GRAFT_CUDA(cudaLibraryLoadData(&c->library_, c->cubin_.data(), nullptr,
+                                                 nullptr, 0, nullptr, nullptr, 0)));
+  c->launches_.resize(p.steps.size());
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    for (KernelLaunch& spec : source.launches[i]) {
+      Launch launch;
+      RETURN_IF_ERROR(GRAFT_CUDA(
+          cudaLibraryGetKernel(&launch.kernel, c->library_, spec.name.c_str())));
+      launch.spec = std::move(spec);
+      c->launches_[i].push_back(std::move(launch));
+    }
+  }
+  RETURN_IF_ERROR(GRAFT_CUBLAS(cublasLtCreate(&c->blas_)));
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    const Step& step = p.steps[i];
+    if (!IsGemmStep(step)) continue;
+    absl::StatusOr<GemmShape> shape = GemmShapeOf(*step.node);
+    absl::StatusOr<std::unique_ptr<GemmPlan>> plan = shape.status();
+    if (shape.ok() && shape->m * shape->n * shape->batch == 0) continue;  // Empty.
+    if (shape.ok()) {
+      std::string activation = GemmActivation(step);
+      shape->activation = activation == "gelu" ? "" : activation;
+      shape->tf32 = options.precision == "tf32";
+      std::string algo;
+      if (artifact != nullptr) {
+        auto it = artifact->gemm_algos.find(static_cast<int>(i));
+        if (it != artifact->gemm_algos.end()) algo = it->second;
+      }
+      plan = GemmPlan::Create(c->blas_, *shape, options.autotune, algo);
+    }
+    if (!plan.ok()) {
+      return absl::Status(plan.status().code(),
+                          absl::StrCat("%", step.node->name(), " (", step.node->target(),
+                                       "): ", plan.status().message()));
+    }
+    c->gemms_[static_cast<int>(i)] = *std::move(plan);
+  }
+  RETURN_IF_ERROR(c->UploadWeights());
+  for (const TensorType& t : p.input_types) {
+    c->input_offsets_.push_back(c->io_bytes_);
+    c->io_bytes_ += AlignUp(BytesOf(t));
+  }
+  for (const TensorType& t : p.output_types) {
+    c->output_offsets_.push_back(c->io_bytes_);
+    c->io_bytes_ += AlignUp(BytesOf(t));
+  }
+  return c;
+}
+
+CompiledCudaProgram::~CompiledCudaProgram() {
+  if (GpuScope(gpu_.index).Use().ok()) {
+    free_contexts_.clear();
+    gemms_.clear();
+    if (blas_ != nullptr) cublasLtDestroy(blas_);
+    if (library_ != nullptr) cudaLibraryUnload(library_);
+    if (weights_ != nullptr) cudaFree(weights_);
+  }
+}
+
+CudaArtifact CompiledCudaProgram::Artifact() const {
+  CudaArtifact a{cubin_, {}};
+  for (const auto& [step, plan] : gemms_) a.gemm_algos[step] = plan->AlgoBytes();
+  return a;
+}
+
+absl::Status CompiledCudaProgram::UploadWeights() {
+  size_t total = 0;
+  for (const Tensor* t : program_.tensors) {
+    weight_offsets_.push_back(total);
+    total += AlignUp(t->NumBytes());
+  }
+  if (total == 0) return absl::OkStatus();
+  RETURN_IF_ERROR(GRAFT_CUDA(cudaMalloc(&weights_, total)));
+  for (size_t i = 0; i < program_.tensors.size(); ++i) {
+    const Tensor& t = *program_.tensors[i];
+    ASSIGN_OR_RETURN(Tensor host, CopyToHost(t));
+    RETURN_IF_ERROR(GRAFT_CUDA(cudaMemcpy(static_cast<char*>(weights_) + weight_offsets_[i],
+                                          host.raw_data(), host.NumBytes(),
+                                          cudaMemcpyHostToDevice)));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<RunContext>> CompiledCudaProgram::NewContext() const {
+  auto context = std::make_unique<RunContext>();
+  RETURN_IF_ERROR(GRAFT_CUDA(cudaStreamCreateWithFlags(&context->stream, cudaStreamNonBlocking)));
+  const bool gemms = !gemms_.empty();
+  const size_t arena = AlignUp(program_.arena_bytes);
+  const size_t total = io_bytes_ + arena + kAlign + (gemms ? kGemmWorkspaceBytes : 0);
+  RETURN_IF_ERROR(GRAFT_CUDA(cudaMalloc(&context->memory, total)));
+  context->io = static_cast<char*>(context->memory);
+  context->arena = context->io + io_bytes_;
+  context->error = reinterpret_cast<int*>(context->arena + arena);
+  context->workspace = gemms ? context->arena + arena + kAlign : nullptr;
+  return context;
+}
+
+void* CompiledCudaProgram::Resolve(const BufferRef& ref, const RunContext& context) const {
+  switch (ref.where) {
+    case BufferRef::Where::kInput:
+      return context.io + input_offsets_[ref.index];
+    case BufferRef::Where::kOutput:
+      return context.io + output_offsets_[ref.index];
+    case BufferRef::Where::kState:
+      return static_cast<char*>(weights_) + weight_offsets_[ref.index];
+    case BufferRef::Where::kArena:
+      return context.arena + ref.offset;
+  }
+  return nullptr;
+}
+
+// Every step's work on the context's stream, in order.
+absl::Status CompiledCudaProgram::Enqueue(RunContext& context) const {
+  RETURN_IF_ERROR(GRAFT_CUDA(cudaMemsetAsync(context.error, 0, sizeof(int), context.stream)));
+  for (size_t i = 0; i < program_.steps.size(); ++i) {
+    const Step& step = program_.steps[i];
+    absl::Status status;
+    auto gemm = gemms_.find(static_cast<int>(i));
+    if (gemm != gemms_.end()) {
+      // linear(input, weight, bias): operands in the node's order; the
+      // step lists unique inputs, so look each one up.
+      ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(*step.node));
+      auto operand = [&](absl::string_view name) -> const void* {
+        const Node* n = call.TensorNode(name);
+        for (size_t k = 0; k < step.inputs.size(); ++k) {
+          if (step.inputs[k] == n) return Resolve(step.operands[k], context);
+        }
+        return nullptr;
+      };
+      const bool matmul = step.node->is_call("matmul");
+      status = gemm->second->Run(context.stream, operand("input"),
+                                 operand(matmul ? "other" : "weight"),
+                                 gemm->second->shape().has_bias ? operand("bias") : nullptr,
+                                 Resolve(step.result, context), context.workspace);
+    }
+    for (const Launch& launch : launches_[i]) {
+      if (!status.ok()) break;
+      std::vector<void*> pointers;
+      for (const BufferRef& ref : launch.spec.buffers) pointers.push_back(Resolve(ref, context));
+      if (launch.spec.error_flag) pointers.push_back(context.error);
+      std::vector<void*> args;
+      for (void*& p : pointers) args.push_back(&p);
+      status = GRAFT_CUDA(cudaLaunchKernel(reinterpret_cast<const void*>(launch.kernel),
+                                           dim3(static_cast<unsigned>(launch.spec.grid)),
+                                           dim3(launch.spec.block), args.data(), 0,
+                                           context.stream));
+    }
+    if (!status.ok()) {
+      return absl::Status(status.code(), absl::StrCat("%", step.node->name(), " (",
+                                                      step.node->target(), "): ",
+                                                      status.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Records the whole run once as a CUDA graph; later runs replay it with one
+// launch.
+absl::Status CompiledCudaProgram::Capture(RunContext& context) const {
+  std::lock_guard<std::mutex> lock(capture_mu_);  // GEMM plans set their bias per call.
+  RETURN_IF_ERROR(GRAFT_CUDA(
+      cudaStreamBeginCapture(context.stream, cudaStreamCaptureModeThreadLocal)));
+  absl::Status enqueued = Enqueue(context);
+  cudaGraph_t graph = nullptr;
+  absl::Status ended = GRAFT_CUDA(cudaStreamEndCapture(context.stream, &graph));
+  RETURN_IF_ERROR(enqueued);
+  RETURN_IF_ERROR(ended);
+  absl::Status made =
+      GRAFT_CUDA(cudaGraphInstantiate(&context.graph, graph, cudaGraphInstantiateFlagUpload));
+  cudaGraphDestroy(graph);
+  return made;
+}
+
+absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::RunIn(
+    RunContext& context, absl::Span<const Tensor> inputs, bool keep_outputs_on_device) const {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i];
+    if (t.NumBytes() == 0) continue;
+    RETURN_IF_ERROR(GRAFT_CUDA(cudaMemcpyAsync(
+        context.io + input_offsets_[i], t.raw_data(), t.NumBytes(),
+        t.on_host() ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToDevice, context.stream)));
+  }
+  if (context.graph == nullptr) RETURN_IF_ERROR(Capture(context));
+  RETURN_IF_ERROR(GRAFT_CUDA(cudaGraphLaunch(context.graph, context.stream)));
+  std::vector<Tensor> outputs;
+  const std::shared_ptr<DeviceAllocator> allocator = GpuAllocator(gpu_.index);
+  for (size_t j = 0; j < program_.output_types.size(); ++j) {
+    const TensorType& type = program_.output_types[j];
+    const size_t bytes = BytesOf(type);
+    if (keep_outputs_on_device) {
+      ASSIGN_OR_RETURN(std::shared_ptr<Storage> storage, Storage::AllocateOn(allocator, bytes));
+      outputs.emplace_back(type.dtype, DimsOfType(type), std::move(storage));
+    } else {
+      outputs.emplace_back(type.dtype, DimsOfType(type));
+    }
+    if (bytes == 0) continue;
+    RETURN_IF_ERROR(GRAFT_CUDA(cudaMemcpyAsync(
+        outputs.back().raw_data(), context.io + output_offsets_[j], bytes,
+        keep_outputs_on_device ? cudaMemcpyDeviceToDevice : cudaMemcpyDeviceToHost,
+        context.stream)));
+  }
+  int failed_step = 0;
+  RETURN_IF_ERROR(GRAFT_CUDA(cudaMemcpyAsync(&failed_step, context.error, sizeof(int),
+                                             cudaMemcpyDeviceToHost, context.stream)));
+  RETURN_IF_ERROR(GRAFT_CUDA(cudaStreamSynchronize(context.stream)));
+  if (failed_step > 0 && failed_step <= static_cast<int>(program_.steps.size())) {
+    const Node& node = *program_.steps[failed_step - 1].node;
+    return absl::InvalidArgumentError(
+        absl::StrCat("%", node.name(), " (", node.target(),
+                     "): an index is out of range for the dim it selects from"));
+  }
+  return outputs;
+}
+
+absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::Run(absl::Span<const Tensor> inputs,
+                                                             bool keep_outputs_on_device) const {
+  RETURN_IF_ERROR(GpuScope(gpu_.index).Use());
+  std::unique_ptr<RunContext> context;
+  {
+    std::lock_guard<std::mutex> lock(contexts_mu_);
+    if (!free_contexts_.empty()) {
+      context = std::move(free_contexts_.back());
+      free_contexts_.pop_back();
+    }
+  }
+  if (context == nullptr) {
+    ASSIGN_OR_RETURN(context, NewContext());
+  }
+  absl::StatusOr<std::vector<Tensor>> outputs = RunIn(*context, inputs, keep_outputs_on_device);
+  if (outputs.ok() || absl::IsInvalidArgument(outputs.status())) {
+    // A context whose run failed on the device is not reused.
+    std::lock_guard<std::mutex> lock(contexts_mu_);
+    free_contexts_.push_back(std::move(context));
+  }
+  return outputs;
+}
+
+CudaExecutable::CudaExecutable(const Module& module, std::vector<ValueSignature> inputs,
+                               CudaOptions options, GpuInfo gpu, bool keep_outputs_on_device)
+    : module_(std::make_unique<Module>(module.Clone())),
+      inputs_(std::move(inputs)),
+      outputs_(OutputSignature(module_->graph())),
+      options_(std::move(options)),
+      gpu_(std::move(gpu)),
+      keep_outputs_on_device_(keep_outputs_on_device) {}
+
+absl::StatusOr<std::unique_ptr<CompiledCudaProgram>> CudaExecutable::Build(
+    const std::vector<TensorType>& types, const CudaArtifact* artifact) const {
+  ASSIGN_OR_RETURN(StepProgram program, BuildCudaProgram(*module_, types, options_));
+  return CompiledCudaProgram::Create(std::move(program), options_, gpu_, artifact);
+}
+
+absl::Status CudaExecutable::CompileNow(const CudaArtifact* artifact) {
+  if (!AllConcrete(inputs_)) {
+    return absl::FailedPreconditionError("the inputs' shapes are not all fixed");
+  }
+  std::vector<TensorType> types;
+  for (const ValueSignature& s : inputs_) types.push_back(*s.type);
+  ASSIGN_OR_RETURN(std::unique_ptr<CompiledCudaProgram> compiled, Build(types, artifact));
+  programs_.Put(types, std::move(compiled));
+  return absl::OkStatus();
+}
+
+const CompiledCudaProgram* CudaExecutable::fixed() const {
+  return AllConcrete(inputs_) ? programs_.only() : nullptr;
+}
+
+absl::StatusOr<std::vector<Tensor>> CudaExecutable::Run(absl::Span<const Tensor> inputs) {
+  ASSIGN_OR_RETURN(SymbolBindings bindings, CheckInputs(inputs_, inputs));
+  (void)bindings;
+  std::vector<TensorType> types;
+  types.reserve(inputs.size());
+  for (const Tensor& t : inputs) types.push_back(t.type());
+  ASSIGN_OR_RETURN(const CompiledCudaProgram* program,
+                   programs_.Get(types, [&](const std::vector<TensorType>& t) {
+                     return Build(t, nullptr);
+                   }));
+  for (const Tensor& t : inputs) {
+    if (!t.on_host() && t.device() != Device{DeviceKind::kCuda, gpu_.index}) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "an input is on ", t.device().ToString(), ", the executable runs on cuda:",
+          gpu_.index));
+    }
+  }
+  return program->Run(inputs, keep_outputs_on_device_);
+}
+
+ExecutableInfo CudaExecutable::info() const {
+  const CompiledCudaProgram* p = fixed();
+  if (p == nullptr) return {};
+  return {.arena_bytes = p->program().arena_bytes,
+          .intermediate_bytes = p->program().intermediate_bytes};
+}
+
+}  // namespace graft::cuda

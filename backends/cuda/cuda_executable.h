@@ -1,0 +1,113 @@
+#ifndef GRAFT_BACKENDS_CUDA_CUDA_EXECUTABLE_H_
+#define GRAFT_BACKENDS_CUDA_CUDA_EXECUTABLE_H_
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "backends/backend.h"
+#include "backends/cuda/cuda_device.h"
+#include "backends/cuda/cuda_program.h"
+#include "backends/cuda/gemm.h"
+#include "backends/cuda/kernel_emitter.h"
+#include "backends/programs_by_shape.h"
+#include "backends/step_program.h"
+
+namespace graft::cuda {
+
+// What the disk cache keeps of a compiled program: the CUBIN and the
+// GEMM algorithms chosen (by step), so a new process runs neither NVRTC
+// nor the autotuner.
+struct CudaArtifact {
+  std::string cubin;
+  std::map<int, std::string> gemm_algos;
+};
+
+// The device memory and CUDA graph of one run in flight. Runs of one
+// program take a free context each, so concurrent runs never share
+// buffers.
+struct RunContext;
+
+// A StepProgram compiled for one GPU: the kernels loaded from their CUBIN,
+// the GEMM plans, the weights on the device.
+class CompiledCudaProgram {
+ public:
+  static absl::StatusOr<std::unique_ptr<CompiledCudaProgram>> Create(
+      StepProgram program, const CudaOptions& options, const GpuInfo& gpu,
+      const CudaArtifact* artifact = nullptr);
+  ~CompiledCudaProgram();
+
+  const StepProgram& program() const { return program_; }
+  CudaArtifact Artifact() const;
+  absl::StatusOr<std::vector<Tensor>> Run(absl::Span<const Tensor> inputs,
+                                          bool keep_outputs_on_device) const;
+
+ private:
+  struct Launch {
+    cudaKernel_t kernel = nullptr;
+    KernelLaunch spec;
+  };
+  CompiledCudaProgram() = default;
+  absl::Status UploadWeights();
+  absl::StatusOr<std::unique_ptr<RunContext>> NewContext() const;
+  void* Resolve(const BufferRef& ref, const RunContext& context) const;
+  absl::Status Enqueue(RunContext& context) const;
+  absl::Status Capture(RunContext& context) const;
+  absl::StatusOr<std::vector<Tensor>> RunIn(RunContext& context,
+                                            absl::Span<const Tensor> inputs,
+                                            bool keep_outputs_on_device) const;
+
+  StepProgram program_;
+  CudaOptions options_;
+  GpuInfo gpu_;
+  std::string cubin_;
+  cudaLibrary_t library_ = nullptr;
+  cublasLtHandle_t blas_ = nullptr;
+  std::vector<std::vector<Launch>> launches_;            // Per step.
+  std::map<int, std::unique_ptr<GemmPlan>> gemms_;        // By step.
+  void* weights_ = nullptr;                               // Device memory.
+  std::vector<size_t> weight_offsets_;                    // Per module tensor.
+  std::vector<size_t> input_offsets_, output_offsets_;    // In a context's io.
+  size_t io_bytes_ = 0;
+  mutable std::mutex contexts_mu_, capture_mu_;
+  mutable std::vector<std::unique_ptr<RunContext>> free_contexts_;
+};
+
+// The CUDA backend's executable: one compiled program per set of input
+// shapes (a module with symbolic dims compiles at each new size).
+class CudaExecutable : public Executable {
+ public:
+  CudaExecutable(const Module& module, std::vector<ValueSignature> inputs,
+                 CudaOptions options, GpuInfo gpu, bool keep_outputs_on_device);
+  // Compiles for the signature's types now; fails (FailedPrecondition)
+  // unless they are all known and constant.
+  absl::Status CompileNow(const CudaArtifact* artifact = nullptr);
+
+  absl::StatusOr<std::vector<Tensor>> Run(absl::Span<const Tensor> inputs) override;
+  const std::vector<ValueSignature>& input_signature() const override { return inputs_; }
+  const std::vector<ValueSignature>& output_signature() const override { return outputs_; }
+  ExecutableInfo info() const override;
+  // The one program of a fixed-shape module, or null.
+  const CompiledCudaProgram* fixed() const;
+
+ private:
+  absl::StatusOr<std::unique_ptr<CompiledCudaProgram>> Build(
+      const std::vector<TensorType>& types, const CudaArtifact* artifact) const;
+
+  std::unique_ptr<Module> module_;
+  std::vector<ValueSignature> inputs_, outputs_;
+  CudaOptions options_;
+  GpuInfo gpu_;
+  bool keep_outputs_on_device_;
+  ProgramsByShape<CompiledCudaProgram> programs_;
+};
+
+}  // namespace graft::cuda
+
+#endif  // GRAFT_BACKENDS_CUDA_CUDA_EXECUTABLE_H_

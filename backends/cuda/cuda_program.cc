@@ -1,0 +1,123 @@
+#include "backends/cuda/cuda_program.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "backends/cuda/gemm.h"
+#include "graph/op_registry.h"
+#include "graph/op_traits.h"
+#include "passes/cast_float.h"
+#include "support/status_macros.h"
+
+namespace graft::cuda {
+namespace {
+
+bool IsGemmCall(const Node& node) {
+  return node.is_call("linear") || node.is_call("matmul") ||
+         node.is_call("graft::linear_activation");
+}
+
+bool IsLibraryCall(const Node& node) { return IsGemmCall(node) || node.is_call("conv2d"); }
+
+bool IsRowOp(const Node& node) {
+  return node.is_call("sum") || node.is_call("mean") || node.is_call("amax") ||
+         node.is_call("amin") || node.is_call("softmax") || node.is_call("log_softmax") ||
+         node.is_call("layer_norm") || node.is_call("batch_norm") ||
+         node.is_call("max_pool2d") || node.is_call("avg_pool2d") ||
+         node.is_call("adaptive_avg_pool2d") || node.is_call("argmax") || node.is_call("concat");
+}
+
+absl::Status CanLowerCall(const Node& node) {
+  const std::string& op = node.target();
+  if (PointwiseFormulaOf(node).has_value() || IsAliasOp(node) || IsViewCopyOp(node) ||
+      IsIndexOp(node) || IsCreateOp(node) || IsRowOp(node)) {
+    // Checked below for the ops with conditions.
+  } else if (IsGemmCall(node)) {
+    absl::StatusOr<GemmShape> shape = GemmShapeOf(node);
+    // Unknown types are checked again once the program is typed.
+    if (!shape.ok() && !absl::IsFailedPrecondition(shape.status())) return shape.status();
+  } else if (node.is_call("conv2d")) {
+    // A direct kernel: any stride, padding, dilation and groups.
+  } else if (node.is_call("pad")) {
+    ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node));
+    if (call.String("mode") != "constant") {
+      return absl::UnimplementedError(absl::StrCat("pad mode '", call.String("mode"), "'"));
+    }
+  } else if (node.is_call("split")) {
+    for (const Node* user : node.users()) {
+      if (!user->is_call("getitem")) {
+        return absl::UnimplementedError("split whose tuple is used other than by getitem");
+      }
+    }
+  } else if (IsQuantizeOp(node)) {
+    return absl::UnimplementedError(
+        absl::StrCat(op, " has no CUDA kernel yet (quantized graphs run on interp or orc)"));
+  } else {
+    return absl::UnimplementedError(
+        absl::StrCat("the cuda backend has no code for op '", op, "' yet"));
+  }
+  if (node.is_call("slice")) {
+    ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node));
+    if (call.Int("step") <= 0) return absl::UnimplementedError("slice with a step below 1");
+  }
+  if (node.is_call("getitem") &&
+      (node.num_args() == 0 || !node.arg(0).is_node() || !node.arg(0).node()->is_call("split"))) {
+    return absl::UnimplementedError("getitem of anything but split");
+  }
+  if (node.is_call("dropout")) {
+    ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node));
+    if (call.Bool("training")) return absl::UnimplementedError("dropout in training mode");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string CudaOptions::Key() const {
+  return absl::StrCat("precision ", precision, autotune ? " autotune" : "");
+}
+
+absl::Status CanLower(const Node& node) {
+  switch (node.op()) {
+    case OpCode::kPlaceholder:
+    case OpCode::kGetAttr:
+    case OpCode::kOutput:
+    case OpCode::kCallModule:
+      // BuildStepProgram checks that a submodule is a pointwise group.
+      return absl::OkStatus();
+    case OpCode::kCallFunction:
+      return CanLowerCall(node);
+  }
+  return absl::UnimplementedError("unknown node kind");
+}
+
+absl::StatusOr<StepProgram> BuildCudaProgram(const Module& module,
+                                             const std::vector<TensorType>& input_types,
+                                             const CudaOptions& options) {
+  StepTarget target{
+      .can_lower = CanLower,
+      .is_library_call = IsLibraryCall,
+      // cuBLASLt's epilogues: ReLU and tanh-GELU (no exact GELU).
+      .absorbs_activation =
+          [](const Node& call, absl::string_view activation) {
+            return IsGemmCall(call) && (activation == "relu" || activation == "gelu_tanh");
+          },
+      .channels_last_convs = false,
+      .options_key = options.Key()};
+  if (options.precision != "bf16" && options.precision != "f16") {
+    return BuildStepProgram(module, input_types, target);
+  }
+  // Cast a copy with its input types set, so that shape propagation sees
+  // the f32 inputs it casts.
+  Module cast = module.Clone();
+  std::vector<Node*> placeholders = cast.graph().placeholders();
+  for (size_t i = 0; i < placeholders.size() && i < input_types.size(); ++i) {
+    placeholders[i]->set_type(input_types[i]);
+  }
+  RETURN_IF_ERROR(passes::CastFloatModule(
+                      cast, options.precision == "bf16" ? DType::kBF16 : DType::kF16)
+                      .status());
+  return BuildStepProgram(cast, input_types, target);
+}
+
+}  // namespace graft::cuda

@@ -1,0 +1,35 @@
+#ifndef GRAFT_BACKENDS_CUDA_CUDA_PROGRAM_H_
+#define GRAFT_BACKENDS_CUDA_CUDA_PROGRAM_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "backends/step_program.h"
+#include "graph/dtype.h"
+#include "graph/module.h"
+
+namespace graft::cuda {
+
+// How to compile, from CompileOptions (cuda_backend.h lists the keys).
+struct CudaOptions {
+  // f32, tf32 (f32 products on the tensor cores), f16 or bf16 (the float
+  // model cast to it; inputs and outputs stay f32).
+  std::string precision = "f32";
+  // Time cuBLASLt's candidate algorithms at compile time.
+  bool autotune = false;
+
+  std::string Key() const;
+};
+
+// Why the CUDA backend cannot run `node`, or OK.
+absl::Status CanLower(const Node& node);
+
+// The module as steps for the CUDA backend, cast to the precision first.
+absl::StatusOr<StepProgram> BuildCudaProgram(const Module& module,
+                                             const std::vector<TensorType>& input_types,
+                                             const CudaOptions& options);
+
+}  // namespace graft::cuda
+
+#endif  // GRAFT_BACKENDS_CUDA_CUDA_PROGRAM_H_

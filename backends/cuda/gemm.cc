@@ -1,0 +1,316 @@
+#include "backends/cuda/gemm.h"
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "backends/cuda/cuda_status.h"
+#include "backends/strided_view.h"
+#include "graph/op_registry.h"
+#include "support/status_macros.h"
+
+namespace graft::cuda {
+namespace {
+
+cudaDataType_t CudaType(DType t) {
+  switch (t) {
+    case DType::kF16: return CUDA_R_16F;
+    case DType::kBF16: return CUDA_R_16BF;
+    case DType::kF64: return CUDA_R_64F;
+    default: return CUDA_R_32F;
+  }
+}
+
+bool AllOnes(const std::vector<int64_t>& dims) {
+  return std::all_of(dims.begin(), dims.end(), [](int64_t d) { return d == 1; });
+}
+
+// The leading (batch) dims of a matmul operand, padded on the left with
+// ones to `rank`.
+std::vector<int64_t> BatchDims(const std::vector<int64_t>& dims, size_t rank) {
+  std::vector<int64_t> batch(dims.begin(), dims.end() - 2);
+  batch.insert(batch.begin(), rank - batch.size(), 1);
+  return batch;
+}
+
+absl::StatusOr<GemmShape> MatmulShape(const std::vector<int64_t>& a,
+                                      const std::vector<int64_t>& b) {
+  GemmShape s;
+  if (a.empty() || b.empty()) return absl::UnimplementedError("matmul of a rank-0 tensor");
+  s.k = a.back();
+  if (b.size() == 1) {  // A matrix-vector product.
+    s.m = Product(a, 0, a.size() - 1);
+    s.n = 1;
+    return s;
+  }
+  s.n = b.back();
+  const int64_t kb = b[b.size() - 2];
+  if (kb != s.k) return absl::InvalidArgumentError("matmul: inner dims differ");
+  if (b.size() == 2) {  // Every row of every batch of `a` times one matrix.
+    s.m = Product(a, 0, a.size() - 1);
+    return s;
+  }
+  const std::vector<int64_t> a_mat =
+      a.size() == 1 ? std::vector<int64_t>{1, a[0]} : std::vector<int64_t>(a.end() - 2, a.end());
+  s.m = a_mat[0];
+  const size_t rank = std::max(a.size(), b.size());
+  const std::vector<int64_t> ab =
+      a.size() >= 2 ? BatchDims(a, rank) : std::vector<int64_t>(rank - 2, 1);
+  const std::vector<int64_t> bb = BatchDims(b, rank);
+  if (ab == bb) {
+    s.batch = Product(ab, 0, ab.size());
+    s.stride_a = s.m * s.k;
+    s.stride_b = s.k * s.n;
+  } else if (AllOnes(ab)) {
+    s.batch = Product(bb, 0, bb.size());
+    s.stride_b = s.k * s.n;
+  } else if (AllOnes(bb)) {
+    s.m = Product(a, 0, a.size() - 1);  // One matrix for all of `a`'s rows.
+  } else {
+    return absl::UnimplementedError("matmul whose batch dims broadcast against each other");
+  }
+  s.stride_c = s.m * s.n;
+  return s;
+}
+
+}  // namespace
+
+std::string GemmShape::ToString() const {
+  return absl::StrCat("gemm m=", m, " n=", n, " k=", k, " batch=", batch, " strides=", stride_a,
+                      ",", stride_b, ",", stride_c, b_is_nk ? " nk" : " kn", " ",
+                      DTypeName(dtype), has_bias ? absl::StrCat(" bias ", DTypeName(bias_dtype)) : "",
+                      " ", activation, tf32 ? " tf32" : "");
+}
+
+absl::StatusOr<GemmShape> GemmShapeOf(const Node& node) {
+  ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node));
+  const Node* a = call.TensorNode("input");
+  const Node* b = call.TensorNode(node.is_call("matmul") ? "other" : "weight");
+  if (!a->type().has_value() || !b->type().has_value()) {
+    return absl::FailedPreconditionError("operand types unknown");
+  }
+  const DType t = a->type()->dtype;
+  if (t != DType::kF32 && t != DType::kF16 && t != DType::kBF16 && t != DType::kF64) {
+    return absl::UnimplementedError(absl::StrCat(node.target(), " on ", DTypeName(t),
+                                                 " tensors (cuBLASLt products take floats)"));
+  }
+  if (b->type()->dtype != t) {
+    return absl::UnimplementedError(absl::StrCat(node.target(), " of ", DTypeName(t), " by ",
+                                                 DTypeName(b->type()->dtype)));
+  }
+  for (const Node* n : {a, b}) {
+    for (Dim d : n->type()->shape) {
+      if (d.is_symbolic()) return absl::FailedPreconditionError("symbolic operand dims");
+    }
+  }
+  const std::vector<int64_t> ad = DimsOf(*a), bd = DimsOf(*b);
+  GemmShape s;
+  if (node.is_call("matmul")) {
+    ASSIGN_OR_RETURN(s, MatmulShape(ad, bd));
+  } else {
+    if (ad.empty() || bd.size() != 2) {
+      return absl::UnimplementedError("linear with a weight that is not 2-D");
+    }
+    const bool nk = !node.is_call("graft::linear_activation") ||
+                    call.String("weight_layout") == "out_in";
+    s.k = ad.back();
+    s.m = Product(ad, 0, ad.size() - 1);
+    s.n = nk ? bd[0] : bd[1];
+    s.b_is_nk = nk;
+    if (!call.IsNone("bias")) {
+      const Node* bias = call.TensorNode("bias");
+      if (!bias->type().has_value() || bias->type()->rank() != 1 ||
+          bias->type()->shape[0].is_symbolic() || bias->type()->shape[0].value() != s.n) {
+        return absl::UnimplementedError("linear with a bias that is not one value per output");
+      }
+      s.has_bias = true;
+      s.bias_dtype = bias->type()->dtype;
+      if (s.bias_dtype != t && s.bias_dtype != DType::kF32) {
+        return absl::UnimplementedError("a bias of another dtype than the product");
+      }
+    }
+    if (node.is_call("graft::linear_activation")) s.activation = call.String("activation");
+  }
+  if (s.k == 0) return absl::UnimplementedError("a product over an empty dim");
+  s.dtype = t;
+  if (s.stride_c == 0 && s.batch > 1) s.stride_c = s.m * s.n;
+  return s;
+}
+
+std::string GemmActivation(const Step& step) {
+  if (!step.activation.empty()) return step.activation;
+  if (step.node->is_call("graft::linear_activation")) {
+    absl::StatusOr<OpCall> call = OpCall::Bind(*step.node);
+    if (call.ok()) return call->String("activation");
+  }
+  return "";
+}
+
+GemmPlan::~GemmPlan() {
+  if (a_ != nullptr) cublasLtMatrixLayoutDestroy(a_);
+  if (b_ != nullptr) cublasLtMatrixLayoutDestroy(b_);
+  if (c_ != nullptr) cublasLtMatrixLayoutDestroy(c_);
+  if (desc_ != nullptr) cublasLtMatmulDescDestroy(desc_);
+}
+
+absl::StatusOr<std::unique_ptr<GemmPlan>> GemmPlan::Create(cublasLtHandle_t handle,
+                                                           const GemmShape& shape,
+                                                           bool autotune,
+                                                           const std::string& algo_bytes) {
+  std::unique_ptr<GemmPlan> plan(new GemmPlan());
+  plan->handle_ = handle;
+  plan->shape_ = shape;
+  RETURN_IF_ERROR(plan->Describe());
+  if (algo_bytes.size() == sizeof(cublasLtMatmulAlgo_t)) {
+    std::memcpy(&plan->algo_, algo_bytes.data(), sizeof(cublasLtMatmulAlgo_t));
+    cublasLtMatmulHeuristicResult_t check{};
+    if (cublasLtMatmulAlgoCheck(handle, plan->desc_, plan->b_, plan->a_, plan->c_, plan->c_,
+                                &plan->algo_, &check) == CUBLAS_STATUS_SUCCESS) {
+      return plan;
+    }
+  }
+  RETURN_IF_ERROR(plan->Choose(autotune));
+  return plan;
+}
+
+// Row-major C = A B is column-major C^T = B^T A^T: cuBLASLt's first operand
+// is our B, its second our A, and its result is N x M.
+absl::Status GemmPlan::Describe() {
+  const GemmShape& s = shape_;
+  const bool f64 = s.dtype == DType::kF64;
+  const cublasComputeType_t compute =
+      f64 ? CUBLAS_COMPUTE_64F
+          : (s.dtype == DType::kF32 && s.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F);
+  RETURN_IF_ERROR(
+      GRAFT_CUBLAS(cublasLtMatmulDescCreate(&desc_, compute, f64 ? CUDA_R_64F : CUDA_R_32F)));
+  const cublasOperation_t trans_first = s.b_is_nk ? CUBLAS_OP_T : CUBLAS_OP_N;
+  RETURN_IF_ERROR(GRAFT_CUBLAS(cublasLtMatmulDescSetAttribute(
+      desc_, CUBLASLT_MATMUL_DESC_TRANSA, &trans_first, sizeof(trans_first))));
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  if (s.activation == "relu") {
+    epilogue = s.has_bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+  } else if (s.activation == "gelu_tanh") {
+    epilogue = s.has_bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+  } else if (s.has_bias) {
+    epilogue = CUBLASLT_EPILOGUE_BIAS;
+  }
+  RETURN_IF_ERROR(GRAFT_CUBLAS(cublasLtMatmulDescSetAttribute(
+      desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue))));
+  if (s.has_bias) {
+    const cudaDataType_t bias_type = CudaType(s.bias_dtype);
+    RETURN_IF_ERROR(GRAFT_CUBLAS(cublasLtMatmulDescSetAttribute(
+        desc_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type))));
+  }
+  const cudaDataType_t type = CudaType(s.dtype);
+  const uint64_t first_rows = s.b_is_nk ? s.k : s.n, first_cols = s.b_is_nk ? s.n : s.k;
+  RETURN_IF_ERROR(GRAFT_CUBLAS(
+      cublasLtMatrixLayoutCreate(&a_, type, first_rows, first_cols, first_rows)));
+  RETURN_IF_ERROR(GRAFT_CUBLAS(cublasLtMatrixLayoutCreate(&b_, type, s.k, s.m, s.k)));
+  RETURN_IF_ERROR(GRAFT_CUBLAS(cublasLtMatrixLayoutCreate(&c_, type, s.n, s.m, s.n)));
+  if (s.batch > 1) {
+    const int32_t count = static_cast<int32_t>(s.batch);
+    const int64_t strides[3] = {s.stride_b, s.stride_a, s.stride_c};
+    cublasLtMatrixLayout_t layouts[3] = {a_, b_, c_};
+    for (int i = 0; i < 3; ++i) {
+      RETURN_IF_ERROR(GRAFT_CUBLAS(cublasLtMatrixLayoutSetAttribute(
+          layouts[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count))));
+      RETURN_IF_ERROR(GRAFT_CUBLAS(cublasLtMatrixLayoutSetAttribute(
+          layouts[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &strides[i],
+          sizeof(strides[i]))));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GemmPlan::Choose(bool autotune) {
+  cublasLtMatmulPreference_t preference = nullptr;
+  RETURN_IF_ERROR(GRAFT_CUBLAS(cublasLtMatmulPreferenceCreate(&preference)));
+  const uint64_t workspace = kGemmWorkspaceBytes;
+  cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                       &workspace, sizeof(workspace));
+  constexpr int kCandidates = 8;
+  cublasLtMatmulHeuristicResult_t results[kCandidates] = {};
+  int found = 0;
+  const cublasStatus_t status =
+      cublasLtMatmulAlgoGetHeuristic(handle_, desc_, a_, b_, c_, c_, preference,
+                                     autotune ? kCandidates : 1, results, &found);
+  cublasLtMatmulPreferenceDestroy(preference);
+  RETURN_IF_ERROR(GRAFT_CUBLAS(status));
+  if (found == 0) {
+    return absl::UnimplementedError(
+        absl::StrCat("cuBLASLt has no algorithm for ", shape_.ToString()));
+  }
+  algo_ = results[0].algo;
+  if (!autotune || found == 1) return absl::OkStatus();
+  // Time each candidate on random operands of the product's shape.
+  const GemmShape& s = shape_;
+  const size_t element = DTypeSize(s.dtype);
+  const size_t a_bytes = (s.stride_a == 0 ? s.m * s.k : s.batch * s.m * s.k) * element;
+  const size_t b_bytes = (s.stride_b == 0 ? s.k * s.n : s.batch * s.k * s.n) * element;
+  const size_t c_bytes = s.batch * s.m * s.n * element;
+  std::vector<void*> buffers(5, nullptr);
+  const size_t sizes[5] = {a_bytes, b_bytes, c_bytes, static_cast<size_t>(s.n) * 8,
+                           kGemmWorkspaceBytes};
+  absl::Status status_all;
+  for (int i = 0; i < 5 && status_all.ok(); ++i) {
+    status_all = GRAFT_CUDA(cudaMalloc(&buffers[i], sizes[i]));
+    if (status_all.ok() && i < 2) {
+      // Small random integers stored in the operand dtype's bit pattern
+      // would need a conversion; bytes of 0x3c (about 0.01 in f32, 1.0 in
+      // f16/bf16 pairs) are finite for every float type.
+      status_all = GRAFT_CUDA(cudaMemset(buffers[i], 0x3c, sizes[i]));
+    }
+  }
+  cudaStream_t stream = nullptr;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  if (status_all.ok()) status_all = GRAFT_CUDA(cudaStreamCreate(&stream));
+  if (status_all.ok()) status_all = GRAFT_CUDA(cudaEventCreate(&start));
+  if (status_all.ok()) status_all = GRAFT_CUDA(cudaEventCreate(&stop));
+  float best_ms = 1e30f;
+  int best_index = 0;
+  for (int i = 0; i < found && status_all.ok(); ++i) {
+    algo_ = results[i].algo;
+    if (!Run(stream, buffers[0], buffers[1], buffers[3], buffers[2], buffers[4]).ok()) continue;
+    cudaEventRecord(start, stream);
+    constexpr int kRepeats = 10;
+    for (int r = 0; r < kRepeats; ++r) {
+      Run(stream, buffers[0], buffers[1], buffers[3], buffers[2], buffers[4]).IgnoreError();
+    }
+    cudaEventRecord(stop, stream);
+    if (!GRAFT_CUDA(cudaEventSynchronize(stop)).ok()) continue;
+    float ms = 0;
+    cudaEventElapsedTime(&ms, start, stop);
+    if (ms < best_ms) best_ms = ms, best_index = i;
+  }
+  algo_ = results[best_index].algo;
+  if (stop != nullptr) cudaEventDestroy(stop);
+  if (start != nullptr) cudaEventDestroy(start);
+  if (stream != nullptr) cudaStreamDestroy(stream);
+  for (void* p : buffers) {
+    if (p != nullptr) cudaFree(p);
+  }
+  return status_all;
+}
+
+absl::Status GemmPlan::Run(cudaStream_t stream, const void* a, const void* b, const void* bias,
+                           void* c, void* workspace) {
+  if (shape_.has_bias) {
+    RETURN_IF_ERROR(GRAFT_CUBLAS(cublasLtMatmulDescSetAttribute(
+        desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias))));
+  }
+  const double alpha64 = 1, beta64 = 0;
+  const float alpha32 = 1, beta32 = 0;
+  const bool f64 = shape_.dtype == DType::kF64;
+  return GRAFT_CUBLAS(cublasLtMatmul(
+      handle_, desc_, f64 ? static_cast<const void*>(&alpha64) : &alpha32, b, a_, a, b_,
+      f64 ? static_cast<const void*>(&beta64) : &beta32, c, c_, c, c_, &algo_, workspace,
+      kGemmWorkspaceBytes, stream));
+}
+
+std::string GemmPlan::AlgoBytes() const {
+  return std::string(reinterpret_cast<const char*>(&algo_), sizeof(algo_));
+}
+
+}  // namespace graft::cuda

@@ -1,0 +1,984 @@
+#include "backends/cuda/kernel_emitter.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "backends/cuda/gemm.h"
+#include "backends/cuda/kernel_preamble.h"
+#include "backends/strided_view.h"
+#include "graph/op_registry.h"
+#include "graph/op_traits.h"
+#include "graph/scalar_formula.h"
+#include "support/status_macros.h"
+
+namespace graft::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+// How elements of a dtype are stored, and the type they are computed in.
+std::string StorageType(DType t) {
+  switch (t) {
+    case DType::kF32: return "float";
+    case DType::kF16: return "g_half";
+    case DType::kBF16: return "g_bfloat";
+    case DType::kF64: return "double";
+    case DType::kI8: return "signed char";
+    case DType::kU8: return "unsigned char";
+    case DType::kI32: return "int";
+    case DType::kI64: return "long long";
+    case DType::kBool: return "unsigned char";
+  }
+  return "float";
+}
+
+std::string RegisterType(DType t) {
+  switch (t) {
+    case DType::kF16:
+    case DType::kBF16: return "float";
+    case DType::kBool: return "bool";
+    default: return StorageType(t);
+  }
+}
+
+// What reductions accumulate in: float or double, or 64-bit integers.
+DType AccumulatorType(DType t) {
+  if (t == DType::kF64) return DType::kF64;
+  if (IsFloatingPoint(t)) return DType::kF32;
+  return DType::kI64;
+}
+
+std::string LoadExpr(DType t, const std::string& element) {
+  switch (t) {
+    case DType::kF16: return absl::StrCat("g_h2f(", element, ")");
+    case DType::kBF16: return absl::StrCat("g_b2f(", element, ")");
+    case DType::kBool: return absl::StrCat("(", element, " != 0)");
+    default: return element;
+  }
+}
+
+std::string StoreValue(DType t, const std::string& value) {
+  switch (t) {
+    case DType::kF16: return absl::StrCat("g_f2h(", value, ")");
+    case DType::kBF16: return absl::StrCat("g_f2b(", value, ")");
+    case DType::kBool: return absl::StrCat("(unsigned char)((", value, ") ? 1 : 0)");
+    default: return absl::StrCat("(", StorageType(t), ")(", value, ")");
+  }
+}
+
+// A register value of dtype `from` as dtype `to`.
+std::string Convert(const std::string& value, DType from, DType to) {
+  if (RegisterType(from) == RegisterType(to)) return value;
+  if (to == DType::kBool) return absl::StrCat("((", value, ") != 0)");
+  return absl::StrCat("((", RegisterType(to), ")(", value, "))");
+}
+
+std::string Literal(DType t, double v) {
+  if (std::isnan(v)) {
+    return t == DType::kF64 ? "__longlong_as_double(0x7ff8000000000000ULL)"
+                            : "__int_as_float(0x7fc00000)";
+  }
+  if (std::isinf(v)) {
+    if (t == DType::kF64) {
+      return v > 0 ? "__longlong_as_double(0x7ff0000000000000ULL)"
+                   : "__longlong_as_double(0xfff0000000000000ULL)";
+    }
+    return v > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
+  }
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), "%.17g", v);
+  if (!IsFloatingPoint(t)) {
+    if (t == DType::kBool) return v != 0 ? "true" : "false";
+    std::snprintf(buffer, sizeof(buffer), "%lldLL", static_cast<long long>(v));
+    return absl::StrCat("((", RegisterType(t), ")", buffer, ")");
+  }
+  return absl::StrCat("((", RegisterType(t), ")", buffer, ")");
+}
+
+// The identity of a max (lowest) or min (highest) in accumulator type.
+std::string Extreme(DType acc, bool highest) {
+  if (IsFloatingPoint(acc)) {
+    return Literal(acc, highest ? std::numeric_limits<double>::infinity()
+                                : -std::numeric_limits<double>::infinity());
+  }
+  return highest ? "9223372036854775807LL" : "(-9223372036854775807LL - 1)";
+}
+
+bool IsComparison(const ScalarExpr& e) {
+  if (e.kind == ScalarExpr::Kind::kUnary) return e.name == "!";
+  if (e.kind != ScalarExpr::Kind::kBinary) return false;
+  static const char* kOps[] = {"==", "!=", "<", "<=", ">", ">=", "&&", "||"};
+  for (const char* op : kOps) {
+    if (e.name == op) return true;
+  }
+  return false;
+}
+
+// A formula as a C++ expression computed in `ct`, names taken from `env`.
+std::string FormulaExpr(const ScalarExpr& e, DType ct,
+                        const absl::flat_hash_map<std::string, std::string>& env) {
+  const std::string t = RegisterType(ct);
+  auto operand = [&](size_t i) { return FormulaExpr(*e.operands[i], ct, env); };
+  switch (e.kind) {
+    case ScalarExpr::Kind::kNumber:
+      return Literal(ct, e.number);
+    case ScalarExpr::Kind::kName: {
+      auto it = env.find(e.name);
+      return it == env.end() ? Literal(ct, 0) : it->second;
+    }
+    case ScalarExpr::Kind::kUnary:
+      return absl::StrCat("(", e.name, "(", operand(0), "))");
+    case ScalarExpr::Kind::kBinary:
+      if (IsComparison(e)) {
+        return absl::StrCat("((", operand(0), ") ", e.name, " (", operand(1), "))");
+      }
+      return absl::StrCat("((", t, ")((", operand(0), ") ", e.name, " (", operand(1), ")))");
+    case ScalarExpr::Kind::kCall: {
+      std::vector<std::string> args;
+      for (size_t i = 0; i < e.operands.size(); ++i) {
+        args.push_back(absl::StrCat("(", t, ")(", operand(i), ")"));
+      }
+      return absl::StrCat("g_", e.name, "<", t, ">(", absl::StrJoin(args, ", "), ")");
+    }
+    case ScalarExpr::Kind::kSelect:
+      return absl::StrCat("((", operand(0), ") ? (", t, ")(", operand(1), ") : (", t,
+                          ")(", operand(2), "))");
+  }
+  return Literal(ct, 0);
+}
+
+// One operand of a map kernel: where element (c0, c1, ...) of the index
+// space is. Without strides the kernel gets the pointer only.
+struct Operand {
+  DType dtype = DType::kF32;
+  int64_t offset = 0;
+  std::vector<int64_t> strides;
+  bool load = true;
+};
+
+std::string OffsetExpr(const Operand& op) {
+  std::string e = absl::StrCat(op.offset, "LL");
+  for (size_t k = 0; k < op.strides.size(); ++k) {
+    if (op.strides[k] != 0) absl::StrAppend(&e, " + c", k, " * ", op.strides[k], "LL");
+  }
+  return e;
+}
+
+class Emitter {
+ public:
+  Emitter(const StepProgram& program, int multiprocessors)
+      : p_(program), sms_(std::max(multiprocessors, 1)) {}
+
+  absl::StatusOr<KernelSource> Run() {
+    out_.source = kKernelPreamble;
+    out_.launches.resize(p_.steps.size());
+    for (size_t i = 0; i < p_.steps.size(); ++i) {
+      step_index_ = static_cast<int>(i);
+      const Step& step = p_.steps[i];
+      absl::Status s = IsGemmStep(step) ? AfterGemm(step) : EmitStep(step);
+      if (!s.ok()) {
+        return absl::Status(s.code(), absl::StrCat("%", step.node->name(), " (",
+                                                   step.node->target(), "): ", s.message()));
+      }
+    }
+    return std::move(out_);
+  }
+
+ private:
+  absl::Status EmitStep(const Step& step) {
+    step_ = &step;
+    kernel_count_ = 0;
+    switch (step.kind) {
+      case StepKind::kPointwise:
+        return step.node->op() == OpCode::kCallModule ? FusedGroup() : Pointwise();
+      case StepKind::kView: return View();
+      case StepKind::kCopy: return Copy();
+      case StepKind::kConcat: return Concat();
+      case StepKind::kPad: return Pad();
+      case StepKind::kReduce: return Reduce();
+      case StepKind::kSoftmax: return Softmax();
+      case StepKind::kLayerNorm: return LayerNorm();
+      case StepKind::kBatchNorm: return BatchNorm();
+      case StepKind::kPool: return Pool();
+      case StepKind::kIndex: return Index();
+      case StepKind::kArgmax: return Argmax();
+      case StepKind::kCreate: return Create();
+      case StepKind::kLibrary: return Conv2d();
+      case StepKind::kQuantize:
+        break;
+    }
+    return absl::UnimplementedError("the cuda backend has no kernel for this step");
+  }
+
+  // Exact GELU has no cuBLASLt epilogue: it runs on the product in place.
+  absl::Status AfterGemm(const Step& step) {
+    step_ = &step;
+    kernel_count_ = 0;
+    if (GemmActivation(step) != "gelu") return absl::OkStatus();
+    const std::vector<int64_t> dims = DimsOf(node());
+    const DType t = out_dtype();
+    const std::string at = RegisterType(AccumulatorType(t));
+    Map(dims, Contiguous(dims), step.result, {Contiguous(dims)}, {step.result},
+        [&](const std::vector<std::string>& v) {
+          return absl::StrCat("    r = ", Convert(absl::StrCat("(", at, ")0.5 * (", at, ")", v[0],
+                                                            " * ((", at, ")1 + g_erf<", at, ">((",
+                                                            at, ")", v[0], " * (", at,
+                                                            ")0.70710678118654752))"),
+                                                 AccumulatorType(t), t),
+                              ";");
+        });
+    return absl::OkStatus();
+  }
+
+  const Node& node() const { return *step_->node; }
+  DType out_dtype() const { return node().type()->dtype; }
+  int OperandIndex(const Node* n) const {
+    for (size_t i = 0; i < step_->inputs.size(); ++i) {
+      if (step_->inputs[i] == n) return static_cast<int>(i);
+    }
+    return -1;
+  }
+  const BufferRef& BufferOf(const Node* n) const {
+    return step_->operands[OperandIndex(n)];
+  }
+  Operand Dense(DType t) const { return Operand{t, 0, {}, true}; }
+  Operand Broadcast(const Node* n, const std::vector<int64_t>& dims) const {
+    return Operand{n->type()->dtype, 0, BroadcastStrides(DimsOf(*n), dims), true};
+  }
+  Operand Contiguous(const std::vector<int64_t>& dims) const {
+    return Operand{out_dtype(), 0, ContiguousStrides(dims), true};
+  }
+
+  std::string NextName() {
+    return absl::StrCat("k", step_index_, "_", kernel_count_++);
+  }
+
+  int64_t GridFor(int64_t n, int block) const {
+    return std::max<int64_t>(1, std::min<int64_t>((n + block - 1) / block,
+                                                   static_cast<int64_t>(sms_) * 16));
+  }
+
+  // Appends `__global__ void name(params) { body }` and its launch.
+  void AddKernel(const std::string& name, const std::vector<std::string>& params,
+                 const std::string& body, int64_t grid, int block,
+                 std::vector<BufferRef> buffers, bool error_flag = false) {
+    std::vector<std::string> all = params;
+    if (error_flag) all.push_back("int* __restrict__ err");
+    absl::StrAppend(&out_.source, "extern \"C\" __global__ void __launch_bounds__(", block,
+                    ") ", name, "(", absl::StrJoin(all, ", "), ") {\n", body, "}\n");
+    out_.launches[step_index_].push_back(
+        KernelLaunch{name, grid, block, std::move(buffers), error_flag});
+  }
+
+  // A kernel with one thread per element of `dims` (grid-stride): the
+  // coordinates are c0, c1, ...; `body` gets each loaded operand (empty for
+  // pointer-only operands, named p1, p2, ...) and returns statements that
+  // set `r`, the result in the output's register type.
+  void Map(const std::vector<int64_t>& dims, const Operand& out, BufferRef out_ref,
+           const std::vector<Operand>& ins, const std::vector<BufferRef>& in_refs,
+           const std::function<std::string(const std::vector<std::string>&)>& body,
+           bool error_flag = false) {
+    const int64_t n = Product(dims, 0, dims.size());
+    if (n == 0) return;
+    std::vector<std::string> params{
+        absl::StrCat(StorageType(out.dtype), "* __restrict__ p0")};
+    for (size_t i = 0; i < ins.size(); ++i) {
+      params.push_back(absl::StrCat("const ", StorageType(ins[i].dtype),
+                                    "* __restrict__ p", i + 1));
+    }
+    std::string code = absl::StrCat(
+        "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < ", n,
+        "LL; i += (long long)gridDim.x * blockDim.x) {\n    long long rest = i;\n");
+    for (size_t k = dims.size(); k-- > 0;) {
+      if (k == 0) {
+        absl::StrAppend(&code, "    const long long c0 = rest;\n");
+      } else {
+        absl::StrAppend(&code, "    const long long c", k, " = rest % ", dims[k],
+                        "LL; rest /= ", dims[k], "LL;\n");
+      }
+    }
+    absl::StrAppend(&code, "    (void)rest;\n");
+    std::vector<std::string> loaded;
+    for (size_t i = 0; i < ins.size(); ++i) {
+      if (!ins[i].load) {
+        loaded.push_back("");
+        continue;
+      }
+      absl::StrAppend(&code, "    const ", RegisterType(ins[i].dtype), " x", i, " = ",
+                      LoadExpr(ins[i].dtype, absl::StrCat("p", i + 1, "[", OffsetExpr(ins[i]), "]")),
+                      ";\n");
+      loaded.push_back(absl::StrCat("x", i));
+    }
+    absl::StrAppend(&code, "    ", RegisterType(out.dtype), " r;\n", body(loaded),
+                    "\n    p0[", OffsetExpr(out), "] = ", StoreValue(out.dtype, "r"),
+                    ";\n  }\n");
+    std::vector<BufferRef> buffers{out_ref};
+    buffers.insert(buffers.end(), in_refs.begin(), in_refs.end());
+    AddKernel(NextName(), params, code, GridFor(n, kThreads), kThreads, std::move(buffers),
+              error_flag);
+  }
+
+  // The value of a pointwise call as an expression, its operands' register
+  // values given by `value_of`, converted to the call's dtype.
+  absl::StatusOr<std::string> EvaluateCall(
+      const Node& call_node, const std::function<std::string(const Node*)>& value_of) {
+    ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(call_node));
+    std::optional<std::string> text = PointwiseFormulaOf(call_node);
+    if (!text.has_value()) {
+      return absl::InternalError(absl::StrCat("%", call_node.name(), " has no formula"));
+    }
+    ASSIGN_OR_RETURN(std::unique_ptr<ScalarExpr> formula, ParseScalarFormula(*text));
+    const DType compute = PointwiseComputeType(call_node, call);
+    absl::flat_hash_map<std::string, std::string> env;
+    for (size_t i = 0; i < call.schema().params.size(); ++i) {
+      const std::string& name = call.schema().params[i].name;
+      const Argument& a = call.GetAt(i);
+      if (a.is_node()) {
+        env[name] = Convert(value_of(a.node()), a.node()->type()->dtype, compute);
+      } else if (a.is_number()) {
+        env[name] = Literal(compute, a.number());
+      } else if (a.is_bool()) {
+        env[name] = Literal(compute, a.bool_value() ? 1 : 0);
+      }
+    }
+    const std::string r = FormulaExpr(*formula, compute, env);
+    const DType from = IsComparison(*formula) ? DType::kBool : compute;
+    return Convert(r, from, call_node.type()->dtype);
+  }
+
+  std::vector<BufferRef> InputRefs() const { return step_->operands; }
+
+  absl::Status Pointwise() {
+    const std::vector<int64_t> dims = DimsOf(node());
+    std::vector<Operand> ins;
+    for (const Node* input : step_->inputs) ins.push_back(Broadcast(input, dims));
+    absl::Status status;
+    Map(dims, Contiguous(dims), step_->result, ins, InputRefs(),
+        [&](const std::vector<std::string>& loaded) -> std::string {
+          absl::StatusOr<std::string> r = EvaluateCall(
+              node(), [&](const Node* n) { return loaded[OperandIndex(n)]; });
+          if (!r.ok()) {
+            status = r.status();
+            return "r = 0;";
+          }
+          return absl::StrCat("    r = ", *r, ";");
+        });
+    return status;
+  }
+
+  // The submodule's nodes evaluated one after another per element.
+  absl::Status FusedGroup() {
+    const Module* group = p_.module->FindSubmodule(node().target());
+    if (group == nullptr) return absl::InternalError("missing fused submodule");
+    const std::vector<int64_t> dims = DimsOf(node());
+    std::vector<Node*> placeholders = group->graph().placeholders();
+    std::vector<Operand> ins;
+    std::vector<BufferRef> refs;
+    for (size_t i = 0; i < placeholders.size(); ++i) {
+      const Node* arg = node().arg(i).node();
+      ins.push_back(Broadcast(arg, dims));
+      refs.push_back(BufferOf(arg));
+    }
+    absl::Status status;
+    Map(dims, Contiguous(dims), step_->result, ins, refs,
+        [&](const std::vector<std::string>& loaded) -> std::string {
+          absl::flat_hash_map<const Node*, std::string> values;
+          for (size_t i = 0; i < placeholders.size(); ++i) values[placeholders[i]] = loaded[i];
+          std::string code;
+          const Node* result = nullptr;
+          int next = 0;
+          for (const Node* n : group->graph().nodes()) {
+            if (n->op() == OpCode::kOutput) {
+              result = n->arg(0).node();
+              continue;
+            }
+            if (n->op() != OpCode::kCallFunction) continue;
+            absl::StatusOr<std::string> r =
+                EvaluateCall(*n, [&](const Node* x) { return values.at(x); });
+            if (!r.ok()) {
+              status = r.status();
+              return "r = 0;";
+            }
+            const std::string var = absl::StrCat("v", next++);
+            absl::StrAppend(&code, "    const ", RegisterType(n->type()->dtype), " ", var,
+                            " = ", *r, ";\n");
+            values[n] = var;
+          }
+          if (result == nullptr) {
+            status = absl::InternalError("fused group without output");
+            return "r = 0;";
+          }
+          absl::StrAppend(&code, "    r = ",
+                          Convert(values.at(result), result->type()->dtype, out_dtype()), ";");
+          return code;
+        });
+    return status;
+  }
+
+  absl::Status View() {
+    const std::vector<int64_t> dims = DimsOf(node());
+    ASSIGN_OR_RETURN(StridedSource source, ViewSource(node()));
+    const DType t = step_->inputs[0]->type()->dtype;
+    Map(dims, Contiguous(dims), step_->result, {Operand{t, source.offset, source.strides}},
+        InputRefs(), [&](const std::vector<std::string>& v) {
+          return absl::StrCat("    r = ", Convert(v[0], t, out_dtype()), ";");
+        });
+    return absl::OkStatus();
+  }
+
+  absl::Status Copy() {
+    const std::vector<int64_t> dims = DimsOf(node());
+    Map(dims, Contiguous(dims), step_->result, {Contiguous(dims)}, InputRefs(),
+        [](const std::vector<std::string>& v) { return absl::StrCat("    r = ", v[0], ";"); });
+    return absl::OkStatus();
+  }
+
+  absl::Status Concat() {
+    ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node()));
+    const std::vector<int64_t> dims = DimsOf(node());
+    const int64_t dim = NormalizeDim(call.Int("dim"), static_cast<int64_t>(dims.size()));
+    const std::vector<int64_t> out_strides = ContiguousStrides(dims);
+    int64_t at = 0;
+    for (const Node* input : call.TensorNodes("tensors")) {
+      const std::vector<int64_t> in_dims = DimsOf(*input);
+      Operand out{out_dtype(), at * out_strides[dim], out_strides};
+      const DType from = input->type()->dtype;
+      Map(in_dims, out, step_->result,
+          {Operand{from, 0, ContiguousStrides(in_dims)}}, {BufferOf(input)},
+          [&](const std::vector<std::string>& v) {
+            return absl::StrCat("    r = ", Convert(v[0], from, out_dtype()), ";");
+          });
+      at += in_dims[dim];
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Pad() {
+    ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node()));
+    const Node* input = step_->inputs[0];
+    const std::vector<int64_t> in_dims = DimsOf(*input);
+    const std::vector<int64_t> dims = DimsOf(node());
+    const std::vector<int64_t> pads = call.Ints("pad");
+    std::vector<int64_t> before(dims.size(), 0);
+    for (size_t i = 0; 2 * i < pads.size() && i < dims.size(); ++i) {
+      before[dims.size() - 1 - i] = pads[2 * i];
+    }
+    const std::vector<int64_t> in_strides = ContiguousStrides(in_dims);
+    const DType t = out_dtype();
+    const std::string fill = Literal(t, call.Float("value"));
+    const bool empty_input = Product(in_dims, 0, in_dims.size()) == 0;
+    Map(dims, Contiguous(dims), step_->result, {Operand{t, 0, {}, false}}, InputRefs(),
+        [&](const std::vector<std::string>&) {
+          std::string inside = "true", offset = "0LL";
+          for (size_t k = 0; k < dims.size(); ++k) {
+            const std::string i = absl::StrCat("(c", k, " - ", before[k], "LL)");
+            absl::StrAppend(&inside, " && ", i, " >= 0 && ", i, " < ", in_dims[k], "LL");
+            absl::StrAppend(&offset, " + ", i, " * ", in_strides[k], "LL");
+          }
+          if (empty_input) return absl::StrCat("    r = ", fill, ";");
+          return absl::StrCat("    r = (", inside, ") ? ",
+                              LoadExpr(t, absl::StrCat("p1[", offset, "]")), " : ", fill, ";");
+        });
+    return absl::OkStatus();
+  }
+
+  // Threads for a block that walks rows of `n` elements.
+  static int RowThreads(int64_t n) {
+    int t = 32;
+    while (t < kThreads && t < n) t *= 2;
+    return t;
+  }
+
+  absl::Status Reduce() {
+    ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node()));
+    const Node* input = step_->inputs[0];
+    const std::vector<int64_t> in_dims = DimsOf(*input);
+    const std::vector<int64_t> in_strides = ContiguousStrides(in_dims);
+    const int64_t rank = static_cast<int64_t>(in_dims.size());
+    const std::vector<int64_t> dim_list =
+        call.IsNone("dim") ? std::vector<int64_t>{} : call.Ints("dim");
+    std::vector<bool> reduced(in_dims.size(), dim_list.empty());
+    if (rank > 0) {
+      for (int64_t d : dim_list) reduced[NormalizeDim(d, rank)] = true;
+    }
+    std::vector<int64_t> kept_dims, kept_strides, red_dims, red_strides;
+    for (size_t k = 0; k < in_dims.size(); ++k) {
+      (reduced[k] ? red_dims : kept_dims).push_back(in_dims[k]);
+      (reduced[k] ? red_strides : kept_strides).push_back(in_strides[k]);
+    }
+    const std::string& op = node().target();
+    const DType in_type = input->type()->dtype;
+    const DType acc = AccumulatorType(out_dtype());
+    const std::string at = RegisterType(acc);
+    const std::string identity = op == "amax"   ? Extreme(acc, false)
+                                 : op == "amin" ? Extreme(acc, true)
+                                                : Literal(acc, 0);
+    const std::string combine = op == "amax" ? "g_max_op()" : op == "amin" ? "g_min_op()"
+                                                                           : "g_sum_op()";
+    const int64_t outputs = Product(kept_dims, 0, kept_dims.size());
+    const int64_t count = Product(red_dims, 0, red_dims.size());
+    if (outputs == 0) return absl::OkStatus();
+    // The element offset of output o's reduced element j.
+    auto decompose = [](const std::string& var, const std::vector<int64_t>& dims,
+                        const std::vector<int64_t>& strides, const std::string& into) {
+      std::string code = absl::StrCat("      long long ", var, "_rest = ", var, ";\n");
+      for (size_t k = dims.size(); k-- > 0;) {
+        absl::StrAppend(&code, "      ", into, " += (", var, "_rest % ", dims[k], "LL) * ",
+                        strides[k], "LL; ", var, "_rest /= ", dims[k], "LL;\n");
+      }
+      return code;
+    };
+    const std::string load = Convert(LoadExpr(in_type, "p1[base + off]"), in_type, acc);
+    std::string finish = "acc";
+    if (op == "mean") finish = absl::StrCat("acc / ", Literal(acc, static_cast<double>(count)));
+    const std::string params0 = absl::StrCat(StorageType(out_dtype()), "* __restrict__ p0");
+    const std::string params1 = absl::StrCat("const ", StorageType(in_type), "* __restrict__ p1");
+    const std::string store =
+        StoreValue(out_dtype(), Convert(finish, acc, out_dtype()));
+    if (count <= 32) {
+      // Short reductions: one thread per output.
+      std::string code = absl::StrCat(
+          "  for (long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x; o < ",
+          outputs, "LL; o += (long long)gridDim.x * blockDim.x) {\n      long long base = 0;\n",
+          decompose("o", kept_dims, kept_strides, "base"), "    ", at, " acc = ", identity,
+          ";\n    for (long long j = 0; j < ", count,
+          "LL; ++j) {\n      long long off = 0;\n",
+          decompose("j", red_dims, red_strides, "off"), "      acc = ", combine, "(acc, ",
+          load, ");\n    }\n    p0[o] = ", store, ";\n  }\n");
+      AddKernel(NextName(), {params0, params1}, code, GridFor(outputs, kThreads), kThreads,
+                {step_->result, step_->operands[0]});
+      return absl::OkStatus();
+    }
+    const int threads = RowThreads(count);
+    std::string code = absl::StrCat(
+        "  const long long o = blockIdx.x;\n  long long base = 0;\n",
+        decompose("o", kept_dims, kept_strides, "base"), "  ", at, " acc = ", identity,
+        ";\n  for (long long j = threadIdx.x; j < ", count,
+        "LL; j += blockDim.x) {\n      long long off = 0;\n",
+        decompose("j", red_dims, red_strides, "off"), "      acc = ", combine, "(acc, ", load,
+        ");\n  }\n  acc = g_block_reduce(acc, ", identity, ", ", combine,
+        ");\n  if (threadIdx.x == 0) p0[o] = ", store, ";\n");
+    AddKernel(NextName(), {params0, params1}, code, outputs, threads,
+              {step_->result, step_->operands[0]});
+    return absl::OkStatus();
+  }
+
+  // Rows of `n` elements `inner` apart, outer * inner of them.
+  struct Rows {
+    int64_t outer, n, inner;
+  };
+  static Rows RowsAlong(const std::vector<int64_t>& dims, size_t dim) {
+    return {Product(dims, 0, dim), dims[dim], Product(dims, dim + 1, dims.size())};
+  }
+
+  absl::Status Softmax() {
+    ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node()));
+    const Node* input = step_->inputs[0];
+    const std::vector<int64_t> dims = DimsOf(node());
+    const Rows rows = dims.empty() ? Rows{1, 1, 1}
+                                   : RowsAlong(dims, NormalizeDim(call.Int("dim"),
+                                                                  static_cast<int64_t>(dims.size())));
+    if (rows.outer * rows.inner == 0 || rows.n == 0) return absl::OkStatus();
+    const DType t = out_dtype(), in_type = input->type()->dtype;
+    const DType acc = AccumulatorType(t);
+    const std::string at = RegisterType(acc);
+    const bool log = node().is_call("log_softmax");
+    auto x = [&](const std::string& j) {
+      return Convert(LoadExpr(in_type, absl::StrCat("p1[start + ", j, " * ", rows.inner, "LL]")),
+                     in_type, acc);
+    };
+    const std::string lowest = Extreme(acc, false);
+    std::string code = absl::StrCat(
+        "  const long long row = blockIdx.x;\n  const long long start = (row / ", rows.inner,
+        "LL) * ", rows.n * rows.inner, "LL + row % ", rows.inner, "LL;\n  ", at, " m = ", lowest,
+        ";\n  for (long long j = threadIdx.x; j < ", rows.n,
+        "LL; j += blockDim.x) m = g_max(m, ", x("j"), ");\n  m = g_block_reduce(m, ", lowest,
+        ", g_max_op());\n  ", at, " s = 0;\n  for (long long j = threadIdx.x; j < ", rows.n,
+        "LL; j += blockDim.x) s += g_exp<", at, ">(", x("j"),
+        " - m);\n  s = g_block_reduce(s, (", at, ")0, g_sum_op());\n");
+    const std::string value =
+        log ? absl::StrCat(x("j"), " - m - g_log<", at, ">(s)")
+            : absl::StrCat("g_exp<", at, ">(", x("j"), " - m) * inv");
+    if (!log) absl::StrAppend(&code, "  const ", at, " inv = (", at, ")1 / s;\n");
+    absl::StrAppend(&code, "  for (long long j = threadIdx.x; j < ", rows.n,
+                    "LL; j += blockDim.x) p0[start + j * ", rows.inner, "LL] = ",
+                    StoreValue(t, Convert(value, acc, t)), ";\n");
+    AddKernel(NextName(),
+              {absl::StrCat(StorageType(t), "* __restrict__ p0"),
+               absl::StrCat("const ", StorageType(in_type), "* __restrict__ p1")},
+              code, rows.outer * rows.inner, RowThreads(rows.n),
+              {step_->result, step_->operands[0]});
+    return absl::OkStatus();
+  }
+
+  absl::Status LayerNorm() {
+    ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node()));
+    const Node* input = step_->inputs[0];
+    const std::vector<int64_t> dims = DimsOf(node());
+    const size_t k = call.Ints("normalized_shape").size();
+    const int64_t outer = Product(dims, 0, dims.size() - k);
+    const int64_t n = Product(dims, dims.size() - k, dims.size());
+    if (outer == 0 || n == 0) return absl::OkStatus();
+    const DType t = out_dtype(), in_type = input->type()->dtype;
+    const DType acc = AccumulatorType(t);
+    const std::string at = RegisterType(acc);
+    const Node* weight = call.IsNone("weight") ? nullptr : call.TensorNode("weight");
+    const Node* bias = call.IsNone("bias") ? nullptr : call.TensorNode("bias");
+    std::vector<std::string> params{
+        absl::StrCat(StorageType(t), "* __restrict__ p0"),
+        absl::StrCat("const ", StorageType(in_type), "* __restrict__ p1")};
+    std::vector<BufferRef> buffers{step_->result, BufferOf(input)};
+    std::string affine;
+    auto add_param = [&](const Node* n, const std::string& name) {
+      params.push_back(absl::StrCat("const ", StorageType(n->type()->dtype), "* __restrict__ ",
+                                    name));
+      buffers.push_back(BufferOf(n));
+      return Convert(LoadExpr(n->type()->dtype, absl::StrCat(name, "[j]")), n->type()->dtype,
+                     acc);
+    };
+    if (weight != nullptr) absl::StrAppend(&affine, " * ", add_param(weight, "w"));
+    if (bias != nullptr) absl::StrAppend(&affine, " + ", add_param(bias, "b"));
+    const std::string x = Convert(LoadExpr(in_type, "p1[start + j]"), in_type, acc);
+    std::string code = absl::StrCat(
+        "  const long long start = (long long)blockIdx.x * ", n, "LL;\n  ", at,
+        " s = 0;\n  for (long long j = threadIdx.x; j < ", n, "LL; j += blockDim.x) s += ", x,
+        ";\n  const ", at, " mean = g_block_reduce(s, (", at, ")0, g_sum_op()) / (", at, ")", n,
+        ";\n  ", at, " q = 0;\n  for (long long j = threadIdx.x; j < ", n,
+        "LL; j += blockDim.x) { const ", at, " d = ", x, " - mean; q += d * d; }\n  const ", at,
+        " inv = (", at, ")1 / g_sqrt<", at, ">(g_block_reduce(q, (", at, ")0, g_sum_op()) / (",
+        at, ")", n, " + ", Literal(acc, call.Float("eps")), ");\n  for (long long j = threadIdx.x; j < ",
+        n, "LL; j += blockDim.x) p0[start + j] = ",
+        StoreValue(t, Convert(absl::StrCat("((", x, " - mean) * inv)", affine), acc, t)), ";\n");
+    AddKernel(NextName(), params, code, outer, RowThreads(n), std::move(buffers));
+    return absl::OkStatus();
+  }
+
+  absl::Status BatchNorm() {
+    ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node()));
+    const std::vector<int64_t> dims = DimsOf(node());
+    const DType t = out_dtype();
+    const DType acc = AccumulatorType(t);
+    std::vector<int64_t> channel(dims.size(), 0);
+    if (dims.size() > 1) channel[1] = 1;
+    const Node* x = call.TensorNode("input");
+    std::vector<Operand> ins{Broadcast(x, dims)};
+    std::vector<BufferRef> refs{BufferOf(x)};
+    const std::vector<std::string> names{"running_mean", "running_var", "weight", "bias"};
+    std::vector<bool> present;
+    for (const std::string& name : names) {
+      present.push_back(!call.IsNone(name));
+      if (!present.back()) continue;
+      const Node* n = call.TensorNode(name);
+      ins.push_back(Operand{n->type()->dtype, 0, channel});
+      refs.push_back(BufferOf(n));
+    }
+    const std::string eps = Literal(acc, call.Float("eps"));
+    Map(dims, Contiguous(dims), step_->result, ins, refs,
+        [&](const std::vector<std::string>& v) {
+          size_t next = 0;
+          auto take = [&]() {
+            const size_t i = next++;
+            return Convert(v[i], ins[i].dtype, acc);
+          };
+          const std::string y = take(), mean = take(), var = take();
+          std::string e = absl::StrCat("((", y, " - ", mean, ") / g_sqrt<", RegisterType(acc),
+                                       ">(", var, " + ", eps, "))");
+          if (present[2]) e = absl::StrCat("(", e, " * ", take(), ")");
+          if (present[3]) e = absl::StrCat("(", e, " + ", take(), ")");
+          return absl::StrCat("    r = ", Convert(e, acc, t), ";");
+        });
+    return absl::OkStatus();
+  }
+
+  absl::Status Pool() {
+    ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node()));
+    const Node* input = step_->inputs[0];
+    const std::vector<int64_t> in_dims = DimsOf(*input);
+    const std::vector<int64_t> dims = DimsOf(node());
+    const size_t r = in_dims.size();
+    const int64_t h = in_dims[r - 2], w = in_dims[r - 1];
+    const int64_t oh = dims[r - 2], ow = dims[r - 1];
+    const bool adaptive = node().is_call("adaptive_avg_pool2d");
+    const bool is_max = node().is_call("max_pool2d");
+    auto pair = [&](absl::string_view name, int64_t fallback) {
+      std::vector<int64_t> v =
+          call.IsNone(name) ? std::vector<int64_t>{} : call.Ints(name);
+      if (v.empty()) v = {fallback};
+      if (v.size() == 1) v.push_back(v[0]);
+      return v;
+    };
+    std::vector<int64_t> kernel{1, 1}, stride{1, 1}, pad{0, 0}, dil{1, 1};
+    bool include_pad = false;
+    if (!adaptive) {
+      kernel = pair("kernel_size", 1);
+      stride = call.IsNone("stride") || call.Ints("stride").empty() ? kernel : pair("stride", 1);
+      pad = pair("padding", 0);
+      if (is_max) dil = pair("dilation", 1);
+      if (!is_max) include_pad = call.Bool("count_include_pad");
+    }
+    const DType t = out_dtype(), in_type = input->type()->dtype;
+    const DType acc = AccumulatorType(t);
+    const std::string at = RegisterType(acc);
+    // Output (..., oy, ox) = coordinates c[r-2], c[r-1]; the plane is the
+    // flat index of the leading coordinates.
+    std::string plane = "0LL";
+    for (size_t k = 0; k + 2 < r; ++k) {
+      plane = absl::StrCat("(", plane, ") * ", dims[k], "LL + c", k);
+    }
+    const std::string oy = absl::StrCat("c", r - 2), ox = absl::StrCat("c", r - 1);
+    const std::string load =
+        Convert(LoadExpr(in_type, absl::StrCat("p1[base + y * ", w, "LL + x]")), in_type, acc);
+    Map(dims, Contiguous(dims), step_->result, {Operand{in_type, 0, {}, false}}, InputRefs(),
+        [&](const std::vector<std::string>&) {
+          std::string code = absl::StrCat("    const long long base = (", plane, ") * ", h * w,
+                                          "LL;\n    ", at, " acc = ",
+                                          is_max ? Extreme(acc, false) : Literal(acc, 0), ";\n");
+          if (adaptive) {
+            absl::StrAppend(
+                &code, "    const long long y0 = (", oy, " * ", h, "LL) / ", oh,
+                "LL, y1 = ((", oy, " + 1) * ", h, "LL + ", oh - 1, "LL) / ", oh,
+                "LL;\n    const long long x0 = (", ox, " * ", w, "LL) / ", ow, "LL, x1 = ((", ox,
+                " + 1) * ", w, "LL + ", ow - 1, "LL) / ", ow,
+                "LL;\n    for (long long y = y0; y < y1; ++y) for (long long x = x0; x < x1; ++x) "
+                "acc += ",
+                load, ";\n    r = ", Convert(absl::StrCat("acc / (", at, ")((y1 - y0) * (x1 - x0))"), acc, t),
+                ";");
+            return code;
+          }
+          absl::StrAppend(&code, "    const long long sy = ", oy, " * ", stride[0], "LL - ",
+                          pad[0], "LL, sx = ", ox, " * ", stride[1], "LL - ", pad[1], "LL;\n");
+          if (is_max) {
+            absl::StrAppend(&code, "    for (long long ky = 0; ky < ", kernel[0],
+                            "LL; ++ky) for (long long kx = 0; kx < ", kernel[1],
+                            "LL; ++kx) {\n      const long long y = sy + ky * ", dil[0],
+                            "LL, x = sx + kx * ", dil[1], "LL;\n      if (y >= 0 && y < ", h,
+                            "LL && x >= 0 && x < ", w, "LL) acc = g_max(acc, ", load,
+                            ");\n    }\n    r = ", Convert("acc", acc, t), ";");
+            return code;
+          }
+          absl::StrAppend(
+              &code, "    const long long ey = min(sy + ", kernel[0], "LL, ", h + pad[0],
+              "LL), ex = min(sx + ", kernel[1], "LL, ", w + pad[1],
+              "LL);\n    const long long y0 = max(sy, 0LL), x0 = max(sx, 0LL), y1 = min(ey, ", h,
+              "LL), x1 = min(ex, ", w, "LL);\n    for (long long y = y0; y < y1; ++y) for (long long x = x0; x < x1; ++x) acc += ",
+              load, ";\n    const long long count = ",
+              include_pad ? "(ey - sy) * (ex - sx)" : "(y1 - y0) * (x1 - x0)", ";\n    r = ",
+              Convert(absl::StrCat("acc / (", at, ")count"), acc, t), ";");
+          return code;
+        });
+    return absl::OkStatus();
+  }
+
+  absl::Status Index() {
+    ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node()));
+    const bool embedding = node().is_call("embedding");
+    const Node* table = call.TensorNode(embedding ? "weight" : "input");
+    const Node* index = call.TensorNode(embedding ? "input" : "index");
+    const std::vector<int64_t> dims = DimsOf(node());
+    const std::vector<int64_t> table_dims = DimsOf(*table);
+    const std::vector<int64_t> table_strides = ContiguousStrides(table_dims);
+    const std::vector<int64_t> index_strides = ContiguousStrides(DimsOf(*index));
+    const DType index_type = index->type()->dtype;
+    const int64_t rank = static_cast<int64_t>(table_dims.size());
+    const int64_t dim =
+        embedding ? 0 : NormalizeDim(call.Int("dim"), std::max<int64_t>(rank, 1));
+    const int64_t size = rank == 0 ? 1 : table_dims[dim];
+    // Where this element's index is.
+    std::string at = "0LL";
+    if (embedding) {
+      for (size_t k = 0; k + 1 < dims.size(); ++k) {
+        absl::StrAppend(&at, " + c", k, " * ", index_strides[k], "LL");
+      }
+    } else if (node().is_call("index_select")) {
+      if (rank > 0) at = absl::StrCat("c", dim);
+    } else {
+      for (size_t k = 0; k < dims.size() && k < index_strides.size(); ++k) {
+        absl::StrAppend(&at, " + c", k, " * ", index_strides[k], "LL");
+      }
+    }
+    std::string offset = "0LL";
+    for (int64_t k = 0; k < rank; ++k) {
+      const std::string coordinate =
+          k == dim ? "j" : (embedding ? absl::StrCat("c", dims.size() - 1) : absl::StrCat("c", k));
+      absl::StrAppend(&offset, " + ", coordinate, " * ", table_strides[k], "LL");
+    }
+    const DType t = table->type()->dtype;
+    const int failure = step_index_ + 1;
+    Map(dims, Contiguous(dims), step_->result,
+        {Operand{t, 0, {}, false}, Operand{index_type, 0, {}, false}},
+        {BufferOf(table), BufferOf(index)},
+        [&](const std::vector<std::string>&) {
+          return absl::StrCat(
+              "    const long long j = (long long)p2[", at, "];\n    if (j < 0 || j >= ", size,
+              "LL) { atomicCAS(err, 0, ", failure, "); r = 0; } else { r = ",
+              LoadExpr(t, absl::StrCat("p1[", offset, "]")), "; }");
+        },
+        /*error_flag=*/true);
+    return absl::OkStatus();
+  }
+
+  absl::Status Argmax() {
+    ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node()));
+    const Node* input = step_->inputs[0];
+    const std::vector<int64_t> in_dims = DimsOf(*input);
+    Rows rows{1, Product(in_dims, 0, in_dims.size()), 1};
+    if (!call.IsNone("dim") && !in_dims.empty()) {
+      rows = RowsAlong(in_dims, NormalizeDim(call.Int("dim"), static_cast<int64_t>(in_dims.size())));
+    }
+    if (rows.outer == 0 || rows.inner == 0 || rows.n == 0) return absl::OkStatus();
+    const DType t = input->type()->dtype;
+    const std::string rt = RegisterType(t == DType::kBool ? DType::kU8 : t);
+    const std::string load = absl::StrCat("(", rt, ")", LoadExpr(t == DType::kBool ? DType::kU8 : t,
+                                                                   "p1[start + j * " + std::to_string(rows.inner) + "LL]"));
+    const bool fp = IsFloatingPoint(t);
+    const std::string better = fp ? "(best == best) && (v > best || v != v)" : "v > best";
+    std::string code = absl::StrCat(
+        "  for (long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x; o < ",
+        rows.outer * rows.inner, "LL; o += (long long)gridDim.x * blockDim.x) {\n",
+        "    const long long start = (o / ", rows.inner, "LL) * ", rows.n * rows.inner,
+        "LL + o % ", rows.inner, "LL;\n    long long j = 0;\n    ", rt, " best = ", load,
+        ";\n    long long best_at = 0;\n    for (j = 1; j < ", rows.n, "LL; ++j) {\n      const ",
+        rt, " v = ", load, ";\n      if (", better,
+        ") { best = v; best_at = j; }\n    }\n    p0[o] = best_at;\n  }\n");
+    AddKernel(NextName(),
+              {"long long* __restrict__ p0",
+               absl::StrCat("const ", StorageType(t), "* __restrict__ p1")},
+              code, GridFor(rows.outer * rows.inner, kThreads), kThreads,
+              {step_->result, step_->operands[0]});
+    return absl::OkStatus();
+  }
+
+  absl::Status Create() {
+    ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node()));
+    const std::vector<int64_t> dims = DimsOf(node());
+    const DType t = out_dtype();
+    std::string value;
+    if (node().is_call("zeros")) {
+      value = Literal(t, 0);
+    } else if (node().is_call("full")) {
+      const Argument& fill = call.Get("fill_value");
+      if (fill.is_int() && !IsFloatingPoint(t) && t != DType::kBool) {
+        // Exact, wrapping into narrower integers as the interpreter does.
+        value = absl::StrCat("((", RegisterType(t), ")(", fill.int_value(), "LL))");
+      } else if (fill.is_double() && !IsFloatingPoint(t) && t != DType::kBool) {
+        const double v = fill.number();
+        const bool u = t == DType::kU8;
+        const int bits = static_cast<int>(DTypeSize(t)) * 8;
+        const double lo = u ? 0 : -std::ldexp(1.0, bits - 1);
+        const double hi = u ? std::ldexp(1.0, bits) - 1 : std::ldexp(1.0, bits - 1) - 1;
+        if (std::isnan(v)) {
+          value = Literal(t, 0);
+        } else if (v >= hi) {
+          value = t == DType::kI64 ? "9223372036854775807LL"
+                                   : absl::StrCat("((", RegisterType(t), ")", static_cast<long long>(hi), "LL)");
+        } else {
+          value = absl::StrCat("((", RegisterType(t), ")", static_cast<long long>(std::trunc(std::max(v, lo))), "LL)");
+        }
+      } else {
+        value = Literal(t, fill.is_bool() ? fill.bool_value() : fill.number());
+      }
+    } else {
+      auto integral = [](const Argument& a) { return a.is_int() || a.is_bool(); };
+      auto number = [](const Argument& a) {
+        return a.is_bool() ? static_cast<double>(a.bool_value()) : a.number();
+      };
+      const Argument& start = call.Get("start");
+      const Argument& step = call.Get("step");
+      if (integral(start) && integral(call.Get("end")) && integral(step)) {
+        value = Convert(absl::StrCat("(", static_cast<long long>(number(start)), "LL + c0 * ",
+                                     static_cast<long long>(number(step)), "LL)"),
+                        DType::kI64, t);
+      } else {
+        value = Convert(absl::StrCat("(", Literal(DType::kF64, number(start)), " + (double)c0 * ",
+                                     Literal(DType::kF64, number(step)), ")"),
+                        DType::kF64, t);
+      }
+    }
+    Map(dims, Contiguous(dims), step_->result, {}, {},
+        [&](const std::vector<std::string>&) { return absl::StrCat("    r = ", value, ";"); });
+    return absl::OkStatus();
+  }
+
+  // A direct convolution, one thread per output element: correct on any
+  // shape, not fast.
+  absl::Status Conv2d() {
+    if (!node().is_call("conv2d")) {
+      return absl::InternalError("a library step that is neither a GEMM nor conv2d");
+    }
+    ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node()));
+    const Node* x = call.TensorNode("input");
+    const Node* weight = call.TensorNode("weight");
+    const Node* bias = call.IsNone("bias") ? nullptr : call.TensorNode("bias");
+    const std::vector<int64_t> in = DimsOf(*x), wd = DimsOf(*weight), out = DimsOf(node());
+    if (in.size() != 4) return absl::UnimplementedError("conv2d on a tensor that is not 4-D");
+    auto pair = [&](absl::string_view name) {
+      std::vector<int64_t> v = call.Ints(name);
+      if (v.size() == 1) v.push_back(v[0]);
+      return v;
+    };
+    const std::vector<int64_t> stride = pair("stride"), pad = pair("padding"),
+                               dil = pair("dilation");
+    const int64_t groups = call.Int("groups");
+    const int64_t cin_g = wd[1], cout_g = out[1] / groups;
+    const DType t = out_dtype();
+    const DType acc = AccumulatorType(t);
+    const std::string at = RegisterType(acc);
+    std::vector<Operand> ins{Operand{x->type()->dtype, 0, {}, false},
+                             Operand{weight->type()->dtype, 0, {}, false}};
+    std::vector<BufferRef> refs{BufferOf(x), BufferOf(weight)};
+    if (bias != nullptr) {
+      ins.push_back(Operand{bias->type()->dtype, 0, {}, false});
+      refs.push_back(BufferOf(bias));
+    }
+    const DType xt = x->type()->dtype, wt = weight->type()->dtype;
+    Map(out, Contiguous(out), step_->result, ins, refs, [&](const std::vector<std::string>&) {
+      return absl::StrCat(
+          "    const long long g = c1 / ", cout_g, "LL;\n    ", at, " acc = ",
+          bias != nullptr ? Convert(LoadExpr(bias->type()->dtype, "p3[c1]"), bias->type()->dtype, acc)
+                          : Literal(acc, 0),
+          ";\n    for (long long ci = 0; ci < ", cin_g, "LL; ++ci) {\n",
+          "      const long long plane = (c0 * ", in[1], "LL + g * ", cin_g, "LL + ci) * ",
+          in[2] * in[3], "LL;\n      const long long wbase = (c1 * ", cin_g, "LL + ci) * ",
+          wd[2] * wd[3], "LL;\n      for (long long ky = 0; ky < ", wd[2],
+          "LL; ++ky) {\n        const long long y = c2 * ", stride[0], "LL - ", pad[0],
+          "LL + ky * ", dil[0], "LL;\n        if (y < 0 || y >= ", in[2],
+          "LL) continue;\n        for (long long kx = 0; kx < ", wd[3],
+          "LL; ++kx) {\n          const long long xx = c3 * ", stride[1], "LL - ", pad[1],
+          "LL + kx * ", dil[1], "LL;\n          if (xx < 0 || xx >= ", in[3],
+          "LL) continue;\n          acc += ",
+          Convert(LoadExpr(xt, absl::StrCat("p1[plane + y * ", in[3], "LL + xx]")), xt, acc), " * ",
+          Convert(LoadExpr(wt, absl::StrCat("p2[wbase + ky * ", wd[3], "LL + kx]")), wt, acc),
+          ";\n        }\n      }\n    }\n    r = ", Convert("acc", acc, t), ";");
+    });
+    return absl::OkStatus();
+  }
+
+  const StepProgram& p_;
+  const int sms_;
+  KernelSource out_;
+  const Step* step_ = nullptr;
+  int step_index_ = 0;
+  int kernel_count_ = 0;
+};
+
+}  // namespace
+
+bool IsGemmStep(const Step& step) {
+  return step.kind == StepKind::kLibrary && !step.node->is_call("conv2d");
+}
+
+absl::StatusOr<KernelSource> GenerateKernels(const StepProgram& program,
+                                             int multiprocessors) {
+  return Emitter(program, multiprocessors).Run();
+}
+
+}  // namespace graft::cuda

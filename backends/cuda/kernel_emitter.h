@@ -1,0 +1,45 @@
+#ifndef GRAFT_BACKENDS_CUDA_KERNEL_EMITTER_H_
+#define GRAFT_BACKENDS_CUDA_KERNEL_EMITTER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "backends/step_program.h"
+
+namespace graft::cuda {
+
+// One launch of a generated kernel. Its arguments are device pointers: the
+// buffers in order, then the run's error flag when `error_flag` is set.
+struct KernelLaunch {
+  std::string name;
+  int64_t grid = 1;
+  int block = 256;
+  std::vector<BufferRef> buffers;
+  bool error_flag = false;
+};
+
+// The generated CUDA C++ of a program, one translation unit for NVRTC, and
+// the launches of each step (none for the steps that cuBLASLt runs and for
+// empty results).
+struct KernelSource {
+  std::string source;
+  std::vector<std::vector<KernelLaunch>> launches;  // Per step.
+};
+
+// Whether a step runs as a cuBLASLt matrix product rather than a kernel.
+bool IsGemmStep(const Step& step);
+
+// Generates a kernel for every step but the GEMMs: pointwise and fused
+// groups from the registry's scalar formulas (with broadcasting), views
+// and copies, concat, pad, reductions, softmax, layer_norm, batch_norm,
+// pooling, gather/index_select/embedding, argmax, creation ops and a
+// direct convolution. Every shape is a constant in the source, so index
+// arithmetic divides by constants. `multiprocessors` caps grid sizes.
+absl::StatusOr<KernelSource> GenerateKernels(const StepProgram& program,
+                                             int multiprocessors);
+
+}  // namespace graft::cuda
+
+#endif  // GRAFT_BACKENDS_CUDA_KERNEL_EMITTER_H_

@@ -1,0 +1,86 @@
+#ifndef GRAFT_BACKENDS_CUDA_KERNEL_PREAMBLE_H_
+#define GRAFT_BACKENDS_CUDA_KERNEL_PREAMBLE_H_
+
+namespace graft::cuda {
+
+// The start of every generated translation unit: half-precision storage
+// types and their conversions (by PTX, so NVRTC needs no headers), the
+// scalar functions of the formulas with PyTorch's NaN rules, and block
+// reductions.
+inline constexpr char kKernelPreamble[] = R"CUDA(
+struct g_half { unsigned short bits; };
+struct g_bfloat { unsigned short bits; };
+__device__ __forceinline__ float g_h2f(g_half h) {
+  float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h.bits)); return f;
+}
+__device__ __forceinline__ g_half g_f2h(float f) {
+  g_half h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h.bits) : "f"(f)); return h;
+}
+__device__ __forceinline__ float g_b2f(g_bfloat b) {
+  return __uint_as_float(((unsigned int)b.bits) << 16);
+}
+__device__ __forceinline__ g_bfloat g_f2b(float f) {
+  g_bfloat b; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(b.bits) : "f"(f)); return b;
+}
+
+template <class T> __device__ __forceinline__ T g_exp(T x) { return (T)exp((double)x); }
+template <> __device__ __forceinline__ float g_exp(float x) { return expf(x); }
+template <class T> __device__ __forceinline__ T g_log(T x) { return (T)log((double)x); }
+template <> __device__ __forceinline__ float g_log(float x) { return logf(x); }
+template <class T> __device__ __forceinline__ T g_sqrt(T x) { return (T)sqrt((double)x); }
+template <> __device__ __forceinline__ float g_sqrt(float x) { return sqrtf(x); }
+template <class T> __device__ __forceinline__ T g_sin(T x) { return (T)sin((double)x); }
+template <> __device__ __forceinline__ float g_sin(float x) { return sinf(x); }
+template <class T> __device__ __forceinline__ T g_cos(T x) { return (T)cos((double)x); }
+template <> __device__ __forceinline__ float g_cos(float x) { return cosf(x); }
+template <class T> __device__ __forceinline__ T g_tanh(T x) { return (T)tanh((double)x); }
+template <> __device__ __forceinline__ float g_tanh(float x) { return tanhf(x); }
+template <class T> __device__ __forceinline__ T g_erf(T x) { return (T)erf((double)x); }
+template <> __device__ __forceinline__ float g_erf(float x) { return erff(x); }
+template <class T> __device__ __forceinline__ T g_abs(T x) { return x < (T)0 ? (T)-x : x; }
+template <> __device__ __forceinline__ float g_abs(float x) { return fabsf(x); }
+template <> __device__ __forceinline__ double g_abs(double x) { return fabs(x); }
+template <class T> __device__ __forceinline__ T g_pow(T a, T b) {
+  // Integers: repeated squaring; a negative exponent gives 0 unless |a| is 1.
+  if (b < (T)0) return a == (T)1 ? (T)1 : (a == (T)-1 ? ((b & 1) ? (T)-1 : (T)1) : (T)0);
+  T r = 1;
+  while (b) { if (b & 1) r *= a; a *= a; b >>= 1; }
+  return r;
+}
+template <> __device__ __forceinline__ float g_pow(float a, float b) { return powf(a, b); }
+template <> __device__ __forceinline__ double g_pow(double a, double b) { return pow(a, b); }
+// max and min return NaN when either operand is NaN (torch.maximum).
+template <class T> __device__ __forceinline__ T g_max(T a, T b) {
+  return a != a ? a : (b != b ? b : (a > b ? a : b));
+}
+template <class T> __device__ __forceinline__ T g_min(T a, T b) {
+  return a != a ? a : (b != b ? b : (a < b ? a : b));
+}
+
+struct g_sum_op { template <class T> __device__ T operator()(T a, T b) const { return a + b; } };
+struct g_max_op { template <class T> __device__ T operator()(T a, T b) const { return g_max(a, b); } };
+struct g_min_op { template <class T> __device__ T operator()(T a, T b) const { return g_min(a, b); } };
+
+// Reduces one value per thread over the block; every thread gets the
+// result. blockDim.x is a multiple of 32.
+template <class T, class Op>
+__device__ __forceinline__ T g_block_reduce(T v, T identity, Op op) {
+  __shared__ T part[32];
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  __syncthreads();
+  if (lane == 0) part[warp] = v;
+  __syncthreads();
+  v = (int)threadIdx.x < (int)(blockDim.x >> 5) ? part[threadIdx.x] : identity;
+  if (warp == 0) {
+    for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+    if (lane == 0) part[0] = v;
+  }
+  __syncthreads();
+  return part[0];
+}
+)CUDA";
+
+}  // namespace graft::cuda
+
+#endif  // GRAFT_BACKENDS_CUDA_KERNEL_PREAMBLE_H_

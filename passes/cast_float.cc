@@ -1,0 +1,88 @@
+#include "passes/cast_float.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "graph/graph.h"
+#include "graph/tensor.h"
+#include "passes/shape_prop.h"
+#include "support/status_macros.h"
+
+namespace graft::passes {
+namespace {
+
+Tensor Narrowed(const Tensor& t, DType dtype) {
+  Tensor out(dtype, t.dims());
+  const int64_t n = t.NumElements();
+  const float* src = t.data<float>();
+  uint16_t* dst = out.data<uint16_t>();
+  for (int64_t i = 0; i < n; ++i) {
+    dst[i] = dtype == DType::kBF16 ? FloatToBFloat16(src[i]) : FloatToHalf(src[i]);
+  }
+  return out;
+}
+
+bool IsF32(const Node* n) { return n->type().has_value() && n->type()->dtype == DType::kF32; }
+
+}  // namespace
+
+absl::StatusOr<bool> CastFloatModule(Module& module, DType dtype) {
+  if (dtype != DType::kBF16 && dtype != DType::kF16) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a float model can be cast to f16 or bf16, not ", DTypeName(dtype)));
+  }
+  RETURN_IF_ERROR(PropagateShapes(module).status());
+  bool changed = false;
+  Graph& graph = module.graph();
+  // Which outputs are f32 now: they stay f32.
+  Node* output = graph.output();
+  std::vector<Node*> values;
+  if (output != nullptr && output->num_args() == 1) {
+    const Argument& value = output->arg(0);
+    if (value.is_node()) {
+      values.push_back(value.node());
+    } else if (value.is_list()) {
+      for (const Argument& a : value.list()) {
+        if (a.is_node()) values.push_back(a.node());
+      }
+    }
+  }
+  std::vector<bool> f32_output;
+  for (Node* v : values) f32_output.push_back(IsF32(v));
+  std::vector<std::pair<std::string, Tensor>> narrowed;
+  for (const auto& [name, tensor] : module.tensors()) {
+    if (tensor.value.dtype() == DType::kF32 && tensor.value.on_host()) {
+      narrowed.emplace_back(name, Narrowed(tensor.value, dtype));
+    }
+  }
+  for (auto& [name, tensor] : narrowed) {
+    module.SetTensor(name, std::move(tensor), module.tensors().at(name).init);
+    changed = true;
+  }
+  for (Node* p : graph.placeholders()) {
+    if (!IsF32(p) || p->num_uses() == 0) continue;
+    Node* cast;
+    {
+      auto at = graph.InsertingAfter(p);
+      cast = graph.CallFunction("cast", {Argument(), Argument(dtype)});
+    }
+    p->ReplaceAllUsesWith(cast);
+    cast->SetArg(0, p);
+    changed = true;
+  }
+  RETURN_IF_ERROR(PropagateShapes(module).status());
+  for (size_t i = 0; i < values.size(); ++i) {
+    // The output's operand as it is now (a placeholder's use became a cast).
+    Node* v = output->inputs()[i];
+    if (!f32_output[i] || IsF32(v)) continue;
+    auto at = graph.InsertingBefore(output);
+    Node* cast = graph.CallFunction("cast", {v, Argument(DType::kF32)});
+    output->ReplaceInputWith(v, cast);
+  }
+  RETURN_IF_ERROR(PropagateShapes(module).status());
+  return changed;
+}
+
+}  // namespace graft::passes

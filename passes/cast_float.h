@@ -1,0 +1,20 @@
+#ifndef GRAFT_PASSES_CAST_FLOAT_H_
+#define GRAFT_PASSES_CAST_FLOAT_H_
+
+#include "absl/status/statusor.h"
+#include "graph/dtype.h"
+#include "graph/module.h"
+
+namespace graft::passes {
+
+// Runs a float model in a narrower float type (f16 or bf16), as
+// `model.to(torch.bfloat16)` does: every f32 tensor of the module becomes
+// `dtype`, each f32 input is cast to `dtype` where it enters, and each f32
+// output is cast back to f32, so callers keep passing and getting f32.
+// Values of other dtypes, and f32 values that ops make themselves (an
+// explicit cast to f32), are left alone. Returns whether anything changed.
+absl::StatusOr<bool> CastFloatModule(Module& module, DType dtype);
+
+}  // namespace graft::passes
+
+#endif  // GRAFT_PASSES_CAST_FLOAT_H_

@@ -1,0 +1,137 @@
+// Whole models on the CUDA backend: every model of the repository, with
+// the interpreter taking what cuda does not claim, against the
+// interpreter; and, on any machine, the generated kernels of every model
+// compiled by NVRTC for Hopper (a code generator bug shows without a GPU).
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "backends/compile_cache.h"
+#include "backends/cuda/cuda_program.h"
+#include "backends/cuda/kernel_emitter.h"
+#include "backends/cuda/nvrtc_compiler.h"
+#include "backends/fallback_executable.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "onnx/onnx_import.h"
+#include "serialize/model_io.h"
+#include "support/status_matchers.h"
+#include "tests/backends/cache_dirs.h"
+#include "tests/backends/model_files.h"
+#include "tests/cuda/cuda_test_util.h"
+
+namespace graft::cuda_test {
+namespace {
+
+namespace fs = std::filesystem;
+using ::graft::backend_test::ModelFiles;
+using ::graft::backend_test::RandomInputs;
+using ::graft::testing::StatusIs;
+
+std::string NameOf(const std::string& path) {
+  return absl::StrCat(fs::path(path).parent_path().filename().string(), "/",
+                      fs::path(path).filename().string());
+}
+
+TEST(CudaCodegen, EveryModelsKernelsCompileWithNvrtc) {
+  backend_test::FindSourceDir();
+  const std::vector<std::string> files = ModelFiles(HaveOnnx());
+  if (files.empty()) GTEST_SKIP() << "GRAFT_SOURCE_DIR is not set";
+  int compiled = 0;
+  for (const std::string& path : files) {
+    SCOPED_TRACE(path);
+    ASSERT_OK_AND_ASSIGN(Module module, LoadModel(path));
+    std::vector<TensorType> types;
+    for (const ValueSignature& s : PlaceholderSignature(module.graph())) {
+      ASSERT_TRUE(s.type.has_value());
+      TensorType t = *s.type;
+      for (Dim& d : t.shape) {
+        if (d.is_symbolic()) d = Dim(3);
+      }
+      types.push_back(t);
+    }
+    for (const char* precision : {"f32", "bf16"}) {
+      cuda::CudaOptions options;
+      options.precision = precision;
+      absl::StatusOr<StepProgram> program = cuda::BuildCudaProgram(module, types, options);
+      if (!program.ok()) {
+        // Models with ops that fall back compile in pieces on a GPU.
+        std::printf("%s (%s): not one program: %s\n", NameOf(path).c_str(), precision,
+                    std::string(program.status().message()).c_str());
+        continue;
+      }
+      ASSERT_OK_AND_ASSIGN(cuda::KernelSource source, cuda::GenerateKernels(*program, 132));
+      ASSERT_OK_AND_ASSIGN(std::string cubin, cuda::CompileToCubin(source.source, "sm_90"));
+      EXPECT_GT(cubin.size(), 0u);
+      ++compiled;
+    }
+  }
+  EXPECT_GT(compiled, 0);
+}
+
+TEST(CudaCodegen, ACompileErrorQuotesTheGeneratedLine) {
+  const std::string source = "extern \"C\" __global__ void k() {\n  int x = undefined_name;\n}\n";
+  EXPECT_THAT(cuda::CompileToCubin(source, "sm_90").status(),
+              StatusIs(absl::StatusCode::kInternal,
+                       ::testing::AllOf(::testing::HasSubstr("undefined_name"),
+                                        ::testing::HasSubstr("2 |   int x"))));
+}
+
+TEST(CudaModels, EveryModelMatchesTheInterpreter) {
+  SKIP_WITHOUT_GPU();
+  backend_test::FindSourceDir();
+  const std::vector<std::string> files = ModelFiles(HaveOnnx());
+  if (files.empty()) GTEST_SKIP() << "GRAFT_SOURCE_DIR is not set";
+  const uint32_t seed = interp_test::FreshSeed();
+  SCOPED_TRACE(absl::StrCat("seed ", seed));
+  for (const std::string& path : files) {
+    SCOPED_TRACE(path);
+    ASSERT_OK_AND_ASSIGN(Module module, LoadModel(path));
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> reference, Interp().Compile(module, {}));
+    const std::vector<Tensor> inputs = RandomInputs(reference->input_signature(), seed, 3);
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> want, reference->Run(inputs));
+    for (const char* precision : {"f32", "tf32"}) {
+      SCOPED_TRACE(precision);
+      CompileOptions options;
+      options.options["precision"] = precision;
+      CompileReport report;
+      ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> e,
+                           CompileWithFallback(Cuda(), module, options, &report));
+      ASSERT_OK_AND_ASSIGN(std::vector<Tensor> got, e->Run(inputs));
+      ExpectAllClose(got, want, std::string(precision) == "f32" ? kReduceTol : kTf32Tol,
+                     e->output_signature());
+      std::printf("%s %s: %d partitions, %d on cuda, %zu graph breaks\n", NameOf(path).c_str(),
+                  precision, report.partitions, report.backend_partitions,
+                  report.breaks.size());
+    }
+  }
+}
+
+// A second process finds the CUBIN and the GEMM choices on disk: the same
+// results without NVRTC.
+TEST(CudaModels, DiskCacheRoundTrip) {
+  SKIP_WITHOUT_GPU();
+  backend_test::FindSourceDir();
+  if (backend_test::SourceDir().empty()) GTEST_SKIP() << "GRAFT_SOURCE_DIR is not set";
+  ASSERT_OK_AND_ASSIGN(Module module,
+                       LoadModel(backend_test::SourceDir() + "/examples/models/mlp.graft"));
+  CompileOptions options;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> first, Cuda().Compile(module, options));
+  ASSERT_OK_AND_ASSIGN(std::string bytes, Cuda().SerializeExecutable(*first));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> second,
+                       Cuda().DeserializeExecutable(bytes, module, options));
+  const std::vector<Tensor> inputs = RandomInputs(first->input_signature(), 7, 3);
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> a, first->Run(inputs));
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> b, second->Run(inputs));
+  ExpectAllClose(b, a, kExact);
+  // A damaged entry is refused, never run.
+  bytes.resize(bytes.size() / 2);
+  EXPECT_FALSE(Cuda().DeserializeExecutable(bytes, module, options).ok());
+}
+
+}  // namespace
+}  // namespace graft::cuda_test

@@ -1,0 +1,365 @@
+// The CUDA backend against the interpreter, op by op, on fresh random data:
+// broadcasting, odd sizes, size-1 dims, rank 0 and empty tensors. Each test
+// skips with the reason on a machine without a GPU; the kernel source of
+// every module is compiled by NVRTC even there (cuda_codegen_test.cc).
+
+#include <cmath>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "passes/shape_prop.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "support/status_matchers.h"
+#include "tests/cuda/cuda_test_util.h"
+
+namespace graft::cuda_test {
+namespace {
+
+using ::graft::testing::StatusIs;
+using ::testing::HasSubstr;
+using Dims = std::vector<int64_t>;
+
+Argument Ints(std::vector<int64_t> v) { return Argument::IntList(v); }
+
+Argument List(std::vector<Node*> nodes) {
+  ArgumentList l;
+  for (Node* n : nodes) l.push_back(n);
+  return Argument(std::move(l));
+}
+
+TEST(CudaPointwise, FloatOpsBroadcast) {
+  SKIP_WITHOUT_GPU();
+  CUDA_TEST_SEED(rng);
+  const std::vector<std::pair<Dims, Dims>> shapes = {
+      {{7}, {7}}, {{3, 1, 5}, {4, 1}}, {{}, {13}}, {{1003}, {1003}},
+      {{2, 0, 3}, {3}}, {{4, 1}, {1, 6}}, {{5, 1, 1}, {1, 7, 9}}};
+  for (DType dtype : {DType::kF32, DType::kF64}) {
+    for (const auto& [sa, sb] : shapes) {
+      SCOPED_TRACE(absl::StrCat(DTypeName(dtype), DimsText(sa), DimsText(sb)));
+      ModuleBuilder b(rng);
+      Node* a = b.In(dtype, sa, -3, 3);
+      Node* c = b.In(dtype, sb, -3, 3);
+      Node* p = b.In(dtype, sa, 0.1, 3);
+      Node* cond = b.In(DType::kBool, sa);
+      std::vector<Node*> out;
+      for (const char* op : {"neg", "abs", "relu", "exp", "sin", "cos", "tanh", "sigmoid",
+                             "silu", "erf", "gelu", "logical_not"}) {
+        out.push_back(b.Call(op, {a}));
+      }
+      for (const char* op : {"log", "sqrt", "rsqrt", "reciprocal"}) {
+        out.push_back(b.Call(op, {p}));
+      }
+      out.push_back(b.Call("gelu", {a}, {{"approximate", "tanh"}}));
+      out.push_back(b.Call("clamp", {a}, {{"min", -1.0}, {"max", 0.75}}));
+      for (const char* op : {"add", "sub", "mul", "div", "maximum", "minimum", "eq", "lt",
+                             "ge", "logical_and"}) {
+        out.push_back(b.Call(op, {a, c}));
+      }
+      out.push_back(b.Call("pow", {p, c}));
+      out.push_back(b.Call("where", {cond, a, c}));
+      out.push_back(b.Call("add", {a, 2.5}));
+      out.push_back(b.Call("div", {0.5, p}));
+      out.push_back(b.Call("leaky_relu", {a}, {{"negative_slope", 0.2}}));
+      b.Out(out);
+      ExpectCudaMatchesInterp(b, kPointwiseTol);
+    }
+  }
+}
+
+TEST(CudaPointwise, SpecialValuesIntegersBoolsAndCasts) {
+  SKIP_WITHOUT_GPU();
+  CUDA_TEST_SEED(rng);
+  ModuleBuilder b(rng);
+  Node* x = b.In(interp_test::T(DType::kF32, {8},
+                                {-INFINITY, -100, -0.0, 0.0, 1e-30, 100, INFINITY, NAN}));
+  Node* y = b.In(DType::kF32, {8}, -3, 3);
+  Node* i = b.In(DType::kI64, {3, 8}, -50, 50);
+  Node* j = b.In(DType::kI32, {8}, 1, 9);
+  Node* k = b.In(DType::kI8, {8}, -100, 100);
+  Node* u = b.In(DType::kU8, {8}, 0, 250);
+  Node* f = b.In(DType::kBool, {3, 8});
+  std::vector<Node*> out;
+  for (const char* op : {"exp", "tanh", "sigmoid", "relu", "abs", "erf"}) {
+    out.push_back(b.Call(op, {x}));
+  }
+  out.push_back(b.Call("maximum", {x, y}));
+  out.push_back(b.Call("minimum", {x, y}));
+  for (const char* op : {"add", "sub", "mul", "maximum", "eq", "gt"}) {
+    out.push_back(b.Call(op, {i, j}));
+  }
+  out.push_back(b.Call("mul", {k, k}));  // Wraps.
+  out.push_back(b.Call("add", {u, u}));
+  out.push_back(b.Call("pow", {j, int64_t{3}}));
+  out.push_back(b.Call("logical_or", {f, b.Call("gt", {i, int64_t{0}})}));
+  out.push_back(b.Call("where", {f, i, int64_t{7}}));
+  for (DType to : {DType::kF64, DType::kI32, DType::kI64, DType::kBool, DType::kU8,
+                   DType::kF16, DType::kBF16}) {
+    out.push_back(b.Call("cast", {y, Argument(to)}));
+    out.push_back(b.Call("cast", {i, Argument(to)}));
+  }
+  b.Out(out);
+  ExpectCudaMatchesInterp(b, kPointwiseTol);
+}
+
+TEST(CudaPointwise, FusedChains) {
+  SKIP_WITHOUT_GPU();
+  CUDA_TEST_SEED(rng);
+  ModuleBuilder b(rng);
+  Node* x = b.In(DType::kF32, {4, 33}, -2, 2);
+  Node* y = b.In(DType::kF32, {33}, -2, 2);
+  Node* h = b.Call("mul", {x, 2.0});
+  h = b.Call("add", {h, y});
+  h = b.Call("relu", {h});
+  Node* g = b.Call("gelu", {b.Call("sub", {h, 1.0})});
+  b.Out({g, b.Call("tanh", {b.Call("add", {g, x})})});
+  // The backend fuses the chain into one kernel.
+  ExpectCudaMatchesInterp(b, kPointwiseTol);
+}
+
+TEST(CudaDataMovement, ViewsConcatPadSplit) {
+  SKIP_WITHOUT_GPU();
+  CUDA_TEST_SEED(rng);
+  for (DType dtype : {DType::kF32, DType::kI64, DType::kBool, DType::kF16}) {
+    SCOPED_TRACE(DTypeName(dtype));
+    ModuleBuilder b(rng);
+    Node* x = b.In(dtype, {2, 3, 4, 5}, -50, 50);
+    Node* x0 = b.In(dtype, {2, 0, 4, 5}, -50, 50);
+    Node* m = b.In(dtype, {7, 6}, -50, 50);
+    Node* v = b.In(dtype, {1003}, -50, 50);
+    std::vector<Node*> out;
+    out.push_back(b.Call("permute", {x, Ints({3, 1, 0, 2})}));
+    out.push_back(b.Call("transpose", {x, int64_t{1}, int64_t{-1}}));
+    out.push_back(b.Call("reshape", {x, Ints({6, 20})}));
+    out.push_back(b.Call("expand", {b.Call("unsqueeze", {m, int64_t{0}}), Ints({3, 7, 6})}));
+    out.push_back(b.Call("slice", {v, int64_t{0}, int64_t{3}, int64_t{900}, int64_t{7}}));
+    out.push_back(b.Call("slice", {x, int64_t{-1}, int64_t{1}, int64_t{4}}));
+    out.push_back(b.Call("concat", {List({x, x0, x})}, {{"dim", int64_t{1}}}));
+    out.push_back(b.Call("concat", {List({v, v})}));
+    out.push_back(b.Call("pad", {m, Ints({1, 2, 3, 0})}, {{"value", 1.0}}));
+    out.push_back(b.Call("pad", {m, Ints({-1, 1})}));
+    Node* chunks = b.Call("split", {m, int64_t{3}});
+    for (int64_t i : {0, 1, 2, -1}) out.push_back(b.Call("getitem", {chunks, i}));
+    b.Out(out);
+    ExpectCudaMatchesInterp(b, kExact);
+  }
+}
+
+TEST(CudaReduce, ReductionsSoftmaxNorms) {
+  SKIP_WITHOUT_GPU();
+  CUDA_TEST_SEED(rng);
+  for (DType dtype : {DType::kF32, DType::kF64}) {
+    for (const Dims& dims : {Dims{3, 5, 7}, Dims{2, 1003, 3}, Dims{2, 0, 4}, Dims{1, 1, 1}}) {
+      SCOPED_TRACE(absl::StrCat(DTypeName(dtype), DimsText(dims)));
+      ModuleBuilder b(rng);
+      Node* x = b.In(dtype, dims, -5, 5);
+      std::vector<Node*> out;
+      for (const char* op : {"sum", "mean", "amax", "amin"}) {
+        out.push_back(b.Call(op, {x}));
+        out.push_back(b.Call(op, {x}, {{"dim", Ints({1})}, {"keepdim", true}}));
+        out.push_back(b.Call(op, {x}, {{"dim", Ints({0, 2})}}));
+        out.push_back(b.Call(op, {x}, {{"dim", Ints({-1})}}));
+      }
+      for (int64_t dim : {0, 1, -1}) {
+        out.push_back(b.Call("softmax", {x, dim}));
+        out.push_back(b.Call("log_softmax", {x, dim}));
+      }
+      Node* w = b.In(dtype, {dims.back()}, 0.5, 2);
+      Node* bias = b.Const(dtype, {dims.back()}, -1, 1);
+      out.push_back(b.Call("layer_norm", {x, Ints({dims.back()}), w, bias}));
+      out.push_back(b.Call("layer_norm", {x, Ints({dims[1], dims[2]})}, {{"eps", 1e-3}}));
+      Node* mean = b.In(dtype, {dims[1]}, -1, 1);
+      Node* var = b.In(dtype, {dims[1]}, 0.25, 2);
+      out.push_back(b.Call("batch_norm", {x, mean, var}));
+      b.Out(out);
+      ExpectCudaMatchesInterp(b, kReduceTol);
+    }
+  }
+}
+
+TEST(CudaReduce, IntegerReductionsArgmaxPooling) {
+  SKIP_WITHOUT_GPU();
+  CUDA_TEST_SEED(rng);
+  ModuleBuilder b(rng);
+  Node* i = b.In(DType::kI64, {4, 9}, -100, 100);
+  Node* f = b.In(DType::kF32, {2, 3, 9, 11}, -3, 3);
+  std::vector<Node*> out;
+  out.push_back(b.Call("sum", {i}, {{"dim", Ints({1})}}));
+  out.push_back(b.Call("amax", {i}, {{"dim", Ints({0})}}));
+  out.push_back(b.Call("argmax", {i}, {{"dim", int64_t{1}}}));
+  out.push_back(b.Call("argmax", {f}));
+  out.push_back(b.Call("max_pool2d", {f, Ints({3, 3})},
+                       {{"stride", Ints({2, 2})}, {"padding", Ints({1, 1})}}));
+  out.push_back(b.Call("avg_pool2d", {f, Ints({2, 3})}, {{"padding", Ints({1, 1})}}));
+  out.push_back(b.Call("adaptive_avg_pool2d", {f, Ints({4, 3})}));
+  b.Out(out);
+  ExpectCudaMatchesInterp(b, kReduceTol);
+}
+
+TEST(CudaGemm, LinearMatmulLinearActivation) {
+  SKIP_WITHOUT_GPU();
+  CUDA_TEST_SEED(rng);
+  for (const Dims& input : {Dims{5, 8}, Dims{2, 3, 8}, Dims{8}, Dims{7, 1000}, Dims{0, 8}}) {
+    SCOPED_TRACE(DimsText(input));
+    const int64_t k = input.back(), n = 33;
+    ModuleBuilder b(rng);
+    Node* x = b.In(DType::kF32, input, -1, 1);
+    Node* w = b.In(DType::kF32, {n, k}, -1, 1);
+    Node* cw = b.Const(DType::kF32, {n, k}, -1, 1);
+    Node* cb = b.Const(DType::kF32, {n}, -1, 1);
+    std::vector<Node*> out{b.Call("linear", {x, w}), b.Call("linear", {x, cw, cb}),
+                           b.Call("relu", {b.Call("linear", {x, cw, cb})})};
+    for (const char* activation : {"relu", "gelu", "gelu_tanh"}) {
+      out.push_back(b.Call("graft::linear_activation", {x, cw},
+                           {{"bias", cb}, {"activation", activation}}));
+    }
+    b.Out(out);
+    ExpectCudaMatchesInterp(b, kReduceTol);
+  }
+  for (const auto& [a, c] : std::vector<std::pair<Dims, Dims>>{
+           {{5, 7}, {7, 3}}, {{2, 5, 7}, {7, 3}}, {{5, 7}, {2, 7, 3}}, {{2, 5, 7}, {2, 7, 3}},
+           {{7}, {7, 3}}, {{2, 5, 7}, {7}}, {{2, 4, 9, 16}, {2, 4, 16, 9}}}) {
+    SCOPED_TRACE(absl::StrCat(DimsText(a), " @ ", DimsText(c)));
+    ModuleBuilder b(rng);
+    Node* x = b.In(DType::kF32, a, -1, 1);
+    Node* y = b.In(DType::kF32, c, -1, 1);
+    b.Out({b.Call("matmul", {x, y})});
+    ExpectCudaMatchesInterp(b, kReduceTol);
+  }
+}
+
+TEST(CudaGemm, Conv2d) {
+  SKIP_WITHOUT_GPU();
+  CUDA_TEST_SEED(rng);
+  ModuleBuilder b(rng);
+  Node* x = b.In(DType::kF32, {2, 4, 11, 9}, -1, 1);
+  Node* w = b.Const(DType::kF32, {6, 4, 3, 3}, -1, 1);
+  Node* g = b.Const(DType::kF32, {4, 2, 3, 1}, -1, 1);
+  Node* bias = b.Const(DType::kF32, {6}, -1, 1);
+  b.Out({b.Call("conv2d", {x, w, bias}, {{"padding", Ints({1, 1})}}),
+         b.Call("conv2d", {x, w}, {{"stride", Ints({2, 1})}, {"dilation", Ints({2, 2})}}),
+         b.Call("conv2d", {x, g}, {{"groups", int64_t{2}}})});
+  ExpectCudaMatchesInterp(b, kReduceTol);
+}
+
+TEST(CudaIndex, GatherEmbeddingCreateAndOutOfRange) {
+  SKIP_WITHOUT_GPU();
+  CUDA_TEST_SEED(rng);
+  ModuleBuilder b(rng);
+  Node* table = b.Const(DType::kF32, {50, 16}, -1, 1);
+  Node* ids = b.In(DType::kI64, {3, 7}, 0, 50);
+  Node* x = b.In(DType::kF32, {5, 6}, -1, 1);
+  Node* sel = b.In(DType::kI64, {4}, 0, 6);
+  b.Out({b.Call("embedding", {ids, table}), b.Call("index_select", {x, int64_t{1}, sel}),
+         b.Call("gather", {x, int64_t{0}, b.In(DType::kI64, {5, 6}, 0, 5)}),
+         b.Call("arange", {int64_t{0}, int64_t{10}, int64_t{3}}),
+         b.Call("full", {Ints({2, 3}), 1.5})});
+  ExpectCudaMatchesInterp(b, kExact);
+  // An index past the table fails the run and names the node.
+  std::vector<Tensor> inputs = b.inputs();
+  inputs[0].data<int64_t>()[4] = 50;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> exe, Cuda().Compile(b.module(), {}));
+  EXPECT_THAT(exe->Run(inputs), StatusIs(absl::StatusCode::kInvalidArgument,
+                                         HasSubstr("out of range")));
+  // The executable still runs good inputs afterwards.
+  EXPECT_OK(exe->Run(b.inputs()).status());
+}
+
+// The benchmark MLP's shape in every precision, within DESIGN's tolerances.
+TEST(CudaPrecision, Tf32Bf16F16) {
+  SKIP_WITHOUT_GPU();
+  CUDA_TEST_SEED(rng);
+  ModuleBuilder b(rng);
+  Node* x = b.In(DType::kF32, {32, 256}, -1, 1);
+  Node* w1 = b.Const(DType::kF32, {512, 256}, -0.06, 0.06);
+  Node* b1 = b.Const(DType::kF32, {512}, -0.1, 0.1);
+  Node* w2 = b.Const(DType::kF32, {128, 512}, -0.05, 0.05);
+  Node* h = b.Call("relu", {b.Call("linear", {x, w1, b1})});
+  Node* y = b.Call("layer_norm", {b.Call("linear", {h, w2}), Ints({128})});
+  b.Out({y, b.Call("softmax", {y, int64_t{-1}})});
+  for (const char* precision : {"tf32", "bf16", "f16"}) {
+    SCOPED_TRACE(precision);
+    CompileOptions options;
+    options.options["precision"] = precision;
+    ExpectCudaMatchesInterp(b, std::string(precision) == "tf32" ? kTf32Tol : kHalfTol,
+                            options);
+  }
+}
+
+TEST(CudaExecutable, ConcurrentRunsSymbolicBatchAndOutputsOnDevice) {
+  SKIP_WITHOUT_GPU();
+  CUDA_TEST_SEED(rng);
+  Module module;
+  Graph& g = module.graph();
+  Node* x = g.Placeholder("x", TensorType{DType::kF32, {Dim::Symbol("batch"), Dim(64)}});
+  module.SetTensor("w", RandomData(DType::kF32, {32, 64}, rng));
+  Node* w = g.GetAttr("w");
+  g.Output(g.CallFunction("tanh", {g.CallFunction("linear", {x, w})}));
+  ASSERT_OK(passes::PropagateShapes(module).status());
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> reference, Interp().Compile(module, {}));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> exe, Cuda().Compile(module, {}));
+  std::vector<std::thread> threads;
+  std::vector<std::string> failures(4);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937_64 local(t);
+      for (int64_t batch : {1, 7, 32, 7}) {
+        Tensor in = RandomData(DType::kF32, {batch, 64}, local);
+        absl::StatusOr<std::vector<Tensor>> got = exe->Run({in});
+        absl::StatusOr<std::vector<Tensor>> want = reference->Run({in});
+        if (!got.ok() || !want.ok()) {
+          failures[t] = got.ok() ? want.status().ToString() : got.status().ToString();
+          return;
+        }
+        for (int64_t i = 0; i < (*want)[0].NumElements(); ++i) {
+          if (std::fabs((*got)[0].GetAsDouble(i) - (*want)[0].GetAsDouble(i)) > 1e-4) {
+            failures[t] = absl::StrCat("batch ", batch, " element ", i, " differs");
+            return;
+          }
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const std::string& f : failures) EXPECT_EQ(f, "");
+  CompileOptions on_device;
+  on_device.keep_outputs_on_device = true;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> chained, Cuda().Compile(module, on_device));
+  Tensor in = RandomData(DType::kF32, {3, 64}, rng);
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> out, chained->Run({in}));
+  EXPECT_EQ(out[0].device().kind, DeviceKind::kCuda);
+  ASSERT_OK_AND_ASSIGN(Tensor host, CopyToHost(out[0]));
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> want, reference->Run({in}));
+  ExpectClose(host, want[0], kReduceTol, "outputs kept on the device");
+}
+
+TEST(CudaBackend, RefusesBadOptionsAndSaysWhatFallsBack) {
+  CompileOptions bad;
+  bad.options["precision"] = "f8";
+  Module module;
+  Node* x = module.graph().Placeholder("x", TensorType{DType::kF32, {Dim(4)}});
+  Node* q = module.graph().CallFunction("quantize_per_tensor", {x, 0.1, int64_t{0}, Argument(DType::kI8)});
+  module.graph().Output(q);
+  ASSERT_OK(passes::PropagateShapes(module).status());
+  EXPECT_THAT(Cuda().CanRun(*q, {}), StatusIs(absl::StatusCode::kUnimplemented,
+                                              HasSubstr("quantize_per_tensor")));
+  absl::StatusOr<::graft::cuda::GpuInfo> gpu = ::graft::cuda::ProbeGpu();
+  if (!gpu.ok()) {
+    // Without a GPU, compiling says so instead of failing obscurely.
+    EXPECT_THAT(Cuda().Compile(module, {}).status(),
+                StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("GPU")));
+    return;
+  }
+  EXPECT_THAT(Cuda().Compile(module, bad).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("precision")));
+  bad.options = {{"autotuned", "1"}};
+  EXPECT_THAT(Cuda().Compile(module, bad).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no option 'autotuned'")));
+}
+
+}  // namespace
+}  // namespace graft::cuda_test
