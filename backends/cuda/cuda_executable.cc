@@ -84,9 +84,11 @@ absl::StatusOr<std::unique_ptr<CompiledCudaProgram>> CompiledCudaProgram::Create
     const Step& step = p.steps[i];
     if (!IsGemmStep(step)) continue;
     absl::StatusOr<GemmShape> shape = GemmShapeOf(*step.node);
-    absl::StatusOr<std::unique_ptr<GemmPlan>> plan = shape.status();
     if (shape.ok() && shape->m * shape->n * shape->batch == 0) continue;  // Empty.
-    if (shape.ok()) {
+    absl::StatusOr<std::unique_ptr<GemmPlan>> plan = absl::InternalError("no GEMM shape");
+    if (!shape.ok()) {
+      plan = shape.status();
+    } else {
       std::string activation = GemmActivation(step);
       shape->activation = activation == "gelu" ? "" : activation;
       shape->tf32 = options.precision == "tf32";
@@ -235,7 +237,7 @@ absl::Status CompiledCudaProgram::Capture(RunContext& context) const {
   RETURN_IF_ERROR(enqueued);
   RETURN_IF_ERROR(ended);
   absl::Status made =
-      GRAFT_CUDA(cudaGraphInstantiate(&context.graph, graph, cudaGraphInstantiateFlagUpload));
+      GRAFT_CUDA(cudaGraphInstantiate(&context.graph, graph, 0));
   cudaGraphDestroy(graph);
   return made;
 }

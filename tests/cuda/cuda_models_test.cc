@@ -119,7 +119,14 @@ TEST(CudaModels, DiskCacheRoundTrip) {
   if (backend_test::SourceDir().empty()) GTEST_SKIP() << "GRAFT_SOURCE_DIR is not set";
   ASSERT_OK_AND_ASSIGN(Module module,
                        LoadModel(backend_test::SourceDir() + "/examples/models/mlp.graft"));
-  CompileOptions options;
+  CompileOptions options;  // Fixed shapes: the batch is 3.
+  for (const ValueSignature& s : PlaceholderSignature(module.graph())) {
+    TensorType t = *s.type;
+    for (Dim& d : t.shape) {
+      if (d.is_symbolic()) d = Dim(3);
+    }
+    options.input_types.push_back(t);
+  }
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> first, Cuda().Compile(module, options));
   ASSERT_OK_AND_ASSIGN(std::string bytes, Cuda().SerializeExecutable(*first));
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> second,

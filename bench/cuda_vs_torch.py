@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""graft's CUDA backend beside PyTorch (eager and every torch.compile mode), in
+one run on one GPU, on the benchmark MLP (batch 32; fp32, tf32, bf16) and a
+one-node graph. Both are timed the same way: inputs already on the device, a
+loop of runs between two timer reads, the median of five rounds. Prints one
+table of per-run microseconds and ratios (PyTorch's best mode / graft).
+
+  python3 bench/cuda_vs_torch.py [BUILD_DIR] [--modes eager,default,...]
+
+BUILD_DIR holds bench/gpu_run (default build-gpu). Also measures the HBM
+floor of the MLP's weights: their bytes over a large device-to-device copy's
+bandwidth (bytes read plus written).
+"""
+import json, subprocess, sys, time
+import torch
+
+build = next((a for a in sys.argv[1:] if not a.startswith("--")), "build-gpu")
+modes = ["eager", "default", "reduce-overhead", "max-autotune"]
+for i, a in enumerate(sys.argv):
+    if a == "--modes":
+        modes = sys.argv[i + 1].split(",")
+dev = "cuda"
+torch.manual_seed(0)
+
+
+def bench(fn, n_warmup=20, n=200):
+    for _ in range(n_warmup):
+        fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(5):
+        s = torch.cuda.Event(enable_timing=True)
+        e = torch.cuda.Event(enable_timing=True)
+        s.record()
+        for _ in range(n):
+            fn()
+        e.record()
+        torch.cuda.synchronize()
+        ts.append(s.elapsed_time(e) / n * 1000)
+    ts.sort()
+    return ts[2]
+
+
+class MLP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        L, R = torch.nn.Linear, torch.nn.ReLU
+        self.layers = torch.nn.Sequential(L(1024, 4096), R(), L(4096, 4096), R(), L(4096, 1024))
+
+    def forward(self, x):
+        return self.layers(x)
+
+
+def torch_times(make, x):
+    out = {}
+    with torch.no_grad():
+        for mode in modes:
+            torch._dynamo.reset()
+            m = make() if mode == "eager" else torch.compile(make(), mode=mode)
+            m(x)
+            torch.cuda.synchronize()
+            out[mode] = bench(lambda: m(x))
+    return out
+
+
+def graft_time(workload, precision, autotune):
+    cmd = [f"{build}/bench/gpu_run", workload, "--precision", precision, "--autotune", autotune]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        print(r.stderr, file=sys.stderr)
+        return None
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def hbm_bandwidth():
+    a = torch.empty(1 << 30, dtype=torch.uint8, device=dev)
+    b = torch.empty_like(a)
+    t = bench(lambda: b.copy_(a), 3, 20)
+    return 2 * a.numel() / (t * 1e-6)
+
+
+rows = []
+bw = hbm_bandwidth()
+print(f"GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}, "
+      f"device-to-device copy {bw / 1e12:.2f} TB/s", flush=True)
+params = 1024 * 4096 + 4096 * 4096 + 4096 * 1024 + 4096 + 4096 + 1024
+for precision, torch_dtype, matmul in [("f32", torch.float32, "highest"),
+                                       ("tf32", torch.float32, "high"),
+                                       ("bf16", torch.bfloat16, "highest")]:
+    torch.set_float32_matmul_precision(matmul)
+    x = torch.randn(32, 1024, device=dev, dtype=torch_dtype)
+    t = torch_times(lambda: MLP().to(dev, torch_dtype).eval(), x)
+    floor = params * (2 if torch_dtype == torch.bfloat16 else 4) / bw * 1e6
+    for autotune in ["0", "1"]:
+        g = graft_time("mlp", precision, autotune)
+        rows.append((f"MLP b32 {precision}", t, g, autotune, floor))
+        print(rows[-1], flush=True)
+torch.set_float32_matmul_precision("highest")
+x = torch.randn(1024, device=dev)
+t = torch_times(lambda: torch.nn.ReLU(), x)
+g = graft_time("one-node", "f32", "0")
+rows.append(("one node (relu, 1024)", t, g, "0", 0))
+
+print()
+print("| workload | autotune | " + " | ".join(f"torch {m} us" for m in modes) +
+      " | graft us | graft host I/O us | best torch / graft | HBM floor us |")
+print("|---|---|" + "---|" * (len(modes) + 4))
+for name, t, g, autotune, floor in rows:
+    best = min(t.values())
+    gus = g["median_us"] if g else float("nan")
+    hio = g["host_io_us"] if g else float("nan")
+    print(f"| {name} | {autotune} | " + " | ".join(f"{t[m]:.1f}" for m in modes) +
+          f" | {gus:.1f} | {hio:.1f} | {best / gus:.2f}x | {floor:.1f} |")

@@ -1,0 +1,107 @@
+// Times a workload on the CUDA backend the way bench/cuda_vs_torch.py times
+// PyTorch: inputs already on the device, outputs left there, a loop of runs
+// between two clock reads (each graft run ends synchronized, so the wall
+// clock is the run's time), the median of five rounds. Prints one JSON line.
+//
+//   build/bench/gpu_run mlp|one-node [--precision f32|tf32|bf16|f16]
+//       [--autotune 0|1] [--batch 32] [--runs 200]
+//
+// host_io_us is the same run with the input on the host and the output
+// copied back: what `Executable::Run` costs end to end.
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "graph/graph.h"
+#include "graph/random_tensor.h"
+#include "passes/shape_prop.h"
+#include "workloads/benchmark_mlp.h"
+
+namespace {
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+int Fail(const std::string& what) {
+  std::fprintf(stderr, "gpu_run: %s\n", what.c_str());
+  return 1;
+}
+
+graft::Module OneNode() {
+  graft::Module module;
+  graft::Graph& g = module.graph();
+  graft::Node* x = g.Placeholder("x", graft::TensorType{graft::DType::kF32, {1024}});
+  g.Output(g.CallFunction("relu", {x}));
+  (void)graft::passes::PropagateShapes(module);
+  return module;
+}
+
+// Median microseconds per run over five rounds of `runs`.
+template <typename F>
+double TimeRuns(int runs, F&& run) {
+  for (int i = 0; i < 20; ++i) run();
+  std::vector<double> rounds;
+  for (int r = 0; r < 5; ++r) {
+    const double start = Now();
+    for (int i = 0; i < runs; ++i) run();
+    rounds.push_back((Now() - start) / runs * 1e6);
+  }
+  std::sort(rounds.begin(), rounds.end());
+  return rounds[2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) return Fail("usage: gpu_run mlp|one-node [--precision P] [--autotune 0|1]");
+  const std::string workload = argv[1];
+  std::string precision = "f32", autotune = "0";
+  int64_t batch = 32;
+  int runs = 200;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--precision") precision = argv[i + 1];
+    if (flag == "--autotune") autotune = argv[i + 1];
+    if (flag == "--batch") batch = std::atoll(argv[i + 1]);
+    if (flag == "--runs") runs = std::atoi(argv[i + 1]);
+  }
+  graft::Module module = workload == "mlp" ? graft::BuildBenchmarkMlp(batch, 1) : OneNode();
+  absl::StatusOr<std::unique_ptr<graft::Backend>> backend = graft::CreateBackend("cuda");
+  if (!backend.ok()) return Fail(backend.status().ToString());
+  graft::CompileOptions options;
+  options.options = {{"precision", precision}, {"autotune", autotune}};
+  options.keep_outputs_on_device = true;
+  const double t0 = Now();
+  absl::StatusOr<std::unique_ptr<graft::Executable>> exe = (*backend)->Compile(module, options);
+  if (!exe.ok()) return Fail(exe.status().ToString());
+  const double compile_ms = (Now() - t0) * 1e3;
+  std::vector<int64_t> dims;
+  for (graft::Dim d : (*exe)->input_signature()[0].type->shape) dims.push_back(d.value());
+  const graft::Tensor host = graft::RandomTensor(graft::DType::kF32, dims, 7);
+  absl::StatusOr<graft::Tensor> device =
+      graft::CopyToDevice(host, (*backend)->allocator(options));
+  if (!device.ok()) return Fail(device.status().ToString());
+  const double t1 = Now();
+  if (!(*exe)->Run({*device}).ok()) return Fail("the first run failed");
+  const double first_ms = (Now() - t1) * 1e3;
+  const double device_us = TimeRuns(runs, [&] { (void)(*exe)->Run({*device}); });
+  options.keep_outputs_on_device = false;
+  absl::StatusOr<std::unique_ptr<graft::Executable>> host_exe =
+      (*backend)->Compile(module, options);
+  if (!host_exe.ok()) return Fail(host_exe.status().ToString());
+  const double host_io_us = TimeRuns(runs, [&] { (void)(*host_exe)->Run({host}); });
+  std::printf(
+      "{\"workload\": \"%s\", \"precision\": \"%s\", \"autotune\": %s, \"batch\": %lld, "
+      "\"compile_ms\": %.1f, \"first_ms\": %.2f, \"median_us\": %.2f, \"host_io_us\": %.2f}\n",
+      workload.c_str(), precision.c_str(), autotune.c_str(), static_cast<long long>(batch),
+      compile_ms, first_ms, device_us, host_io_us);
+  return 0;
+}
