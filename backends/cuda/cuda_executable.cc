@@ -1,5 +1,6 @@
 #include "backends/cuda/cuda_executable.h"
 
+#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -44,9 +45,15 @@ struct RunContext {
   int* error = nullptr;
   void* workspace = nullptr;
   cudaGraphExec_t graph = nullptr;
+  // Runs with host inputs and outputs: the copies through pinned memory are
+  // part of the graph too, so such a run is one launch and one wait.
+  char* pinned = nullptr;  // io, then the error flag.
+  cudaGraphExec_t host_graph = nullptr;
 
   ~RunContext() {
     if (graph != nullptr) cudaGraphExecDestroy(graph);
+    if (host_graph != nullptr) cudaGraphExecDestroy(host_graph);
+    if (pinned != nullptr) cudaFreeHost(pinned);
     if (memory != nullptr) cudaFree(memory);
     if (stream != nullptr) cudaStreamDestroy(stream);
   }
@@ -163,6 +170,8 @@ absl::StatusOr<std::unique_ptr<RunContext>> CompiledCudaProgram::NewContext() co
   context->arena = context->io + io_bytes_;
   context->error = reinterpret_cast<int*>(context->arena + arena);
   context->workspace = gemms ? context->arena + arena + kAlign : nullptr;
+  RETURN_IF_ERROR(GRAFT_CUDA(cudaMallocHost(reinterpret_cast<void**>(&context->pinned),
+                                            io_bytes_ + kAlign)));
   return context;
 }
 
@@ -226,24 +235,82 @@ absl::Status CompiledCudaProgram::Enqueue(RunContext& context) const {
 }
 
 // Records the whole run once as a CUDA graph; later runs replay it with one
-// launch.
-absl::Status CompiledCudaProgram::Capture(RunContext& context) const {
+// launch. With `host_io`, the graph also copies the inputs in from pinned
+// memory and the outputs and the error flag back to it.
+absl::Status CompiledCudaProgram::Capture(RunContext& context, bool host_io) const {
   std::lock_guard<std::mutex> lock(capture_mu_);  // GEMM plans set their bias per call.
   RETURN_IF_ERROR(GRAFT_CUDA(
       cudaStreamBeginCapture(context.stream, cudaStreamCaptureModeThreadLocal)));
-  absl::Status enqueued = Enqueue(context);
+  const size_t inputs_end = output_offsets_.empty() ? io_bytes_ : output_offsets_[0];
+  absl::Status enqueued;
+  if (host_io && inputs_end > 0) {
+    enqueued = GRAFT_CUDA(cudaMemcpyAsync(context.io, context.pinned, inputs_end,
+                                          cudaMemcpyHostToDevice, context.stream));
+  }
+  if (enqueued.ok()) enqueued = Enqueue(context);
+  if (enqueued.ok() && host_io) {
+    if (io_bytes_ > inputs_end) {
+      enqueued = GRAFT_CUDA(cudaMemcpyAsync(context.pinned + inputs_end, context.io + inputs_end,
+                                            io_bytes_ - inputs_end, cudaMemcpyDeviceToHost,
+                                            context.stream));
+    }
+    if (enqueued.ok()) {
+      enqueued = GRAFT_CUDA(cudaMemcpyAsync(context.pinned + io_bytes_, context.error,
+                                            sizeof(int), cudaMemcpyDeviceToHost,
+                                            context.stream));
+    }
+  }
   cudaGraph_t graph = nullptr;
   absl::Status ended = GRAFT_CUDA(cudaStreamEndCapture(context.stream, &graph));
   RETURN_IF_ERROR(enqueued);
   RETURN_IF_ERROR(ended);
-  absl::Status made =
-      GRAFT_CUDA(cudaGraphInstantiate(&context.graph, graph, 0));
+  absl::Status made = GRAFT_CUDA(
+      cudaGraphInstantiate(host_io ? &context.host_graph : &context.graph, graph, 0));
   cudaGraphDestroy(graph);
   return made;
 }
 
+absl::Status CompiledCudaProgram::FailedStep(int failed_step) const {
+  if (failed_step <= 0 || failed_step > static_cast<int>(program_.steps.size())) {
+    return absl::OkStatus();
+  }
+  const Node& node = *program_.steps[failed_step - 1].node;
+  return absl::InvalidArgumentError(
+      absl::StrCat("%", node.name(), " (", node.target(),
+                   "): an index is out of range for the dim it selects from"));
+}
+
+// Host inputs in, host outputs out: one graph launch, one wait.
+absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::RunOnHost(
+    RunContext& context, absl::Span<const Tensor> inputs) const {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].NumBytes() > 0) {
+      std::memcpy(context.pinned + input_offsets_[i], inputs[i].raw_data(), inputs[i].NumBytes());
+    }
+  }
+  if (context.host_graph == nullptr) RETURN_IF_ERROR(Capture(context, true));
+  RETURN_IF_ERROR(GRAFT_CUDA(cudaGraphLaunch(context.host_graph, context.stream)));
+  RETURN_IF_ERROR(GRAFT_CUDA(cudaStreamSynchronize(context.stream)));
+  int failed_step = 0;
+  std::memcpy(&failed_step, context.pinned + io_bytes_, sizeof(int));
+  RETURN_IF_ERROR(FailedStep(failed_step));
+  std::vector<Tensor> outputs;
+  for (size_t j = 0; j < program_.output_types.size(); ++j) {
+    const TensorType& type = program_.output_types[j];
+    outputs.emplace_back(type.dtype, DimsOfType(type));
+    if (outputs.back().NumBytes() > 0) {
+      std::memcpy(outputs.back().raw_data(), context.pinned + output_offsets_[j],
+                  outputs.back().NumBytes());
+    }
+  }
+  return outputs;
+}
+
 absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::RunIn(
     RunContext& context, absl::Span<const Tensor> inputs, bool keep_outputs_on_device) const {
+  bool all_on_host = !keep_outputs_on_device;
+  for (const Tensor& t : inputs) all_on_host &= t.on_host();
+  if (all_on_host) return RunOnHost(context, inputs);
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& t = inputs[i];
     if (t.NumBytes() == 0) continue;
@@ -251,7 +318,7 @@ absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::RunIn(
         context.io + input_offsets_[i], t.raw_data(), t.NumBytes(),
         t.on_host() ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToDevice, context.stream)));
   }
-  if (context.graph == nullptr) RETURN_IF_ERROR(Capture(context));
+  if (context.graph == nullptr) RETURN_IF_ERROR(Capture(context, false));
   RETURN_IF_ERROR(GRAFT_CUDA(cudaGraphLaunch(context.graph, context.stream)));
   std::vector<Tensor> outputs;
   const std::shared_ptr<DeviceAllocator> allocator = GpuAllocator(gpu_.index);
@@ -274,12 +341,7 @@ absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::RunIn(
   RETURN_IF_ERROR(GRAFT_CUDA(cudaMemcpyAsync(&failed_step, context.error, sizeof(int),
                                              cudaMemcpyDeviceToHost, context.stream)));
   RETURN_IF_ERROR(GRAFT_CUDA(cudaStreamSynchronize(context.stream)));
-  if (failed_step > 0 && failed_step <= static_cast<int>(program_.steps.size())) {
-    const Node& node = *program_.steps[failed_step - 1].node;
-    return absl::InvalidArgumentError(
-        absl::StrCat("%", node.name(), " (", node.target(),
-                     "): an index is out of range for the dim it selects from"));
-  }
+  RETURN_IF_ERROR(FailedStep(failed_step));
   return outputs;
 }
 

@@ -58,7 +58,10 @@ class CompiledCudaProgram {
   absl::StatusOr<std::unique_ptr<RunContext>> NewContext() const;
   void* Resolve(const BufferRef& ref, const RunContext& context) const;
   absl::Status Enqueue(RunContext& context) const;
-  absl::Status Capture(RunContext& context) const;
+  absl::Status Capture(RunContext& context, bool host_io) const;
+  absl::Status FailedStep(int failed_step) const;
+  absl::StatusOr<std::vector<Tensor>> RunOnHost(RunContext& context,
+                                                absl::Span<const Tensor> inputs) const;
   absl::StatusOr<std::vector<Tensor>> RunIn(RunContext& context,
                                             absl::Span<const Tensor> inputs,
                                             bool keep_outputs_on_device) const;

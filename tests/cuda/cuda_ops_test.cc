@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "backends/strided_view.h"
 #include "passes/shape_prop.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -158,7 +159,10 @@ TEST(CudaReduce, ReductionsSoftmaxNorms) {
       ModuleBuilder b(rng);
       Node* x = b.In(dtype, dims, -5, 5);
       std::vector<Node*> out;
+      const bool empty = Product(dims, 0, dims.size()) == 0;
+      // amax and amin have no identity: an empty dim is an error.
       for (const char* op : {"sum", "mean", "amax", "amin"}) {
+        if (empty && op[0] == 'a') continue;
         out.push_back(b.Call(op, {x}));
         out.push_back(b.Call(op, {x}, {{"dim", Ints({1})}, {"keepdim", true}}));
         out.push_back(b.Call(op, {x}, {{"dim", Ints({0, 2})}}));
@@ -261,6 +265,7 @@ TEST(CudaIndex, GatherEmbeddingCreateAndOutOfRange) {
   ExpectCudaMatchesInterp(b, kExact);
   // An index past the table fails the run and names the node.
   std::vector<Tensor> inputs = b.inputs();
+  inputs[0] = inputs[0].Clone();  // The builder's inputs stay good.
   inputs[0].data<int64_t>()[4] = 50;
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> exe, Cuda().Compile(b.module(), {}));
   EXPECT_THAT(exe->Run(inputs), StatusIs(absl::StatusCode::kInvalidArgument,
