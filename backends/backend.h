@@ -94,6 +94,11 @@ class Backend {
   virtual absl::StatusOr<std::unique_ptr<Executable>> Compile(
       const Module& module, const CompileOptions& options) = 0;
 
+  // OK if this machine can run the backend's executables (a GPU backend
+  // needs a GPU and its driver), else why not.
+  virtual absl::Status Available(const CompileOptions& options) const {
+    return absl::OkStatus();
+  }
   // The device the executables run on; the host unless overridden.
   virtual Device device(const CompileOptions& options) const { return {}; }
   // The allocator of that device; null for the host.

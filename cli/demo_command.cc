@@ -313,9 +313,12 @@ std::vector<DemoStep> DemoSteps() {
       {"Save the model as .gpb and load it back", &SaveAndLoad},
       {absl::StrCat("Run on the ", kBackend, " backend"), &Run},
   };
-  // The compiled backends this graft was built with (docs/building.md).
+  // The compiled backends this graft was built with (docs/building.md)
+  // that this machine can run (the cuda backend needs a GPU).
   for (const std::string& name : BackendRegistry::Global().Names()) {
     if (name == kBackend) continue;
+    absl::StatusOr<std::unique_ptr<Backend>> backend = CreateBackend(name);
+    if (!backend.ok() || !(*backend)->Available({}).ok()) continue;
     steps.push_back({absl::StrCat("Compile and run on the ", name, " backend"),
                      [name](DemoContext& ctx) { return CompileAndRun(ctx, name); }});
   }

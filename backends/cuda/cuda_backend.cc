@@ -93,6 +93,10 @@ absl::StatusOr<std::unique_ptr<Executable>> CudaBackend::Compile(const Module& m
   return std::unique_ptr<Executable>(std::move(executable));
 }
 
+absl::Status CudaBackend::Available(const CompileOptions& options) const {
+  return ProbeGpu(options.device_index).status();
+}
+
 Device CudaBackend::device(const CompileOptions& options) const {
   return {DeviceKind::kCuda, options.device_index};
 }

@@ -25,6 +25,7 @@ class CudaBackend : public Backend {
   absl::Status CanRun(const Node& node, const CompileOptions& options) const override;
   absl::StatusOr<std::unique_ptr<Executable>> Compile(const Module& module,
                                                       const CompileOptions& options) override;
+  absl::Status Available(const CompileOptions& options) const override;
   Device device(const CompileOptions& options) const override;
   std::shared_ptr<DeviceAllocator> allocator(const CompileOptions& options) const override;
   std::string CacheIdentity(const CompileOptions& options) const override;
