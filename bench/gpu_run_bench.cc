@@ -3,8 +3,11 @@
 // between two clock reads (each graft run ends synchronized, so the wall
 // clock is the run's time), the median of five rounds. Prints one JSON line.
 //
-//   build/bench/gpu_run mlp|one-node [--precision f32|tf32|bf16|f16]
+//   build/bench/gpu_run mlp|one-node|MODEL [--precision f32|tf32|bf16|f16]
 //       [--autotune 0|1] [--batch 32] [--runs 200]
+//
+// MODEL is a model file (.gpb, .graft) with fixed input shapes, e.g. the
+// GPT-2 block of bench/models/export_gpt2_block.py converted to .gpb.
 //
 // host_io_us is the same run with the input on the host and the output
 // copied back: what `Executable::Run` costs end to end.
@@ -21,6 +24,7 @@
 #include "graph/graph.h"
 #include "graph/random_tensor.h"
 #include "passes/shape_prop.h"
+#include "serialize/model_io.h"
 #include "workloads/benchmark_mlp.h"
 
 namespace {
@@ -73,7 +77,16 @@ int main(int argc, char** argv) {
     if (flag == "--batch") batch = std::atoll(argv[i + 1]);
     if (flag == "--runs") runs = std::atoi(argv[i + 1]);
   }
-  graft::Module module = workload == "mlp" ? graft::BuildBenchmarkMlp(batch, 1) : OneNode();
+  graft::Module module;
+  if (workload == "mlp") {
+    module = graft::BuildBenchmarkMlp(batch, 1);
+  } else if (workload == "one-node") {
+    module = OneNode();
+  } else {
+    absl::StatusOr<graft::Module> loaded = graft::LoadModel(workload);
+    if (!loaded.ok()) return Fail(loaded.status().ToString());
+    module = *std::move(loaded);
+  }
   absl::StatusOr<std::unique_ptr<graft::Backend>> backend = graft::CreateBackend("cuda");
   if (!backend.ok()) return Fail(backend.status().ToString());
   graft::CompileOptions options;
@@ -84,7 +97,10 @@ int main(int argc, char** argv) {
   if (!exe.ok()) return Fail(exe.status().ToString());
   const double compile_ms = (Now() - t0) * 1e3;
   std::vector<int64_t> dims;
-  for (graft::Dim d : (*exe)->input_signature()[0].type->shape) dims.push_back(d.value());
+  for (graft::Dim d : (*exe)->input_signature()[0].type->shape) {
+    if (d.is_symbolic()) return Fail("the model's inputs have symbolic dims");
+    dims.push_back(d.value());
+  }
   const graft::Tensor host = graft::RandomTensor(graft::DType::kF32, dims, 7);
   absl::StatusOr<graft::Tensor> device =
       graft::CopyToDevice(host, (*backend)->allocator(options));

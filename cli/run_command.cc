@@ -48,6 +48,8 @@ struct RunArgs {
   std::string check;  // A backend to compare the outputs with.
   int threads = -1;   // -1: the backend's default.
   std::string matmul_precision;  // Empty: the backend's default.
+  std::string precision;         // cuda: f32, tf32, bf16, f16; empty: default.
+  bool autotune = false;
 };
 
 // The largest difference between two runs' outputs, per output, beside the
@@ -243,6 +245,8 @@ absl::Status RunRun(const RunArgs& args) {
   if (!args.matmul_precision.empty()) {
     options.options["matmul_precision"] = args.matmul_precision;
   }
+  if (!args.precision.empty()) options.options["precision"] = args.precision;
+  if (args.autotune) options.options["autotune"] = "1";
   auto disk = std::make_shared<DiskCache>(DiskCache::DefaultDir(),
                                           DiskCache::DefaultMaxBytes());
   CompileCache cache(disk);
@@ -275,8 +279,10 @@ absl::Status RunRun(const RunArgs& args) {
     ASSIGN_OR_RETURN(std::vector<Tensor> expected,
                      checker->Run(inputs.tensors));
     // DESIGN's tolerances: f32 1e-4 for reductions and matrix products
-    // (the loosest), bf16 1e-2.
-    const double tolerance = args.matmul_precision == "bf16" ? 1e-2 : 1e-4;
+    // (the loosest), tf32 1e-3, bf16 and f16 1e-2.
+    const bool half = args.matmul_precision == "bf16" || args.precision == "bf16" ||
+                      args.precision == "f16";
+    const double tolerance = half ? 1e-2 : args.precision == "tf32" ? 1e-3 : 1e-4;
     absl::StatusOr<std::string> compared =
         CompareOutputs(args.check, names, outputs, expected, tolerance);
     if (!compared.ok()) {
@@ -356,6 +362,14 @@ Command AddRunCommand(CLI::App& graft) {
                   "bf16 (orc, on CPUs with AVX512_BF16), as "
                   "torch.set_float32_matmul_precision('medium')")
       ->check(CLI::IsMember({"f32", "bf16"}));
+  app->add_option("--precision", args->precision,
+                  "cuda: f32, tf32 (f32 products on the tensor cores, as "
+                  "torch.set_float32_matmul_precision('high')), bf16 or f16 (the "
+                  "float model cast to it; inputs and outputs stay f32)")
+      ->check(CLI::IsMember({"f32", "tf32", "bf16", "f16"}));
+  app->add_flag("--autotune", args->autotune,
+                "cuda: time cuBLASLt's candidate algorithms for each matrix "
+                "product at compile time and keep the fastest (cached on disk)");
   app->add_option("--output-dir", args->output_dir,
                   "Write each output to DIR/<output name>.npy (DIR/output.npy "
                   "for a single output)");

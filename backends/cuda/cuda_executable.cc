@@ -1,5 +1,6 @@
 #include "backends/cuda/cuda_executable.h"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -44,15 +45,16 @@ struct RunContext {
   char* arena = nullptr;
   int* error = nullptr;
   void* workspace = nullptr;
+  // Pinned host memory: the copy table (inputs in, outputs and the error
+  // flag out), then host staging in io's layout, then the error flag's copy.
+  char* pinned = nullptr;
+  uint64_t* table = nullptr;
+  char* staging = nullptr;
+  int* host_error = nullptr;
   cudaGraphExec_t graph = nullptr;
-  // Runs with host inputs and outputs: the copies through pinned memory are
-  // part of the graph too, so such a run is one launch and one wait.
-  char* pinned = nullptr;  // io, then the error flag.
-  cudaGraphExec_t host_graph = nullptr;
 
   ~RunContext() {
     if (graph != nullptr) cudaGraphExecDestroy(graph);
-    if (host_graph != nullptr) cudaGraphExecDestroy(host_graph);
     if (pinned != nullptr) cudaFreeHost(pinned);
     if (memory != nullptr) cudaFree(memory);
     if (stream != nullptr) cudaStreamDestroy(stream);
@@ -86,6 +88,7 @@ absl::StatusOr<std::unique_ptr<CompiledCudaProgram>> CompiledCudaProgram::Create
       c->launches_[i].push_back(std::move(launch));
     }
   }
+  RETURN_IF_ERROR(GRAFT_CUDA(cudaLibraryGetKernel(&c->copy_, c->library_, "graft_copy")));
   RETURN_IF_ERROR(GRAFT_CUBLAS(cublasLtCreate(&c->blas_)));
   for (size_t i = 0; i < p.steps.size(); ++i) {
     const Step& step = p.steps[i];
@@ -170,8 +173,13 @@ absl::StatusOr<std::unique_ptr<RunContext>> CompiledCudaProgram::NewContext() co
   context->arena = context->io + io_bytes_;
   context->error = reinterpret_cast<int*>(context->arena + arena);
   context->workspace = gemms ? context->arena + arena + kAlign : nullptr;
+  const size_t entries = input_offsets_.size() + output_offsets_.size() + 1;
+  const size_t table_bytes = AlignUp(entries * 3 * sizeof(uint64_t));
   RETURN_IF_ERROR(GRAFT_CUDA(cudaMallocHost(reinterpret_cast<void**>(&context->pinned),
-                                            io_bytes_ + kAlign)));
+                                            table_bytes + io_bytes_ + kAlign)));
+  context->table = reinterpret_cast<uint64_t*>(context->pinned);
+  context->staging = context->pinned + table_bytes;
+  context->host_error = reinterpret_cast<int*>(context->staging + io_bytes_);
   return context;
 }
 
@@ -191,7 +199,6 @@ void* CompiledCudaProgram::Resolve(const BufferRef& ref, const RunContext& conte
 
 // Every step's work on the context's stream, in order.
 absl::Status CompiledCudaProgram::Enqueue(RunContext& context) const {
-  RETURN_IF_ERROR(GRAFT_CUDA(cudaMemsetAsync(context.error, 0, sizeof(int), context.stream)));
   for (size_t i = 0; i < program_.steps.size(); ++i) {
     const Step& step = program_.steps[i];
     absl::Status status;
@@ -234,38 +241,38 @@ absl::Status CompiledCudaProgram::Enqueue(RunContext& context) const {
   return absl::OkStatus();
 }
 
-// Records the whole run once as a CUDA graph; later runs replay it with one
-// launch. With `host_io`, the graph also copies the inputs in from pinned
-// memory and the outputs and the error flag back to it.
-absl::Status CompiledCudaProgram::Capture(RunContext& context, bool host_io) const {
+// The graft_copy launch for table entries [first, first + count), the
+// largest of them `bytes` long.
+absl::Status CompiledCudaProgram::EnqueueCopy(RunContext& context, int first, int count,
+                                              size_t bytes, int* zero) const {
+  const unsigned grid = static_cast<unsigned>(std::clamp<size_t>(
+      (bytes / 16 + 255) / 256, 1, static_cast<size_t>(gpu_.multiprocessors) * 4));
+  const uint64_t* table = context.table;
+  void* args[] = {&table, &first, &count, &zero};
+  return GRAFT_CUDA(cudaLaunchKernel(reinterpret_cast<const void*>(copy_), dim3(grid),
+                                     dim3(256), args, 0, context.stream));
+}
+
+// Records the whole run once as a CUDA graph: copy the inputs in (and
+// clear the error flag), every step, copy the outputs and the flag out.
+// Later runs fill the copy table and replay it with one launch.
+absl::Status CompiledCudaProgram::Capture(RunContext& context) const {
   std::lock_guard<std::mutex> lock(capture_mu_);  // GEMM plans set their bias per call.
+  const int inputs = static_cast<int>(input_offsets_.size());
+  const int outputs = static_cast<int>(output_offsets_.size());
+  size_t in_bytes = 0, out_bytes = 0;
+  for (const TensorType& t : program_.input_types) in_bytes = std::max(in_bytes, BytesOf(t));
+  for (const TensorType& t : program_.output_types) out_bytes = std::max(out_bytes, BytesOf(t));
   RETURN_IF_ERROR(GRAFT_CUDA(
       cudaStreamBeginCapture(context.stream, cudaStreamCaptureModeThreadLocal)));
-  const size_t inputs_end = output_offsets_.empty() ? io_bytes_ : output_offsets_[0];
-  absl::Status enqueued;
-  if (host_io && inputs_end > 0) {
-    enqueued = GRAFT_CUDA(cudaMemcpyAsync(context.io, context.pinned, inputs_end,
-                                          cudaMemcpyHostToDevice, context.stream));
-  }
+  absl::Status enqueued = EnqueueCopy(context, 0, inputs, in_bytes, context.error);
   if (enqueued.ok()) enqueued = Enqueue(context);
-  if (enqueued.ok() && host_io) {
-    if (io_bytes_ > inputs_end) {
-      enqueued = GRAFT_CUDA(cudaMemcpyAsync(context.pinned + inputs_end, context.io + inputs_end,
-                                            io_bytes_ - inputs_end, cudaMemcpyDeviceToHost,
-                                            context.stream));
-    }
-    if (enqueued.ok()) {
-      enqueued = GRAFT_CUDA(cudaMemcpyAsync(context.pinned + io_bytes_, context.error,
-                                            sizeof(int), cudaMemcpyDeviceToHost,
-                                            context.stream));
-    }
-  }
+  if (enqueued.ok()) enqueued = EnqueueCopy(context, inputs, outputs + 1, out_bytes, nullptr);
   cudaGraph_t graph = nullptr;
   absl::Status ended = GRAFT_CUDA(cudaStreamEndCapture(context.stream, &graph));
   RETURN_IF_ERROR(enqueued);
   RETURN_IF_ERROR(ended);
-  absl::Status made = GRAFT_CUDA(
-      cudaGraphInstantiate(host_io ? &context.host_graph : &context.graph, graph, 0));
+  absl::Status made = GRAFT_CUDA(cudaGraphInstantiate(&context.graph, graph, 0));
   cudaGraphDestroy(graph);
   return made;
 }
@@ -280,68 +287,54 @@ absl::Status CompiledCudaProgram::FailedStep(int failed_step) const {
                    "): an index is out of range for the dim it selects from"));
 }
 
-// Host inputs in, host outputs out: one graph launch, one wait.
-absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::RunOnHost(
-    RunContext& context, absl::Span<const Tensor> inputs) const {
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i].NumBytes() > 0) {
-      std::memcpy(context.pinned + input_offsets_[i], inputs[i].raw_data(), inputs[i].NumBytes());
-    }
-  }
-  if (context.host_graph == nullptr) RETURN_IF_ERROR(Capture(context, true));
-  RETURN_IF_ERROR(GRAFT_CUDA(cudaGraphLaunch(context.host_graph, context.stream)));
-  RETURN_IF_ERROR(GRAFT_CUDA(cudaStreamSynchronize(context.stream)));
-  int failed_step = 0;
-  std::memcpy(&failed_step, context.pinned + io_bytes_, sizeof(int));
-  RETURN_IF_ERROR(FailedStep(failed_step));
-  std::vector<Tensor> outputs;
-  for (size_t j = 0; j < program_.output_types.size(); ++j) {
-    const TensorType& type = program_.output_types[j];
-    outputs.emplace_back(type.dtype, DimsOfType(type));
-    if (outputs.back().NumBytes() > 0) {
-      std::memcpy(outputs.back().raw_data(), context.pinned + output_offsets_[j],
-                  outputs.back().NumBytes());
-    }
-  }
-  return outputs;
-}
-
+// One graph launch and one wait: host inputs go through pinned staging,
+// device inputs are read where they are; outputs land in staging (then in
+// host tensors) or in fresh device tensors.
 absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::RunIn(
     RunContext& context, absl::Span<const Tensor> inputs, bool keep_outputs_on_device) const {
-  bool all_on_host = !keep_outputs_on_device;
-  for (const Tensor& t : inputs) all_on_host &= t.on_host();
-  if (all_on_host) return RunOnHost(context, inputs);
+  uint64_t* entry = context.table;
+  auto set = [&](const void* src, void* dst, size_t bytes) {
+    *entry++ = reinterpret_cast<uint64_t>(src);
+    *entry++ = reinterpret_cast<uint64_t>(dst);
+    *entry++ = bytes;
+  };
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& t = inputs[i];
-    if (t.NumBytes() == 0) continue;
-    RETURN_IF_ERROR(GRAFT_CUDA(cudaMemcpyAsync(
-        context.io + input_offsets_[i], t.raw_data(), t.NumBytes(),
-        t.on_host() ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToDevice, context.stream)));
+    const void* src = t.raw_data();
+    if (t.on_host()) {
+      if (t.NumBytes() > 0) std::memcpy(context.staging + input_offsets_[i], src, t.NumBytes());
+      src = context.staging + input_offsets_[i];
+    }
+    set(src, context.io + input_offsets_[i], t.NumBytes());
   }
-  if (context.graph == nullptr) RETURN_IF_ERROR(Capture(context, false));
-  RETURN_IF_ERROR(GRAFT_CUDA(cudaGraphLaunch(context.graph, context.stream)));
   std::vector<Tensor> outputs;
   const std::shared_ptr<DeviceAllocator> allocator = GpuAllocator(gpu_.index);
   for (size_t j = 0; j < program_.output_types.size(); ++j) {
     const TensorType& type = program_.output_types[j];
     const size_t bytes = BytesOf(type);
+    void* dst = context.staging + output_offsets_[j];
     if (keep_outputs_on_device) {
       ASSIGN_OR_RETURN(std::shared_ptr<Storage> storage, Storage::AllocateOn(allocator, bytes));
       outputs.emplace_back(type.dtype, DimsOfType(type), std::move(storage));
-    } else {
-      outputs.emplace_back(type.dtype, DimsOfType(type));
+      dst = outputs.back().raw_data();
     }
-    if (bytes == 0) continue;
-    RETURN_IF_ERROR(GRAFT_CUDA(cudaMemcpyAsync(
-        outputs.back().raw_data(), context.io + output_offsets_[j], bytes,
-        keep_outputs_on_device ? cudaMemcpyDeviceToDevice : cudaMemcpyDeviceToHost,
-        context.stream)));
+    set(context.io + output_offsets_[j], dst, bytes);
   }
-  int failed_step = 0;
-  RETURN_IF_ERROR(GRAFT_CUDA(cudaMemcpyAsync(&failed_step, context.error, sizeof(int),
-                                             cudaMemcpyDeviceToHost, context.stream)));
+  set(context.error, context.host_error, sizeof(int));
+  if (context.graph == nullptr) RETURN_IF_ERROR(Capture(context));
+  RETURN_IF_ERROR(GRAFT_CUDA(cudaGraphLaunch(context.graph, context.stream)));
   RETURN_IF_ERROR(GRAFT_CUDA(cudaStreamSynchronize(context.stream)));
-  RETURN_IF_ERROR(FailedStep(failed_step));
+  RETURN_IF_ERROR(FailedStep(*context.host_error));
+  if (!keep_outputs_on_device) {
+    for (size_t j = 0; j < program_.output_types.size(); ++j) {
+      const TensorType& type = program_.output_types[j];
+      outputs.emplace_back(type.dtype, DimsOfType(type));
+      if (outputs.back().NumBytes() > 0) {
+        std::memcpy(outputs.back().raw_data(), context.staging + output_offsets_[j],
+                    outputs.back().NumBytes());
+      }
+    }
+  }
   return outputs;
 }
 
@@ -401,13 +394,17 @@ const CompiledCudaProgram* CudaExecutable::fixed() const {
 absl::StatusOr<std::vector<Tensor>> CudaExecutable::Run(absl::Span<const Tensor> inputs) {
   ASSIGN_OR_RETURN(SymbolBindings bindings, CheckInputs(inputs_, inputs));
   (void)bindings;
-  std::vector<TensorType> types;
-  types.reserve(inputs.size());
-  for (const Tensor& t : inputs) types.push_back(t.type());
-  ASSIGN_OR_RETURN(const CompiledCudaProgram* program,
-                   programs_.Get(types, [&](const std::vector<TensorType>& t) {
-                     return Build(t, nullptr);
-                   }));
+  // A fixed-shape module has its one program (CheckInputs matched the
+  // shapes); others look theirs up by the inputs' types.
+  const CompiledCudaProgram* program = fixed();
+  if (program == nullptr) {
+    std::vector<TensorType> types;
+    types.reserve(inputs.size());
+    for (const Tensor& t : inputs) types.push_back(t.type());
+    ASSIGN_OR_RETURN(program, programs_.Get(types, [&](const std::vector<TensorType>& t) {
+                       return Build(t, nullptr);
+                     }));
+  }
   for (const Tensor& t : inputs) {
     if (!t.on_host() && t.device() != Device{DeviceKind::kCuda, gpu_.index}) {
       return absl::InvalidArgumentError(absl::StrCat(

@@ -58,10 +58,10 @@ class CompiledCudaProgram {
   absl::StatusOr<std::unique_ptr<RunContext>> NewContext() const;
   void* Resolve(const BufferRef& ref, const RunContext& context) const;
   absl::Status Enqueue(RunContext& context) const;
-  absl::Status Capture(RunContext& context, bool host_io) const;
+  absl::Status EnqueueCopy(RunContext& context, int first, int count, size_t bytes,
+                           int* zero) const;
+  absl::Status Capture(RunContext& context) const;
   absl::Status FailedStep(int failed_step) const;
-  absl::StatusOr<std::vector<Tensor>> RunOnHost(RunContext& context,
-                                                absl::Span<const Tensor> inputs) const;
   absl::StatusOr<std::vector<Tensor>> RunIn(RunContext& context,
                                             absl::Span<const Tensor> inputs,
                                             bool keep_outputs_on_device) const;
@@ -71,6 +71,7 @@ class CompiledCudaProgram {
   GpuInfo gpu_;
   std::string cubin_;
   cudaLibrary_t library_ = nullptr;
+  cudaKernel_t copy_ = nullptr;  // graft_copy (kernel_preamble.h).
   cublasLtHandle_t blas_ = nullptr;
   std::vector<std::vector<Launch>> launches_;            // Per step.
   std::map<int, std::unique_ptr<GemmPlan>> gemms_;        // By step.

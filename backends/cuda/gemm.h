@@ -67,6 +67,7 @@ class GemmPlan {
   GemmPlan() = default;
   absl::Status Describe();
   absl::Status Choose(bool autotune);
+  absl::Status TimeCandidates(const cublasLtMatmulHeuristicResult_t* results, int found);
 
   cublasLtHandle_t handle_ = nullptr;
   GemmShape shape_;
