@@ -15,6 +15,10 @@ namespace {
 
 constexpr size_t kAlign = 256;  // cuBLASLt's fastest kernels want 16; keep a margin.
 
+// Host transfers from this size on use cudaMemcpyAsync rather than the copy
+// kernels.
+constexpr size_t kCopyEngineBytes = 256 << 10;
+
 size_t AlignUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 size_t BytesOf(const TensorType& t) {
@@ -45,10 +49,9 @@ struct RunContext {
   char* arena = nullptr;
   int* error = nullptr;
   void* workspace = nullptr;
-  // Pinned host memory: the copy table (inputs in, outputs and the error
-  // flag out), then host staging in io's layout, then the error flag's copy.
+  // Pinned host memory: host staging in io's layout, then the error flag's
+  // copy. Kernels read and write it directly.
   char* pinned = nullptr;
-  uint64_t* table = nullptr;
   char* staging = nullptr;
   int* host_error = nullptr;
   cudaGraphExec_t graph = nullptr;
@@ -88,7 +91,11 @@ absl::StatusOr<std::unique_ptr<CompiledCudaProgram>> CompiledCudaProgram::Create
       c->launches_[i].push_back(std::move(launch));
     }
   }
-  RETURN_IF_ERROR(GRAFT_CUDA(cudaLibraryGetKernel(&c->copy_, c->library_, "graft_copy")));
+  RETURN_IF_ERROR(GRAFT_CUDA(cudaLibraryGetKernel(&c->copy_in_, c->library_, "graft_copy_in")));
+  RETURN_IF_ERROR(
+      GRAFT_CUDA(cudaLibraryGetKernel(&c->copy_out_, c->library_, "graft_copy_out")));
+  c->copy_in_grid_ = static_cast<unsigned>(source.copy_in_grid);
+  c->copy_out_grid_ = static_cast<unsigned>(source.copy_out_grid);
   RETURN_IF_ERROR(GRAFT_CUBLAS(cublasLtCreate(&c->blas_)));
   for (size_t i = 0; i < p.steps.size(); ++i) {
     const Step& step = p.steps[i];
@@ -117,14 +124,10 @@ absl::StatusOr<std::unique_ptr<CompiledCudaProgram>> CompiledCudaProgram::Create
     c->gemms_[static_cast<int>(i)] = *std::move(plan);
   }
   RETURN_IF_ERROR(c->UploadWeights());
-  for (const TensorType& t : p.input_types) {
-    c->input_offsets_.push_back(c->io_bytes_);
-    c->io_bytes_ += AlignUp(BytesOf(t));
-  }
-  for (const TensorType& t : p.output_types) {
-    c->output_offsets_.push_back(c->io_bytes_);
-    c->io_bytes_ += AlignUp(BytesOf(t));
-  }
+  const IoLayout io = LayoutIo(p);
+  c->input_offsets_ = io.inputs;
+  c->output_offsets_ = io.outputs;
+  c->io_bytes_ = io.bytes;
   return c;
 }
 
@@ -173,12 +176,9 @@ absl::StatusOr<std::unique_ptr<RunContext>> CompiledCudaProgram::NewContext() co
   context->arena = context->io + io_bytes_;
   context->error = reinterpret_cast<int*>(context->arena + arena);
   context->workspace = gemms ? context->arena + arena + kAlign : nullptr;
-  const size_t entries = input_offsets_.size() + output_offsets_.size() + 1;
-  const size_t table_bytes = AlignUp(entries * 3 * sizeof(uint64_t));
   RETURN_IF_ERROR(GRAFT_CUDA(cudaMallocHost(reinterpret_cast<void**>(&context->pinned),
-                                            table_bytes + io_bytes_ + kAlign)));
-  context->table = reinterpret_cast<uint64_t*>(context->pinned);
-  context->staging = context->pinned + table_bytes;
+                                            io_bytes_ + kAlign)));
+  context->staging = context->pinned;
   context->host_error = reinterpret_cast<int*>(context->staging + io_bytes_);
   return context;
 }
@@ -241,33 +241,13 @@ absl::Status CompiledCudaProgram::Enqueue(RunContext& context) const {
   return absl::OkStatus();
 }
 
-// The graft_copy launch for table entries [first, first + count), the
-// largest of them `bytes` long.
-absl::Status CompiledCudaProgram::EnqueueCopy(RunContext& context, int first, int count,
-                                              size_t bytes, int* zero) const {
-  const unsigned grid = static_cast<unsigned>(std::clamp<size_t>(
-      (bytes / 16 + 255) / 256, 1, static_cast<size_t>(gpu_.multiprocessors) * 4));
-  const uint64_t* table = context.table;
-  void* args[] = {&table, &first, &count, &zero};
-  return GRAFT_CUDA(cudaLaunchKernel(reinterpret_cast<const void*>(copy_), dim3(grid),
-                                     dim3(256), args, 0, context.stream));
-}
-
-// Records the whole run once as a CUDA graph: copy the inputs in (and
-// clear the error flag), every step, copy the outputs and the flag out.
-// Later runs fill the copy table and replay it with one launch.
+// Records every step once as a CUDA graph; each run replays it with one
+// launch between the copy kernels.
 absl::Status CompiledCudaProgram::Capture(RunContext& context) const {
   std::lock_guard<std::mutex> lock(capture_mu_);  // GEMM plans set their bias per call.
-  const int inputs = static_cast<int>(input_offsets_.size());
-  const int outputs = static_cast<int>(output_offsets_.size());
-  size_t in_bytes = 0, out_bytes = 0;
-  for (const TensorType& t : program_.input_types) in_bytes = std::max(in_bytes, BytesOf(t));
-  for (const TensorType& t : program_.output_types) out_bytes = std::max(out_bytes, BytesOf(t));
   RETURN_IF_ERROR(GRAFT_CUDA(
       cudaStreamBeginCapture(context.stream, cudaStreamCaptureModeThreadLocal)));
-  absl::Status enqueued = EnqueueCopy(context, 0, inputs, in_bytes, context.error);
-  if (enqueued.ok()) enqueued = Enqueue(context);
-  if (enqueued.ok()) enqueued = EnqueueCopy(context, inputs, outputs + 1, out_bytes, nullptr);
+  absl::Status enqueued = Enqueue(context);
   cudaGraph_t graph = nullptr;
   absl::Status ended = GRAFT_CUDA(cudaStreamEndCapture(context.stream, &graph));
   RETURN_IF_ERROR(enqueued);
@@ -287,42 +267,63 @@ absl::Status CompiledCudaProgram::FailedStep(int failed_step) const {
                    "): an index is out of range for the dim it selects from"));
 }
 
-// One graph launch and one wait: host inputs go through pinned staging,
-// device inputs are read where they are; outputs land in staging (then in
-// host tensors) or in fresh device tensors.
+// Copy in, the graph, copy out, one wait. Host inputs go through pinned
+// staging, device inputs are read where they are; outputs land in staging
+// (then in host tensors) or in fresh device tensors.
 absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::RunIn(
     RunContext& context, absl::Span<const Tensor> inputs, bool keep_outputs_on_device) const {
-  uint64_t* entry = context.table;
-  auto set = [&](const void* src, void* dst, size_t bytes) {
-    *entry++ = reinterpret_cast<uint64_t>(src);
-    *entry++ = reinterpret_cast<uint64_t>(dst);
-    *entry++ = bytes;
-  };
+  std::vector<const void*> sources(std::max<size_t>(inputs.size(), 1), nullptr);
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& t = inputs[i];
-    const void* src = t.raw_data();
+    sources[i] = t.raw_data();
     if (t.on_host()) {
-      if (t.NumBytes() > 0) std::memcpy(context.staging + input_offsets_[i], src, t.NumBytes());
-      src = context.staging + input_offsets_[i];
+      if (t.NumBytes() > 0) std::memcpy(context.staging + input_offsets_[i], sources[i], t.NumBytes());
+      sources[i] = context.staging + input_offsets_[i];
+      // Large transfers go through the copy engine; the copy kernel reads
+      // host memory well only in small amounts.
+      if (t.NumBytes() >= kCopyEngineBytes) {
+        RETURN_IF_ERROR(GRAFT_CUDA(cudaMemcpyAsync(context.io + input_offsets_[i], sources[i],
+                                                   t.NumBytes(), cudaMemcpyHostToDevice,
+                                                   context.stream)));
+        sources[i] = nullptr;
+      }
     }
-    set(src, context.io + input_offsets_[i], t.NumBytes());
   }
   std::vector<Tensor> outputs;
+  std::vector<void*> destinations;
   const std::shared_ptr<DeviceAllocator> allocator = GpuAllocator(gpu_.index);
   for (size_t j = 0; j < program_.output_types.size(); ++j) {
     const TensorType& type = program_.output_types[j];
-    const size_t bytes = BytesOf(type);
     void* dst = context.staging + output_offsets_[j];
     if (keep_outputs_on_device) {
-      ASSIGN_OR_RETURN(std::shared_ptr<Storage> storage, Storage::AllocateOn(allocator, bytes));
+      ASSIGN_OR_RETURN(std::shared_ptr<Storage> storage,
+                       Storage::AllocateOn(allocator, BytesOf(type)));
       outputs.emplace_back(type.dtype, DimsOfType(type), std::move(storage));
       dst = outputs.back().raw_data();
     }
-    set(context.io + output_offsets_[j], dst, bytes);
+    destinations.push_back(!keep_outputs_on_device && BytesOf(type) >= kCopyEngineBytes
+                               ? nullptr
+                               : dst);
   }
-  set(context.error, context.host_error, sizeof(int));
+  destinations.push_back(context.host_error);
   if (context.graph == nullptr) RETURN_IF_ERROR(Capture(context));
+  char* io = context.io;
+  int* error = context.error;
+  void* in_args[] = {sources.data(), &io, &error};
+  RETURN_IF_ERROR(GRAFT_CUDA(cudaLaunchKernel(reinterpret_cast<const void*>(copy_in_),
+                                              dim3(copy_in_grid_), dim3(256), in_args, 0,
+                                              context.stream)));
   RETURN_IF_ERROR(GRAFT_CUDA(cudaGraphLaunch(context.graph, context.stream)));
+  void* out_args[] = {destinations.data(), &io, &error};
+  RETURN_IF_ERROR(GRAFT_CUDA(cudaLaunchKernel(reinterpret_cast<const void*>(copy_out_),
+                                              dim3(copy_out_grid_), dim3(256), out_args, 0,
+                                              context.stream)));
+  for (size_t j = 0; j + 1 < destinations.size(); ++j) {
+    if (destinations[j] != nullptr) continue;
+    RETURN_IF_ERROR(GRAFT_CUDA(cudaMemcpyAsync(
+        context.staging + output_offsets_[j], context.io + output_offsets_[j],
+        BytesOf(program_.output_types[j]), cudaMemcpyDeviceToHost, context.stream)));
+  }
   RETURN_IF_ERROR(GRAFT_CUDA(cudaStreamSynchronize(context.stream)));
   RETURN_IF_ERROR(FailedStep(*context.host_error));
   if (!keep_outputs_on_device) {

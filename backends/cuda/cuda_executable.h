@@ -58,8 +58,6 @@ class CompiledCudaProgram {
   absl::StatusOr<std::unique_ptr<RunContext>> NewContext() const;
   void* Resolve(const BufferRef& ref, const RunContext& context) const;
   absl::Status Enqueue(RunContext& context) const;
-  absl::Status EnqueueCopy(RunContext& context, int first, int count, size_t bytes,
-                           int* zero) const;
   absl::Status Capture(RunContext& context) const;
   absl::Status FailedStep(int failed_step) const;
   absl::StatusOr<std::vector<Tensor>> RunIn(RunContext& context,
@@ -71,7 +69,9 @@ class CompiledCudaProgram {
   GpuInfo gpu_;
   std::string cubin_;
   cudaLibrary_t library_ = nullptr;
-  cudaKernel_t copy_ = nullptr;  // graft_copy (kernel_preamble.h).
+  // graft_copy_in and graft_copy_out (KernelSource) and their grids.
+  cudaKernel_t copy_in_ = nullptr, copy_out_ = nullptr;
+  unsigned copy_in_grid_ = 1, copy_out_grid_ = 1;
   cublasLtHandle_t blas_ = nullptr;
   std::vector<std::vector<Launch>> launches_;            // Per step.
   std::map<int, std::unique_ptr<GemmPlan>> gemms_;        // By step.

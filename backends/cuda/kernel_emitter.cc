@@ -165,10 +165,24 @@ struct Operand {
   bool load = true;
 };
 
-std::string OffsetExpr(const Operand& op) {
-  std::string e = absl::StrCat(op.offset, "LL");
+// The largest element offset `op` reaches over `dims`.
+int64_t MaxOffset(const Operand& op, const std::vector<int64_t>& dims) {
+  int64_t m = op.offset;
+  for (size_t k = 0; k < op.strides.size() && k < dims.size(); ++k) {
+    m += (dims[k] - 1) * std::abs(op.strides[k]);
+  }
+  return m;
+}
+
+// Element (c0, c1, ...)'s offset in `op`: the flat index i itself for a
+// dense operand of the index space's shape. `suffix` is "LL" for 64-bit
+// index arithmetic, "" for 32-bit.
+std::string OffsetExpr(const Operand& op, const std::vector<int64_t>& dims,
+                       const std::string& suffix) {
+  if (op.offset == 0 && op.strides == ContiguousStrides(dims)) return "i";
+  std::string e = absl::StrCat(op.offset, suffix);
   for (size_t k = 0; k < op.strides.size(); ++k) {
-    if (op.strides[k] != 0) absl::StrAppend(&e, " + c", k, " * ", op.strides[k], "LL");
+    if (op.strides[k] != 0) absl::StrAppend(&e, " + c", k, " * ", op.strides[k], suffix);
   }
   return e;
 }
@@ -181,6 +195,7 @@ class Emitter {
   absl::StatusOr<KernelSource> Run() {
     out_.source = kKernelPreamble;
     out_.launches.resize(p_.steps.size());
+    CopyKernels();
     for (size_t i = 0; i < p_.steps.size(); ++i) {
       step_index_ = static_cast<int>(i);
       const Step& step = p_.steps[i];
@@ -239,6 +254,45 @@ class Emitter {
     return absl::OkStatus();
   }
 
+  // The kernels that move inputs in and outputs out (KernelSource).
+  void CopyKernels() {
+    const IoLayout io = LayoutIo(p_);
+    auto bytes = [](const TensorType& t) {
+      int64_t n = DTypeSize(t.dtype);
+      for (Dim d : t.shape) n *= d.value();
+      return n;
+    };
+    int64_t in_max = 0, out_max = 4;
+    std::string code = absl::StrCat("struct g_inputs { const char* p[", std::max<size_t>(io.inputs.size(), 1),
+                                    "]; };\nstruct g_outputs { char* p[", io.outputs.size() + 1,
+                                    "]; };\nextern \"C\" __global__ void __launch_bounds__(256) "
+                                    "graft_copy_in(g_inputs in, char* io, int* err) {\n"
+                                    "  if (blockIdx.x == 0 && threadIdx.x == 0) *err = 0;\n");
+    for (size_t i = 0; i < io.inputs.size(); ++i) {
+      const int64_t n = bytes(p_.input_types[i]);
+      in_max = std::max(in_max, n);
+      absl::StrAppend(&code, "  if (in.p[", i, "] != 0) g_copy_bytes(io + ", io.inputs[i],
+                      "ULL, in.p[", i, "], ", n, "ULL);\n");
+    }
+    absl::StrAppend(&code, "}\nextern \"C\" __global__ void __launch_bounds__(256) "
+                           "graft_copy_out(g_outputs out, const char* io, const int* err) {\n"
+                           "  if (blockIdx.x == 0 && threadIdx.x == 0) *(int*)out.p[",
+                    io.outputs.size(), "] = *err;\n");
+    for (size_t j = 0; j < io.outputs.size(); ++j) {
+      const int64_t n = bytes(p_.output_types[j]);
+      out_max = std::max(out_max, n);
+      absl::StrAppend(&code, "  if (out.p[", j, "] != 0) g_copy_bytes(out.p[", j, "], io + ",
+                      io.outputs[j], "ULL, ", n, "ULL);\n");
+    }
+    absl::StrAppend(&code, "}\n");
+    out_.source += code;
+    auto grid = [&](int64_t n) {
+      return std::clamp<int64_t>((n / 16 + 255) / 256, 1, static_cast<int64_t>(sms_) * 4);
+    };
+    out_.copy_in_grid = grid(in_max);
+    out_.copy_out_grid = grid(out_max);
+  }
+
   const Node& node() const { return *step_->node; }
   DType out_dtype() const { return node().type()->dtype; }
   int OperandIndex(const Node* n) const {
@@ -295,15 +349,21 @@ class Emitter {
       params.push_back(absl::StrCat("const ", StorageType(ins[i].dtype),
                                     "* __restrict__ p", i + 1));
     }
+    // 32-bit index arithmetic (division by constants becomes a multiply)
+    // unless an offset needs more.
+    constexpr int64_t kNarrow = int64_t{1} << 31;
+    bool narrow = n < kNarrow && MaxOffset(out, dims) < kNarrow;
+    for (const Operand& op : ins) narrow &= !op.load || MaxOffset(op, dims) < kNarrow;
+    const std::string idx = narrow ? "int" : "long long", suffix = narrow ? "" : "LL";
     std::string code = absl::StrCat(
-        "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < ", n,
-        "LL; i += (long long)gridDim.x * blockDim.x) {\n    long long rest = i;\n");
+        "  for (", idx, " i = (", idx, ")blockIdx.x * blockDim.x + threadIdx.x; i < ", n, suffix,
+        "; i += (", idx, ")gridDim.x * blockDim.x) {\n    ", idx, " rest = i;\n");
     for (size_t k = dims.size(); k-- > 0;) {
       if (k == 0) {
-        absl::StrAppend(&code, "    const long long c0 = rest;\n");
+        absl::StrAppend(&code, "    const ", idx, " c0 = rest;\n");
       } else {
-        absl::StrAppend(&code, "    const long long c", k, " = rest % ", dims[k],
-                        "LL; rest /= ", dims[k], "LL;\n");
+        absl::StrAppend(&code, "    const ", idx, " c", k, " = rest % ", dims[k], suffix,
+                        "; rest /= ", dims[k], suffix, ";\n");
       }
     }
     absl::StrAppend(&code, "    (void)rest;\n");
@@ -314,12 +374,12 @@ class Emitter {
         continue;
       }
       absl::StrAppend(&code, "    const ", RegisterType(ins[i].dtype), " x", i, " = ",
-                      LoadExpr(ins[i].dtype, absl::StrCat("p", i + 1, "[", OffsetExpr(ins[i]), "]")),
+                      LoadExpr(ins[i].dtype, absl::StrCat("p", i + 1, "[", OffsetExpr(ins[i], dims, suffix), "]")),
                       ";\n");
       loaded.push_back(absl::StrCat("x", i));
     }
     absl::StrAppend(&code, "    ", RegisterType(out.dtype), " r;\n", body(loaded),
-                    "\n    p0[", OffsetExpr(out), "] = ", StoreValue(out.dtype, "r"),
+                    "\n    p0[", OffsetExpr(out, dims, suffix), "] = ", StoreValue(out.dtype, "r"),
                     ";\n  }\n");
     std::vector<BufferRef> buffers{out_ref};
     buffers.insert(buffers.end(), in_refs.begin(), in_refs.end());
@@ -971,6 +1031,19 @@ class Emitter {
 };
 
 }  // namespace
+
+IoLayout LayoutIo(const StepProgram& program) {
+  IoLayout io;
+  auto add = [&](const TensorType& t, std::vector<size_t>& offsets) {
+    int64_t n = DTypeSize(t.dtype);
+    for (Dim d : t.shape) n *= d.value();
+    offsets.push_back(io.bytes);
+    io.bytes += (static_cast<size_t>(n) + 255) / 256 * 256;
+  };
+  for (const TensorType& t : program.input_types) add(t, io.inputs);
+  for (const TensorType& t : program.output_types) add(t, io.outputs);
+  return io;
+}
 
 bool IsGemmStep(const Step& step) {
   return step.kind == StepKind::kLibrary && !step.node->is_call("conv2d");

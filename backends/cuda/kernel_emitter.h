@@ -20,12 +20,25 @@ struct KernelLaunch {
   bool error_flag = false;
 };
 
+// Where a run context's device buffer keeps each input and output.
+struct IoLayout {
+  std::vector<size_t> inputs, outputs;  // Byte offsets.
+  size_t bytes = 0;
+};
+IoLayout LayoutIo(const StepProgram& program);
+
 // The generated CUDA C++ of a program, one translation unit for NVRTC, and
 // the launches of each step (none for the steps that cuBLASLt runs and for
 // empty results).
 struct KernelSource {
   std::string source;
   std::vector<std::vector<KernelLaunch>> launches;  // Per step.
+  // graft_copy_in(g_inputs sources, char* io, int* err) copies each input
+  // from where the caller has it into io (and clears the error flag);
+  // graft_copy_out(g_outputs destinations, const char* io, const int* err)
+  // copies each output and the flag out. The pointers are kernel
+  // arguments, so they change from run to run outside the CUDA graph.
+  int64_t copy_in_grid = 1, copy_out_grid = 1;
 };
 
 // Whether a step runs as a cuBLASLt matrix product rather than a kernel.

@@ -80,27 +80,17 @@ __device__ __forceinline__ T g_block_reduce(T v, T identity, Op op) {
   return part[0];
 }
 
-// Copies table[first, first + count) (each {src, dst, bytes}), 16 bytes at a
-// time where all three allow; zeroes *zero first when given. The table is
-// in pinned host memory, filled before each launch, so one captured graph
-// serves any input and output buffers (host staging or the caller's device
-// tensors).
-extern "C" __global__ void __launch_bounds__(256)
-graft_copy(const unsigned long long* table, int first, int count, int* zero) {
-  if (zero != 0 && blockIdx.x == 0 && threadIdx.x == 0) *zero = 0;
-  const unsigned long long tid = blockIdx.x * 256ull + threadIdx.x, stride = gridDim.x * 256ull;
-  const volatile unsigned long long* entries = table;
-  for (int t = first; t < first + count; ++t) {
-    const char* src = (const char*)entries[3 * t];
-    char* dst = (char*)entries[3 * t + 1];
-    const unsigned long long n = entries[3 * t + 2];
-    if ((((unsigned long long)src | (unsigned long long)dst | n) & 15ull) == 0) {
-      const uint4* s = (const uint4*)src;
-      uint4* d = (uint4*)dst;
-      for (unsigned long long i = tid; i < n / 16; i += stride) d[i] = s[i];
-    } else {
-      for (unsigned long long i = tid; i < n; i += stride) dst[i] = src[i];
-    }
+// Copies `n` bytes with the threads of the grid, 16 at a time where the
+// pointers and the size allow.
+__device__ __forceinline__ void g_copy_bytes(char* dst, const char* src, unsigned long long n) {
+  const unsigned long long tid = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+  const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+  if ((((unsigned long long)src | (unsigned long long)dst | n) & 15ull) == 0) {
+    const uint4* s = (const uint4*)src;
+    uint4* d = (uint4*)dst;
+    for (unsigned long long i = tid; i < n / 16; i += stride) d[i] = s[i];
+  } else {
+    for (unsigned long long i = tid; i < n; i += stride) dst[i] = src[i];
   }
 }
 )CUDA";
