@@ -1,5 +1,6 @@
 #include "backends/bias_into_linear.h"
 
+#include <cstring>
 #include <vector>
 
 #include "graph/graph.h"
@@ -9,21 +10,25 @@
 namespace graft {
 namespace {
 
-// The module tensor a get_attr node reads, if it is f32 of `rank` dims.
-const Tensor* F32Constant(const Module& module, const Node* node, int64_t rank) {
+// The module tensor a get_attr node reads, if it is a float tensor of
+// `rank` dims on the host.
+const Tensor* FloatConstant(const Module& module, const Node* node, int64_t rank) {
   if (node->op() != OpCode::kGetAttr) return nullptr;
   const Tensor* t = module.FindTensor(node->target());
-  return t != nullptr && t->dtype() == DType::kF32 && t->rank() == rank ? t : nullptr;
+  return t != nullptr && IsFloatingPoint(t->dtype()) && t->on_host() && t->rank() == rank
+             ? t
+             : nullptr;
 }
 
-// The [N, K] transpose of a [K, N] tensor.
+// The [N, K] transpose of a [K, N] tensor, element bytes moved as they are.
 Tensor Transposed(const Tensor& w) {
   const int64_t k = w.dim(0), n = w.dim(1);
-  Tensor t(DType::kF32, {n, k});
-  const float* from = w.data<float>();
-  float* to = t.data<float>();
+  const size_t size = DTypeSize(w.dtype());
+  Tensor t(w.dtype(), {n, k});
+  const char* from = static_cast<const char*>(w.raw_data());
+  char* to = static_cast<char*>(t.raw_data());
   for (int64_t i = 0; i < k; ++i) {
-    for (int64_t j = 0; j < n; ++j) to[j * k + i] = from[i * n + j];
+    for (int64_t j = 0; j < n; ++j) std::memcpy(to + (j * k + i) * size, from + (i * n + j) * size, size);
   }
   return t;
 }
@@ -51,10 +56,11 @@ absl::StatusOr<bool> FoldBiasIntoLinear(Module& module) {
         continue;
       }
       Node* x = product->arg(0).node();
-      const Tensor* w = F32Constant(module, product->arg(1).node(), 2);
-      const Tensor* b = F32Constant(module, bias, 1);
+      const Tensor* w = FloatConstant(module, product->arg(1).node(), 2);
+      const Tensor* b = FloatConstant(module, bias, 1);
       if (w == nullptr || b == nullptr || !x->type().has_value() ||
-          x->type()->rank() < 2 || b->dim(0) != w->dim(1)) {
+          x->type()->rank() < 2 || b->dim(0) != w->dim(1) || w->dtype() != b->dtype() ||
+          x->type()->dtype != w->dtype()) {
         continue;
       }
       const std::string name =

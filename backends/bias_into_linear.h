@@ -7,7 +7,8 @@
 namespace graft {
 
 // Rewrites add(matmul(x, W), b) (either operand order), with W a module
-// tensor [K, N], b one of [N] and the product read by nothing else, as
+// tensor [K, N], b one of [N] (float tensors of one dtype) and the product
+// read by nothing else, as
 // linear(x, W^T, b): the library call adds the bias as it writes the
 // product instead of a second pass over it. ONNX exports of GPT-2 and of
 // most transformers write their projections that way. Returns whether it

@@ -1,6 +1,8 @@
 #include "backends/cuda/cuda_executable.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -198,7 +200,8 @@ void* CompiledCudaProgram::Resolve(const BufferRef& ref, const RunContext& conte
 }
 
 // Every step's work on the context's stream, in order.
-absl::Status CompiledCudaProgram::Enqueue(RunContext& context) const {
+absl::Status CompiledCudaProgram::Enqueue(RunContext& context,
+                                          const std::vector<cudaEvent_t>* after_step) const {
   for (size_t i = 0; i < program_.steps.size(); ++i) {
     const Step& step = program_.steps[i];
     absl::Status status;
@@ -232,11 +235,53 @@ absl::Status CompiledCudaProgram::Enqueue(RunContext& context) const {
                                            dim3(launch.spec.block), args.data(), 0,
                                            context.stream));
     }
+    if (status.ok() && after_step != nullptr) {
+      status = GRAFT_CUDA(cudaEventRecord((*after_step)[i + 1], context.stream));
+    }
     if (!status.ok()) {
       return absl::Status(status.code(), absl::StrCat("%", step.node->name(), " (",
                                                       step.node->target(), "): ",
                                                       status.message()));
     }
+  }
+  return absl::OkStatus();
+}
+
+// GRAFT_CUDA_PROFILE=1: runs the steps ten times without the graph, with an
+// event after each, and prints where the time goes (to stderr, once per
+// program), the slowest steps first.
+absl::Status CompiledCudaProgram::Profile(RunContext& context) const {
+  std::lock_guard<std::mutex> lock(capture_mu_);
+  std::vector<cudaEvent_t> events(program_.steps.size() + 1, nullptr);
+  for (cudaEvent_t& e : events) RETURN_IF_ERROR(GRAFT_CUDA(cudaEventCreate(&e)));
+  std::vector<double> us(program_.steps.size(), 0);
+  constexpr int kRounds = 10;
+  absl::Status status;
+  for (int round = 0; round < kRounds && status.ok(); ++round) {
+    status = GRAFT_CUDA(cudaEventRecord(events[0], context.stream));
+    if (status.ok()) status = Enqueue(context, &events);
+    if (status.ok()) status = GRAFT_CUDA(cudaStreamSynchronize(context.stream));
+    for (size_t i = 0; i < us.size() && status.ok(); ++i) {
+      float ms = 0;
+      cudaEventElapsedTime(&ms, events[i], events[i + 1]);
+      us[i] += ms * 1000.0 / kRounds;
+    }
+  }
+  for (cudaEvent_t e : events) cudaEventDestroy(e);
+  RETURN_IF_ERROR(status);
+  std::vector<size_t> order(us.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return us[a] > us[b]; });
+  double total = 0;
+  for (double u : us) total += u;
+  std::fprintf(stderr, "graft cuda profile: %zu steps, %.1f us without the graph\n", us.size(),
+               total);
+  for (size_t i : order) {
+    const Step& step = program_.steps[i];
+    std::fprintf(stderr, "  %8.1f us %5.1f%%  %%%s (%s) %s%s\n", us[i], 100 * us[i] / total,
+                 step.node->name().c_str(), step.node->target().c_str(),
+                 step.node->type()->ToString().c_str(),
+                 gemms_.contains(static_cast<int>(i)) ? " [cuBLASLt]" : "");
   }
   return absl::OkStatus();
 }
@@ -306,7 +351,13 @@ absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::RunIn(
                                : dst);
   }
   destinations.push_back(context.host_error);
-  if (context.graph == nullptr) RETURN_IF_ERROR(Capture(context));
+  if (context.graph == nullptr) {
+    RETURN_IF_ERROR(Capture(context));
+    const char* profile = std::getenv("GRAFT_CUDA_PROFILE");
+    if (profile != nullptr && *profile != '\0' && *profile != '0' && !profiled_.exchange(true)) {
+      RETURN_IF_ERROR(Profile(context));
+    }
+  }
   char* io = context.io;
   int* error = context.error;
   void* in_args[] = {sources.data(), &io, &error};

@@ -4,6 +4,7 @@
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -57,7 +58,11 @@ class CompiledCudaProgram {
   absl::Status UploadWeights();
   absl::StatusOr<std::unique_ptr<RunContext>> NewContext() const;
   void* Resolve(const BufferRef& ref, const RunContext& context) const;
-  absl::Status Enqueue(RunContext& context) const;
+  // Every step on the context's stream; with `after_step`, records event
+  // i + 1 after step i.
+  absl::Status Enqueue(RunContext& context,
+                       const std::vector<cudaEvent_t>* after_step = nullptr) const;
+  absl::Status Profile(RunContext& context) const;
   absl::Status Capture(RunContext& context) const;
   absl::Status FailedStep(int failed_step) const;
   absl::StatusOr<std::vector<Tensor>> RunIn(RunContext& context,
@@ -80,6 +85,7 @@ class CompiledCudaProgram {
   std::vector<size_t> input_offsets_, output_offsets_;    // In a context's io.
   size_t io_bytes_ = 0;
   mutable std::mutex contexts_mu_, capture_mu_;
+  mutable std::atomic<bool> profiled_{false};
   mutable std::vector<std::unique_ptr<RunContext>> free_contexts_;
 };
 

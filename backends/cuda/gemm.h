@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "backends/step_program.h"
@@ -67,7 +68,7 @@ class GemmPlan {
   GemmPlan() = default;
   absl::Status Describe();
   absl::Status Choose(bool autotune);
-  absl::Status TimeCandidates(const cublasLtMatmulHeuristicResult_t* results, int found);
+  absl::Status TimeCandidates(const std::vector<cublasLtMatmulAlgo_t>& candidates);
 
   cublasLtHandle_t handle_ = nullptr;
   GemmShape shape_;

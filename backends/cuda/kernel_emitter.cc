@@ -652,6 +652,7 @@ class Emitter {
     const DType acc = AccumulatorType(t);
     const std::string at = RegisterType(acc);
     const bool log = node().is_call("log_softmax");
+    if (rows.inner == 1 && rows.n <= kWarpRowMax) return WarpSoftmax(rows, in_type, log);
     auto x = [&](const std::string& j) {
       return Convert(LoadExpr(in_type, absl::StrCat("p1[start + ", j, " * ", rows.inner, "LL]")),
                      in_type, acc);
@@ -707,6 +708,10 @@ class Emitter {
     };
     if (weight != nullptr) absl::StrAppend(&affine, " * ", add_param(weight, "w"));
     if (bias != nullptr) absl::StrAppend(&affine, " + ", add_param(bias, "b"));
+    if (n <= kWarpRowMax) {
+      return WarpLayerNorm(outer, n, in_type, affine, call.Float("eps"), std::move(params),
+                           std::move(buffers));
+    }
     const std::string x = Convert(LoadExpr(in_type, "p1[start + j]"), in_type, acc);
     std::string code = absl::StrCat(
         "  const long long start = (long long)blockIdx.x * ", n, "LL;\n  ", at,
@@ -719,6 +724,70 @@ class Emitter {
         n, "LL; j += blockDim.x) p0[start + j] = ",
         StoreValue(t, Convert(absl::StrCat("((", x, " - mean) * inv)", affine), acc, t)), ";\n");
     AddKernel(NextName(), params, code, outer, RowThreads(n), std::move(buffers));
+    return absl::OkStatus();
+  }
+
+  // Rows of up to kWarpRowMax contiguous elements: one warp per row, the
+  // row in registers (ceil(n / 32) per lane), reductions by shuffles only.
+  static constexpr int64_t kWarpRowMax = 1024;
+  static constexpr int kRowsPerBlock = 8;
+
+  // The start of a warp-per-row kernel: `row`, `lane`, and `start`.
+  static std::string WarpRowStart(int64_t rows, int64_t n) {
+    return absl::StrCat("  const int lane = threadIdx.x & 31;\n  const long long row = (long long)blockIdx.x * ",
+                        kRowsPerBlock, " + (threadIdx.x >> 5);\n  if (row >= ", rows,
+                        "LL) return;\n  const long long start = row * ", n, "LL;\n");
+  }
+
+  absl::Status WarpSoftmax(const Rows& rows, DType in_type, bool log) {
+    const DType t = out_dtype(), acc = AccumulatorType(t);
+    const std::string at = RegisterType(acc);
+    const int64_t count = rows.outer, per_lane = (rows.n + 31) / 32;
+    const std::string lowest = Extreme(acc, false);
+    std::string code = absl::StrCat(
+        WarpRowStart(count, rows.n), "  ", at, " v[", per_lane, "];\n  ", at, " m = ", lowest,
+        ";\n#pragma unroll\n  for (int k = 0; k < ", per_lane,
+        "; ++k) {\n    const int j = lane + 32 * k;\n    v[k] = j < ", rows.n, " ? ",
+        Convert(LoadExpr(in_type, "p1[start + j]"), in_type, acc), " : ", lowest,
+        ";\n    m = g_max(m, v[k]);\n  }\n  m = g_warp_reduce(m, g_max_op());\n  ", at,
+        " s = 0;\n#pragma unroll\n  for (int k = 0; k < ", per_lane, "; ++k) {\n    if (lane + 32 * k < ",
+        rows.n, ") s += g_exp<", at, ">(v[k] - m);\n  }\n  s = g_warp_reduce(s, g_sum_op());\n");
+    const std::string value = log ? absl::StrCat("v[k] - m - g_log<", at, ">(s)")
+                                  : absl::StrCat("g_exp<", at, ">(v[k] - m) * inv");
+    if (!log) absl::StrAppend(&code, "  const ", at, " inv = (", at, ")1 / s;\n");
+    absl::StrAppend(&code, "#pragma unroll\n  for (int k = 0; k < ", per_lane,
+                    "; ++k) {\n    const int j = lane + 32 * k;\n    if (j < ", rows.n,
+                    ") p0[start + j] = ", StoreValue(t, Convert(value, acc, t)), ";\n  }\n");
+    AddKernel(NextName(),
+              {absl::StrCat(StorageType(t), "* __restrict__ p0"),
+               absl::StrCat("const ", StorageType(in_type), "* __restrict__ p1")},
+              code, (count + kRowsPerBlock - 1) / kRowsPerBlock, 32 * kRowsPerBlock,
+              {step_->result, step_->operands[0]});
+    return absl::OkStatus();
+  }
+
+  absl::Status WarpLayerNorm(int64_t outer, int64_t n, DType in_type, const std::string& affine,
+                             double eps, std::vector<std::string> params,
+                             std::vector<BufferRef> buffers) {
+    const DType t = out_dtype(), acc = AccumulatorType(t);
+    const std::string at = RegisterType(acc);
+    const int64_t per_lane = (n + 31) / 32;
+    std::string code = absl::StrCat(
+        WarpRowStart(outer, n), "  ", at, " v[", per_lane, "];\n  ", at,
+        " s = 0;\n#pragma unroll\n  for (int k = 0; k < ", per_lane,
+        "; ++k) {\n    const int j = lane + 32 * k;\n    v[k] = j < ", n, " ? ",
+        Convert(LoadExpr(in_type, "p1[start + j]"), in_type, acc), " : (", at,
+        ")0;\n    s += v[k];\n  }\n  const ", at, " mean = g_warp_reduce(s, g_sum_op()) / (", at,
+        ")", n, ";\n  ", at, " q = 0;\n#pragma unroll\n  for (int k = 0; k < ", per_lane,
+        "; ++k) {\n    if (lane + 32 * k < ", n, ") { const ", at,
+        " d = v[k] - mean; q += d * d; }\n  }\n  const ", at, " inv = (", at, ")1 / g_sqrt<", at,
+        ">(g_warp_reduce(q, g_sum_op()) / (", at, ")", n, " + ", Literal(acc, eps),
+        ");\n#pragma unroll\n  for (int k = 0; k < ", per_lane,
+        "; ++k) {\n    const int j = lane + 32 * k;\n    if (j < ", n, ") p0[start + j] = ",
+        StoreValue(t, Convert(absl::StrCat("((v[k] - mean) * inv)", affine), acc, t)),
+        ";\n  }\n");
+    AddKernel(NextName(), params, code, (outer + kRowsPerBlock - 1) / kRowsPerBlock,
+              32 * kRowsPerBlock, std::move(buffers));
     return absl::OkStatus();
   }
 

@@ -61,6 +61,13 @@ struct g_sum_op { template <class T> __device__ T operator()(T a, T b) const { r
 struct g_max_op { template <class T> __device__ T operator()(T a, T b) const { return g_max(a, b); } };
 struct g_min_op { template <class T> __device__ T operator()(T a, T b) const { return g_min(a, b); } };
 
+// Reduces one value per lane over the warp; every lane gets the result.
+template <class T, class Op>
+__device__ __forceinline__ T g_warp_reduce(T v, Op op) {
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
 // Reduces one value per thread over the block; every thread gets the
 // result. blockDim.x is a multiple of 32.
 template <class T, class Op>
