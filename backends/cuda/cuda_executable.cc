@@ -57,9 +57,16 @@ struct RunContext {
   char* staging = nullptr;
   int* host_error = nullptr;
   cudaGraphExec_t graph = nullptr;
+  // When the copy kernels are the graph's first and last nodes, each run
+  // sets their pointer arguments in the instantiated graph (one launch);
+  // otherwise they are launched around it.
+  cudaGraph_t graph_def = nullptr;
+  cudaGraphNode_t copy_in = nullptr, copy_out = nullptr;
+  cudaKernelNodeParams copy_in_params{}, copy_out_params{};
 
   ~RunContext() {
     if (graph != nullptr) cudaGraphExecDestroy(graph);
+    if (graph_def != nullptr) cudaGraphDestroy(graph_def);
     if (pinned != nullptr) cudaFreeHost(pinned);
     if (memory != nullptr) cudaFree(memory);
     if (stream != nullptr) cudaStreamDestroy(stream);
@@ -286,20 +293,77 @@ absl::Status CompiledCudaProgram::Profile(RunContext& context) const {
   return absl::OkStatus();
 }
 
-// Records every step once as a CUDA graph; each run replays it with one
-// launch between the copy kernels.
-absl::Status CompiledCudaProgram::Capture(RunContext& context) const {
+// The graph's one node without dependencies (`root`) or without dependents,
+// if it is a kernel node; else null.
+cudaGraphNode_t OnlyEnd(cudaGraph_t graph, bool root) {
+  size_t count = 0;
+  if (cudaGraphGetNodes(graph, nullptr, &count) != cudaSuccess || count == 0) return nullptr;
+  std::vector<cudaGraphNode_t> nodes(count);
+  if (cudaGraphGetNodes(graph, nodes.data(), &count) != cudaSuccess) return nullptr;
+  cudaGraphNode_t found = nullptr;
+  for (cudaGraphNode_t node : nodes) {
+    size_t edges = 0;
+    const cudaError_t e = root ? cudaGraphNodeGetDependencies(node, nullptr, nullptr, &edges)
+                               : cudaGraphNodeGetDependentNodes(node, nullptr, nullptr, &edges);
+    if (e != cudaSuccess) return nullptr;
+    if (edges > 0) continue;
+    if (found != nullptr) return nullptr;
+    found = node;
+  }
+  cudaGraphNodeType type;
+  if (found == nullptr || cudaGraphNodeGetType(found, &type) != cudaSuccess ||
+      type != cudaGraphNodeTypeKernel) {
+    return nullptr;
+  }
+  return found;
+}
+
+// Records the run once as a CUDA graph: the copy kernel for the inputs,
+// every step, the copy kernel for the outputs. Later runs replay it with
+// one launch after setting the copy kernels' pointers. Where the copy
+// kernels cannot be found again in the graph, it holds the steps only.
+absl::Status CompiledCudaProgram::Capture(RunContext& context, void** in_args,
+                                          void** out_args) const {
   std::lock_guard<std::mutex> lock(capture_mu_);  // GEMM plans set their bias per call.
-  RETURN_IF_ERROR(GRAFT_CUDA(
-      cudaStreamBeginCapture(context.stream, cudaStreamCaptureModeThreadLocal)));
-  absl::Status enqueued = Enqueue(context);
-  cudaGraph_t graph = nullptr;
-  absl::Status ended = GRAFT_CUDA(cudaStreamEndCapture(context.stream, &graph));
-  RETURN_IF_ERROR(enqueued);
-  RETURN_IF_ERROR(ended);
-  absl::Status made = GRAFT_CUDA(cudaGraphInstantiate(&context.graph, graph, 0));
-  cudaGraphDestroy(graph);
-  return made;
+  for (bool with_copies : {true, false}) {
+    RETURN_IF_ERROR(GRAFT_CUDA(
+        cudaStreamBeginCapture(context.stream, cudaStreamCaptureModeThreadLocal)));
+    absl::Status enqueued;
+    if (with_copies) enqueued = LaunchCopy(context, true, in_args);
+    if (enqueued.ok()) enqueued = Enqueue(context);
+    if (enqueued.ok() && with_copies) enqueued = LaunchCopy(context, false, out_args);
+    cudaGraph_t graph = nullptr;
+    absl::Status ended = GRAFT_CUDA(cudaStreamEndCapture(context.stream, &graph));
+    RETURN_IF_ERROR(enqueued);
+    RETURN_IF_ERROR(ended);
+    if (with_copies) {
+      context.copy_in = OnlyEnd(graph, true);
+      context.copy_out = OnlyEnd(graph, false);
+      if (context.copy_in == nullptr || context.copy_out == nullptr ||
+          cudaGraphKernelNodeGetParams(context.copy_in, &context.copy_in_params) != cudaSuccess ||
+          cudaGraphKernelNodeGetParams(context.copy_out, &context.copy_out_params) !=
+              cudaSuccess) {
+        context.copy_in = context.copy_out = nullptr;
+        cudaGetLastError();
+        cudaGraphDestroy(graph);
+        continue;
+      }
+    }
+    absl::Status made = GRAFT_CUDA(cudaGraphInstantiate(&context.graph, graph, 0));
+    if (!made.ok()) {
+      cudaGraphDestroy(graph);
+      return made;
+    }
+    context.graph_def = graph;
+    return absl::OkStatus();
+  }
+  return absl::InternalError("capturing the run as a CUDA graph failed");
+}
+
+absl::Status CompiledCudaProgram::LaunchCopy(RunContext& context, bool in, void** args) const {
+  return GRAFT_CUDA(cudaLaunchKernel(reinterpret_cast<const void*>(in ? copy_in_ : copy_out_),
+                                     dim3(in ? copy_in_grid_ : copy_out_grid_), dim3(256), args,
+                                     0, context.stream));
 }
 
 absl::Status CompiledCudaProgram::FailedStep(int failed_step) const {
@@ -351,24 +415,30 @@ absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::RunIn(
                                : dst);
   }
   destinations.push_back(context.host_error);
+  char* io = context.io;
+  int* error = context.error;
+  void* in_args[] = {sources.data(), &io, &error};
+  void* out_args[] = {destinations.data(), &io, &error};
   if (context.graph == nullptr) {
-    RETURN_IF_ERROR(Capture(context));
+    RETURN_IF_ERROR(Capture(context, in_args, out_args));
     const char* profile = std::getenv("GRAFT_CUDA_PROFILE");
     if (profile != nullptr && *profile != '\0' && *profile != '0' && !profiled_.exchange(true)) {
       RETURN_IF_ERROR(Profile(context));
     }
   }
-  char* io = context.io;
-  int* error = context.error;
-  void* in_args[] = {sources.data(), &io, &error};
-  RETURN_IF_ERROR(GRAFT_CUDA(cudaLaunchKernel(reinterpret_cast<const void*>(copy_in_),
-                                              dim3(copy_in_grid_), dim3(256), in_args, 0,
-                                              context.stream)));
-  RETURN_IF_ERROR(GRAFT_CUDA(cudaGraphLaunch(context.graph, context.stream)));
-  void* out_args[] = {destinations.data(), &io, &error};
-  RETURN_IF_ERROR(GRAFT_CUDA(cudaLaunchKernel(reinterpret_cast<const void*>(copy_out_),
-                                              dim3(copy_out_grid_), dim3(256), out_args, 0,
-                                              context.stream)));
+  if (context.copy_in != nullptr) {
+    context.copy_in_params.kernelParams = in_args;
+    context.copy_out_params.kernelParams = out_args;
+    RETURN_IF_ERROR(GRAFT_CUDA(cudaGraphExecKernelNodeSetParams(context.graph, context.copy_in,
+                                                                &context.copy_in_params)));
+    RETURN_IF_ERROR(GRAFT_CUDA(cudaGraphExecKernelNodeSetParams(context.graph, context.copy_out,
+                                                                &context.copy_out_params)));
+    RETURN_IF_ERROR(GRAFT_CUDA(cudaGraphLaunch(context.graph, context.stream)));
+  } else {
+    RETURN_IF_ERROR(LaunchCopy(context, true, in_args));
+    RETURN_IF_ERROR(GRAFT_CUDA(cudaGraphLaunch(context.graph, context.stream)));
+    RETURN_IF_ERROR(LaunchCopy(context, false, out_args));
+  }
   for (size_t j = 0; j + 1 < destinations.size(); ++j) {
     if (destinations[j] != nullptr) continue;
     RETURN_IF_ERROR(GRAFT_CUDA(cudaMemcpyAsync(

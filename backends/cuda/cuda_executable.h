@@ -63,7 +63,9 @@ class CompiledCudaProgram {
   absl::Status Enqueue(RunContext& context,
                        const std::vector<cudaEvent_t>* after_step = nullptr) const;
   absl::Status Profile(RunContext& context) const;
-  absl::Status Capture(RunContext& context) const;
+  absl::Status Capture(RunContext& context, void** in_args, void** out_args) const;
+  // graft_copy_in (`in`) or graft_copy_out on the context's stream.
+  absl::Status LaunchCopy(RunContext& context, bool in, void** args) const;
   absl::Status FailedStep(int failed_step) const;
   absl::StatusOr<std::vector<Tensor>> RunIn(RunContext& context,
                                             absl::Span<const Tensor> inputs,
