@@ -8,6 +8,7 @@ loop of runs between two timer reads, the median of five rounds. Prints one
 table of per-run microseconds and ratios (PyTorch's best mode / graft).
 
   python3 bench/cuda_vs_torch.py [BUILD_DIR] [--modes eager,default,...]
+      [--workloads mlp,block,one-node]
 
 BUILD_DIR holds bench/gpu_run (default build-gpu). The block is read from
 .benchmodels/gpt2_block.gpb (bench/models/export_gpt2_block.py, then graft
@@ -18,11 +19,14 @@ bandwidth (bytes read plus written).
 import json, subprocess, sys, time
 import torch
 
-build = next((a for a in sys.argv[1:] if not a.startswith("--")), "build-gpu")
+build = next((a for a in sys.argv[1:2] if not a.startswith("--")), "build-gpu")
 modes = ["eager", "default", "reduce-overhead", "max-autotune"]
+workloads = ["mlp", "block", "one-node"]
 for i, a in enumerate(sys.argv):
     if a == "--modes":
         modes = sys.argv[i + 1].split(",")
+    if a == "--workloads":
+        workloads = sys.argv[i + 1].split(",")
 dev = "cuda"
 torch.manual_seed(0)
 
@@ -91,6 +95,8 @@ params = 1024 * 4096 + 4096 * 4096 + 4096 * 1024 + 4096 + 4096 + 1024
 for precision, torch_dtype, matmul in [("f32", torch.float32, "highest"),
                                        ("tf32", torch.float32, "high"),
                                        ("bf16", torch.bfloat16, "highest")]:
+    if "mlp" not in workloads:
+        break
     torch.set_float32_matmul_precision(matmul)
     x = torch.randn(32, 1024, device=dev, dtype=torch_dtype)
     t = torch_times(lambda: MLP().to(dev, torch_dtype).eval(), x)
@@ -126,7 +132,7 @@ class Block(nn.Module):
 
 
 block_file = ".benchmodels/gpt2_block.gpb"
-if os.path.exists(block_file):
+if os.path.exists(block_file) and "block" in workloads:
     torch.set_float32_matmul_precision("highest")
     x = torch.randn(8, 256, 768, device=dev, dtype=torch.bfloat16)
     t = {}
@@ -139,11 +145,12 @@ if os.path.exists(block_file):
         rows.append(("GPT-2 block b8 s256 bf16", t, g, autotune, 0))
         print(rows[-1], flush=True)
 
-torch.set_float32_matmul_precision("highest")
-x = torch.randn(1024, device=dev)
-t = torch_times(lambda: torch.nn.ReLU(), x)
-g = graft_time("one-node", "f32", "0")
-rows.append(("one node (relu, 1024)", t, g, "0", 0))
+if "one-node" in workloads:
+    torch.set_float32_matmul_precision("highest")
+    x = torch.randn(1024, device=dev)
+    t = torch_times(lambda: torch.nn.ReLU(), x)
+    g = graft_time("one-node", "f32", "0")
+    rows.append(("one node (relu, 1024)", t, g, "0", 0))
 
 print()
 print("| workload | autotune | torch eager us | torch best mode | torch best us | graft us "

@@ -17,6 +17,7 @@ echo "cuda_tests exit $?"
 grep -E "^\[  FAILED|Failure|error|^\[  PASSED|^\[  SKIPPED \] [0-9]" "$out/cuda_tests.log" | head -40
 if [ "${GRAFT_SKIP_BENCH:-0}" != 1 ]; then
   PYTHONUNBUFFERED=1 python3 bench/cuda_vs_torch.py build-gpu ${GRAFT_TORCH_MODES:+--modes $GRAFT_TORCH_MODES} \
+    ${GRAFT_BENCH_WORKLOADS:+--workloads $GRAFT_BENCH_WORKLOADS} \
     > "$out/bench.log" 2>&1
   tail -12 "$out/bench.log"
 fi
