@@ -105,6 +105,23 @@ absl::StatusOr<StridedSource> ViewSource(const Node& node) {
   return in;
 }
 
+ReductionSplit SplitReduction(const OpCall& call, const std::vector<int64_t>& in_dims) {
+  const std::vector<int64_t> in_strides = ContiguousStrides(in_dims);
+  const int64_t rank = static_cast<int64_t>(in_dims.size());
+  const std::vector<int64_t> dim_list =
+      call.IsNone("dim") ? std::vector<int64_t>{} : call.Ints("dim");
+  std::vector<bool> reduced(in_dims.size(), dim_list.empty());
+  if (rank > 0) {
+    for (int64_t d : dim_list) reduced[NormalizeDim(d, rank)] = true;
+  }
+  ReductionSplit split;
+  for (size_t k = 0; k < in_dims.size(); ++k) {
+    (reduced[k] ? split.reduced_dims : split.kept_dims).push_back(in_dims[k]);
+    (reduced[k] ? split.reduced_strides : split.kept_strides).push_back(in_strides[k]);
+  }
+  return split;
+}
+
 DType PointwiseComputeType(const Node& node, const OpCall& call) {
   const DType out = node.type()->dtype;
   if (out != DType::kBool) return out;

@@ -41,6 +41,15 @@ struct StridedSource {
 // For permute, transpose, expand, slice and getitem (of split) nodes.
 absl::StatusOr<StridedSource> ViewSource(const Node& node);
 
+// How a reduction (sum, mean, amax, amin) splits its input's dims: the kept
+// ones (the result's elements) and the reduced ones, each with the input's
+// element strides. None or an empty dim list reduces every dim, as in
+// PyTorch; a rank-0 input accepts dim 0 or -1 and reduces nothing.
+struct ReductionSplit {
+  std::vector<int64_t> kept_dims, kept_strides, reduced_dims, reduced_strides;
+};
+ReductionSplit SplitReduction(const OpCall& call, const std::vector<int64_t>& in_dims);
+
 // The dtype a pointwise call computes in: its result's, except that a
 // comparison computes in its operands' common type.
 DType PointwiseComputeType(const Node& node, const OpCall& call);

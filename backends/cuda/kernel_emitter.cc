@@ -561,20 +561,11 @@ class Emitter {
   absl::Status Reduce() {
     ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node()));
     const Node* input = step_->inputs[0];
-    const std::vector<int64_t> in_dims = DimsOf(*input);
-    const std::vector<int64_t> in_strides = ContiguousStrides(in_dims);
-    const int64_t rank = static_cast<int64_t>(in_dims.size());
-    const std::vector<int64_t> dim_list =
-        call.IsNone("dim") ? std::vector<int64_t>{} : call.Ints("dim");
-    std::vector<bool> reduced(in_dims.size(), dim_list.empty());
-    if (rank > 0) {
-      for (int64_t d : dim_list) reduced[NormalizeDim(d, rank)] = true;
-    }
-    std::vector<int64_t> kept_dims, kept_strides, red_dims, red_strides;
-    for (size_t k = 0; k < in_dims.size(); ++k) {
-      (reduced[k] ? red_dims : kept_dims).push_back(in_dims[k]);
-      (reduced[k] ? red_strides : kept_strides).push_back(in_strides[k]);
-    }
+    const ReductionSplit split = SplitReduction(call, DimsOf(*input));
+    const std::vector<int64_t>& kept_dims = split.kept_dims;
+    const std::vector<int64_t>& kept_strides = split.kept_strides;
+    const std::vector<int64_t>& red_dims = split.reduced_dims;
+    const std::vector<int64_t>& red_strides = split.reduced_strides;
     const std::string& op = node().target();
     const DType in_type = input->type()->dtype;
     const DType acc = AccumulatorType(out_dtype());
