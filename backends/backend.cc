@@ -53,6 +53,11 @@ std::string CompileOptions::KeyString() const {
   std::string key = absl::StrCat("device=", device_index,
                                  ";keep_outputs_on_device=",
                                  keep_outputs_on_device, ";inputs=");
+  if (communicator != nullptr) {
+    // Compiled code binds its communicator: a key per communicator.
+    absl::StrAppend(&key, "world=", communicator->world_size(), ";rank=",
+                    communicator->rank(), ";communicator=", communicator->id(), ";");
+  }
   for (const TensorType& t : input_types) absl::StrAppend(&key, t.ToString(), ",");
   for (const auto& [k, v] : options) {
     absl::StrAppend(&key, ";", k.size(), ":", k, "=", v.size(), ":", v);

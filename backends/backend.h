@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "backends/communicator.h"
 #include "graph/module.h"
 #include "graph/node.h"
 #include "graph/tensor.h"
@@ -37,6 +38,9 @@ struct CompileOptions {
   // copying them to the host; for chaining runs on a GPU. No effect on
   // backends that run on the host.
   bool keep_outputs_on_device = false;
+  // For a module holding collectives (a rank of a sharded module,
+  // passes/shard.h): this rank's link to the others. Null otherwise.
+  std::shared_ptr<Communicator> communicator;
 
   // The value of option `key`, or `fallback` when it is not set.
   std::string Get(absl::string_view key, absl::string_view fallback = "") const;
@@ -105,6 +109,14 @@ class Backend {
   virtual std::shared_ptr<DeviceAllocator> allocator(
       const CompileOptions& options) const {
     return nullptr;
+  }
+
+  // The communicators of a world of `world_size` ranks, one per rank, for
+  // running a sharded module (CompileSharded); a GPU backend puts rank r on
+  // device r. The default is an in-process world on the host.
+  virtual absl::StatusOr<std::vector<std::shared_ptr<Communicator>>> CreateWorld(
+      int world_size) const {
+    return InProcessWorld(world_size);
   }
 
   // The on-disk compile cache. A backend whose executables can be written

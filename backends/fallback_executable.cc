@@ -236,6 +236,9 @@ class FallbackBuilder {
       options.input_types.clear();
       options.keep_outputs_on_device = true;
       step.allocator = backend_.allocator(options_);
+    } else {
+      // The interpreter's collectives go through the same communicator.
+      options.communicator = options_.communicator;
     }
     absl::StatusOr<std::unique_ptr<Executable>> compiled =
         side.Compile(sub, options);

@@ -150,6 +150,7 @@ void RegisterCoreOps(OpRegistry& registry) {
   core_ops::RegisterQuantOps(registry);
   core_ops::RegisterStructureOps(registry);
   core_ops::RegisterFusedOps(registry);
+  core_ops::RegisterCollectiveOps(registry);
 }
 
 }  // namespace graft

@@ -58,6 +58,8 @@ void RegisterQuantOps(OpRegistry& registry);
 void RegisterStructureOps(OpRegistry& registry);
 // graft's own fused ops (graph/fused_ops.h).
 void RegisterFusedOps(OpRegistry& registry);
+// The collectives of sharded modules (graph/collective_ops.h).
+void RegisterCollectiveOps(OpRegistry& registry);
 
 }  // namespace graft::core_ops
 

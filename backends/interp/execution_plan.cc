@@ -16,8 +16,9 @@
 namespace graft::interp {
 
 absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Build(
-    const Module& module) {
+    const Module& module, std::shared_ptr<Communicator> communicator) {
   std::unique_ptr<ExecutionPlan> plan(new ExecutionPlan());
+  plan->communicator_ = std::move(communicator);
   plan->signature_ = PlaceholderSignature(module.graph());
   int64_t placeholders = 0;
   bool has_output = false;
@@ -78,7 +79,7 @@ absl::Status ExecutionPlan::AddStep(const Module& module, const Node& node,
       }
       std::unique_ptr<ExecutionPlan>& nested = nested_[sub];
       if (nested == nullptr) {
-        absl::StatusOr<std::unique_ptr<ExecutionPlan>> built = Build(*sub);
+        absl::StatusOr<std::unique_ptr<ExecutionPlan>> built = Build(*sub, communicator_);
         if (!built.ok()) return AnnotateNode(node, built.status());
         nested = *std::move(built);
       }
@@ -162,7 +163,7 @@ absl::StatusOr<Value> ExecutionPlan::RunStep(const Step& step,
     case OpCode::kGetAttr:
       return Value(*step.attr);
     case OpCode::kCallFunction: {
-      KernelContext ctx(node, *step.call, value_of);
+      KernelContext ctx(node, *step.call, value_of, communicator_.get());
       return (*step.kernel)(ctx);
     }
     case OpCode::kCallModule: {

@@ -27,8 +27,9 @@ class ExecutionPlan {
   // `module` must outlive the plan and not change while it exists. Fails,
   // naming the node, if a node cannot run (unknown op, no kernel, arguments
   // that do not match the op's schema, missing tensor or submodule).
+  // `communicator` serves the collectives of a sharded module.
   static absl::StatusOr<std::unique_ptr<ExecutionPlan>> Build(
-      const Module& module);
+      const Module& module, std::shared_ptr<Communicator> communicator = nullptr);
 
   // Runs on `inputs`, already checked against the placeholders' types.
   // Returns the output node's value.
@@ -64,6 +65,7 @@ class ExecutionPlan {
   // Plans of called submodules, built once each.
   absl::flat_hash_map<const Module*, std::unique_ptr<ExecutionPlan>> nested_;
   ExecutableInfo info_;
+  std::shared_ptr<Communicator> communicator_;
 };
 
 }  // namespace graft::interp

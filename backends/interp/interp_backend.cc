@@ -24,9 +24,10 @@ namespace {
 class InterpExecutable : public Executable {
  public:
   static absl::StatusOr<std::unique_ptr<Executable>> Create(
-      const Module& module, std::vector<ValueSignature> inputs) {
+      const Module& module, std::vector<ValueSignature> inputs,
+      std::shared_ptr<Communicator> communicator) {
     std::unique_ptr<InterpExecutable> e(new InterpExecutable(module.Clone()));
-    ASSIGN_OR_RETURN(e->plan_, ExecutionPlan::Build(*e->module_));
+    ASSIGN_OR_RETURN(e->plan_, ExecutionPlan::Build(*e->module_, std::move(communicator)));
     e->inputs_ = std::move(inputs);
     e->outputs_ = OutputSignature(e->module_->graph());
     return std::unique_ptr<Executable>(std::move(e));
@@ -87,7 +88,7 @@ absl::StatusOr<std::unique_ptr<Executable>> InterpBackend::Compile(
   }
   std::vector<ValueSignature> inputs = PlaceholderSignature(module.graph());
   RETURN_IF_ERROR(NarrowSignature(inputs, options.input_types));
-  return InterpExecutable::Create(module, std::move(inputs));
+  return InterpExecutable::Create(module, std::move(inputs), options.communicator);
 }
 
 namespace {

@@ -96,6 +96,7 @@ KernelTable& KernelTable::Global() {
     RegisterShapeKernels(*t);
     RegisterCreationKernels(*t);
     RegisterQuantKernels(*t);
+    RegisterCollectiveKernels(*t);
     RegisterFusedKernels(*t);
     return t;
   }();

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "backends/communicator.h"
 #include "backends/interp/value.h"
 #include "graph/node.h"
 #include "graph/op_registry.h"
@@ -34,11 +35,15 @@ class KernelContext {
  public:
   using Lookup = std::function<const Value*(const Node*)>;
 
-  KernelContext(const Node& node, const OpCall& call, Lookup lookup)
-      : node_(node), call_(call), lookup_(std::move(lookup)) {}
+  KernelContext(const Node& node, const OpCall& call, Lookup lookup,
+                Communicator* communicator = nullptr)
+      : node_(node), call_(call), lookup_(std::move(lookup)), communicator_(communicator) {}
 
   const Node& node() const { return node_; }
   const OpCall& call() const { return call_; }
+  // The rank's link to the others, for the collectives; null outside a
+  // sharded run.
+  Communicator* communicator() const { return communicator_; }
 
   // The tensor of parameter `param`, which must be a node holding a tensor.
   absl::StatusOr<Tensor> Input(absl::string_view param) const;
@@ -60,6 +65,7 @@ class KernelContext {
   const Node& node_;
   const OpCall& call_;
   Lookup lookup_;
+  Communicator* communicator_;
 };
 
 using Kernel = std::function<absl::StatusOr<Value>(const KernelContext&)>;
@@ -95,6 +101,7 @@ void RegisterNnKernels(KernelTable& table);
 void RegisterShapeKernels(KernelTable& table);
 void RegisterCreationKernels(KernelTable& table);
 void RegisterQuantKernels(KernelTable& table);
+void RegisterCollectiveKernels(KernelTable& table);
 
 // An InvalidArgument error built from pieces, for kernels.
 template <typename... Args>

@@ -1,0 +1,158 @@
+#include "backends/sharded_executable.h"
+
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "support/status_macros.h"
+
+namespace graft {
+namespace {
+
+// A thread that runs one job at a time for one rank, kept for the
+// executable's life: starting a thread per run would cost more than a
+// small model's run on a GPU.
+class RankThread {
+ public:
+  RankThread() : thread_([this] { Loop(); }) {}
+  ~RankThread() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+  void Start(std::function<void()> job) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      job_ = std::move(job);
+      done_ = false;
+    }
+    cv_.notify_all();
+  }
+
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return done_; });
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (true) {
+      cv_.wait(lock, [this] { return stop_ || job_ != nullptr; });
+      if (stop_) return;
+      std::function<void()> job = std::move(job_);
+      job_ = nullptr;
+      lock.unlock();
+      job();
+      lock.lock();
+      done_ = true;
+      cv_.notify_all();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::function<void()> job_;
+  bool done_ = true, stop_ = false;
+  std::thread thread_;
+};
+
+class ShardedExecutable : public Executable {
+ public:
+  ShardedExecutable(std::vector<std::unique_ptr<Executable>> ranks,
+                    std::vector<std::shared_ptr<Communicator>> world)
+      : ranks_(std::move(ranks)), world_(std::move(world)) {
+    for (size_t r = 1; r < ranks_.size(); ++r) threads_.push_back(std::make_unique<RankThread>());
+  }
+
+  absl::StatusOr<std::vector<Tensor>> Run(absl::Span<const Tensor> inputs) override {
+    std::lock_guard<std::mutex> lock(run_mu_);
+    std::vector<absl::StatusOr<std::vector<Tensor>>> results(ranks_.size(),
+                                                             absl::UnknownError("not run"));
+    auto run_rank = [&](size_t r) {
+      results[r] = ranks_[r]->Run(inputs);
+      // A rank that fails makes no more collectives: its peers must not
+      // wait for it.
+      if (!results[r].ok()) world_[r]->Abort();
+    };
+    for (size_t r = 1; r < ranks_.size(); ++r) threads_[r - 1]->Start([&, r] { run_rank(r); });
+    run_rank(0);
+    for (auto& thread : threads_) thread->Wait();
+    // The first failure that is not another rank's abort says what went wrong.
+    for (size_t r = 0; r < results.size(); ++r) {
+      if (!results[r].ok() && !absl::IsAborted(results[r].status())) {
+        return absl::Status(results[r].status().code(),
+                            absl::StrCat("rank ", r, ": ", results[r].status().message()));
+      }
+    }
+    for (size_t r = 0; r < results.size(); ++r) {
+      if (!results[r].ok()) {
+        return absl::Status(results[r].status().code(),
+                            absl::StrCat("rank ", r, ": ", results[r].status().message()));
+      }
+    }
+    return std::move(results[0]);
+  }
+
+  const std::vector<ValueSignature>& input_signature() const override {
+    return ranks_[0]->input_signature();
+  }
+  const std::vector<ValueSignature>& output_signature() const override {
+    return ranks_[0]->output_signature();
+  }
+  ExecutableInfo info() const override { return ranks_[0]->info(); }
+
+ private:
+  std::vector<std::unique_ptr<Executable>> ranks_;
+  std::vector<std::shared_ptr<Communicator>> world_;
+  std::vector<std::unique_ptr<RankThread>> threads_;
+  std::mutex run_mu_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Executable>> CompileSharded(Backend& backend,
+                                                           const Module& module, int world_size,
+                                                           const CompileOptions& options,
+                                                           ShardedCompileReport* report) {
+  if (world_size < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a world needs at least one rank, got ", world_size));
+  }
+  ASSIGN_OR_RETURN(std::vector<std::shared_ptr<Communicator>> world,
+                   backend.CreateWorld(world_size));
+  const bool on_host = backend.device(options).is_host();
+  std::vector<std::unique_ptr<Executable>> ranks;
+  for (int r = 0; r < world_size; ++r) {
+    passes::ShardReport shard;
+    absl::StatusOr<Module> part =
+        passes::ShardModule(module, passes::ShardOptions{world_size, r}, &shard);
+    if (!part.ok()) {
+      return absl::Status(part.status().code(),
+                          absl::StrCat("sharding for rank ", r, ": ", part.status().message()));
+    }
+    CompileOptions rank_options = options;
+    rank_options.device_index = on_host ? 0 : r;
+    rank_options.communicator = world[r];
+    CompileReport compiled;
+    absl::StatusOr<std::unique_ptr<Executable>> executable =
+        CompileWithFallback(backend, *part, rank_options, &compiled);
+    if (!executable.ok()) {
+      return absl::Status(executable.status().code(),
+                          absl::StrCat("compiling rank ", r, ": ", executable.status().message()));
+    }
+    ranks.push_back(*std::move(executable));
+    if (r == 0 && report != nullptr) *report = {shard, compiled};
+  }
+  return std::unique_ptr<Executable>(new ShardedExecutable(std::move(ranks), std::move(world)));
+}
+
+}  // namespace graft

@@ -1,0 +1,37 @@
+#ifndef GRAFT_BACKENDS_SHARDED_EXECUTABLE_H_
+#define GRAFT_BACKENDS_SHARDED_EXECUTABLE_H_
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "backends/backend.h"
+#include "backends/fallback_executable.h"
+#include "graph/module.h"
+#include "passes/shard.h"
+
+namespace graft {
+
+// What CompileSharded did: how the module was split, and how rank 0's
+// module compiled (the graph breaks of every rank are the same).
+struct ShardedCompileReport {
+  passes::ShardReport shard;
+  CompileReport rank0;
+};
+
+// Tensor parallelism over `world_size` ranks: shards `module` for each rank
+// (passes::ShardModule), compiles each rank's module on `backend` with the
+// interpreter as fallback (a GPU backend puts rank r on device r), links
+// the ranks by the backend's communicators (Backend::CreateWorld: NCCL on
+// GPUs, an in-process world on the host) and returns one executable. Its
+// Run gives every rank the same inputs, runs all ranks at once (rank 0 on
+// the calling thread, each other rank on a thread of its own) and returns
+// rank 0's outputs, which every rank holds; a failing rank fails the run.
+// Runs are serialized: every rank must make its collectives in the same
+// order. `options.device_index` is ignored.
+absl::StatusOr<std::unique_ptr<Executable>> CompileSharded(
+    Backend& backend, const Module& module, int world_size, const CompileOptions& options,
+    ShardedCompileReport* report = nullptr);
+
+}  // namespace graft
+
+#endif  // GRAFT_BACKENDS_SHARDED_EXECUTABLE_H_

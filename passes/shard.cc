@@ -1,0 +1,712 @@
+#include "passes/shard.h"
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "graph/collective_ops.h"
+#include "graph/fused_ops.h"
+#include "graph/graph.h"
+#include "graph/op_traits.h"
+#include "graph/verifier.h"
+#include "passes/dce.h"
+#include "passes/node_util.h"
+#include "passes/shape_prop.h"
+#include "support/status_macros.h"
+
+namespace graft::passes {
+namespace {
+
+// How a value is split over the ranks: along `dim`, which holds `blocks`
+// equal blocks, each cut into world_size contiguous pieces; a rank holds
+// its piece of every block. One block is the plain Megatron split; three
+// are a fused q/k/v projection's result.
+struct Sharding {
+  int64_t dim = 0;
+  int64_t blocks = 1;
+  bool operator==(const Sharding&) const = default;
+};
+
+// The part of `t` one rank keeps when `t` is split as `s` along `dim`.
+Tensor SliceForRank(const Tensor& t, int64_t dim, int64_t blocks, int world, int rank) {
+  std::vector<int64_t> dims = t.dims();
+  const int64_t block = dims[dim] / blocks, piece = block / world;
+  dims[dim] = piece * blocks;
+  Tensor out(t.dtype(), dims);
+  int64_t outer = 1, inner = static_cast<int64_t>(DTypeSize(t.dtype()));
+  for (int64_t d = 0; d < dim; ++d) outer *= t.dim(d);
+  for (int64_t d = dim + 1; d < t.rank(); ++d) inner *= t.dim(d);
+  const auto* src = static_cast<const std::byte*>(t.raw_data());
+  auto* dst = static_cast<std::byte*>(out.raw_data());
+  const size_t run = piece * inner;
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t first = b * block + rank * piece;
+      std::memcpy(dst, src + (o * t.dim(dim) + first) * inner, run);
+      dst += run;
+    }
+  }
+  return out;
+}
+
+// Sets parameter `param` of call `n`.
+void SetCallParam(Node* n, absl::string_view param, Argument value) {
+  CallOperands ops = WithParam(*n, param, std::move(value));
+  n->SetArgs(std::move(ops.args));
+  n->SetKwargs(std::move(ops.kwargs));
+}
+
+bool IsLinearLayer(const Node& n) {
+  return n.is_call("linear") || n.is_call("matmul") || n.target() == kLinearActivationOp;
+}
+
+int64_t Rank(const Node* n) { return n->type().has_value() ? n->type()->rank() : -1; }
+
+// The constant dims of a type, or nullopt if it is unknown.
+std::optional<Shape> ShapeOf(const Node* n) {
+  if (!n->type().has_value()) return std::nullopt;
+  return n->type()->shape;
+}
+
+// Where input dim `d` of a reshape lands in the output when the value is
+// split along it: the input and output dims form groups of equal element
+// counts, and a contiguous split of d's group stays contiguous in the
+// output when d is the group's outermost dim larger than 1 and the group's
+// outermost output dim larger than 1 divides by `world`.
+std::optional<int64_t> ReshapedDim(const Shape& in, const Shape& out, int64_t d, int64_t world) {
+  size_t i = 0, j = 0;
+  while (i < in.size() || j < out.size()) {
+    const size_t gi = i, gj = j;
+    if (i < in.size() && in[i].is_symbolic()) {
+      if (j >= out.size() || out[j] != in[i]) return std::nullopt;
+      ++i, ++j;
+    } else {
+      if (j < out.size() && out[j].is_symbolic()) return std::nullopt;
+      int64_t pi = i < in.size() ? in[i++].value() : 1;
+      int64_t pj = j < out.size() ? out[j++].value() : 1;
+      while (pi != pj) {
+        if (pi < pj) {
+          if (i >= in.size() || in[i].is_symbolic()) return std::nullopt;
+          pi *= in[i++].value();
+        } else {
+          if (j >= out.size() || out[j].is_symbolic()) return std::nullopt;
+          pj *= out[j++].value();
+        }
+      }
+    }
+    if (d < static_cast<int64_t>(gi) || d >= static_cast<int64_t>(i)) continue;
+    for (size_t k = gi; k < static_cast<size_t>(d); ++k) {
+      if (in[k] != Dim(1)) return std::nullopt;
+    }
+    for (size_t k = gj; k < j; ++k) {
+      if (out[k] == Dim(1)) continue;
+      if (out[k].is_symbolic() || out[k].value() % world != 0) return std::nullopt;
+      return static_cast<int64_t>(k);
+    }
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+class Sharder {
+ public:
+  Sharder(const Module& in, const ShardOptions& options, ShardReport& report)
+      : in_(in), world_(options.world_size), rank_(options.rank), report_(report) {}
+
+  absl::StatusOr<Module> Run() {
+    for (const auto& [name, t] : in_.tensors()) out_.SetTensor(name, t.value, t.init);
+    for (const auto& [name, sub] : in_.submodules()) out_.AddSubmodule(name, sub->Clone());
+    Graph& graph = out_.graph();
+    graph.ReserveNodes(in_.graph().num_nodes());
+    for (const Node* old : in_.graph().nodes()) {
+      RETURN_IF_ERROR(Lower(*old));
+    }
+    RETURN_IF_ERROR(PropagateShapes(out_).status());
+    EliminateDeadCode(out_.graph());
+    DropUnusedTensors();
+    RETURN_IF_ERROR(Verify(out_));
+    return std::move(out_);
+  }
+
+ private:
+  Graph& graph() { return out_.graph(); }
+
+  std::optional<Sharding> ShardingOf(const Node* n) const {
+    auto it = sharded_.find(n);
+    if (it == sharded_.end()) return std::nullopt;
+    return it->second;
+  }
+
+  // The new node `old` became.
+  Node* New(const Node* old) const { return map_.at(old); }
+
+  Node* Call(absl::string_view op, std::vector<Argument> args, Kwargs kwargs = {}) {
+    Node* n = graph().CallFunction(op, std::move(args), std::move(kwargs));
+    InferAndSetType(n);
+    return n;
+  }
+
+  // Copies `old` over the new nodes of its inputs. A call's type is
+  // inferred again once its rule is done (Lower): it may be split.
+  Node* Copy(const Node& old) {
+    Node* n = graph().CopyNode(old, map_);
+    if (n->op() == OpCode::kCallFunction) {
+      n->meta().type.reset();
+      n->meta().tuple_types.clear();
+    }
+    map_[&old] = n;
+    return n;
+  }
+
+  // A get_attr of this rank's part of `tensor_node`'s tensor.
+  Node* SlicedConstant(const Node* tensor_node, int64_t dim, int64_t blocks) {
+    const Tensor* t = AttrTensor(out_, tensor_node);
+    Tensor part = SliceForRank(*t, dim, blocks, world_, rank_);
+    std::string name = out_.UniqueTensorName(absl::StrCat(tensor_node->target(), "_shard"));
+    out_.SetTensor(name, part);
+    Node* n = graph().GetAttr(name, part.type());
+    return n;
+  }
+
+  bool IsConstant(const Node* n) const { return AttrTensor(out_, n) != nullptr; }
+
+  // The whole value of a split `value` on every rank (cached).
+  Node* Gathered(Node* value) {
+    std::optional<Sharding> s = ShardingOf(value);
+    if (!s.has_value()) return value;
+    auto cached = gathered_.find(value);
+    if (cached != gathered_.end()) return cached->second;
+    const Shape local = value->type()->shape;
+    Node* x = value;
+    int64_t dim = s->dim;
+    if (s->blocks > 1) {
+      // [.., blocks * piece, ..] -> [.., blocks, piece, ..]: gathering the
+      // pieces keeps the blocks in order.
+      std::vector<int64_t> dims;
+      for (int64_t k = 0; k < static_cast<int64_t>(local.size()); ++k) {
+        if (k == s->dim) {
+          dims.push_back(s->blocks);
+          dims.push_back(local[k].value() / s->blocks);
+        } else {
+          dims.push_back(local[k].is_constant() ? local[k].value() : -1);
+        }
+      }
+      x = Call("reshape", {Argument(x), Argument::IntList(dims)});
+      ++dim;
+    }
+    // NCCL gathers whole rank blocks: bring the dim to the front unless
+    // every dim before it has size 1.
+    const Shape shape = x->type()->shape;
+    bool leading = true;
+    for (int64_t k = 0; k < dim; ++k) leading = leading && shape[k] == Dim(1);
+    std::vector<int64_t> perm;
+    if (!leading) {
+      perm.push_back(dim);
+      for (int64_t k = 0; k < static_cast<int64_t>(shape.size()); ++k) {
+        if (k != dim) perm.push_back(k);
+      }
+      x = Call("permute", {Argument(x), Argument::IntList(perm)});
+    }
+    x = Call(kAllGatherOp, {Argument(x), Argument(leading ? dim : int64_t{0}),
+                            Argument(static_cast<int64_t>(world_))});
+    ++report_.all_gathers;
+    if (!leading) {
+      std::vector<int64_t> inverse(perm.size());
+      for (size_t k = 0; k < perm.size(); ++k) inverse[perm[k]] = static_cast<int64_t>(k);
+      x = Call("permute", {Argument(x), Argument::IntList(inverse)});
+    }
+    if (s->blocks > 1) {
+      std::vector<int64_t> dims;
+      for (int64_t k = 0; k < static_cast<int64_t>(local.size()); ++k) {
+        dims.push_back(k == s->dim ? local[k].value() * world_
+                                   : (local[k].is_constant() ? local[k].value() : -1));
+      }
+      x = Call("reshape", {Argument(x), Argument::IntList(dims)});
+    }
+    gathered_[value] = x;
+    return x;
+  }
+
+  // Copies `old` with every split input gathered first.
+  void CopyWhole(const Node& old) {
+    Node* n = Copy(old);
+    for (Node* input : n->unique_inputs()) {
+      if (ShardingOf(input).has_value()) {
+        Node* whole = Gathered(input);
+        graph().MoveBefore(n, nullptr);
+        n->ReplaceInputWith(input, whole);
+      }
+    }
+  }
+
+  absl::Status Lower(const Node& old) {
+    if (old.op() != OpCode::kCallFunction) {
+      CopyWhole(old);
+      return absl::OkStatus();
+    }
+    bool any_split = false;
+    for (const Node* input : old.unique_inputs()) {
+      any_split = any_split || ShardingOf(New(input)).has_value() ||
+                  split_tuples_.contains(New(input));
+    }
+    if (!any_split) {
+      if (!ColumnParallel(old)) Copy(old);
+    } else if (!ShardSplitValue(old)) {
+      CopyWhole(old);
+    }
+    Node* n = New(&old);
+    if (!n->type().has_value() && n->meta().tuple_types.empty()) InferAndSetType(n);
+    return absl::OkStatus();
+  }
+
+  // --- Layers whose input every rank holds whole. ---
+
+  // How many blocks the result of `old` holds: its users split the last
+  // dim into k equal parts (a fused q/k/v projection), else 1.
+  // Pointwise ops of the same shape in between (a bias added) are looked
+  // through.
+  int64_t BlocksOf(const Node& old) const {
+    const int64_t last = Rank(&old) - 1;
+    int64_t blocks = 0;
+    std::vector<Node*> users = old.users();
+    for (size_t u = 0; u < users.size(); ++u) {
+      const Node* user = users[u];
+      if (KindOf(*user) == OpKind::kPointwise && user->type() == old.type()) {
+        for (Node* next : user->users()) users.push_back(next);
+        continue;
+      }
+      if (!user->is_call("split")) return 1;
+      absl::StatusOr<OpCall> call = OpCall::Bind(*user);
+      if (!call.ok() || WrapDim(call->Int("dim"), last + 1) != last) return 1;
+      std::vector<int64_t> sizes = call->Ints("split_size_or_sections");
+      const int64_t features = old.type()->shape[last].value();
+      int64_t k = sizes.size() == 1 ? features / sizes[0] : static_cast<int64_t>(sizes.size());
+      for (int64_t s : sizes) {
+        if (s * k != features) return 1;
+      }
+      if (blocks != 0 && blocks != k) return 1;
+      blocks = k;
+    }
+    return std::max<int64_t>(blocks, 1);
+  }
+
+  // Whether a value made by `old` reaches another linear layer through ops
+  // that work on split values: then splitting `old` by columns pays.
+  bool ReachesLinearLayer(const Node& old) const {
+    std::vector<const Node*> work = {&old};
+    absl::flat_hash_map<const Node*, bool> seen;
+    while (!work.empty() && seen.size() < 256) {
+      const Node* n = work.back();
+      work.pop_back();
+      for (const Node* user : n->users()) {
+        if (seen.contains(user) || user->op() != OpCode::kCallFunction) continue;
+        seen[user] = true;
+        if (IsLinearLayer(*user) && user->arg(0).is_node() && user->arg(0).node() == n &&
+            user->num_args() > 1 && user->arg(1).is_node() &&
+            user->arg(1).node()->op() == OpCode::kGetAttr) {
+          return true;
+        }
+        OpKind kind = KindOf(*user);
+        if (kind == OpKind::kPointwise || kind == OpKind::kView || user->is_call("softmax") ||
+            user->is_call("log_softmax") || user->is_call("matmul")) {
+          work.push_back(user);
+        }
+      }
+    }
+    return false;
+  }
+
+  // The weight of a linear layer: its node, and which dim holds the output
+  // features ([out, in] for linear, [in, out] for matmul).
+  struct Weight {
+    const Node* node = nullptr;
+    int64_t out_dim = 0;
+  };
+  std::optional<Weight> WeightOf(const Node& old) const {
+    absl::StatusOr<OpCall> call = OpCall::Bind(old);
+    if (!call.ok()) return std::nullopt;
+    const bool matmul = old.is_call("matmul");
+    const Node* w = call->TensorNode(matmul ? "other" : "weight");
+    if (w == nullptr || w->op() != OpCode::kGetAttr || Rank(w) != 2) return std::nullopt;
+    const bool in_out = matmul || (old.target() == kLinearActivationOp &&
+                                   call->String("weight_layout") == "in_out");
+    return Weight{w, in_out ? 1 : 0};
+  }
+
+  // Splits a linear layer by output features (column parallel). False if
+  // it is not one, or not worth it.
+  bool ColumnParallel(const Node& old) {
+    if (!IsLinearLayer(old) || !old.type().has_value() || Rank(&old) < 1) return false;
+    std::optional<Weight> w = WeightOf(old);
+    if (!w.has_value() || !IsConstant(New(w->node))) return false;
+    const Dim features = old.type()->shape.back();
+    const int64_t blocks = BlocksOf(old);
+    if (features.is_symbolic() || features.value() % (blocks * world_) != 0 ||
+        !ReachesLinearLayer(old)) {
+      return false;
+    }
+    Node* n = Copy(old);
+    n->ReplaceInputWith(New(w->node), SlicedConstant(New(w->node), w->out_dim, blocks));
+    absl::StatusOr<OpCall> call = OpCall::Bind(old);
+    if (!old.is_call("matmul") && call->TensorNode("bias") != nullptr) {
+      Node* bias = New(call->TensorNode("bias"));
+      if (!IsConstant(bias)) return Undo(old, n);
+      n->ReplaceInputWith(bias, SlicedConstant(bias, 0, blocks));
+    }
+    graph().MoveBefore(n, nullptr);
+    InferAndSetType(n);
+    sharded_[n] = Sharding{Rank(&old) - 1, blocks};
+    report_.column_parallel.push_back(old.name());
+    return true;
+  }
+
+  bool Undo(const Node& old, Node* n) {
+    map_.erase(&old);
+    (void)graph().EraseNode(n);
+    return false;
+  }
+
+  // --- Ops with a split input. ---
+
+  // Lowers `old`, some of whose inputs are split, keeping its result split;
+  // false (nothing made) where it cannot.
+  bool ShardSplitValue(const Node& old) {
+    if (old.is_call("getitem")) return GetItem(old);
+    // A tuple of split parts is read through getitem only.
+    for (const Node* input : old.unique_inputs()) {
+      if (split_tuples_.contains(New(input))) return false;
+    }
+    if (IsLinearLayer(old)) {
+      if (old.is_call("matmul") && !WeightOf(old).has_value()) return MatmulOfSplit(old);
+      return LinearOfSplit(old);
+    }
+    if (KindOf(old) == OpKind::kPointwise) return Pointwise(old);
+    if (old.is_call("identity") || old.is_call("dropout")) return SameSplit(old, 0);
+    if (old.is_call("reshape") || old.is_call("flatten") || old.is_call("squeeze") ||
+        old.is_call("unsqueeze")) {
+      return Reshape(old);
+    }
+    if (old.is_call("permute") || old.is_call("transpose")) return Permute(old);
+    if (old.is_call("split")) return Split(old);
+    if (old.is_call("slice")) return Slice(old);
+    if (old.is_call("softmax") || old.is_call("log_softmax")) return Normalize(old, 1);
+    if (old.is_call("layer_norm")) return LayerNorm(old);
+    return false;
+  }
+
+  // The only split tensor input of `old`, or null.
+  Node* OnlySplitInput(const Node& old, Sharding* s) const {
+    Node* found = nullptr;
+    for (const Node* input : old.unique_inputs()) {
+      std::optional<Sharding> si = ShardingOf(New(input));
+      if (!si.has_value()) continue;
+      if (found != nullptr) return nullptr;
+      found = New(input);
+      *s = *si;
+    }
+    return found;
+  }
+
+  // Copies `old`, whose result is split as `s`.
+  Node* CopySplit(const Node& old, Sharding s) {
+    Node* n = Copy(old);
+    sharded_[n] = s;
+    return n;
+  }
+
+  bool SameSplit(const Node& old, int64_t) {
+    Sharding s;
+    if (OnlySplitInput(old, &s) == nullptr) return false;
+    CopySplit(old, s);
+    return true;
+  }
+
+  bool Pointwise(const Node& old) {
+    const int64_t out_rank = Rank(&old);
+    if (out_rank < 0) return false;
+    std::optional<Sharding> s;
+    for (const Node* input : old.unique_inputs()) {
+      std::optional<Sharding> si = ShardingOf(New(input));
+      if (!si.has_value()) continue;
+      Sharding mapped{si->dim + out_rank - Rank(input), si->blocks};
+      if (s.has_value() && *s != mapped) return false;
+      s = mapped;
+    }
+    // Whole inputs either broadcast along the split dim or are constants
+    // this rank takes its part of.
+    std::vector<std::pair<Node*, Node*>> replace;
+    for (const Node* input : old.unique_inputs()) {
+      if (ShardingOf(New(input)).has_value()) continue;
+      const int64_t dim = s->dim - (out_rank - Rank(input));
+      if (dim < 0 || input->type()->shape[dim] == Dim(1)) continue;
+      if (!IsConstant(New(input))) return false;
+      replace.emplace_back(New(input), SlicedConstant(New(input), dim, s->blocks));
+    }
+    Node* n = CopySplit(old, *s);
+    for (auto [from, to] : replace) n->ReplaceInputWith(from, to);
+    graph().MoveBefore(n, nullptr);
+    return true;
+  }
+
+  bool Reshape(const Node& old) {
+    Sharding s;
+    Node* input = OnlySplitInput(old, &s);
+    absl::StatusOr<OpCall> call = OpCall::Bind(old);
+    if (input == nullptr || s.blocks != 1 || !call.ok()) return false;
+    std::optional<Shape> in = ShapeOf(call->TensorNode("input"));
+    std::optional<Shape> out = ShapeOf(&old);
+    if (!in.has_value() || !out.has_value()) return false;
+    std::optional<int64_t> dim = ReshapedDim(*in, *out, s.dim, world_);
+    if (!dim.has_value()) return false;
+    Node* n = CopySplit(old, Sharding{*dim, 1});
+    if (old.is_call("reshape")) {
+      std::vector<int64_t> sizes = call->Ints("shape");
+      if (sizes[*dim] != -1) sizes[*dim] /= world_;
+      SetCallParam(n, "shape", Argument::IntList(sizes));
+    }
+    return true;
+  }
+
+  bool Permute(const Node& old) {
+    Sharding s;
+    if (OnlySplitInput(old, &s) == nullptr) return false;
+    absl::StatusOr<OpCall> call = OpCall::Bind(old);
+    const int64_t rank = Rank(&old);
+    int64_t dim = -1;
+    if (old.is_call("permute")) {
+      std::vector<int64_t> dims = call->Ints("dims");
+      for (size_t k = 0; k < dims.size(); ++k) {
+        if (WrapDim(dims[k], rank) == s.dim) dim = static_cast<int64_t>(k);
+      }
+    } else {
+      const int64_t d0 = WrapDim(call->Int("dim0"), rank), d1 = WrapDim(call->Int("dim1"), rank);
+      dim = s.dim == d0 ? d1 : s.dim == d1 ? d0 : s.dim;
+    }
+    if (dim < 0) return false;
+    CopySplit(old, Sharding{dim, s.blocks});
+    return true;
+  }
+
+  // split along the split dim into one part per block, or along another dim.
+  bool Split(const Node& old) {
+    Sharding s;
+    Node* input = OnlySplitInput(old, &s);
+    if (input == nullptr) return false;
+    absl::StatusOr<OpCall> call = OpCall::Bind(old);
+    const int64_t dim = WrapDim(call->Int("dim"), Rank(input));
+    if (dim != s.dim) {
+      Node* n = Copy(old);
+      split_tuples_[n] = s;
+      return true;
+    }
+    if (s.blocks == 1 || BlocksOf(*old.arg(0).node()) != s.blocks) return false;
+    const int64_t piece = input->type()->shape[dim].value() / s.blocks;
+    Node* n = Copy(old);
+    SetCallParam(n, "split_size_or_sections", Argument(piece));
+    split_tuples_[n] = Sharding{dim, 1};
+    return true;
+  }
+
+  bool GetItem(const Node& old) {
+    Node* tuple = New(old.arg(0).node());
+    auto it = split_tuples_.find(tuple);
+    if (it == split_tuples_.end()) return false;
+    CopySplit(old, it->second);
+    return true;
+  }
+
+  // slice along another dim, or of one whole block along the split dim.
+  bool Slice(const Node& old) {
+    Sharding s;
+    Node* input = OnlySplitInput(old, &s);
+    if (input == nullptr) return false;
+    absl::StatusOr<OpCall> call = OpCall::Bind(old);
+    const int64_t dim = WrapDim(call->Int("dim"), Rank(input));
+    if (dim != s.dim) {
+      CopySplit(old, s);
+      return true;
+    }
+    const Shape whole = old.arg(0).node()->type()->shape;
+    const int64_t size = whole[dim].value(), block = size / s.blocks;
+    if (s.blocks == 1 || call->Int("step") != 1) return false;
+    int64_t start = call->IsNone("start") ? 0 : call->Int("start");
+    int64_t end = call->IsNone("end") ? size : call->Int("end");
+    if (start < 0) start += size;
+    if (end < 0) end += size;
+    end = std::min(end, size);
+    if (start % block != 0 || end - start != block) return false;
+    const int64_t piece = block / world_;
+    Node* n = CopySplit(old, Sharding{dim, 1});
+    SetCallParam(n, "start", Argument(start / block * piece));
+    SetCallParam(n, "end", Argument(start / block * piece + piece));
+    return true;
+  }
+
+  // softmax and log_softmax over another dim than the split one.
+  bool Normalize(const Node& old, int) {
+    Sharding s;
+    if (OnlySplitInput(old, &s) == nullptr) return false;
+    absl::StatusOr<OpCall> call = OpCall::Bind(old);
+    if (WrapDim(call->Int("dim"), Rank(&old)) == s.dim) return false;
+    CopySplit(old, s);
+    return true;
+  }
+
+  // layer_norm over trailing dims that leave the split dim out; its weight
+  // and bias cover only those dims.
+  bool LayerNorm(const Node& old) {
+    Sharding s;
+    Node* input = OnlySplitInput(old, &s);
+    if (input == nullptr || input != New(old.arg(0).node())) return false;
+    absl::StatusOr<OpCall> call = OpCall::Bind(old);
+    const int64_t normalized = static_cast<int64_t>(call->Ints("normalized_shape").size());
+    if (s.dim >= Rank(&old) - normalized) return false;
+    CopySplit(old, s);
+    return true;
+  }
+
+  // matmul of two computed values: both split along the same batch dim
+  // (attention's heads), the left one by rows, the right one by columns,
+  // or both along the contracted dim (a partial sum, then all_reduce).
+  bool MatmulOfSplit(const Node& old) {
+    absl::StatusOr<OpCall> call = OpCall::Bind(old);
+    const Node* a_old = call->TensorNode("input");
+    const Node* b_old = call->TensorNode("other");
+    const int64_t ra = Rank(a_old), rb = Rank(b_old), ro = Rank(&old);
+    if (ra < 2 || rb < 2 || ro < 2) return false;
+    std::optional<Sharding> sa = ShardingOf(New(a_old)), sb = ShardingOf(New(b_old));
+    // In output coordinates; the contracted dim is -1 (a) and -2 (b).
+    auto out_dim = [ro](const std::optional<Sharding>& s, int64_t r, bool left) -> int64_t {
+      if (!s.has_value()) return -100;
+      if (s->dim == r - (left ? 1 : 2)) return -1;  // contracted
+      return s->dim + ro - r;
+    };
+    const int64_t da = out_dim(sa, ra, true), db = out_dim(sb, rb, false);
+    if (sa.has_value() && sb.has_value()) {
+      if (sa->blocks != sb->blocks) return false;
+      if (da == -1 && db == -1 && sa->blocks == 1) {
+        Node* n = Copy(old);
+        AllReduceAfter(old, n);
+        return true;
+      }
+      if (da != db || da < 0 || da >= ro - 2) return false;
+      CopySplit(old, Sharding{da, sa->blocks});
+      return true;
+    }
+    const std::optional<Sharding>& s = sa.has_value() ? sa : sb;
+    const int64_t d = sa.has_value() ? da : db;
+    const Node* whole = sa.has_value() ? b_old : a_old;
+    const int64_t rw = sa.has_value() ? rb : ra;
+    if (d == -1) return false;
+    if (d < ro - 2) {
+      // A batch dim: the whole side must broadcast along it.
+      const int64_t dw = d - (ro - rw);
+      if (dw >= 0 && whole->type()->shape[dw] != Dim(1)) return false;
+    } else if ((sa.has_value() && d != ro - 2) || (sb.has_value() && d != ro - 1)) {
+      return false;
+    }
+    CopySplit(old, Sharding{d, s->blocks});
+    return true;
+  }
+
+  // A linear layer whose input is split: by input features (row parallel,
+  // then all_reduce and the bias), or along a batch dim (the weight whole).
+  bool LinearOfSplit(const Node& old) {
+    std::optional<Weight> w = WeightOf(old);
+    absl::StatusOr<OpCall> call = OpCall::Bind(old);
+    if (!w.has_value() || !IsConstant(New(w->node))) return false;
+    Node* input = New(call->TensorNode("input"));
+    std::optional<Sharding> s = ShardingOf(input);
+    const int64_t rank = Rank(input);
+    for (const Node* other : old.unique_inputs()) {
+      if (New(other) != input && ShardingOf(New(other)).has_value()) return false;
+    }
+    if (!s.has_value()) return false;
+    if (s->dim != rank - 1) {
+      CopySplit(old, Sharding{s->dim, s->blocks});
+      return true;
+    }
+    if (s->blocks != 1) return false;
+    const Node* bias_old = old.is_call("matmul") ? nullptr : call->TensorNode("bias");
+    Node* weight = SlicedConstant(New(w->node), 1 - w->out_dim, 1);
+    Node* product;
+    if (old.is_call("matmul")) {
+      product = Call("matmul", {Argument(input), Argument(weight)});
+    } else if (w->out_dim == 0) {
+      product = Call("linear", {Argument(input), Argument(weight)});
+    } else {
+      product = Call("matmul", {Argument(input), Argument(weight)});
+    }
+    Node* sum = Call(kAllReduceOp, {Argument(product), Argument(static_cast<int64_t>(world_))});
+    ++report_.all_reduces;
+    if (bias_old != nullptr) sum = Call("add", {Argument(sum), Argument(New(bias_old))});
+    if (old.target() == kLinearActivationOp) {
+      const std::string& act = call->String("activation");
+      sum = act == "relu" ? Call("relu", {Argument(sum)})
+                          : Call("gelu", {Argument(sum)},
+                                 {{"approximate", Argument(act == "gelu" ? "none" : "tanh")}});
+    }
+    map_[&old] = sum;
+    report_.row_parallel.push_back(old.name());
+    return true;
+  }
+
+  // Puts graft::all_reduce after `n`, the new node of `old`, a partial sum.
+  void AllReduceAfter(const Node& old, Node* n) {
+    Node* sum = Call(kAllReduceOp, {Argument(n), Argument(static_cast<int64_t>(world_))});
+    ++report_.all_reduces;
+    map_[&old] = sum;
+  }
+
+  void DropUnusedTensors() {
+    absl::flat_hash_map<std::string, bool> used;
+    for (const Node* n : out_.graph().nodes()) {
+      if (n->op() == OpCode::kGetAttr) used[n->target()] = true;
+    }
+    std::vector<std::string> unused;
+    for (const auto& [name, t] : out_.tensors()) {
+      if (!used.contains(name)) unused.push_back(name);
+    }
+    for (const std::string& name : unused) out_.RemoveTensor(name);
+  }
+
+  const Module& in_;
+  const int world_, rank_;
+  ShardReport& report_;
+  Module out_;
+  absl::flat_hash_map<const Node*, Node*> map_;         // Old node -> new.
+  absl::flat_hash_map<const Node*, Sharding> sharded_;  // New split values.
+  absl::flat_hash_map<const Node*, Sharding> split_tuples_;  // New splits' parts.
+  absl::flat_hash_map<const Node*, Node*> gathered_;    // Split -> whole.
+};
+
+}  // namespace
+
+std::string ShardReport::Summary() const {
+  return absl::StrCat(column_parallel.size(), " column-parallel, ", row_parallel.size(),
+                      " row-parallel layers; ", all_reduces, " all_reduce, ", all_gathers,
+                      " all_gather");
+}
+
+absl::StatusOr<Module> ShardModule(const Module& module, const ShardOptions& options,
+                                   ShardReport* report) {
+  if (options.world_size < 1 || options.rank < 0 || options.rank >= options.world_size) {
+    return absl::InvalidArgumentError(absl::StrCat("rank ", options.rank, " of a world of ",
+                                                   options.world_size, " ranks"));
+  }
+  Module typed = module.Clone();
+  RETURN_IF_ERROR(PropagateShapes(typed).status());
+  ShardReport local;
+  if (options.world_size == 1) {
+    if (report != nullptr) *report = local;
+    return typed;
+  }
+  absl::StatusOr<Module> sharded = Sharder(typed, options, local).Run();
+  if (sharded.ok() && report != nullptr) *report = local;
+  return sharded;
+}
+
+}  // namespace graft::passes

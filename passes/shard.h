@@ -1,0 +1,56 @@
+#ifndef GRAFT_PASSES_SHARD_H_
+#define GRAFT_PASSES_SHARD_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "graph/module.h"
+
+namespace graft::passes {
+
+// Which rank of how many to build (ShardModule).
+struct ShardOptions {
+  int world_size = 2;
+  int rank = 0;
+};
+
+// What ShardModule split, for `graft run --explain` and tests.
+struct ShardReport {
+  // Linear layers split by output features (each rank computes its share
+  // of the columns) and by input features (each rank a partial sum).
+  std::vector<std::string> column_parallel, row_parallel;
+  int all_reduces = 0, all_gathers = 0;
+
+  // "2 column-parallel, 2 row-parallel layers; 2 all_reduce, 0 all_gather".
+  std::string Summary() const;
+};
+
+// Tensor parallelism, Megatron style: the module one rank of a world of
+// `world_size` runs, with its share of the weights and the collectives
+// (graph/collective_ops.h) that make every rank's output the unsharded
+// module's output.
+//
+// A linear layer (linear, matmul by a constant, graft::linear_activation)
+// whose input every rank holds, and whose result reaches another such layer,
+// is split by output features: each rank keeps 1/world_size of the weight's
+// rows. What follows works on the split value as long as each op can (a
+// pointwise op, a reshape that keeps the split dim outermost, permute,
+// split and slice of whole blocks, softmax or layer_norm over other dims, a
+// matmul of two values split along the same batch dim: attention's heads),
+// up to the next linear layer, which is split by input features and
+// followed by one graft::all_reduce; its bias is added after the sum. A
+// fused q/k/v projection whose result is split three ways is split per
+// block, so each rank keeps the same heads of q, k and v. Where an op
+// cannot work on a split value, graft::all_gather rebuilds the whole value
+// first, so any module shards correctly; the report says how often.
+//
+// Types are propagated first; the split dims must be constant and divide
+// by world_size (layers whose do not stay whole). Submodules (fused groups)
+// are not split: their inputs are gathered.
+absl::StatusOr<Module> ShardModule(const Module& module, const ShardOptions& options,
+                                   ShardReport* report = nullptr);
+
+}  // namespace graft::passes
+
+#endif  // GRAFT_PASSES_SHARD_H_

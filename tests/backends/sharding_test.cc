@@ -1,0 +1,319 @@
+// Tensor parallelism on the host: ShardModule's ranks, run together in an
+// in-process world (CompileSharded on the interpreter), must give the
+// unsharded module's outputs; and the shards must be the Megatron split
+// (weights divided, one all_reduce per pair, no all_gather where none is
+// needed).
+
+#include <cstdio>
+#include <random>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "backends/communicator.h"
+#include "backends/sharded_executable.h"
+#include "gmock/gmock.h"
+#include "graph/collective_ops.h"
+#include "graph/parser.h"
+#include "gtest/gtest.h"
+#include "passes/shard.h"
+#include "serialize/model_io.h"
+#include "support/status_matchers.h"
+#include "tests/backends/differential_test_util.h"
+#include "tests/backends/model_files.h"
+
+namespace graft::backend_test {
+namespace {
+
+using ::graft::differential::ExpectAllClose;
+using ::graft::differential::Interp;
+using ::graft::differential::kReduceTol;
+using ::graft::testing::StatusIs;
+using ::testing::HasSubstr;
+
+// Fresh random f32 data: each run tries other values.
+Tensor RandomF32(std::vector<int64_t> dims) {
+  return RandomTensor(DType::kF32, std::move(dims), std::random_device{}());
+}
+
+// Runs `module` whole and over `world` ranks on `inputs`; expects equal
+// outputs and returns what sharding did.
+passes::ShardReport ExpectShardedMatches(const Module& module, int world,
+                                         const std::vector<Tensor>& inputs) {
+  SCOPED_TRACE(absl::StrCat("world of ", world));
+  ShardedCompileReport report;
+  absl::StatusOr<std::unique_ptr<Executable>> whole = Interp().Compile(module, {});
+  EXPECT_OK(whole.status());
+  absl::StatusOr<std::unique_ptr<Executable>> sharded =
+      CompileSharded(Interp(), module, world, {}, &report);
+  EXPECT_OK(sharded.status());
+  if (!whole.ok() || !sharded.ok()) return report.shard;
+  absl::StatusOr<std::vector<Tensor>> want = (*whole)->Run(inputs);
+  absl::StatusOr<std::vector<Tensor>> got = (*sharded)->Run(inputs);
+  EXPECT_OK(want.status());
+  EXPECT_OK(got.status());
+  if (want.ok() && got.ok()) ExpectAllClose(*got, *want, kReduceTol);
+  return report.shard;
+}
+
+Module Parse(const std::string& text) {
+  absl::StatusOr<Module> m = ParseModule(text);
+  EXPECT_OK(m.status());
+  return m.ok() ? *std::move(m) : Module();
+}
+
+// Two layers, 8 -> 16 -> 4 features.
+constexpr char kPerceptron[] = R"(
+tensor fc1.weight : f32[16,8] = random(seed=1)
+tensor fc1.bias : f32[16] = random(seed=2)
+tensor fc2.weight : f32[4,16] = random(seed=3)
+tensor fc2.bias : f32[4] = random(seed=4)
+
+graph():
+    %x : f32[batch,8] = placeholder[target=x]
+    %w1 = get_attr[target=fc1.weight]
+    %b1 = get_attr[target=fc1.bias]
+    %fc1 = call_function[target=linear](args = (%x, %w1), kwargs = {bias: %b1})
+    %relu = call_function[target=relu](args = (%fc1,), kwargs = {})
+    %w2 = get_attr[target=fc2.weight]
+    %b2 = get_attr[target=fc2.bias]
+    %fc2 = call_function[target=linear](args = (%relu, %w2), kwargs = {bias: %b2})
+    %softmax = call_function[target=softmax](args = (%fc2,), kwargs = {dim: -1})
+    return softmax
+)";
+
+TEST(Sharding, APerceptronSplitsIntoOneColumnRowPair) {
+  Module m = Parse(kPerceptron);
+  const std::vector<Tensor> inputs = {RandomF32({5, 8})};
+  for (int world : {2, 4}) {
+    passes::ShardReport r = ExpectShardedMatches(m, world, inputs);
+    EXPECT_THAT(r.column_parallel, ::testing::ElementsAre("fc1"));
+    EXPECT_THAT(r.row_parallel, ::testing::ElementsAre("fc2"));
+    EXPECT_EQ(r.all_reduces, 1);
+    EXPECT_EQ(r.all_gathers, 0);
+  }
+}
+
+TEST(Sharding, EachRankKeepsItsShareOfTheWeights) {
+  Module m = Parse(kPerceptron);
+  const Tensor& w1 = *m.FindTensor("fc1.weight");
+  for (int rank : {0, 1}) {
+    ASSERT_OK_AND_ASSIGN(Module part, passes::ShardModule(m, {2, rank}));
+    const Tensor* fc1 = nullptr;
+    const Tensor* fc2 = nullptr;
+    for (const auto& [name, t] : part.tensors()) {
+      if (absl::StartsWith(name, "fc1.weight")) fc1 = &t.value;
+      if (absl::StartsWith(name, "fc2.weight")) fc2 = &t.value;
+    }
+    ASSERT_NE(fc1, nullptr);
+    ASSERT_NE(fc2, nullptr);
+    EXPECT_EQ(fc1->dims(), (std::vector<int64_t>{8, 8}));  // Rows 8r..8r+7.
+    EXPECT_EQ(fc2->dims(), (std::vector<int64_t>{4, 8}));  // Columns 8r..8r+7.
+    for (int64_t i = 0; i < 8 * 8; ++i) {
+      ASSERT_EQ(fc1->GetAsDouble(i), w1.GetAsDouble(rank * 64 + i));
+    }
+    int collectives = 0;
+    for (const Node* n : part.graph().nodes()) {
+      collectives += n->op() == OpCode::kCallFunction && IsCollectiveOp(n->target());
+    }
+    EXPECT_EQ(collectives, 1);
+  }
+}
+
+TEST(Sharding, LayersThatDoNotDivideStayWhole) {
+  Module m = Parse(kPerceptron);
+  const std::vector<Tensor> inputs = {RandomF32({3, 8})};
+  passes::ShardReport r = ExpectShardedMatches(m, 3, inputs);  // 16 % 3 != 0.
+  EXPECT_TRUE(r.column_parallel.empty());
+  EXPECT_EQ(r.all_reduces + r.all_gathers, 0);
+}
+
+// A value split by columns that the output also reads is gathered there.
+TEST(Sharding, ASplitValueAnOpNeedsWholeIsGathered) {
+  Module m = Parse(absl::StrReplaceAll(kPerceptron, {{"return softmax", "return [softmax, relu]"}}));
+  const std::vector<Tensor> inputs = {RandomF32({2, 8})};
+  for (int world : {2, 4}) {
+    passes::ShardReport r = ExpectShardedMatches(m, world, inputs);
+    EXPECT_EQ(r.all_reduces, 1);
+    EXPECT_EQ(r.all_gathers, 1);
+  }
+}
+
+// Self-attention over 4 heads of 8, with separate q, k and v projections
+// or one fused projection split three ways, then the output projection
+// and a residual.
+std::string Attention(bool fused) {
+  std::string tensors = R"(
+tensor wo : f32[32,32] = random(seed=5)
+tensor bo : f32[32] = random(seed=6)
+tensor mask : f32[1,1,8,8] = random(seed=7)
+)";
+  std::string projections;
+  if (fused) {
+    tensors += "tensor wqkv : f32[96,32] = random(seed=1)\ntensor bqkv : f32[96] = random(seed=2)\n";
+    projections = R"(
+    %wqkv = get_attr[target=wqkv]
+    %bqkv = get_attr[target=bqkv]
+    %qkv0 = call_function[target=linear](args = (%x, %wqkv), kwargs = {})
+    %qkv = call_function[target=add](args = (%qkv0, %bqkv), kwargs = {})
+    %parts = call_function[target=split](args = (%qkv, 32), kwargs = {dim: -1})
+    %q = call_function[target=getitem](args = (%parts, 0), kwargs = {})
+    %k = call_function[target=getitem](args = (%parts, 1), kwargs = {})
+    %v = call_function[target=getitem](args = (%parts, 2), kwargs = {})
+)";
+  } else {
+    for (const char* p : {"q", "k", "v"}) {
+      tensors += absl::StrCat("tensor w", p, " : f32[32,32] = random(seed=", int{p[0]}, ")\n",
+                              "tensor b", p, " : f32[32] = random(seed=", p[0] + 1, ")\n");
+      projections += absl::StrCat("    %w", p, " = get_attr[target=w", p, "]\n", "    %b", p,
+                                  " = get_attr[target=b", p, "]\n", "    %", p,
+                                  " = call_function[target=linear](args = (%x, %w", p,
+                                  "), kwargs = {bias: %b", p, "})\n");
+    }
+  }
+  return tensors + "\ngraph():\n    %x : f32[2,8,32] = placeholder[target=x]\n" + projections + R"(
+    %q4 = call_function[target=reshape](args = (%q, [2, 8, 4, 8]), kwargs = {})
+    %qh = call_function[target=permute](args = (%q4, [0, 2, 1, 3]), kwargs = {})
+    %k4 = call_function[target=reshape](args = (%k, [2, 8, 4, -1]), kwargs = {})
+    %kh = call_function[target=permute](args = (%k4, [0, 2, 3, 1]), kwargs = {})
+    %v4 = call_function[target=reshape](args = (%v, [2, 8, 4, 8]), kwargs = {})
+    %vh = call_function[target=transpose](args = (%v4, 1, 2), kwargs = {})
+    %scores = call_function[target=matmul](args = (%qh, %kh), kwargs = {})
+    %scaled = call_function[target=mul](args = (%scores, 0.35), kwargs = {})
+    %mask = get_attr[target=mask]
+    %masked = call_function[target=add](args = (%scaled, %mask), kwargs = {})
+    %p = call_function[target=softmax](args = (%masked,), kwargs = {dim: -1})
+    %o = call_function[target=matmul](args = (%p, %vh), kwargs = {})
+    %ot = call_function[target=permute](args = (%o, [0, 2, 1, 3]), kwargs = {})
+    %merged = call_function[target=reshape](args = (%ot, [2, 8, 32]), kwargs = {})
+    %wo = get_attr[target=wo]
+    %bo = get_attr[target=bo]
+    %proj = call_function[target=linear](args = (%merged, %wo), kwargs = {bias: %bo})
+    %out = call_function[target=add](args = (%proj, %x), kwargs = {})
+    return out
+)";
+}
+
+TEST(Sharding, AttentionSplitsByHeads) {
+  for (bool fused : {false, true}) {
+    SCOPED_TRACE(fused ? "fused q/k/v" : "separate q, k, v");
+    Module m = Parse(Attention(fused));
+    const std::vector<Tensor> inputs = {RandomF32({2, 8, 32})};
+    for (int world : {2, 4}) {
+      passes::ShardReport r = ExpectShardedMatches(m, world, inputs);
+      EXPECT_EQ(r.column_parallel.size(), fused ? 1u : 3u);
+      EXPECT_THAT(r.row_parallel, ::testing::ElementsAre("proj"));
+      EXPECT_EQ(r.all_reduces, 1);
+      EXPECT_EQ(r.all_gathers, 0);
+    }
+  }
+}
+
+TEST(Sharding, EveryRepositoryModelGivesTheUnshardedResult) {
+  FindSourceDir();
+  const std::vector<std::string> files = ModelFiles(true);
+  if (files.empty()) GTEST_SKIP() << "GRAFT_SOURCE_DIR is not set";
+  for (const std::string& path : files) {
+    SCOPED_TRACE(path);
+    absl::StatusOr<Module> m = LoadModel(path);
+    if (!m.ok() && absl::IsUnimplemented(m.status())) continue;  // No ONNX support built.
+    ASSERT_OK(m.status());
+    const std::vector<Tensor> inputs = RandomInputs(PlaceholderSignature(m->graph()), std::random_device{}());
+    passes::ShardReport r = ExpectShardedMatches(*m, 2, inputs);
+    std::printf("%s: %s\n", path.c_str(), r.Summary().c_str());
+  }
+}
+
+// The GPT-2 block (attention and MLP) splits with one all_reduce per pair
+// and nothing gathered, at 2 and 4 ranks (12 heads).
+TEST(Sharding, TheGpt2BlockSplitsAsMegatronDoes) {
+  FindSourceDir();
+  if (SourceDir().empty()) GTEST_SKIP() << "GRAFT_SOURCE_DIR is not set";
+  for (const char* opset : {"13", "17"}) {
+    const std::string path =
+        absl::StrCat(SourceDir(), "/tests/onnx_models/gpt2_block_opset", opset, "/model.onnx");
+    absl::StatusOr<Module> m = LoadModel(path);
+    if (!m.ok() && absl::IsUnimplemented(m.status())) GTEST_SKIP() << m.status();
+    ASSERT_OK(m.status());
+    const std::vector<Tensor> inputs = RandomInputs(PlaceholderSignature(m->graph()), std::random_device{}());
+    for (int world : {2, 4}) {
+      SCOPED_TRACE(path);
+      passes::ShardReport r = ExpectShardedMatches(*m, world, inputs);
+      EXPECT_EQ(r.row_parallel.size(), 2u) << r.Summary();
+      EXPECT_GE(r.column_parallel.size(), 2u) << r.Summary();
+      EXPECT_EQ(r.all_reduces, 2) << r.Summary();
+      EXPECT_EQ(r.all_gathers, 0) << r.Summary();
+    }
+  }
+}
+
+TEST(Collectives, WithoutAWorldTheyNameTheWayToRunThem) {
+  Module m = Parse(R"(
+graph():
+    %x : f32[4] = placeholder[target=x]
+    %s = call_function[target=graft::all_reduce](args = (%x, 2), kwargs = {})
+    return s
+)");
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> e, Interp().Compile(m, {}));
+  EXPECT_THAT(e->Run({RandomTensor(DType::kF32, {4}, 1)}).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--gpus 2")));
+}
+
+TEST(Collectives, AWorldOfOneIsTheIdentity) {
+  Module m = Parse(R"(
+graph():
+    %x : f32[4] = placeholder[target=x]
+    %s = call_function[target=graft::all_reduce](args = (%x, 1), kwargs = {})
+    %g = call_function[target=graft::all_gather](args = (%s, 0, 1), kwargs = {})
+    return g
+)");
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> e, Interp().Compile(m, {}));
+  const Tensor x = RandomTensor(DType::kF32, {4}, 2);
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> out, e->Run({x}));
+  EXPECT_TRUE(out[0].BitwiseEqual(x));
+}
+
+TEST(Collectives, AnInProcessWorldSumsAndGathersInRankOrder) {
+  auto world = InProcessWorld(3);
+  std::vector<Tensor> sums(3), gathers(3);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 3; ++r) {
+    threads.emplace_back([&, r] {
+      Tensor t = Tensor::FromVector(DType::kF32, {2, 1}, std::vector<float>{1.0f * r, 10.0f * r});
+      sums[r] = *world[r]->AllReduceSum(t);
+      gathers[r] = *world[r]->AllGather(t, 1);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(sums[r].ToDoubles(), (std::vector<double>{3, 30}));
+    EXPECT_EQ(gathers[r].dims(), (std::vector<int64_t>{2, 3}));
+    EXPECT_EQ(gathers[r].ToDoubles(), (std::vector<double>{0, 1, 2, 0, 10, 20}));
+  }
+}
+
+TEST(Collectives, RanksThatDisagreeAllFailAndAnAbortFreesTheWaiters) {
+  auto world = InProcessWorld(2);
+  std::vector<absl::Status> status(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      status[r] = world[r]->AllReduceSum(Tensor(DType::kF32, {r + 1})).status();
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_THAT(status[r], StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("rank 1")));
+  }
+  std::thread waiter([&] { status[0] = world[0]->AllReduceSum(Tensor(DType::kF32, {1})).status(); });
+  world[1]->Abort();
+  waiter.join();
+  EXPECT_THAT(status[0], StatusIs(absl::StatusCode::kAborted));
+}
+
+}  // namespace
+}  // namespace graft::backend_test
