@@ -10,6 +10,7 @@
 #include "backends/memory_plan.h"
 #include "backends/bias_into_linear.h"
 #include "backends/inline_submodules.h"
+#include "graph/collective_ops.h"
 #include "graph/dtype.h"
 #include "graph/op_registry.h"
 #include "graph/op_traits.h"
@@ -66,6 +67,7 @@ absl::Status CanLowerFusedGroup(const Module& group, const StepTarget& target) {
 
 StepKind KindOfStep(const Node& node, const StepTarget& target) {
   if (node.op() == OpCode::kCallModule) return StepKind::kPointwise;
+  if (IsCollectiveOp(node.target())) return StepKind::kCollective;
   if (IsViewCopyOp(node)) return StepKind::kView;
   if (node.is_call("concat")) return StepKind::kConcat;
   if (node.is_call("pad")) return StepKind::kPad;

@@ -47,6 +47,8 @@ enum class StepKind : unsigned char {
   kCopy,       // A value copied into another buffer and layout: an output
                // that must be its own buffer, or a 4-D value converted
                // between NCHW and channels-last (NHWC).
+  kCollective,  // graft::all_reduce, graft::all_gather: through the
+                // executable's communicator, no generated code.
 };
 
 struct Step {

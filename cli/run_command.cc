@@ -21,6 +21,7 @@
 #include "backends/compile_cache.h"
 #include "backends/disk_cache.h"
 #include "backends/fallback_executable.h"
+#include "backends/sharded_executable.h"
 #include "cli/command.h"
 #include "cli/input_binding.h"
 #include "cli/load_module.h"
@@ -50,6 +51,7 @@ struct RunArgs {
   std::string matmul_precision;  // Empty: the backend's default.
   std::string precision;         // cuda: f32, tf32, bf16, f16; empty: default.
   bool autotune = false;
+  int gpus = 0;  // > 0: tensor parallel over that many ranks.
 };
 
 // The largest difference between two runs' outputs, per output, beside the
@@ -251,9 +253,17 @@ absl::Status RunRun(const RunArgs& args) {
                                           DiskCache::DefaultMaxBytes());
   CompileCache cache(disk);
   CompileReport report;
+  ShardedCompileReport sharded;
   Stopwatch compile_watch;
-  ASSIGN_OR_RETURN(std::shared_ptr<Executable> executable,
-                   cache.GetOrCompile(*backend, module, options, &report));
+  std::shared_ptr<Executable> executable;
+  if (args.gpus > 0) {
+    // Each rank's executable binds its communicator: nothing to cache.
+    ASSIGN_OR_RETURN(executable,
+                     CompileSharded(*backend, module, args.gpus, options, &sharded));
+    report = sharded.rank0;
+  } else {
+    ASSIGN_OR_RETURN(executable, cache.GetOrCompile(*backend, module, options, &report));
+  }
   const double compile_seconds = compile_watch.Seconds();
 
   Stopwatch run_watch;
@@ -268,6 +278,9 @@ absl::Status RunRun(const RunArgs& args) {
   absl::StrAppend(&text, "backend ", args.backend, ": compile ",
                   FormatDuration(compile_seconds), ", run ",
                   FormatDuration(run_seconds), "\n");
+  if (args.gpus > 0) {
+    absl::StrAppend(&text, "sharded over ", args.gpus, " ranks: ", sharded.shard.Summary(), "\n");
+  }
   if (args.explain) absl::StrAppend(&text, Explain(args.backend, report));
   if (!args.check.empty()) {
     ASSIGN_OR_RETURN(std::unique_ptr<Backend> reference,
@@ -367,6 +380,11 @@ Command AddRunCommand(CLI::App& graft) {
                   "torch.set_float32_matmul_precision('high')), bf16 or f16 (the "
                   "float model cast to it; inputs and outputs stay f32)")
       ->check(CLI::IsMember({"f32", "tf32", "bf16", "f16"}));
+  app->add_option("--gpus", args->gpus,
+                  "Tensor parallel over N ranks (the shard pass, docs/multi-gpu.md): "
+                  "rank r on GPU r with NCCL on the cuda backend; N ranks in this "
+                  "process on the host backends")
+      ->check(CLI::Range(1, 1024));
   app->add_flag("--autotune", args->autotune,
                 "cuda: time cuBLASLt's candidate algorithms for each matrix "
                 "product at compile time and keep the fastest (cached on disk)");

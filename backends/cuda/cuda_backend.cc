@@ -8,6 +8,7 @@
 #include "absl/strings/str_split.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_executable.h"
+#include "backends/cuda/nccl_world.h"
 #include "backends/cuda/cuda_program.h"
 #include "backends/cuda/nvrtc_compiler.h"
 #include "support/fingerprint.h"
@@ -45,6 +46,14 @@ absl::StatusOr<CudaOptions> OptionsOf(const CompileOptions& options) {
         absl::StrCat("autotune must be 0 or 1, got '", autotune, "'"));
   }
   cuda.autotune = autotune == "1";
+  if (options.communicator != nullptr) {
+    cuda.communicator = std::dynamic_pointer_cast<NcclCommunicator>(options.communicator);
+    if (cuda.communicator == nullptr || cuda.communicator->device() != options.device_index) {
+      return absl::InvalidArgumentError(
+          "the cuda backend's collectives need the NCCL communicator of the device it "
+          "compiles for (CudaBackend::CreateWorld)");
+    }
+  }
   return cuda;
 }
 
@@ -91,6 +100,11 @@ absl::StatusOr<std::unique_ptr<Executable>> CudaBackend::Compile(const Module& m
   // Symbolic or unknown input shapes: compiled at the first run of each.
   if (!s.ok() && !absl::IsFailedPrecondition(s)) return s;
   return std::unique_ptr<Executable>(std::move(executable));
+}
+
+absl::StatusOr<std::vector<std::shared_ptr<Communicator>>> CudaBackend::CreateWorld(
+    int world_size) const {
+  return CreateNcclWorld(world_size);
 }
 
 absl::Status CudaBackend::Available(const CompileOptions& options) const {

@@ -25,6 +25,9 @@ class CudaBackend : public Backend {
   absl::Status CanRun(const Node& node, const CompileOptions& options) const override;
   absl::StatusOr<std::unique_ptr<Executable>> Compile(const Module& module,
                                                       const CompileOptions& options) override;
+  // NCCL over GPUs 0..world_size-1.
+  absl::StatusOr<std::vector<std::shared_ptr<Communicator>>> CreateWorld(
+      int world_size) const override;
   absl::Status Available(const CompileOptions& options) const override;
   Device device(const CompileOptions& options) const override;
   std::shared_ptr<DeviceAllocator> allocator(const CompileOptions& options) const override;

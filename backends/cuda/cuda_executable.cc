@@ -8,7 +8,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "backends/cuda/cuda_status.h"
+#include "backends/cuda/nccl_world.h"
 #include "backends/cuda/nvrtc_compiler.h"
+#include "graph/collective_ops.h"
 #include "graph/op_registry.h"
 #include "support/status_macros.h"
 
@@ -81,6 +83,14 @@ absl::StatusOr<std::unique_ptr<CompiledCudaProgram>> CompiledCudaProgram::Create
   c->options_ = options;
   c->gpu_ = gpu;
   const StepProgram& p = c->program_;
+  for (const Step& step : p.steps) {
+    if (step.kind == StepKind::kCollective && options.communicator == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "%", step.node->name(), " (", step.node->target(),
+          "): a collective needs every rank running: compile the unsharded module with "
+          "CompileSharded (`graft run --gpus N`)"));
+    }
+  }
   RETURN_IF_ERROR(GpuScope(gpu.index).Use());
   ASSIGN_OR_RETURN(KernelSource source, GenerateKernels(p, gpu.multiprocessors));
   if (artifact != nullptr) {
@@ -212,6 +222,7 @@ absl::Status CompiledCudaProgram::Enqueue(RunContext& context,
   for (size_t i = 0; i < program_.steps.size(); ++i) {
     const Step& step = program_.steps[i];
     absl::Status status;
+    if (step.kind == StepKind::kCollective) status = EnqueueCollective(step, context);
     auto gemm = gemms_.find(static_cast<int>(i));
     if (gemm != gemms_.end()) {
       // linear(input, weight, bias): operands in the node's order; the
@@ -252,6 +263,19 @@ absl::Status CompiledCudaProgram::Enqueue(RunContext& context,
     }
   }
   return absl::OkStatus();
+}
+
+// A collective on the context's stream: NCCL reads the step's operand and
+// writes its result (in place is fine).
+absl::Status CompiledCudaProgram::EnqueueCollective(const Step& step, RunContext& context) const {
+  const TensorType& in = *step.inputs[0]->type();
+  const size_t count = static_cast<size_t>(NumElements(in.shape));
+  const void* src = Resolve(step.operands[0], context);
+  void* dst = Resolve(step.result, context);
+  if (step.node->is_call(kAllGatherOp)) {
+    return options_.communicator->AllGather(src, dst, count, in.dtype, context.stream);
+  }
+  return options_.communicator->AllReduceSum(src, dst, count, in.dtype, context.stream);
 }
 
 // GRAFT_CUDA_PROFILE=1: runs the steps ten times without the graph, with an

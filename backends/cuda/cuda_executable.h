@@ -62,6 +62,7 @@ class CompiledCudaProgram {
   // i + 1 after step i.
   absl::Status Enqueue(RunContext& context,
                        const std::vector<cudaEvent_t>* after_step = nullptr) const;
+  absl::Status EnqueueCollective(const Step& step, RunContext& context) const;
   absl::Status Profile(RunContext& context) const;
   absl::Status Capture(RunContext& context, void** in_args, void** out_args) const;
   // graft_copy_in (`in`) or graft_copy_out on the context's stream.

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "backends/cuda/gemm.h"
+#include "graph/collective_ops.h"
 #include "graph/op_registry.h"
 #include "graph/op_traits.h"
 #include "passes/cast_float.h"
@@ -25,6 +26,27 @@ bool IsRowOp(const Node& node) {
          node.is_call("layer_norm") || node.is_call("batch_norm") ||
          node.is_call("max_pool2d") || node.is_call("avg_pool2d") ||
          node.is_call("adaptive_avg_pool2d") || node.is_call("argmax") || node.is_call("concat");
+}
+
+// NCCL gathers whole rank blocks: along dim 0, or a dim with only size-1
+// dims before it.
+absl::Status CanLowerCollective(const Node& node) {
+  if (!node.is_call(kAllGatherOp)) return absl::OkStatus();
+  ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node));
+  const Node* input = call.TensorNode("input");
+  if (input == nullptr || !input->type().has_value()) return absl::OkStatus();
+  const Shape& shape = input->type()->shape;
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  int64_t dim = call.Int("dim");
+  if (dim < 0) dim += rank;
+  for (int64_t d = 0; d < dim && d < rank; ++d) {
+    if (shape[d] != Dim(1)) {
+      return absl::UnimplementedError(absl::StrCat(
+          "all_gather along dim ", dim, " of ", input->type()->ToString(),
+          ": NCCL gathers along the first dim larger than 1"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CanLowerCall(const Node& node) {
@@ -49,6 +71,8 @@ absl::Status CanLowerCall(const Node& node) {
         return absl::UnimplementedError("split whose tuple is used other than by getitem");
       }
     }
+  } else if (IsCollectiveOp(op)) {
+    return CanLowerCollective(node);
   } else if (IsQuantizeOp(node)) {
     return absl::UnimplementedError(
         absl::StrCat(op, " has no CUDA kernel yet (quantized graphs run on interp or orc)"));

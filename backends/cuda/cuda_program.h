@@ -1,6 +1,7 @@
 #ifndef GRAFT_BACKENDS_CUDA_CUDA_PROGRAM_H_
 #define GRAFT_BACKENDS_CUDA_CUDA_PROGRAM_H_
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,8 @@
 
 namespace graft::cuda {
 
+class NcclCommunicator;  // backends/cuda/nccl_world.h
+
 // How to compile, from CompileOptions (cuda_backend.h lists the keys).
 struct CudaOptions {
   // f32, tf32 (f32 products on the tensor cores), f16 or bf16 (the float
@@ -18,6 +21,9 @@ struct CudaOptions {
   std::string precision = "f32";
   // Time cuBLASLt's candidate algorithms at compile time.
   bool autotune = false;
+  // The rank's link to the other GPUs, for a module with collectives
+  // (compiled code does not depend on it, so Key() leaves it out).
+  std::shared_ptr<NcclCommunicator> communicator;
 
   std::string Key() const;
 };

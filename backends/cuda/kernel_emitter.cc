@@ -228,6 +228,8 @@ class Emitter {
       case StepKind::kArgmax: return Argmax();
       case StepKind::kCreate: return Create();
       case StepKind::kLibrary: return Conv2d();
+      case StepKind::kCollective:
+        return absl::OkStatus();  // NCCL, from the executable.
       case StepKind::kQuantize:
         break;
     }
