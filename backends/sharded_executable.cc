@@ -65,20 +65,30 @@ class RankThread {
   std::thread thread_;
 };
 
-class ShardedExecutable : public Executable {
+class RankGroup : public ShardedExecutable {
  public:
-  ShardedExecutable(std::vector<std::unique_ptr<Executable>> ranks,
+  RankGroup(std::vector<std::unique_ptr<Executable>> ranks,
                     std::vector<std::shared_ptr<Communicator>> world)
       : ranks_(std::move(ranks)), world_(std::move(world)) {
     for (size_t r = 1; r < ranks_.size(); ++r) threads_.push_back(std::make_unique<RankThread>());
   }
 
   absl::StatusOr<std::vector<Tensor>> Run(absl::Span<const Tensor> inputs) override {
+    return RunEachRank(std::vector<std::vector<Tensor>>(
+        ranks_.size(), std::vector<Tensor>(inputs.begin(), inputs.end())));
+  }
+
+  absl::StatusOr<std::vector<Tensor>> RunEachRank(
+      const std::vector<std::vector<Tensor>>& inputs) override {
+    if (inputs.size() != ranks_.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("inputs for ", inputs.size(),
+                                                     " ranks; the world has ", ranks_.size()));
+    }
     std::lock_guard<std::mutex> lock(run_mu_);
     std::vector<absl::StatusOr<std::vector<Tensor>>> results(ranks_.size(),
                                                              absl::UnknownError("not run"));
     auto run_rank = [&](size_t r) {
-      results[r] = ranks_[r]->Run(inputs);
+      results[r] = ranks_[r]->Run(inputs[r]);
       // A rank that fails makes no more collectives: its peers must not
       // wait for it.
       if (!results[r].ok()) world_[r]->Abort();
@@ -119,7 +129,7 @@ class ShardedExecutable : public Executable {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Executable>> CompileSharded(Backend& backend,
+absl::StatusOr<std::unique_ptr<ShardedExecutable>> CompileSharded(Backend& backend,
                                                            const Module& module, int world_size,
                                                            const CompileOptions& options,
                                                            ShardedCompileReport* report) {
@@ -152,7 +162,7 @@ absl::StatusOr<std::unique_ptr<Executable>> CompileSharded(Backend& backend,
     ranks.push_back(*std::move(executable));
     if (r == 0 && report != nullptr) *report = {shard, compiled};
   }
-  return std::unique_ptr<Executable>(new ShardedExecutable(std::move(ranks), std::move(world)));
+  return std::unique_ptr<ShardedExecutable>(new RankGroup(std::move(ranks), std::move(world)));
 }
 
 }  // namespace graft

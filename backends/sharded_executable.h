@@ -28,7 +28,16 @@ struct ShardedCompileReport {
 // rank 0's outputs, which every rank holds; a failing rank fails the run.
 // Runs are serialized: every rank must make its collectives in the same
 // order. `options.device_index` is ignored.
-absl::StatusOr<std::unique_ptr<Executable>> CompileSharded(
+// What CompileSharded returns.
+class ShardedExecutable : public Executable {
+ public:
+  // Every rank's inputs: `inputs[r]` for rank r, each where that rank's
+  // device is, so that none is copied between devices (benchmarks).
+  virtual absl::StatusOr<std::vector<Tensor>> RunEachRank(
+      const std::vector<std::vector<Tensor>>& inputs) = 0;
+};
+
+absl::StatusOr<std::unique_ptr<ShardedExecutable>> CompileSharded(
     Backend& backend, const Module& module, int world_size, const CompileOptions& options,
     ShardedCompileReport* report = nullptr);
 

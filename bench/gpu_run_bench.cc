@@ -4,7 +4,10 @@
 // clock is the run's time), the median of five rounds. Prints one JSON line.
 //
 //   build/bench/gpu_run mlp|one-node|MODEL [--precision f32|tf32|bf16|f16]
-//       [--autotune 0|1] [--batch 32] [--runs 200]
+//       [--autotune 0|1] [--batch 32] [--runs 200] [--gpus N]
+//
+// --gpus N: tensor parallel over GPUs 0..N-1 (CompileSharded), each rank's
+// input already on its own GPU.
 //
 // MODEL is a model file (.gpb, .graft) with fixed input shapes, e.g. the
 // GPT-2 block of bench/models/export_gpt2_block.py converted to .gpb.
@@ -21,6 +24,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/sharded_executable.h"
 #include "graph/graph.h"
 #include "graph/random_tensor.h"
 #include "passes/shape_prop.h"
@@ -62,6 +66,38 @@ double TimeRuns(int runs, F&& run) {
   return rounds[2];
 }
 
+// --gpus: every rank's input on its own GPU, outputs left there.
+int RunSharded(graft::Backend& backend, const graft::Module& module,
+               graft::CompileOptions options, int gpus, int runs, const std::string& workload,
+               int64_t batch) {
+  const double t0 = Now();
+  absl::StatusOr<std::unique_ptr<graft::ShardedExecutable>> exe =
+      graft::CompileSharded(backend, module, gpus, options);
+  if (!exe.ok()) return Fail(exe.status().ToString());
+  const double compile_ms = (Now() - t0) * 1e3;
+  std::vector<int64_t> dims;
+  for (graft::Dim d : (*exe)->input_signature()[0].type->shape) dims.push_back(d.value());
+  const graft::Tensor host = graft::RandomTensor(graft::DType::kF32, dims, 7);
+  std::vector<std::vector<graft::Tensor>> inputs;
+  for (int r = 0; r < gpus; ++r) {
+    options.device_index = r;
+    absl::StatusOr<graft::Tensor> device = graft::CopyToDevice(host, backend.allocator(options));
+    if (!device.ok()) return Fail(device.status().ToString());
+    inputs.push_back({*device});
+  }
+  const double t1 = Now();
+  absl::StatusOr<std::vector<graft::Tensor>> first = (*exe)->RunEachRank(inputs);
+  if (!first.ok()) return Fail(first.status().ToString());
+  const double first_ms = (Now() - t1) * 1e3;
+  const double device_us = TimeRuns(runs, [&] { (void)(*exe)->RunEachRank(inputs); });
+  std::printf(
+      "{\"workload\": \"%s\", \"precision\": \"%s\", \"gpus\": %d, \"batch\": %lld, "
+      "\"compile_ms\": %.1f, \"first_ms\": %.2f, \"median_us\": %.2f}\n",
+      workload.c_str(), options.Get("precision").c_str(), gpus, static_cast<long long>(batch),
+      compile_ms, first_ms, device_us);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -69,13 +105,14 @@ int main(int argc, char** argv) {
   const std::string workload = argv[1];
   std::string precision = "f32", autotune = "0";
   int64_t batch = 32;
-  int runs = 200;
+  int runs = 200, gpus = 0;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--precision") precision = argv[i + 1];
     if (flag == "--autotune") autotune = argv[i + 1];
     if (flag == "--batch") batch = std::atoll(argv[i + 1]);
     if (flag == "--runs") runs = std::atoi(argv[i + 1]);
+    if (flag == "--gpus") gpus = std::atoi(argv[i + 1]);
   }
   graft::Module module;
   if (workload == "mlp") {
@@ -92,6 +129,7 @@ int main(int argc, char** argv) {
   graft::CompileOptions options;
   options.options = {{"precision", precision}, {"autotune", autotune}};
   options.keep_outputs_on_device = true;
+  if (gpus > 0) return RunSharded(**backend, module, options, gpus, runs, workload, batch);
   const double t0 = Now();
   absl::StatusOr<std::unique_ptr<graft::Executable>> exe = (*backend)->Compile(module, options);
   if (!exe.ok()) return Fail(exe.status().ToString());

@@ -401,7 +401,7 @@ absl::Status CompiledCudaProgram::FailedStep(int failed_step) const {
 }
 
 // Copy in, the graph, copy out, one wait. Host inputs go through pinned
-// staging, device inputs are read where they are; outputs land in staging
+// staging, device inputs are read where they are (another GPU's copied); outputs land in staging
 // (then in host tensors) or in fresh device tensors.
 absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::RunIn(
     RunContext& context, absl::Span<const Tensor> inputs, bool keep_outputs_on_device) const {
@@ -409,6 +409,14 @@ absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::RunIn(
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& t = inputs[i];
     sources[i] = t.raw_data();
+    if (!t.on_host() && t.device().index != gpu_.index && t.NumBytes() > 0) {
+      // Another GPU's memory (a rank's input given on GPU 0): the copy
+      // kernel could not read it without peer access.
+      RETURN_IF_ERROR(GRAFT_CUDA(cudaMemcpyPeerAsync(context.io + input_offsets_[i], gpu_.index,
+                                                     sources[i], t.device().index, t.NumBytes(),
+                                                     context.stream)));
+      sources[i] = nullptr;
+    }
     if (t.on_host()) {
       if (t.NumBytes() > 0) std::memcpy(context.staging + input_offsets_[i], sources[i], t.NumBytes());
       sources[i] = context.staging + input_offsets_[i];

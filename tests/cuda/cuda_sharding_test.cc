@@ -1,0 +1,92 @@
+// Tensor parallelism on GPUs: the repository's models sharded over two GPUs
+// (CompileSharded on the cuda backend: rank r on GPU r, collectives through
+// NCCL inside each rank's CUDA graph) against the unsharded interpreter.
+// Skips, saying why, on a machine with fewer than two GPUs or no NCCL.
+
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/nccl_world.h"
+#include "backends/sharded_executable.h"
+#include "gtest/gtest.h"
+#include "serialize/model_io.h"
+#include "support/status_matchers.h"
+#include "tests/backends/model_files.h"
+#include "tests/cuda/cuda_test_util.h"
+
+namespace graft::cuda_test {
+namespace {
+
+// Skips unless a world of two GPUs can be made.
+#define SKIP_WITHOUT_TWO_GPUS()                                            \
+  do {                                                                     \
+    SKIP_WITHOUT_GPU();                                                    \
+    absl::StatusOr<std::vector<std::shared_ptr<Communicator>>> world =     \
+        ::graft::cuda::CreateNcclWorld(2);                                 \
+    if (!world.ok()) GTEST_SKIP() << world.status().message();             \
+  } while (0)
+
+void ExpectShardedOnGpusMatches(const Module& module, const std::vector<Tensor>& inputs,
+                                const CompileOptions& options, double tol) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> whole, Interp().Compile(module, {}));
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> want, whole->Run(inputs));
+  ShardedCompileReport report;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ShardedExecutable> sharded,
+                       CompileSharded(Cuda(), module, 2, options, &report));
+  EXPECT_TRUE(report.rank0.breaks.empty()) << report.rank0.breaks.front().reason;
+  // Twice: the second run replays the captured graph, NCCL calls included.
+  for (int run = 0; run < 2; ++run) {
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> got, sharded->Run(inputs));
+    ExpectAllClose(got, want, tol);
+  }
+}
+
+TEST(CudaSharding, EveryModelOnTwoGpusGivesTheUnshardedResult) {
+  SKIP_WITHOUT_TWO_GPUS();
+  backend_test::FindSourceDir();
+  const std::vector<std::string> files = backend_test::ModelFiles(true);
+  if (files.empty()) GTEST_SKIP() << "GRAFT_SOURCE_DIR is not set";
+  for (const std::string& path : files) {
+    SCOPED_TRACE(path);
+    absl::StatusOr<Module> m = LoadModel(path);
+    if (!m.ok()) continue;  // .onnx without ONNX import in this build.
+    const std::vector<Tensor> inputs =
+        backend_test::RandomInputs(PlaceholderSignature(m->graph()), std::random_device{}());
+    ExpectShardedOnGpusMatches(*m, inputs, {}, kReduceTol);
+  }
+}
+
+TEST(CudaSharding, TheBf16Gpt2BlockOnTwoGpus) {
+  SKIP_WITHOUT_TWO_GPUS();
+  backend_test::FindSourceDir();
+  if (backend_test::SourceDir().empty()) GTEST_SKIP() << "GRAFT_SOURCE_DIR is not set";
+  // A GPU machine without ONNX import reads the block converted to .gpb.
+  const char* converted = std::getenv("GRAFT_GPT2_BLOCK");
+  absl::StatusOr<Module> m = LoadModel(
+      converted != nullptr ? std::string(converted)
+                           : backend_test::SourceDir() +
+                                 "/tests/onnx_models/gpt2_block_opset17/model.onnx");
+  if (!m.ok()) GTEST_SKIP() << m.status().message();
+  const std::vector<Tensor> inputs =
+      backend_test::RandomInputs(PlaceholderSignature(m->graph()), std::random_device{}());
+  CompileOptions options;
+  options.options["precision"] = "bf16";
+  ExpectShardedOnGpusMatches(*m, inputs, options, kHalfTol);
+}
+
+TEST(CudaSharding, ACollectiveWithoutAWorldSaysHowToRunIt) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937_64 rng(1);
+  ModuleBuilder b(rng);
+  Node* x = b.In(DType::kF32, {8});
+  b.Out({b.Call("graft::all_reduce", {x, int64_t{2}})});
+  EXPECT_THAT(Cuda().Compile(b.module(), {}).status(),
+              ::graft::testing::StatusIs(absl::StatusCode::kInvalidArgument,
+                                         ::testing::HasSubstr("--gpus")));
+}
+
+}  // namespace
+}  // namespace graft::cuda_test
