@@ -5,8 +5,10 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "cli/command.h"
 #include "cli/load_module.h"
+#include "passes/shard.h"
 #include "support/status_macros.h"
 #include "viz/dot_writer.h"
 #include "viz/graphviz_render.h"
@@ -21,6 +23,8 @@ struct DotArgs {
   bool cluster_fused = false;
   size_t max_nodes = DotOptions().max_nodes;
   bool edge_labels = true;
+  int gpus = 0;  // > 0: draw rank `rank` of the module sharded over gpus.
+  int rank = 0;
 };
 
 absl::Status RunDot(const DotArgs& args) {
@@ -31,6 +35,17 @@ absl::Status RunDot(const DotArgs& args) {
   }
   ASSIGN_OR_RETURN(Module module, LoadModule(args.model));
   DotOptions options;
+  if (args.gpus > 0) {
+    if (args.rank >= args.gpus) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--rank ", args.rank, " of ", args.gpus, " ranks"));
+    }
+    passes::ShardReport report;
+    ASSIGN_OR_RETURN(module,
+                     passes::ShardModule(module, {args.gpus, args.rank}, &report));
+    options.title = absl::StrCat("rank ", args.rank, " of ", args.gpus, ": ",
+                                 report.Summary());
+  }
   options.cluster_fused = args.cluster_fused;
   options.max_nodes = args.max_nodes;
   options.edge_labels = args.edge_labels;
@@ -67,6 +82,12 @@ Command AddDotCommand(CLI::App& graft) {
          "Most boxes to draw (0: no limit); above it submodules are collapsed "
          "and then the graph is cut, with a note in the picture")
       ->capture_default_str();
+  app->add_option("--gpus", args->gpus,
+                  "Draw the module one rank runs when sharded over N ranks (the shard "
+                  "pass): its weights' shares and its collectives")
+      ->check(CLI::Range(1, 1024));
+  app->add_option("--rank", args->rank, "With --gpus: which rank to draw (default 0)")
+      ->check(CLI::NonNegativeNumber);
   app->add_flag("!--no-edge-labels", args->edge_labels,
                 "Leave the shapes off the edges");
   return Command{app, [args] { return RunDot(*args); }};

@@ -11,6 +11,7 @@
 #include "passes/partition.h"
 #include "passes/pass_registry.h"
 #include "passes/shape_prop.h"
+#include "passes/shard.h"
 #include "passes/substitute.h"
 #include "support/status_macros.h"
 
@@ -91,6 +92,16 @@ void RegisterBuiltinPasses(PassRegistry& r) {
                    "Moves connected groups of pointwise ops into one call_module "
                    "each (submodules fused_0, fused_1, ...).",
                    "", Simple<FuseElementwisePass>()});
+  MustRegister(
+      r, {"shard",
+          "Tensor parallelism, Megatron style: the module rank RANK of WORLD runs, "
+          "with its share of the weights and graft::all_reduce/all_gather "
+          "(docs/multi-gpu.md).",
+          "world=N (default 2), rank=R (default 0)",
+          [](const PassOptions& o) -> absl::StatusOr<std::unique_ptr<Pass>> {
+            ASSIGN_OR_RETURN(std::unique_ptr<ShardPass> p, ShardPass::FromOptions(o));
+            return std::unique_ptr<Pass>(std::move(p));
+          }});
   MustRegister(
       r, {"partition",
           "Moves each maximal run of the listed ops into a call_module "

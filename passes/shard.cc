@@ -691,6 +691,24 @@ std::string ShardReport::Summary() const {
                       " all_gather");
 }
 
+absl::StatusOr<std::unique_ptr<ShardPass>> ShardPass::FromOptions(const PassOptions& options) {
+  ASSIGN_OR_RETURN(int64_t world, options.GetInt("world", 2));
+  ASSIGN_OR_RETURN(int64_t rank, options.GetInt("rank", 0));
+  if (world < 1 || world > 1024 || rank < 0 || rank >= world) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shard{world=", world, ",rank=", rank,
+                     "}: needs 1 <= world <= 1024 and 0 <= rank < world"));
+  }
+  return std::make_unique<ShardPass>(
+      ShardOptions{static_cast<int>(world), static_cast<int>(rank)});
+}
+
+absl::StatusOr<bool> ShardPass::Run(Module& module, PassContext&) {
+  if (options_.world_size == 1) return false;
+  ASSIGN_OR_RETURN(module, ShardModule(module, options_));
+  return true;
+}
+
 absl::StatusOr<Module> ShardModule(const Module& module, const ShardOptions& options,
                                    ShardReport* report) {
   if (options.world_size < 1 || options.rank < 0 || options.rank >= options.world_size) {

@@ -1,11 +1,13 @@
 #ifndef GRAFT_PASSES_SHARD_H_
 #define GRAFT_PASSES_SHARD_H_
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "graph/module.h"
+#include "passes/pass.h"
 
 namespace graft::passes {
 
@@ -50,6 +52,20 @@ struct ShardReport {
 // are not split: their inputs are gathered.
 absl::StatusOr<Module> ShardModule(const Module& module, const ShardOptions& options,
                                    ShardReport* report = nullptr);
+
+// ShardModule as a pipeline pass: `shard{world=2,rank=0}` replaces the
+// module by what rank `rank` runs.
+class ShardPass : public Pass {
+ public:
+  explicit ShardPass(ShardOptions options) : options_(options) {}
+  static absl::StatusOr<std::unique_ptr<ShardPass>> FromOptions(const PassOptions& options);
+
+  absl::string_view name() const override { return "shard"; }
+  absl::StatusOr<bool> Run(Module& module, PassContext& ctx) override;
+
+ private:
+  ShardOptions options_;
+};
 
 }  // namespace graft::passes
 

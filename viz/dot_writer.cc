@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "graph/collective_ops.h"
 #include "graph/op_registry.h"
 #include "graph/op_traits.h"
 #include "graph/printer.h"
@@ -560,6 +561,7 @@ DotNodeKind ClassifyNodeForDot(const Node& node) {
     case OpCode::kCallFunction:
       break;
   }
+  if (IsCollectiveOp(node.target())) return DotNodeKind::kCollective;
   // The op's traits decide; extension ops choose theirs when they register.
   switch (KindOf(node)) {
     case OpKind::kQuantize:
@@ -598,6 +600,8 @@ absl::string_view DotKindColor(DotNodeKind kind) {
       return "#ffb3e6";
     case DotNodeKind::kModule:
       return "#b3e0e0";
+    case DotNodeKind::kCollective:
+      return "#ff8f00";
     case DotNodeKind::kOther:
       return "#ffffff";
   }
@@ -624,6 +628,8 @@ absl::string_view DotKindName(DotNodeKind kind) {
       return "quantize";
     case DotNodeKind::kModule:
       return "module";
+    case DotNodeKind::kCollective:
+      return "collective";
     case DotNodeKind::kOther:
       return "other";
   }

@@ -25,6 +25,7 @@ enum class DotNodeKind {
   kShape,         // OpKind::kView: reshape, permute, concat, getitem, ...
   kQuantize,      // OpKind::kQuantize
   kModule,        // call_module drawn as one box
+  kCollective,    // graft::all_reduce, graft::all_gather (a sharded rank)
   kOther,
 };
 DotNodeKind ClassifyNodeForDot(const Node& node);

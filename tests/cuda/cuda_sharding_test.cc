@@ -29,9 +29,14 @@ namespace {
     if (!world.ok()) GTEST_SKIP() << world.status().message();             \
   } while (0)
 
+// Against `reference`: the interpreter, or the unsharded module on one GPU
+// at the same precision (for models too large for the interpreter).
 void ExpectShardedOnGpusMatches(const Module& module, const std::vector<Tensor>& inputs,
-                                const CompileOptions& options, double tol) {
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> whole, Interp().Compile(module, {}));
+                                const CompileOptions& options, double tol,
+                                Backend& reference = Interp()) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> whole,
+                       reference.Compile(module, &reference == &Interp() ? CompileOptions{}
+                                                                          : options));
   ASSERT_OK_AND_ASSIGN(std::vector<Tensor> want, whole->Run(inputs));
   ShardedCompileReport report;
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<ShardedExecutable> sharded,
@@ -59,6 +64,7 @@ TEST(CudaSharding, EveryModelOnTwoGpusGivesTheUnshardedResult) {
   }
 }
 
+// Against the unsharded block on one GPU, in bf16 both.
 TEST(CudaSharding, TheBf16Gpt2BlockOnTwoGpus) {
   SKIP_WITHOUT_TWO_GPUS();
   backend_test::FindSourceDir();
@@ -74,7 +80,7 @@ TEST(CudaSharding, TheBf16Gpt2BlockOnTwoGpus) {
       backend_test::RandomInputs(PlaceholderSignature(m->graph()), std::random_device{}());
   CompileOptions options;
   options.options["precision"] = "bf16";
-  ExpectShardedOnGpusMatches(*m, inputs, options, kHalfTol);
+  ExpectShardedOnGpusMatches(*m, inputs, options, kHalfTol, Cuda());
 }
 
 TEST(CudaSharding, ACollectiveWithoutAWorldSaysHowToRunIt) {

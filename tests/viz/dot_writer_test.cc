@@ -129,7 +129,8 @@ graph():
     %d = call_function[target=dequantize](args = (%q, 0.5, 0), kwargs = {})
     %p = call_function[target=permute](args = (%x, [0, 2, 3, 1]), kwargs = {})
     %g = call_function[target=ext::thing](args = (%x,), kwargs = {})
-    return (c, m, f, d, p, g)
+    %r = call_function[target=graft::all_reduce](args = (%g, 2), kwargs = {})
+    return (c, m, f, d, p, r)
 )");
   auto kind = [&](absl::string_view name) {
     return ClassifyNodeForDot(*m.graph().FindNode(name));
@@ -142,6 +143,7 @@ graph():
   EXPECT_EQ(kind("d"), DotNodeKind::kQuantize);
   EXPECT_EQ(kind("p"), DotNodeKind::kShape);
   EXPECT_EQ(kind("g"), DotNodeKind::kOther);
+  EXPECT_EQ(kind("r"), DotNodeKind::kCollective);
   EXPECT_EQ(kind("output"), DotNodeKind::kOutput);
 }
 
