@@ -122,7 +122,8 @@ def graft_time(workload, gpus):
     if r.returncode != 0:
         print(" ".join(cmd), "failed:", r.stderr.strip(), flush=True)
         return float("nan")
-    return json.loads(r.stdout)["median_us"]
+    # The last line is the JSON (NCCL_DEBUG may print before it).
+    return json.loads(r.stdout.strip().splitlines()[-1])["median_us"]
 
 
 if __name__ == "__main__":

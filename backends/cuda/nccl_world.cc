@@ -28,6 +28,8 @@ struct NcclApi {
   decltype(&::ncclAllReduce) all_reduce = nullptr;
   decltype(&::ncclAllGather) all_gather = nullptr;
   decltype(&::ncclGetErrorString) error_string = nullptr;
+  decltype(&::ncclGroupStart) group_start = nullptr;
+  decltype(&::ncclGroupEnd) group_end = nullptr;
 };
 
 absl::StatusOr<const NcclApi*> LoadNccl() {
@@ -61,6 +63,8 @@ absl::StatusOr<const NcclApi*> LoadNccl() {
     load(a.all_reduce, "ncclAllReduce");
     load(a.all_gather, "ncclAllGather");
     load(a.error_string, "ncclGetErrorString");
+    load(a.group_start, "ncclGroupStart");
+    load(a.group_end, "ncclGroupEnd");
     if (!all) return absl::FailedPreconditionError("the NCCL library lacks a function graft calls");
     return a;
   }();
@@ -91,6 +95,39 @@ absl::StatusOr<ncclDataType_t> NcclType(DType dtype) {
 }
 
 ncclComm_t Comm(void* comm) { return static_cast<ncclComm_t>(comm); }
+
+// One small all-reduce on every rank at once (a group call: one thread
+// drives every GPU here). NCCL connects its ranks at their first
+// collective, which cannot happen while a run's CUDA graph is captured.
+absl::Status WarmUp(const NcclApi& api, const std::vector<ncclComm_t>& comms) {
+  const int world = static_cast<int>(comms.size());
+  std::vector<void*> buffers(world, nullptr);
+  absl::Status status;
+  for (int r = 0; r < world && status.ok(); ++r) {
+    status = GRAFT_CUDA(cudaSetDevice(r));
+    if (status.ok()) status = GRAFT_CUDA(cudaMalloc(&buffers[r], 256));
+    if (status.ok()) status = GRAFT_CUDA(cudaMemset(buffers[r], 0, 256));
+  }
+  if (status.ok()) {
+    status = CheckNccl(api.group_start(), "ncclGroupStart");
+    for (int r = 0; r < world && status.ok(); ++r) {
+      status = GRAFT_CUDA(cudaSetDevice(r));
+      if (status.ok()) {
+        status = CheckNccl(api.all_reduce(buffers[r], buffers[r], 64, ncclFloat32, ncclSum,
+                                          comms[r], nullptr),
+                           "ncclAllReduce");
+      }
+    }
+    absl::Status ended = CheckNccl(api.group_end(), "ncclGroupEnd");
+    if (status.ok()) status = ended;
+  }
+  for (int r = 0; r < world; ++r) {
+    (void)cudaSetDevice(r);
+    if (status.ok()) status = GRAFT_CUDA(cudaDeviceSynchronize());
+    if (buffers[r] != nullptr) (void)cudaFree(buffers[r]);
+  }
+  return status;
+}
 
 }  // namespace
 
@@ -189,6 +226,7 @@ absl::StatusOr<std::vector<std::shared_ptr<Communicator>>> CreateNcclWorld(int w
   for (int r = 0; r < world_size; ++r) list[r] = r;
   RETURN_IF_ERROR(CheckNccl(api->comm_init_all(comms.data(), world_size, list.data()),
                             "ncclCommInitAll"));
+  RETURN_IF_ERROR(WarmUp(*api, comms));
   std::vector<std::shared_ptr<Communicator>> world;
   for (int r = 0; r < world_size; ++r) {
     world.push_back(std::shared_ptr<Communicator>(new NcclCommunicator(r, world_size, comms[r])));

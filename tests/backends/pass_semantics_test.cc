@@ -189,6 +189,9 @@ std::vector<PassCase> Cases() {
       {"fold-constants", "fold-constants", 1e-5, true},
       {"apply-patterns", "apply-patterns{names=semantics_test.sigmoid_by_exp}",
        1e-5, true},
+      // A world of one rank runs alone; larger worlds need every rank
+      // running, which tests/backends/sharding_test.cc checks.
+      {"shard", "shard{world=1}", 1e-5, false},
   };
 }
 

@@ -11,6 +11,7 @@
 
 #include "backends/cuda/nccl_world.h"
 #include "backends/sharded_executable.h"
+#include "graph/collective_ops.h"
 #include "gtest/gtest.h"
 #include "serialize/model_io.h"
 #include "support/status_matchers.h"
@@ -41,7 +42,10 @@ void ExpectShardedOnGpusMatches(const Module& module, const std::vector<Tensor>&
   ShardedCompileReport report;
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<ShardedExecutable> sharded,
                        CompileSharded(Cuda(), module, 2, options, &report));
-  EXPECT_TRUE(report.rank0.breaks.empty()) << report.rank0.breaks.front().reason;
+  // The collectives run on the GPU (other ops may fall back, as unsharded).
+  for (const GraphBreak& b : report.rank0.breaks) {
+    EXPECT_FALSE(IsCollectiveOp(b.op)) << b.node << ": " << b.reason;
+  }
   // Twice: the second run replays the captured graph, NCCL calls included.
   for (int run = 0; run < 2; ++run) {
     ASSERT_OK_AND_ASSIGN(std::vector<Tensor> got, sharded->Run(inputs));
