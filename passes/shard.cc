@@ -52,6 +52,21 @@ Tensor SliceForRank(const Tensor& t, int64_t dim, int64_t blocks, int world, int
   return out;
 }
 
+// The node of call `n`'s tensor parameter "input" (positional or keyword),
+// or null.
+const Node* InputOf(const Node& n) {
+  absl::StatusOr<OpCall> call = OpCall::Bind(n);
+  return call.ok() ? call->TensorNode("input") : nullptr;
+}
+
+// Whether every user of `n` (a tuple) reads it through getitem.
+bool OnlyGetItems(const Node& n) {
+  for (const Node* user : n.users()) {
+    if (!user->is_call("getitem")) return false;
+  }
+  return true;
+}
+
 // Sets parameter `param` of call `n`.
 void SetCallParam(Node* n, absl::string_view param, Argument value) {
   CallOperands ops = WithParam(*n, param, std::move(value));
@@ -269,6 +284,7 @@ class Sharder {
   // Pointwise ops of the same shape in between (a bias added) are looked
   // through.
   int64_t BlocksOf(const Node& old) const {
+    if (Rank(&old) < 1) return 1;
     const int64_t last = Rank(&old) - 1;
     int64_t blocks = 0;
     std::vector<Node*> users = old.users();
@@ -282,7 +298,9 @@ class Sharder {
       absl::StatusOr<OpCall> call = OpCall::Bind(*user);
       if (!call.ok() || WrapDim(call->Int("dim"), last + 1) != last) return 1;
       std::vector<int64_t> sizes = call->Ints("split_size_or_sections");
-      const int64_t features = old.type()->shape[last].value();
+      const Dim features_dim = old.type()->shape[last];
+      if (features_dim.is_symbolic() || sizes.empty() || sizes[0] <= 0) return 1;
+      const int64_t features = features_dim.value();
       int64_t k = sizes.size() == 1 ? features / sizes[0] : static_cast<int64_t>(sizes.size());
       for (int64_t s : sizes) {
         if (s * k != features) return 1;
@@ -440,6 +458,7 @@ class Sharder {
     std::vector<std::pair<Node*, Node*>> replace;
     for (const Node* input : old.unique_inputs()) {
       if (ShardingOf(New(input)).has_value()) continue;
+      if (!input->type().has_value()) return false;
       const int64_t dim = s->dim - (out_rank - Rank(input));
       if (dim < 0 || input->type()->shape[dim] == Dim(1)) continue;
       if (!IsConstant(New(input))) return false;
@@ -494,7 +513,8 @@ class Sharder {
   bool Split(const Node& old) {
     Sharding s;
     Node* input = OnlySplitInput(old, &s);
-    if (input == nullptr) return false;
+    // The parts are split only where getitem reads them.
+    if (input == nullptr || !OnlyGetItems(old)) return false;
     absl::StatusOr<OpCall> call = OpCall::Bind(old);
     const int64_t dim = WrapDim(call->Int("dim"), Rank(input));
     if (dim != s.dim) {
@@ -502,7 +522,7 @@ class Sharder {
       split_tuples_[n] = s;
       return true;
     }
-    if (s.blocks == 1 || BlocksOf(*old.arg(0).node()) != s.blocks) return false;
+    if (s.blocks == 1 || BlocksOf(*InputOf(old)) != s.blocks) return false;
     const int64_t piece = input->type()->shape[dim].value() / s.blocks;
     Node* n = Copy(old);
     SetCallParam(n, "split_size_or_sections", Argument(piece));
@@ -511,7 +531,9 @@ class Sharder {
   }
 
   bool GetItem(const Node& old) {
-    Node* tuple = New(old.arg(0).node());
+    const Node* input = InputOf(old);
+    if (input == nullptr) return false;
+    Node* tuple = New(input);
     auto it = split_tuples_.find(tuple);
     if (it == split_tuples_.end()) return false;
     CopySplit(old, it->second);
@@ -529,7 +551,7 @@ class Sharder {
       CopySplit(old, s);
       return true;
     }
-    const Shape whole = old.arg(0).node()->type()->shape;
+    const Shape whole = InputOf(old)->type()->shape;
     const int64_t size = whole[dim].value(), block = size / s.blocks;
     if (s.blocks == 1 || call->Int("step") != 1) return false;
     int64_t start = call->IsNone("start") ? 0 : call->Int("start");
@@ -560,7 +582,7 @@ class Sharder {
   bool LayerNorm(const Node& old) {
     Sharding s;
     Node* input = OnlySplitInput(old, &s);
-    if (input == nullptr || input != New(old.arg(0).node())) return false;
+    if (input == nullptr || InputOf(old) == nullptr || input != New(InputOf(old))) return false;
     absl::StatusOr<OpCall> call = OpCall::Bind(old);
     const int64_t normalized = static_cast<int64_t>(call->Ints("normalized_shape").size());
     if (s.dim >= Rank(&old) - normalized) return false;
@@ -604,7 +626,9 @@ class Sharder {
     if (d < ro - 2) {
       // A batch dim: the whole side must broadcast along it.
       const int64_t dw = d - (ro - rw);
-      if (dw >= 0 && whole->type()->shape[dw] != Dim(1)) return false;
+      if (dw >= 0 && (!whole->type().has_value() || whole->type()->shape[dw] != Dim(1))) {
+        return false;
+      }
     } else if ((sa.has_value() && d != ro - 2) || (sb.has_value() && d != ro - 1)) {
       return false;
     }

@@ -143,6 +143,38 @@ TEST(Sharding, ASplitValueAnOpNeedsWholeIsGathered) {
   }
 }
 
+// A split value that other ops need whole: each gets it gathered (a
+// layer_norm and a sum over the split dim, a concat, the output, and a
+// transposed copy that a second layer then reads split along its rows).
+TEST(Sharding, EveryOpThatNeedsAWholeValueGetsOne) {
+  Module m = Parse(R"(
+tensor w1 : f32[16,8] = random(seed=1)
+tensor w2 : f32[4,16] = random(seed=2)
+tensor w3 : f32[3,6] = random(seed=3)
+
+graph():
+    %x : f32[3,8] = placeholder[target=x]
+    %w1 = get_attr[target=w1]
+    %h = call_function[target=linear](args = (%x, %w1), kwargs = {})
+    %r = call_function[target=relu](args = (%h,), kwargs = {})
+    %w2 = get_attr[target=w2]
+    %y = call_function[target=linear](args = (%r, %w2), kwargs = {})
+    %n = call_function[target=layer_norm](args = (%r, [16]), kwargs = {})
+    %s = call_function[target=sum](args = (%r, [1]), kwargs = {keepdim: True})
+    %c = call_function[target=concat](args = ([%r, %x], 1), kwargs = {})
+    %t = call_function[target=transpose](args = (%r, 0, 1), kwargs = {})
+    %w3 = get_attr[target=w3]
+    %u = call_function[target=matmul](args = (%t, %w3), kwargs = {})
+    return [y, n, s, c, u, r]
+)");
+  const std::vector<Tensor> inputs = {RandomF32({3, 8})};
+  for (int world : {2, 4}) {
+    passes::ShardReport r = ExpectShardedMatches(m, world, inputs);
+    EXPECT_EQ(r.column_parallel.size(), 1u) << r.Summary();
+    EXPECT_GE(r.all_gathers, 1) << r.Summary();
+  }
+}
+
 // Self-attention over 4 heads of 8, with separate q, k and v projections
 // or one fused projection split three ways, then the output projection
 // and a residual.
@@ -223,8 +255,10 @@ TEST(Sharding, EveryRepositoryModelGivesTheUnshardedResult) {
     if (!m.ok() && absl::IsUnimplemented(m.status())) continue;  // No ONNX support built.
     ASSERT_OK(m.status());
     const std::vector<Tensor> inputs = RandomInputs(PlaceholderSignature(m->graph()), std::random_device{}());
-    passes::ShardReport r = ExpectShardedMatches(*m, 2, inputs);
-    std::printf("%s: %s\n", path.c_str(), r.Summary().c_str());
+    for (int world : {2, 3, 4}) {
+      passes::ShardReport r = ExpectShardedMatches(*m, world, inputs);
+      std::printf("%s over %d: %s\n", path.c_str(), world, r.Summary().c_str());
+    }
   }
 }
 
