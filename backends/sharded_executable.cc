@@ -132,7 +132,8 @@ class RankGroup : public ShardedExecutable {
 absl::StatusOr<std::unique_ptr<ShardedExecutable>> CompileSharded(Backend& backend,
                                                            const Module& module, int world_size,
                                                            const CompileOptions& options,
-                                                           ShardedCompileReport* report) {
+                                                           ShardedCompileReport* report,
+                                                           passes::ShardStrategy strategy) {
   if (world_size < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("a world needs at least one rank, got ", world_size));
@@ -144,7 +145,7 @@ absl::StatusOr<std::unique_ptr<ShardedExecutable>> CompileSharded(Backend& backe
   for (int r = 0; r < world_size; ++r) {
     passes::ShardReport shard;
     absl::StatusOr<Module> part =
-        passes::ShardModule(module, passes::ShardOptions{world_size, r}, &shard);
+        passes::ShardModule(module, passes::ShardOptions{world_size, r, strategy}, &shard);
     if (!part.ok()) {
       return absl::Status(part.status().code(),
                           absl::StrCat("sharding for rank ", r, ": ", part.status().message()));

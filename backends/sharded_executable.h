@@ -27,7 +27,8 @@ struct ShardedCompileReport {
 // the calling thread, each other rank on a thread of its own) and returns
 // rank 0's outputs, which every rank holds; a failing rank fails the run.
 // Runs are serialized: every rank must make its collectives in the same
-// order. `options.device_index` is ignored.
+// order. `options.device_index` is ignored. `strategy` says what is split
+// (passes::ShardStrategy: the weights, or the batch).
 // What CompileSharded returns.
 class ShardedExecutable : public Executable {
  public:
@@ -39,7 +40,8 @@ class ShardedExecutable : public Executable {
 
 absl::StatusOr<std::unique_ptr<ShardedExecutable>> CompileSharded(
     Backend& backend, const Module& module, int world_size, const CompileOptions& options,
-    ShardedCompileReport* report = nullptr);
+    ShardedCompileReport* report = nullptr,
+    passes::ShardStrategy strategy = passes::ShardStrategy::kTensor);
 
 }  // namespace graft
 

@@ -4,7 +4,7 @@
 // clock is the run's time), the median of five rounds. Prints one JSON line.
 //
 //   build/bench/gpu_run mlp|one-node|MODEL [--precision f32|tf32|bf16|f16]
-//       [--autotune 0|1] [--batch 32] [--runs 200] [--gpus N]
+//       [--autotune 0|1] [--batch 32] [--runs 200] [--gpus N] [--shard-by tensor|batch]
 //
 // --gpus N: tensor parallel over GPUs 0..N-1 (CompileSharded), each rank's
 // input already on its own GPU.
@@ -68,11 +68,11 @@ double TimeRuns(int runs, F&& run) {
 
 // --gpus: every rank's input on its own GPU, outputs left there.
 int RunSharded(graft::Backend& backend, const graft::Module& module,
-               graft::CompileOptions options, int gpus, int runs, const std::string& workload,
-               int64_t batch) {
+               graft::CompileOptions options, int gpus, graft::passes::ShardStrategy strategy,
+               int runs, const std::string& workload) {
   const double t0 = Now();
   absl::StatusOr<std::unique_ptr<graft::ShardedExecutable>> exe =
-      graft::CompileSharded(backend, module, gpus, options);
+      graft::CompileSharded(backend, module, gpus, options, nullptr, strategy);
   if (!exe.ok()) return Fail(exe.status().ToString());
   const double compile_ms = (Now() - t0) * 1e3;
   std::vector<int64_t> dims;
@@ -91,10 +91,11 @@ int RunSharded(graft::Backend& backend, const graft::Module& module,
   const double first_ms = (Now() - t1) * 1e3;
   const double device_us = TimeRuns(runs, [&] { (void)(*exe)->RunEachRank(inputs); });
   std::printf(
-      "{\"workload\": \"%s\", \"precision\": \"%s\", \"gpus\": %d, \"batch\": %lld, "
+      "{\"workload\": \"%s\", \"precision\": \"%s\", \"gpus\": %d, \"shard_by\": \"%s\", "
       "\"compile_ms\": %.1f, \"first_ms\": %.2f, \"median_us\": %.2f}\n",
-      workload.c_str(), options.Get("precision").c_str(), gpus, static_cast<long long>(batch),
-      compile_ms, first_ms, device_us);
+      workload.c_str(), options.Get("precision").c_str(), gpus,
+      std::string(graft::passes::ShardStrategyName(strategy)).c_str(), compile_ms, first_ms,
+      device_us);
   return 0;
 }
 
@@ -106,6 +107,7 @@ int main(int argc, char** argv) {
   std::string precision = "f32", autotune = "0";
   int64_t batch = 32;
   int runs = 200, gpus = 0;
+  std::string shard_by = "tensor";
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--precision") precision = argv[i + 1];
@@ -113,6 +115,7 @@ int main(int argc, char** argv) {
     if (flag == "--batch") batch = std::atoll(argv[i + 1]);
     if (flag == "--runs") runs = std::atoi(argv[i + 1]);
     if (flag == "--gpus") gpus = std::atoi(argv[i + 1]);
+    if (flag == "--shard-by") shard_by = argv[i + 1];
   }
   graft::Module module;
   if (workload == "mlp") {
@@ -129,7 +132,12 @@ int main(int argc, char** argv) {
   graft::CompileOptions options;
   options.options = {{"precision", precision}, {"autotune", autotune}};
   options.keep_outputs_on_device = true;
-  if (gpus > 0) return RunSharded(**backend, module, options, gpus, runs, workload, batch);
+  if (gpus > 0) {
+    absl::StatusOr<graft::passes::ShardStrategy> strategy =
+        graft::passes::ParseShardStrategy(shard_by);
+    if (!strategy.ok()) return Fail(strategy.status().ToString());
+    return RunSharded(**backend, module, options, gpus, *strategy, runs, workload);
+  }
   const double t0 = Now();
   absl::StatusOr<std::unique_ptr<graft::Executable>> exe = (*backend)->Compile(module, options);
   if (!exe.ok()) return Fail(exe.status().ToString());

@@ -6,6 +6,8 @@ thread per GPU, NCCL inside each rank's CUDA graph); PyTorch with
 torch.distributed.tensor.parallel (one process per GPU, NCCL), the same
 column/row split: MLP layers 0 and 1 as a pair, layer 2 whole; the block's
 q/k/v and MLP up-projection by columns, its two output projections by rows.
+graft also splits the batch instead (--shard-by batch: every weight on both
+GPUs, each its half of the rows, the output gathered).
 Both are timed the same way: each rank's input already on its GPU, a loop of
 runs between two timer reads, the median of five rounds. Prints one table:
 microseconds per run, and the throughput of 2 GPUs over 1.
@@ -113,9 +115,9 @@ def torch_time(workload, world, port):
     return us
 
 
-def graft_time(workload, gpus):
+def graft_time(workload, gpus, shard_by="tensor"):
     cmd = [f"{build}/bench/gpu_run", workload, "--precision", "bf16", "--runs", "50",
-           "--gpus", str(gpus)]
+           "--gpus", str(gpus), "--shard-by", shard_by]
     if workload == "mlp":
         cmd += ["--batch", "1024"]
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -140,18 +142,21 @@ if __name__ == "__main__":
             if world > gpus:
                 continue
             row[f"graft{world}"] = graft_time(workload, world)
+            if world > 1:
+                row[f"graft{world}batch"] = graft_time(workload, world, "batch")
             port += 1
             row[f"torch{world}"] = torch_time("mlp" if workload == "mlp" else "block", world, port)
             print(row, flush=True)
         rows.append(row)
     print()
-    print("| workload | graft 1 GPU us | graft 2 GPUs us | graft 2/1 throughput "
-          "| torch TP 1 GPU us | torch TP 2 GPUs us | torch 2/1 throughput "
-          "| torch 2 GPUs / graft 2 GPUs |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| workload | graft 1 GPU us | graft 2 GPUs tensor us | graft 2/1 tensor "
+          "| graft 2 GPUs batch us | graft 2/1 batch "
+          "| torch TP 1 GPU us | torch TP 2 GPUs us | torch 2/1 "
+          "| torch TP 2 GPUs / graft tensor 2 GPUs |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     nan = float("nan")
     for r in rows:
-        g1, g2 = r.get("graft1", nan), r.get("graft2", nan)
+        g1, g2, gb = r.get("graft1", nan), r.get("graft2", nan), r.get("graft2batch", nan)
         t1, t2 = r.get("torch1", nan), r.get("torch2", nan)
-        print(f"| {r['name']} | {g1:.1f} | {g2:.1f} | {g1 / g2:.2f}x | {t1:.1f} | {t2:.1f} "
-              f"| {t1 / t2:.2f}x | {t2 / g2:.2f}x |")
+        print(f"| {r['name']} | {g1:.1f} | {g2:.1f} | {g1 / g2:.2f}x | {gb:.1f} | {g1 / gb:.2f}x "
+              f"| {t1:.1f} | {t2:.1f} | {t1 / t2:.2f}x | {t2 / g2:.2f}x |")

@@ -51,7 +51,8 @@ struct RunArgs {
   std::string matmul_precision;  // Empty: the backend's default.
   std::string precision;         // cuda: f32, tf32, bf16, f16; empty: default.
   bool autotune = false;
-  int gpus = 0;  // > 0: tensor parallel over that many ranks.
+  int gpus = 0;  // > 0: sharded over that many ranks.
+  std::string shard_by = "tensor";
 };
 
 // The largest difference between two runs' outputs, per output, beside the
@@ -258,8 +259,9 @@ absl::Status RunRun(const RunArgs& args) {
   std::shared_ptr<Executable> executable;
   if (args.gpus > 0) {
     // Each rank's executable binds its communicator: nothing to cache.
-    ASSIGN_OR_RETURN(executable,
-                     CompileSharded(*backend, module, args.gpus, options, &sharded));
+    ASSIGN_OR_RETURN(passes::ShardStrategy strategy, passes::ParseShardStrategy(args.shard_by));
+    ASSIGN_OR_RETURN(executable, CompileSharded(*backend, module, args.gpus, options, &sharded,
+                                                strategy));
     report = sharded.rank0;
   } else {
     ASSIGN_OR_RETURN(executable, cache.GetOrCompile(*backend, module, options, &report));
@@ -385,6 +387,11 @@ Command AddRunCommand(CLI::App& graft) {
                   "rank r on GPU r with NCCL on the cuda backend; N ranks in this "
                   "process on the host backends")
       ->check(CLI::Range(1, 1024));
+  app->add_option("--shard-by", args->shard_by,
+                  "With --gpus: tensor (split the linear layers' weights, Megatron style) "
+                  "or batch (each rank runs the whole model on its rows of the batch)")
+      ->check(CLI::IsMember({"tensor", "batch"}))
+      ->capture_default_str();
   app->add_flag("--autotune", args->autotune,
                 "cuda: time cuBLASLt's candidate algorithms for each matrix "
                 "product at compile time and keep the fastest (cached on disk)");

@@ -94,10 +94,10 @@ void RegisterBuiltinPasses(PassRegistry& r) {
                    "", Simple<FuseElementwisePass>()});
   MustRegister(
       r, {"shard",
-          "Tensor parallelism, Megatron style: the module rank RANK of WORLD runs, "
-          "with its share of the weights and graft::all_reduce/all_gather "
-          "(docs/multi-gpu.md).",
-          "world=N (default 2), rank=R (default 0)",
+          "The module rank RANK of WORLD runs: tensor parallel, Megatron style (its "
+          "share of the weights, graft::all_reduce/all_gather), or by=batch (its "
+          "rows of the batch, the outputs gathered) (docs/multi-gpu.md).",
+          "world=N (default 2), rank=R (default 0), by=tensor|batch (default tensor)",
           [](const PassOptions& o) -> absl::StatusOr<std::unique_ptr<Pass>> {
             ASSIGN_OR_RETURN(std::unique_ptr<ShardPass> p, ShardPass::FromOptions(o));
             return std::unique_ptr<Pass>(std::move(p));

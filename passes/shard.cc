@@ -129,7 +129,11 @@ std::optional<int64_t> ReshapedDim(const Shape& in, const Shape& out, int64_t d,
 class Sharder {
  public:
   Sharder(const Module& in, const ShardOptions& options, ShardReport& report)
-      : in_(in), world_(options.world_size), rank_(options.rank), report_(report) {}
+      : in_(in),
+        world_(options.world_size),
+        rank_(options.rank),
+        strategy_(options.strategy),
+        report_(report) {}
 
   absl::StatusOr<Module> Run() {
     for (const auto& [name, t] : in_.tensors()) out_.SetTensor(name, t.value, t.init);
@@ -258,6 +262,11 @@ class Sharder {
   }
 
   absl::Status Lower(const Node& old) {
+    if (old.op() == OpCode::kPlaceholder && strategy_ == ShardStrategy::kBatch) {
+      Copy(old);
+      SplitBatch(old);
+      return absl::OkStatus();
+    }
     if (old.op() != OpCode::kCallFunction) {
       CopyWhole(old);
       return absl::OkStatus();
@@ -268,13 +277,29 @@ class Sharder {
                   split_tuples_.contains(New(input));
     }
     if (!any_split) {
-      if (!ColumnParallel(old)) Copy(old);
+      if (strategy_ != ShardStrategy::kTensor || !ColumnParallel(old)) Copy(old);
     } else if (!ShardSplitValue(old)) {
       CopyWhole(old);
     }
     Node* n = New(&old);
     if (!n->type().has_value() && n->meta().tuple_types.empty()) InferAndSetType(n);
     return absl::OkStatus();
+  }
+
+  // ShardStrategy::kBatch: the rank's rows of input `old` (already copied),
+  // when its first dim is the batch.
+  void SplitBatch(const Node& old) {
+    std::optional<Shape> shape = ShapeOf(&old);
+    if (!shape.has_value() || shape->empty() || (*shape)[0].is_symbolic()) return;
+    const int64_t rows = (*shape)[0].value();
+    if (batch_ < 0) batch_ = rows;
+    if (rows != batch_ || rows % world_ != 0) return;
+    const int64_t piece = rows / world_;
+    Node* part = Call("slice", {Argument(New(&old)), Argument(int64_t{0}),
+                                Argument(rank_ * piece), Argument((rank_ + 1) * piece)});
+    map_[&old] = part;
+    sharded_[part] = Sharding{0, 1};
+    report_.batch_split_inputs.push_back(old.name());
   }
 
   // --- Layers whose input every rank holds whole. ---
@@ -412,7 +437,26 @@ class Sharder {
     if (old.is_call("slice")) return Slice(old);
     if (old.is_call("softmax") || old.is_call("log_softmax")) return Normalize(old, 1);
     if (old.is_call("layer_norm")) return LayerNorm(old);
+    if (IsPerSampleOp(old)) return PerSample(old);
     return false;
+  }
+
+  // Ops that compute each sample (first dim) of their input on its own:
+  // a batch split passes through them.
+  static bool IsPerSampleOp(const Node& n) {
+    return n.is_call("conv2d") || n.is_call("max_pool2d") || n.is_call("avg_pool2d") ||
+           n.is_call("adaptive_avg_pool2d") || n.is_call("batch_norm");
+  }
+
+  bool PerSample(const Node& old) {
+    Sharding s;
+    Node* input = OnlySplitInput(old, &s);
+    if (input == nullptr || s.dim != 0 || InputOf(old) == nullptr ||
+        input != New(InputOf(old))) {
+      return false;
+    }
+    CopySplit(old, s);
+    return true;
   }
 
   // The only split tensor input of `old`, or null.
@@ -699,17 +743,36 @@ class Sharder {
 
   const Module& in_;
   const int world_, rank_;
+  const ShardStrategy strategy_;
   ShardReport& report_;
   Module out_;
   absl::flat_hash_map<const Node*, Node*> map_;         // Old node -> new.
   absl::flat_hash_map<const Node*, Sharding> sharded_;  // New split values.
   absl::flat_hash_map<const Node*, Sharding> split_tuples_;  // New splits' parts.
   absl::flat_hash_map<const Node*, Node*> gathered_;    // Split -> whole.
+  int64_t batch_ = -1;  // kBatch: the first input's first dim.
 };
 
 }  // namespace
 
+absl::string_view ShardStrategyName(ShardStrategy strategy) {
+  return strategy == ShardStrategy::kBatch ? "batch" : "tensor";
+}
+
+absl::StatusOr<ShardStrategy> ParseShardStrategy(absl::string_view name) {
+  if (name == "tensor") return ShardStrategy::kTensor;
+  if (name == "batch") return ShardStrategy::kBatch;
+  return absl::InvalidArgumentError(
+      absl::StrCat("a sharding strategy is \"tensor\" or \"batch\", got \"", name, "\""));
+}
+
 std::string ShardReport::Summary() const {
+  if (!batch_split_inputs.empty()) {
+    return absl::StrCat(batch_split_inputs.size(), " input",
+                        batch_split_inputs.size() == 1 ? "" : "s",
+                        " split along the batch; ", all_reduces, " all_reduce, ", all_gathers,
+                        " all_gather");
+  }
   return absl::StrCat(column_parallel.size(), " column-parallel, ", row_parallel.size(),
                       " row-parallel layers; ", all_reduces, " all_reduce, ", all_gathers,
                       " all_gather");
@@ -718,13 +781,14 @@ std::string ShardReport::Summary() const {
 absl::StatusOr<std::unique_ptr<ShardPass>> ShardPass::FromOptions(const PassOptions& options) {
   ASSIGN_OR_RETURN(int64_t world, options.GetInt("world", 2));
   ASSIGN_OR_RETURN(int64_t rank, options.GetInt("rank", 0));
+  ASSIGN_OR_RETURN(ShardStrategy strategy, ParseShardStrategy(options.GetString("by", "tensor")));
   if (world < 1 || world > 1024 || rank < 0 || rank >= world) {
     return absl::InvalidArgumentError(
         absl::StrCat("shard{world=", world, ",rank=", rank,
                      "}: needs 1 <= world <= 1024 and 0 <= rank < world"));
   }
   return std::make_unique<ShardPass>(
-      ShardOptions{static_cast<int>(world), static_cast<int>(rank)});
+      ShardOptions{static_cast<int>(world), static_cast<int>(rank), strategy});
 }
 
 absl::StatusOr<bool> ShardPass::Run(Module& module, PassContext&) {

@@ -12,16 +12,34 @@
 namespace graft::passes {
 
 // Which rank of how many to build (ShardModule).
+// How to split the work.
+enum class ShardStrategy : unsigned char {
+  // Megatron-style tensor parallelism: the linear layers' weights are split
+  // (each rank holds 1/world_size of them), with collectives between.
+  kTensor,
+  // The batch: each rank runs the whole model on 1/world_size of the
+  // inputs' first dim (inference data parallelism: every weight on every
+  // rank, one all_gather of each output, nothing else exchanged).
+  kBatch,
+};
+
 struct ShardOptions {
   int world_size = 2;
   int rank = 0;
+  ShardStrategy strategy = ShardStrategy::kTensor;
 };
+
+// "tensor" or "batch"; ParseShardStrategy fails on anything else.
+absl::string_view ShardStrategyName(ShardStrategy strategy);
+absl::StatusOr<ShardStrategy> ParseShardStrategy(absl::string_view name);
 
 // What ShardModule split, for `graft run --explain` and tests.
 struct ShardReport {
   // Linear layers split by output features (each rank computes its share
   // of the columns) and by input features (each rank a partial sum).
   std::vector<std::string> column_parallel, row_parallel;
+  // ShardStrategy::kBatch: the inputs split along their first dim.
+  std::vector<std::string> batch_split_inputs;
   int all_reduces = 0, all_gathers = 0;
 
   // "2 column-parallel, 2 row-parallel layers; 2 all_reduce, 0 all_gather".
@@ -50,6 +68,13 @@ struct ShardReport {
 // Types are propagated first; the split dims must be constant and divide
 // by world_size (layers whose do not stay whole). Submodules (fused groups)
 // are not split: their inputs are gathered.
+//
+// With ShardStrategy::kBatch the weights stay whole: each input whose
+// first dim is the batch (the first input's first dim, constant and
+// divisible by world_size) is cut to the rank's rows, and the same
+// propagation carries the split through the model to the outputs, which
+// are gathered. Ops that mix rows (a reduction over the batch) gather
+// first, so this too is correct for any model.
 absl::StatusOr<Module> ShardModule(const Module& module, const ShardOptions& options,
                                    ShardReport* report = nullptr);
 

@@ -42,14 +42,15 @@ Tensor RandomF32(std::vector<int64_t> dims) {
 
 // Runs `module` whole and over `world` ranks on `inputs`; expects equal
 // outputs and returns what sharding did.
-passes::ShardReport ExpectShardedMatches(const Module& module, int world,
-                                         const std::vector<Tensor>& inputs) {
+passes::ShardReport ExpectShardedMatches(
+    const Module& module, int world, const std::vector<Tensor>& inputs,
+    passes::ShardStrategy strategy = passes::ShardStrategy::kTensor) {
   SCOPED_TRACE(absl::StrCat("world of ", world));
   ShardedCompileReport report;
   absl::StatusOr<std::unique_ptr<Executable>> whole = Interp().Compile(module, {});
   EXPECT_OK(whole.status());
   absl::StatusOr<std::unique_ptr<Executable>> sharded =
-      CompileSharded(Interp(), module, world, {}, &report);
+      CompileSharded(Interp(), module, world, {}, &report, strategy);
   EXPECT_OK(sharded.status());
   if (!whole.ok() || !sharded.ok()) return report.shard;
   absl::StatusOr<std::vector<Tensor>> want = (*whole)->Run(inputs);
@@ -282,6 +283,51 @@ TEST(Sharding, TheGpt2BlockSplitsAsMegatronDoes) {
       EXPECT_EQ(r.all_reduces, 2) << r.Summary();
       EXPECT_EQ(r.all_gathers, 0) << r.Summary();
     }
+  }
+}
+
+// Batch splitting: the weights stay whole, each rank takes its rows, the
+// outputs are gathered, and nothing else is exchanged.
+TEST(Sharding, TheBatchSplitsAcrossRanks) {
+  Module m = Parse(Attention(/*fused=*/true));
+  const std::vector<Tensor> inputs = {RandomF32({2, 8, 32})};
+  passes::ShardReport r = ExpectShardedMatches(m, 2, inputs, passes::ShardStrategy::kBatch);
+  EXPECT_THAT(r.batch_split_inputs, ::testing::ElementsAre("x"));
+  EXPECT_TRUE(r.column_parallel.empty());
+  EXPECT_EQ(r.all_reduces, 0);
+  EXPECT_EQ(r.all_gathers, 1);  // The output.
+  ASSERT_OK_AND_ASSIGN(Module part, passes::ShardModule(m, {2, 1, passes::ShardStrategy::kBatch}));
+  EXPECT_EQ(part.FindTensor("wqkv")->dims(), (std::vector<int64_t>{96, 32}));  // Whole.
+}
+
+// Every repository model by batch, where its batch divides (else whole).
+TEST(Sharding, EveryRepositoryModelSplitByBatchGivesTheUnshardedResult) {
+  FindSourceDir();
+  const std::vector<std::string> files = ModelFiles(true);
+  if (files.empty()) GTEST_SKIP() << "GRAFT_SOURCE_DIR is not set";
+  for (const std::string& path : files) {
+    SCOPED_TRACE(path);
+    absl::StatusOr<Module> m = LoadModel(path);
+    if (!m.ok() && absl::IsUnimplemented(m.status())) continue;
+    ASSERT_OK(m.status());
+    // Symbolic batches are sized 4 here, to divide.
+    std::vector<TensorType> types;
+    for (const ValueSignature& s : PlaceholderSignature(m->graph())) {
+      TensorType t = *s.type;
+      for (Dim& d : t.shape) d = d.is_symbolic() ? Dim(4) : d;
+      types.push_back(t);
+    }
+    Module fixed = m->Clone();
+    size_t i = 0;
+    for (Node* p : fixed.graph().placeholders()) p->set_type(types[i++]);
+    const std::vector<Tensor> inputs =
+        RandomInputs(PlaceholderSignature(fixed.graph()), std::random_device{}());
+    passes::ShardReport r =
+        ExpectShardedMatches(fixed, 2, inputs, passes::ShardStrategy::kBatch);
+    std::printf("%s by batch: %s\n", path.c_str(), r.Summary().c_str());
+    // Only the outputs are gathered: every op of these models works per sample.
+    EXPECT_EQ(r.all_gathers, static_cast<int>(OutputSignature(fixed.graph()).size()));
+    EXPECT_EQ(r.all_reduces, 0);
   }
 }
 
