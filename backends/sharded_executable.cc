@@ -138,6 +138,15 @@ absl::StatusOr<std::unique_ptr<ShardedExecutable>> CompileSharded(Backend& backe
     return absl::InvalidArgumentError(
         absl::StrCat("a world needs at least one rank, got ", world_size));
   }
+  // The types the caller promises: a symbolic batch becomes the size it
+  // will be, so that it can be split.
+  Module typed = module.Clone();
+  std::vector<ValueSignature> signature = PlaceholderSignature(typed.graph());
+  RETURN_IF_ERROR(NarrowSignature(signature, options.input_types));
+  std::vector<Node*> placeholders = typed.graph().placeholders();
+  for (size_t i = 0; i < placeholders.size(); ++i) {
+    if (signature[i].type.has_value()) placeholders[i]->set_type(*signature[i].type);
+  }
   ASSIGN_OR_RETURN(std::vector<std::shared_ptr<Communicator>> world,
                    backend.CreateWorld(world_size));
   const bool on_host = backend.device(options).is_host();
@@ -145,7 +154,7 @@ absl::StatusOr<std::unique_ptr<ShardedExecutable>> CompileSharded(Backend& backe
   for (int r = 0; r < world_size; ++r) {
     passes::ShardReport shard;
     absl::StatusOr<Module> part =
-        passes::ShardModule(module, passes::ShardOptions{world_size, r, strategy}, &shard);
+        passes::ShardModule(typed, passes::ShardOptions{world_size, r, strategy}, &shard);
     if (!part.ok()) {
       return absl::Status(part.status().code(),
                           absl::StrCat("sharding for rank ", r, ": ", part.status().message()));

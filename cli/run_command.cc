@@ -260,6 +260,9 @@ absl::Status RunRun(const RunArgs& args) {
   if (args.gpus > 0) {
     // Each rank's executable binds its communicator: nothing to cache.
     ASSIGN_OR_RETURN(passes::ShardStrategy strategy, passes::ParseShardStrategy(args.shard_by));
+    // Compiled for these inputs' sizes, so that a symbolic batch can split.
+    options.input_types.clear();
+    for (const Tensor& t : inputs.tensors) options.input_types.push_back(t.type());
     ASSIGN_OR_RETURN(executable, CompileSharded(*backend, module, args.gpus, options, &sharded,
                                                 strategy));
     report = sharded.rank0;

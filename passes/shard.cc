@@ -249,7 +249,9 @@ class Sharder {
     return x;
   }
 
-  // Copies `old` with every split input gathered first.
+  // Copies `old` with every split input gathered first. The graph's
+  // outputs keep their names (callers see them): the split value takes
+  // another.
   void CopyWhole(const Node& old) {
     Node* n = Copy(old);
     for (Node* input : n->unique_inputs()) {
@@ -257,6 +259,11 @@ class Sharder {
         Node* whole = Gathered(input);
         graph().MoveBefore(n, nullptr);
         n->ReplaceInputWith(input, whole);
+        if (old.op() == OpCode::kOutput) {
+          const std::string name = input->name();
+          (void)graph().Rename(input, graph().UniqueName(name + "_part"));
+          (void)graph().Rename(whole, name);
+        }
       }
     }
   }
@@ -767,7 +774,7 @@ absl::StatusOr<ShardStrategy> ParseShardStrategy(absl::string_view name) {
 }
 
 std::string ShardReport::Summary() const {
-  if (!batch_split_inputs.empty()) {
+  if (strategy == ShardStrategy::kBatch) {
     return absl::StrCat(batch_split_inputs.size(), " input",
                         batch_split_inputs.size() == 1 ? "" : "s",
                         " split along the batch; ", all_reduces, " all_reduce, ", all_gathers,
@@ -806,6 +813,7 @@ absl::StatusOr<Module> ShardModule(const Module& module, const ShardOptions& opt
   Module typed = module.Clone();
   RETURN_IF_ERROR(PropagateShapes(typed).status());
   ShardReport local;
+  local.strategy = options.strategy;
   if (options.world_size == 1) {
     if (report != nullptr) *report = local;
     return typed;

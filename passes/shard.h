@@ -38,6 +38,7 @@ struct ShardReport {
   // Linear layers split by output features (each rank computes its share
   // of the columns) and by input features (each rank a partial sum).
   std::vector<std::string> column_parallel, row_parallel;
+  ShardStrategy strategy = ShardStrategy::kTensor;
   // ShardStrategy::kBatch: the inputs split along their first dim.
   std::vector<std::string> batch_split_inputs;
   int all_reduces = 0, all_gathers = 0;
