@@ -42,6 +42,12 @@ struct SharedWorld {
     cv.notify_all();
   }
 
+  void Revive() {
+    std::lock_guard<std::mutex> lock(mu);
+    aborted = false;
+    arrived = 0;
+  }
+
   static absl::Status Aborted() {
     return absl::AbortedError("another rank of the world failed and left it");
   }
@@ -129,6 +135,10 @@ class InProcessCommunicator : public Communicator {
   }
 
   void Abort() override { world_->Abort(); }
+  absl::Status Revive() override {
+    world_->Revive();
+    return absl::OkStatus();
+  }
 
  private:
   // Publishes `tensor`, waits for every rank's, computes the result from

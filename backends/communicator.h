@@ -36,8 +36,11 @@ class Communicator {
   virtual absl::StatusOr<Tensor> AllGather(const Tensor& tensor, int64_t dim) = 0;
   // Tells every rank that this one will make no more calls (it failed
   // outside a collective): calls waiting for it, and later ones, fail
-  // instead of waiting forever.
+  // instead of waiting forever. Aborting one rank aborts the world.
   virtual void Abort() = 0;
+  // Makes an aborted world usable again, once no rank is in a call; fails
+  // where that cannot be done (NCCL's communicators end with an abort).
+  virtual absl::Status Revive() = 0;
 
  private:
   int rank_, world_size_;

@@ -1,5 +1,6 @@
 #include "backends/sharded_executable.h"
 
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -85,17 +86,34 @@ class RankGroup : public ShardedExecutable {
                                                      " ranks; the world has ", ranks_.size()));
     }
     std::lock_guard<std::mutex> lock(run_mu_);
+    // Inputs every rank would refuse fail here, before any rank starts and
+    // the world has to be aborted.
+    for (size_t r = 0; r < ranks_.size(); ++r) {
+      absl::Status checked = CheckInputs(ranks_[r]->input_signature(), inputs[r]).status();
+      if (!checked.ok()) {
+        return absl::Status(checked.code(), absl::StrCat("rank ", r, ": ", checked.message()));
+      }
+    }
+    if (aborted_) {
+      for (auto& communicator : world_) RETURN_IF_ERROR(communicator->Revive());
+      aborted_ = false;
+    }
+    std::atomic<bool> failed{false};
     std::vector<absl::StatusOr<std::vector<Tensor>>> results(ranks_.size(),
                                                              absl::UnknownError("not run"));
     auto run_rank = [&](size_t r) {
       results[r] = ranks_[r]->Run(inputs[r]);
       // A rank that fails makes no more collectives: its peers must not
-      // wait for it.
-      if (!results[r].ok()) world_[r]->Abort();
+      // wait for it (NCCL's peers wait inside their kernels: every
+      // communicator is aborted).
+      if (!results[r].ok() && !failed.exchange(true)) {
+        for (auto& communicator : world_) communicator->Abort();
+      }
     };
     for (size_t r = 1; r < ranks_.size(); ++r) threads_[r - 1]->Start([&, r] { run_rank(r); });
     run_rank(0);
     for (auto& thread : threads_) thread->Wait();
+    aborted_ = failed.load();
     // The first failure that is not another rank's abort says what went wrong.
     for (size_t r = 0; r < results.size(); ++r) {
       if (!results[r].ok() && !absl::IsAborted(results[r].status())) {
@@ -125,6 +143,7 @@ class RankGroup : public ShardedExecutable {
   std::vector<std::shared_ptr<Communicator>> world_;
   std::vector<std::unique_ptr<RankThread>> threads_;
   std::mutex run_mu_;
+  bool aborted_ = false;  // The last run failed and aborted the world.
 };
 
 }  // namespace

@@ -198,26 +198,29 @@ class Sharder {
     if (!s.has_value()) return value;
     auto cached = gathered_.find(value);
     if (cached != gathered_.end()) return cached->second;
-    const Shape local = value->type()->shape;
-    Node* x = value;
-    int64_t dim = s->dim;
-    if (s->blocks > 1) {
-      // [.., blocks * piece, ..] -> [.., blocks, piece, ..]: gathering the
-      // pieces keeps the blocks in order.
-      std::vector<int64_t> dims;
-      for (int64_t k = 0; k < static_cast<int64_t>(local.size()); ++k) {
-        if (k == s->dim) {
-          dims.push_back(s->blocks);
-          dims.push_back(local[k].value() / s->blocks);
-        } else {
-          dims.push_back(local[k].is_constant() ? local[k].value() : -1);
-        }
+    Node* whole;
+    if (s->blocks == 1) {
+      whole = GatherPieces(value, s->dim);
+    } else {
+      // Each block is cut into rank pieces: gather block by block, then
+      // join the blocks.
+      const int64_t piece = value->type()->shape[s->dim].value() / s->blocks;
+      Node* parts = Call("split", {Argument(value), Argument(piece), Argument(s->dim)});
+      ArgumentList blocks;
+      for (int64_t b = 0; b < s->blocks; ++b) {
+        blocks.push_back(Argument(GatherPieces(Call("getitem", {Argument(parts), Argument(b)}),
+                                               s->dim)));
       }
-      x = Call("reshape", {Argument(x), Argument::IntList(dims)});
-      ++dim;
+      whole = Call("concat", {Argument(std::move(blocks)), Argument(s->dim)});
     }
-    // NCCL gathers whole rank blocks: bring the dim to the front unless
-    // every dim before it has size 1.
+    gathered_[value] = whole;
+    return whole;
+  }
+
+  // Every rank's piece of `x` along `dim`, in rank order. NCCL gathers
+  // whole rank blocks, so the dim goes to the front unless every dim before
+  // it has size 1.
+  Node* GatherPieces(Node* x, int64_t dim) {
     const Shape shape = x->type()->shape;
     bool leading = true;
     for (int64_t k = 0; k < dim; ++k) leading = leading && shape[k] == Dim(1);
@@ -237,15 +240,6 @@ class Sharder {
       for (size_t k = 0; k < perm.size(); ++k) inverse[perm[k]] = static_cast<int64_t>(k);
       x = Call("permute", {Argument(x), Argument::IntList(inverse)});
     }
-    if (s->blocks > 1) {
-      std::vector<int64_t> dims;
-      for (int64_t k = 0; k < static_cast<int64_t>(local.size()); ++k) {
-        dims.push_back(k == s->dim ? local[k].value() * world_
-                                   : (local[k].is_constant() ? local[k].value() : -1));
-      }
-      x = Call("reshape", {Argument(x), Argument::IntList(dims)});
-    }
-    gathered_[value] = x;
     return x;
   }
 
@@ -288,8 +282,8 @@ class Sharder {
     } else if (!ShardSplitValue(old)) {
       CopyWhole(old);
     }
-    Node* n = New(&old);
-    if (!n->type().has_value() && n->meta().tuple_types.empty()) InferAndSetType(n);
+    // Rules change arguments after copying: the type follows them.
+    InferAndSetType(New(&old));
     return absl::OkStatus();
   }
 
@@ -354,10 +348,9 @@ class Sharder {
       for (const Node* user : n->users()) {
         if (seen.contains(user) || user->op() != OpCode::kCallFunction) continue;
         seen[user] = true;
-        if (IsLinearLayer(*user) && user->arg(0).is_node() && user->arg(0).node() == n &&
-            user->num_args() > 1 && user->arg(1).is_node() &&
-            user->arg(1).node()->op() == OpCode::kGetAttr) {
-          return true;
+        if (IsLinearLayer(*user) && InputOf(*user) == n) {
+          std::optional<Weight> w = WeightOf(*user);
+          if (w.has_value()) return true;
         }
         OpKind kind = KindOf(*user);
         if (kind == OpKind::kPointwise || kind == OpKind::kView || user->is_call("softmax") ||
@@ -529,6 +522,9 @@ class Sharder {
     std::optional<Shape> in = ShapeOf(call->TensorNode("input"));
     std::optional<Shape> out = ShapeOf(&old);
     if (!in.has_value() || !out.has_value()) return false;
+    // squeeze works on the local shape: a split dim of one element per rank
+    // would vanish on the ranks only.
+    if (old.is_call("squeeze") && (*in)[s.dim] == Dim(world_)) return false;
     std::optional<int64_t> dim = ReshapedDim(*in, *out, s.dim, world_);
     if (!dim.has_value()) return false;
     Node* n = CopySplit(old, Sharding{*dim, 1});
@@ -731,6 +727,7 @@ class Sharder {
 
   // Puts graft::all_reduce after `n`, the new node of `old`, a partial sum.
   void AllReduceAfter(const Node& old, Node* n) {
+    InferAndSetType(n);
     Node* sum = Call(kAllReduceOp, {Argument(n), Argument(static_cast<int64_t>(world_))});
     ++report_.all_reduces;
     map_[&old] = sum;

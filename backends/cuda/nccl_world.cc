@@ -88,6 +88,7 @@ absl::StatusOr<ncclDataType_t> NcclType(DType dtype) {
     case DType::kI64: return ncclInt64;
     case DType::kI8: return ncclInt8;
     case DType::kU8: return ncclUint8;
+    case DType::kBool: return ncclUint8;  // One byte each; a gather moves them as they are.
     default:
       return absl::UnimplementedError(
           absl::StrCat("NCCL has no collectives on ", DTypeName(dtype)));
@@ -205,6 +206,13 @@ absl::StatusOr<Tensor> NcclCommunicator::AllGather(const Tensor& tensor, int64_t
   return OnDevice(host, dims, /*gather=*/true);
 }
 
+absl::Status NcclCommunicator::Revive() {
+  if (comm_ != nullptr) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      "a failed run aborted the NCCL world (NCCL communicators end with an abort): "
+      "compile the model again");
+}
+
 void NcclCommunicator::Abort() {
   if (comm_ == nullptr) return;
   (void)(*LoadNccl())->comm_abort(Comm(comm_));
@@ -226,7 +234,11 @@ absl::StatusOr<std::vector<std::shared_ptr<Communicator>>> CreateNcclWorld(int w
   for (int r = 0; r < world_size; ++r) list[r] = r;
   RETURN_IF_ERROR(CheckNccl(api->comm_init_all(comms.data(), world_size, list.data()),
                             "ncclCommInitAll"));
-  RETURN_IF_ERROR(WarmUp(*api, comms));
+  absl::Status warm = WarmUp(*api, comms);
+  if (!warm.ok()) {
+    for (ncclComm_t comm : comms) (void)api->comm_destroy(comm);
+    return warm;
+  }
   std::vector<std::shared_ptr<Communicator>> world;
   for (int r = 0; r < world_size; ++r) {
     world.push_back(std::shared_ptr<Communicator>(new NcclCommunicator(r, world_size, comms[r])));
@@ -254,6 +266,7 @@ absl::Status NcclCommunicator::AllGather(const void*, void*, size_t, DType, cuda
 absl::StatusOr<Tensor> NcclCommunicator::AllReduceSum(const Tensor&) { return NoNccl(); }
 absl::StatusOr<Tensor> NcclCommunicator::AllGather(const Tensor&, int64_t) { return NoNccl(); }
 void NcclCommunicator::Abort() {}
+absl::Status NcclCommunicator::Revive() { return NoNccl(); }
 
 absl::StatusOr<std::vector<std::shared_ptr<Communicator>>> CreateNcclWorld(int) {
   return NoNccl();

@@ -40,6 +40,7 @@ class NcclCommunicator : public Communicator {
   absl::StatusOr<Tensor> AllReduceSum(const Tensor& tensor) override;
   absl::StatusOr<Tensor> AllGather(const Tensor& tensor, int64_t dim) override;
   void Abort() override;
+  absl::Status Revive() override;
 
  private:
   friend absl::StatusOr<std::vector<std::shared_ptr<Communicator>>> CreateNcclWorld(int);

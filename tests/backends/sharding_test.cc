@@ -176,6 +176,67 @@ graph():
   }
 }
 
+// One head on 2-D values: q @ k^T contracts the split dim (a partial sum,
+// then all_reduce), p @ v keeps v's columns split for the output layer.
+TEST(Sharding, AProductOverTheSplitDimIsSummed) {
+  Module m = Parse(R"(
+tensor wq : f32[8,8] = random(seed=1)
+tensor wk : f32[8,8] = random(seed=2)
+tensor wv : f32[8,8] = random(seed=3)
+tensor wo : f32[8,8] = random(seed=4)
+
+graph():
+    %x : f32[4,8] = placeholder[target=x]
+    %wq = get_attr[target=wq]
+    %wk = get_attr[target=wk]
+    %wv = get_attr[target=wv]
+    %wo = get_attr[target=wo]
+    %q = call_function[target=linear](args = (%x, %wq), kwargs = {})
+    %k = call_function[target=linear](args = (%x, %wk), kwargs = {})
+    %v = call_function[target=linear](args = (%x, %wv), kwargs = {})
+    %kt = call_function[target=transpose](args = (%k, 0, 1), kwargs = {})
+    %s = call_function[target=matmul](args = (%q, %kt), kwargs = {})
+    %p = call_function[target=softmax](args = (%s,), kwargs = {dim: -1})
+    %o = call_function[target=matmul](args = (%p, %v), kwargs = {})
+    %y = call_function[target=linear](args = (%o, %wo), kwargs = {})
+    return [y, s]
+)");
+  const std::vector<Tensor> inputs = {RandomF32({4, 8})};
+  for (int world : {2, 4}) {
+    passes::ShardReport r = ExpectShardedMatches(m, world, inputs);
+    EXPECT_EQ(r.all_reduces, 2) << r.Summary();  // q @ k^T, and the output layer.
+    EXPECT_EQ(r.all_gathers, 0) << r.Summary();
+  }
+}
+
+// A split dim of one element per rank must not vanish in a squeeze that
+// keeps it whole.
+TEST(Sharding, ASqueezeKeepsASplitDimOfOnePerRank) {
+  Module m = Parse(R"(
+tensor w1 : f32[2,4] = random(seed=1)
+tensor w2 : f32[3,2] = random(seed=2)
+
+graph():
+    %x : f32[5,4] = placeholder[target=x]
+    %w1 = get_attr[target=w1]
+    %h = call_function[target=linear](args = (%x, %w1), kwargs = {})
+    %r = call_function[target=squeeze](args = (%h,), kwargs = {})
+    %w2 = get_attr[target=w2]
+    %y = call_function[target=linear](args = (%r, %w2), kwargs = {})
+    return y
+)");
+  ExpectShardedMatches(m, 2, {RandomF32({5, 4})});
+}
+
+// Inputs no rank would take fail before any rank starts; the next run works.
+TEST(Sharding, ABadRunLeavesTheRanksReady) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ShardedExecutable> e,
+                       CompileSharded(Interp(), Parse(kPerceptron), 2, {}));
+  EXPECT_THAT(e->Run({RandomF32({5, 7})}).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("rank 0")));
+  EXPECT_OK(e->Run({RandomF32({5, 8})}).status());
+}
+
 // Self-attention over 4 heads of 8, with separate q, k and v projections
 // or one fused projection split three ways, then the output projection
 // and a residual.
