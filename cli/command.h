@@ -27,6 +27,7 @@ Command AddPassesCommand(CLI::App& graft);
 Command AddDotCommand(CLI::App& graft);
 Command AddConvertCommand(CLI::App& graft);
 Command AddCacheCommand(CLI::App& graft);
+Command AddQuantizeCommand(CLI::App& graft);
 
 }  // namespace graft::cli
 

@@ -29,6 +29,7 @@ constexpr AddCommandFn kCommands[] = {
     &AddPassesCommand,
     &AddDotCommand,
     &AddConvertCommand,
+    &AddQuantizeCommand,
     &AddCacheCommand,
 };
 

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "graph/core_ops_internal.h"
+#include "graph/quant_ops.h"
 #include "graph/type_rules.h"
 
 namespace graft::core_ops {
@@ -134,6 +135,21 @@ absl::StatusOr<TensorType> Dequantize(const InferContext& ctx) {
   return t;
 }
 
+absl::StatusOr<TensorType> Observe(const InferContext& ctx) {
+  TensorType t = ctx.Type("input");
+  absl::Status status = RequireFloatInput(ctx, t);
+  if (!status.ok()) return status;
+  absl::StatusOr<DType> dtype = QuantizedDType(ctx);
+  if (!dtype.ok()) return dtype.status();
+  if (!ctx.call().IsNone("scale")) {
+    double scale = ctx.call().Float("scale");
+    if (!(scale > 0) || !std::isfinite(scale)) {
+      return ctx.Error(absl::StrCat("scale must be positive and finite, got ", scale));
+    }
+  }
+  return t;
+}
+
 }  // namespace
 
 void RegisterQuantOps(OpRegistry& r) {
@@ -161,6 +177,16 @@ void RegisterQuantOps(OpRegistry& r) {
           .infer = One(Dequantize),
           .summary = "x = (q - zero_point) * scale, per tensor or per "
                      "channel of axis"});
+  Add(r, {.name = std::string(kObserveOp),
+          .params = {Param("input", K::kTensor), Optional("scale", K::kFloat),
+                     Optional("zero_point", K::kInt),
+                     Defaulted("dtype", K::kDType, DType::kI8)},
+          .pure = false,
+          .traits = {.kind = OpKind::kQuantize},
+          .infer = One(Observe),
+          .summary = "identity; a value whose range calibration records "
+                     "(quantize-prepare), with its scale and zero point once "
+                     "calibrated"});
 }
 
 }  // namespace graft::core_ops

@@ -10,6 +10,8 @@
 #include "passes/fuse_linear_activation.h"
 #include "passes/partition.h"
 #include "passes/pass_registry.h"
+#include "passes/quantize/convert.h"
+#include "passes/quantize/prepare.h"
 #include "passes/shape_prop.h"
 #include "passes/shard.h"
 #include "passes/substitute.h"
@@ -92,6 +94,27 @@ void RegisterBuiltinPasses(PassRegistry& r) {
                    "Moves connected groups of pointwise ops into one call_module "
                    "each (submodules fused_0, fused_1, ...).",
                    "", Simple<FuseElementwisePass>()});
+  MustRegister(
+      r, {"quantize-prepare",
+          "Puts a graft::observe on every float activation and result of the calls "
+          "to quantize (docs/quantization.md).",
+          "ops=OP;OP... (default linear;matmul;conv2d;graft::linear_activation), "
+          "skip=GLOB;GLOB..., dtype=i8|u8 (default i8)",
+          [](const PassOptions& o) -> absl::StatusOr<std::unique_ptr<Pass>> {
+            ASSIGN_OR_RETURN(std::unique_ptr<quantize::PreparePass> p,
+                             quantize::PreparePass::FromOptions(o));
+            return std::unique_ptr<Pass>(std::move(p));
+          }});
+  MustRegister(
+      r, {"quantize-convert",
+          "Turns calibrated observers into quantize/dequantize and stores the quantized "
+          "calls' weights as int8 (the reference graph; docs/quantization.md).",
+          "skip=GLOB;GLOB... (calls kept float), per-tensor=true|false (default false)",
+          [](const PassOptions& o) -> absl::StatusOr<std::unique_ptr<Pass>> {
+            ASSIGN_OR_RETURN(std::unique_ptr<quantize::ConvertPass> p,
+                             quantize::ConvertPass::FromOptions(o));
+            return std::unique_ptr<Pass>(std::move(p));
+          }});
   MustRegister(
       r, {"shard",
           "The module rank RANK of WORLD runs: tensor parallel, Megatron style (its "

@@ -10,6 +10,7 @@
 #include "backends/interp/elementwise.h"
 #include "backends/interp/kernel.h"
 #include "backends/interp/kernel_util.h"
+#include "graph/quant_ops.h"
 #include "support/status_macros.h"
 
 namespace graft::interp {
@@ -180,6 +181,12 @@ absl::StatusOr<Value> Dequantize(const KernelContext& ctx) {
 }  // namespace
 
 void RegisterQuantKernels(KernelTable& t) {
+  // The identity: calibration reads the value from outside (the
+  // interpreter's hooks).
+  t.Add(std::string(kObserveOp), [](const KernelContext& ctx) -> absl::StatusOr<Value> {
+    ASSIGN_OR_RETURN(Tensor x, ctx.Input("input"));
+    return Value(x);
+  });
   t.Add("quantize_per_tensor", QuantizePerTensor);
   t.Add("quantize_per_channel", QuantizePerChannel);
   t.Add("dequantize", Dequantize);

@@ -192,6 +192,10 @@ std::vector<PassCase> Cases() {
       // A world of one rank runs alone; larger worlds need every rank
       // running, which tests/backends/sharding_test.cc checks.
       {"shard", "shard{world=1}", 1e-5, false},
+      // Observers are the identity; convert changes nothing unprepared (the
+      // quantized graph's accuracy is tests/quantize/'s).
+      {"quantize-prepare", "quantize-prepare", 1e-5, true},
+      {"quantize-convert", "quantize-convert", 1e-5, false},
   };
 }
 

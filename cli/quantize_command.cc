@@ -1,0 +1,149 @@
+// graft quantize MODEL (--calib-dir DIR | --calib-random N) -o OUT: post-
+// training quantization end to end (docs/quantization.md).
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "cli/command.h"
+#include "cli/input_binding.h"
+#include "cli/load_module.h"
+#include "cli/output.h"
+#include "quantize/quantize_model.h"
+#include "serialize/model_io.h"
+#include "support/status_macros.h"
+
+namespace graft::cli {
+namespace {
+
+struct QuantizeArgs {
+  std::string model;
+  std::string output;
+  std::string calib_dir;
+  int calib_random = 0;
+  uint64_t seed = 0;
+  std::vector<std::string> dims;
+  bool per_tensor = false;
+  std::string observer = "minmax";
+  std::string dtype = "int8";
+  std::vector<std::string> skip;
+  bool report = false;
+  std::optional<double> min_sqnr;
+};
+
+// Calibration and evaluation samples. Random ones are held out by seed; of
+// a folder's samples every fifth is held out when there are five or more
+// (else the report measures on the calibration data and says so).
+absl::Status Samples(const QuantizeArgs& args, const Module& module,
+                     quantize::QuantizeOptions& options, std::string& note) {
+  if (args.calib_dir.empty() == (args.calib_random == 0)) {
+    return absl::InvalidArgumentError("give one of --calib-dir DIR and --calib-random N");
+  }
+  ASSIGN_OR_RETURN(SymbolBindings dims, ParseDims(args.dims));
+  if (args.calib_random > 0) {
+    ASSIGN_OR_RETURN(options.calibration,
+                     quantize::RandomSamples(module, args.calib_random, args.seed, dims));
+    ASSIGN_OR_RETURN(options.evaluation,
+                     quantize::RandomSamples(module, std::max(4, args.calib_random / 4),
+                                             args.seed + 1000003, dims));
+    note = absl::StrCat("on ", options.evaluation.size(), " held-out random samples");
+    return absl::OkStatus();
+  }
+  ASSIGN_OR_RETURN(std::vector<quantize::Sample> all, quantize::LoadSamples(args.calib_dir, module));
+  if (all.size() < 5) {
+    options.calibration = all;
+    options.evaluation = all;
+    note = absl::StrCat("on the ", all.size(), " calibration samples (too few to hold any out)");
+    return absl::OkStatus();
+  }
+  for (size_t i = 0; i < all.size(); ++i) {
+    (i % 5 == 4 ? options.evaluation : options.calibration).push_back(all[i]);
+  }
+  note = absl::StrCat("on ", options.evaluation.size(), " held-out samples of ", args.calib_dir);
+  return absl::OkStatus();
+}
+
+absl::Status RunQuantize(const QuantizeArgs& args) {
+  RETURN_IF_ERROR(OutputModelFormatForPath(args.output).status());
+  if (args.dtype == "fp8") {
+    return absl::UnimplementedError(
+        "--dtype fp8 (e4m3) needs the CUDA backend's quantized lowering, which graft does not "
+        "have yet; use int8 or uint8");
+  }
+  ASSIGN_OR_RETURN(Module module, LoadModule(args.model));
+  quantize::QuantizeOptions options;
+  passes::quantize::QuantConfig& config = options.config;
+  config.skip = args.skip;
+  config.per_channel_weights = !args.per_tensor;
+  config.activation_dtype = args.dtype == "uint8" ? DType::kU8 : DType::kI8;
+  config.symmetric_activations = args.dtype != "uint8";
+  ASSIGN_OR_RETURN(config.calibrator, passes::quantize::ParseCalibrator(args.observer));
+  std::string note;
+  RETURN_IF_ERROR(Samples(args, module, options, note));
+  options.min_sqnr = args.min_sqnr;
+  if (!args.report && !args.min_sqnr.has_value()) options.evaluation.clear();
+  if (isatty(STDERR_FILENO)) {
+    options.progress = [](int done, int total) {
+      std::fprintf(stderr, "\rcalibrating: %d/%d samples", done, total);
+      if (done == total) std::fprintf(stderr, "\n");
+    };
+  }
+  ASSIGN_OR_RETURN(quantize::QuantizeResult result, quantize::QuantizeModel(module, options));
+  RETURN_IF_ERROR(SaveModel(result.module, args.output));
+  std::string text = absl::StrCat("quantized ", result.prepared.quantized.size(), " calls (",
+                                  result.prepared.observers, " observers, ",
+                                  options.calibration.size(), " calibration samples, observer ",
+                                  args.observer, ")");
+  if (!result.prepared.skipped.empty()) {
+    absl::StrAppend(&text, "; skipped ", result.prepared.skipped.size());
+  }
+  absl::StrAppend(&text, "\n");
+  if (result.accuracy.has_value()) {
+    absl::StrAppend(&text, "accuracy ", note, ":\n", result.accuracy->ToString());
+  }
+  absl::StrAppend(&text, "wrote ", args.output, "\n");
+  return WriteStdout(text);
+}
+
+}  // namespace
+
+Command AddQuantizeCommand(CLI::App& graft) {
+  auto args = std::make_shared<QuantizeArgs>();
+  CLI::App* app = graft.add_subcommand(
+      "quantize",
+      "Post-training quantization: observe, calibrate, and write the int8 reference graph "
+      "(quantize/dequantize around the float ops), with a per-call SQNR report");
+  app->add_option("model", args->model, "Model file")->required();
+  app->add_option("-o,--output", args->output, "Quantized model to write (.graft, .gpb, .json)")
+      ->required();
+  app->add_option("--calib-dir", args->calib_dir,
+                  "Calibration data: one .npy per sample (one-input models), or one folder per "
+                  "sample with NAME.npy per input");
+  app->add_option("--calib-random", args->calib_random,
+                  "Calibrate on N random samples (uniform in [-1, 1)), reproducible from --seed")
+      ->check(CLI::PositiveNumber);
+  app->add_option("--seed", args->seed, "Seed of the random samples");
+  app->add_option("--dim", args->dims, "SYMBOL=SIZE: a symbolic dim's size for random samples");
+  app->add_flag("--per-tensor,!--per-channel", args->per_tensor,
+                "Weights: one scale per tensor, or (default) one per output channel");
+  app->add_option("--observer", args->observer, "How activation ranges are chosen")
+      ->check(CLI::IsMember({"minmax", "percentile", "entropy", "mse"}))
+      ->capture_default_str();
+  app->add_option("--dtype", args->dtype, "Activations: int8 (symmetric) or uint8 (affine)")
+      ->check(CLI::IsMember({"int8", "uint8", "fp8"}))
+      ->capture_default_str();
+  app->add_option("--skip", args->skip, "GLOB: calls whose names match stay float (repeatable)");
+  app->add_flag("--report", args->report,
+                "Print each quantized call's weight and output SQNR and the model's");
+  app->add_option("--min-sqnr", args->min_sqnr,
+                  "Return the worst calls to float, one at a time, until the model's output "
+                  "SQNR reaches DB");
+  return Command{app, [args] { return RunQuantize(*args); }};
+}
+
+}  // namespace graft::cli

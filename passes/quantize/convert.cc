@@ -1,0 +1,260 @@
+#include "passes/quantize/convert.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "graph/fused_ops.h"
+#include "graph/graph.h"
+#include "graph/op_registry.h"
+#include "graph/quant_ops.h"
+#include "passes/dce.h"
+#include "passes/node_util.h"
+#include "passes/pass_context.h"
+#include "passes/shape_prop.h"
+#include "support/status_macros.h"
+
+namespace graft::passes::quantize {
+namespace {
+
+constexpr double kMinScale = 1e-12;
+
+struct AxisSplit {
+  int64_t outer = 1, len = 1, inner = 1;
+};
+
+AxisSplit SplitAt(const Tensor& t, int64_t axis) {
+  AxisSplit s;
+  if (axis < 0) {
+    s.inner = t.NumElements();
+    return s;
+  }
+  for (int64_t d = 0; d < axis; ++d) s.outer *= t.dim(d);
+  s.len = t.dim(axis);
+  for (int64_t d = axis + 1; d < t.rank(); ++d) s.inner *= t.dim(d);
+  return s;
+}
+
+}  // namespace
+
+QuantizedWeight QuantizeWeight(const Tensor& weight, int64_t axis) {
+  QuantizedWeight q;
+  q.axis = axis;
+  const AxisSplit s = SplitAt(weight, axis);
+  const std::vector<double> w = weight.ToDoubles();
+  std::vector<double> magnitude(s.len, 0.0);
+  for (int64_t o = 0; o < s.outer; ++o) {
+    for (int64_t c = 0; c < s.len; ++c) {
+      for (int64_t i = 0; i < s.inner; ++i) {
+        const double x = w[(o * s.len + c) * s.inner + i];
+        if (std::isfinite(x)) magnitude[c] = std::max(magnitude[c], std::fabs(x));
+      }
+    }
+  }
+  for (double m : magnitude) q.scales.push_back(std::max(m / 127.0, kMinScale));
+  q.values = Tensor(DType::kI8, weight.dims());
+  int8_t* out = q.values.data<int8_t>();
+  for (int64_t o = 0; o < s.outer; ++o) {
+    for (int64_t c = 0; c < s.len; ++c) {
+      for (int64_t i = 0; i < s.inner; ++i) {
+        const int64_t at = (o * s.len + c) * s.inner + i;
+        const double r = std::nearbyint(w[at] / q.scales[c]);
+        out[at] = static_cast<int8_t>(std::isnan(r) ? 0 : std::clamp(r, -127.0, 127.0));
+      }
+    }
+  }
+  return q;
+}
+
+Tensor DequantizeWeight(const QuantizedWeight& weight) {
+  Tensor out(DType::kF32, weight.values.dims());
+  const AxisSplit s = SplitAt(weight.values, weight.axis);
+  const int8_t* in = weight.values.data<int8_t>();
+  float* dst = out.data<float>();
+  for (int64_t o = 0; o < s.outer; ++o) {
+    for (int64_t c = 0; c < s.len; ++c) {
+      for (int64_t i = 0; i < s.inner; ++i) {
+        const int64_t at = (o * s.len + c) * s.inner + i;
+        dst[at] = static_cast<float>(in[at] * weight.scales[c]);
+      }
+    }
+  }
+  return out;
+}
+
+const Node* WeightNode(const Node& call) {
+  absl::StatusOr<OpCall> bound = OpCall::Bind(call);
+  if (!bound.ok()) return nullptr;
+  const char* param = call.is_call("matmul") ? "other" : "weight";
+  if (bound->schema().ParamIndex(param) < 0) return nullptr;
+  const Node* w = bound->TensorNode(param);
+  return w != nullptr && w->op() == OpCode::kGetAttr ? w : nullptr;
+}
+
+int64_t WeightAxis(const Node& call) {
+  const Node* w = WeightNode(call);
+  if (w == nullptr || !w->type().has_value()) return -1;
+  if (call.is_call("matmul")) return w->type()->rank() - 1;
+  if (call.target() == kLinearActivationOp) {
+    absl::StatusOr<OpCall> bound = OpCall::Bind(call);
+    if (bound.ok() && bound->String("weight_layout") == "in_out") return 1;
+  }
+  return 0;
+}
+
+namespace {
+
+class Converter {
+ public:
+  Converter(Module& module, const QuantConfig& config) : module_(module), config_(config) {}
+
+  absl::StatusOr<ConvertReport> Run() {
+    RETURN_IF_ERROR(config_.Validate());
+    RETURN_IF_ERROR(PropagateShapes(module_).status());
+    // The calls to quantize: those the config names that Prepare observed.
+    std::vector<Node*> observers, calls;
+    for (Node* n : module_.graph().nodes()) {
+      if (n->is_call(kObserveOp)) observers.push_back(n);
+      if (config_.Quantizes(*n) && Observed(*n)) {
+        calls.push_back(n);
+        quantized_.insert(n);
+      }
+    }
+    for (Node* o : observers) RETURN_IF_ERROR(Lower(o));
+    for (Node* n : calls) {
+      RETURN_IF_ERROR(QuantizeWeightOf(n));
+      report_.quantized.push_back(n->name());
+    }
+    PassContext ctx;
+    RETURN_IF_ERROR(DcePass().Run(module_, ctx).status());
+    RETURN_IF_ERROR(PropagateShapes(module_).status());
+    return report_;
+  }
+
+ private:
+  static bool Observed(const Node& n) {
+    for (const Node* user : n.users()) {
+      if (user->is_call(kObserveOp)) return true;
+    }
+    for (const Node* input : n.inputs()) {
+      if (input->is_call(kObserveOp)) return true;
+    }
+    return false;
+  }
+
+  // An observer becomes quantize -> dequantize for the calls that read
+  // quantized values, and disappears for the others.
+  absl::Status Lower(Node* observer) {
+    ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(*observer));
+    Node* value = call.TensorNode("input");
+    if (call.IsNone("scale") || call.IsNone("zero_point")) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          observer->Ref(), " (observing ", value->Ref(),
+          ") has no scale: calibrate the prepared model first (graft quantize)"));
+    }
+    // The observer of a call's result: quantized when the call is.
+    const bool result_of_call = quantized_.contains(value);
+    Graph& graph = module_.graph();
+    Node* dequantized = nullptr;
+    for (Node* user : observer->users()) {
+      if (!result_of_call && !quantized_.contains(user)) continue;
+      if (dequantized == nullptr) {
+        auto at = graph.InsertingAfter(observer);
+        Node* q = graph.CallFunction(
+            "quantize_per_tensor", {Argument(value), Argument(call.Float("scale")),
+                                    Argument(call.Int("zero_point")),
+                                    Argument(call.GetDType("dtype"))});
+        InferAndSetType(q);
+        dequantized = graph.CallFunction(
+            "dequantize", {Argument(q), Argument(call.Float("scale")),
+                           Argument(call.Int("zero_point"))},
+            {{"dtype", Argument(value->type()->dtype)}});
+        InferAndSetType(dequantized);
+        ++report_.quantize_ops;
+      }
+      user->ReplaceInputWith(observer, dequantized);
+    }
+    observer->ReplaceAllUsesWith(value);
+    return graph.EraseNode(observer);
+  }
+
+  // The call's constant weight, stored as int8 and dequantized where read.
+  absl::Status QuantizeWeightOf(Node* n) {
+    const Node* w = WeightNode(*n);
+    const Tensor* tensor = AttrTensor(module_, w);
+    if (w == nullptr || tensor == nullptr || !IsFloatingPoint(tensor->dtype())) {
+      return absl::OkStatus();
+    }
+    const int64_t axis = config_.per_channel_weights ? WeightAxis(*n) : -1;
+    auto key = std::make_pair(w->target(), axis);
+    auto cached = weights_.find(key);
+    Node* dequantized;
+    if (cached != weights_.end()) {
+      dequantized = cached->second;
+    } else {
+      const QuantizedWeight q = QuantizeWeight(*tensor, axis);
+      Graph& graph = module_.graph();
+      auto at = graph.InsertingBefore(n);
+      const std::string base = w->target();
+      const std::string values = module_.UniqueTensorName(base + "_int8");
+      module_.SetTensor(values, q.values);
+      Node* stored = graph.GetAttr(values, q.values.type());
+      if (axis < 0) {
+        dequantized = graph.CallFunction("dequantize", {Argument(stored), Argument(q.scales[0]),
+                                                        Argument(int64_t{0})},
+                                         {{"dtype", Argument(tensor->dtype())}});
+      } else {
+        Tensor scales(DType::kF32, {static_cast<int64_t>(q.scales.size())});
+        for (size_t c = 0; c < q.scales.size(); ++c) {
+          scales.data<float>()[c] = static_cast<float>(q.scales[c]);
+        }
+        Tensor zero_points(DType::kI64, {static_cast<int64_t>(q.scales.size())});
+        std::fill_n(zero_points.data<int64_t>(), q.scales.size(), 0);
+        const std::string scales_name = module_.UniqueTensorName(base + "_scales");
+        module_.SetTensor(scales_name, scales);
+        const std::string zeros_name = module_.UniqueTensorName(base + "_zero_points");
+        module_.SetTensor(zeros_name, zero_points);
+        dequantized = graph.CallFunction(
+            "dequantize",
+            {Argument(stored), Argument(graph.GetAttr(scales_name, scales.type())),
+             Argument(graph.GetAttr(zeros_name, zero_points.type()))},
+            {{"axis", Argument(axis)}, {"dtype", Argument(tensor->dtype())}});
+      }
+      InferAndSetType(dequantized);
+      weights_[key] = dequantized;
+    }
+    n->ReplaceInputWith(const_cast<Node*>(w), dequantized);
+    return absl::OkStatus();
+  }
+
+  Module& module_;
+  const QuantConfig& config_;
+  ConvertReport report_;
+  absl::flat_hash_map<std::pair<std::string, int64_t>, Node*> weights_;
+  absl::flat_hash_set<const Node*> quantized_;
+};
+
+}  // namespace
+
+absl::StatusOr<ConvertReport> Convert(Module& module, const QuantConfig& config) {
+  return Converter(module, config).Run();
+}
+
+absl::StatusOr<std::unique_ptr<ConvertPass>> ConvertPass::FromOptions(const PassOptions& options) {
+  QuantConfig config;
+  const std::string skip = options.GetString("skip", "");
+  if (!skip.empty()) config.skip = absl::StrSplit(skip, ';', absl::SkipEmpty());
+  ASSIGN_OR_RETURN(bool per_tensor, options.GetBool("per-tensor", false));
+  config.per_channel_weights = !per_tensor;
+  return std::make_unique<ConvertPass>(std::move(config));
+}
+
+absl::StatusOr<bool> ConvertPass::Run(Module& module, PassContext&) {
+  ASSIGN_OR_RETURN(ConvertReport report, Convert(module, config_));
+  return !report.quantized.empty();
+}
+
+}  // namespace graft::passes::quantize

@@ -1,0 +1,48 @@
+#ifndef GRAFT_PASSES_QUANTIZE_QUANT_CONFIG_H_
+#define GRAFT_PASSES_QUANTIZE_QUANT_CONFIG_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "graph/dtype.h"
+#include "graph/node.h"
+#include "passes/quantize/range_observer.h"
+
+namespace graft::passes::quantize {
+
+// What post-training quantization quantizes, and how (docs/quantization.md).
+struct QuantConfig {
+  // The ops whose calls are quantized: their float activation inputs and
+  // their result get observers, their constant weights are quantized.
+  std::vector<std::string> ops = {"linear", "matmul", "conv2d", "graft::linear_activation"};
+  // Node-name globs (fnmatch: `*`, `?`, `[...]`) of calls left in float.
+  // A glob that matches no call of the ops is an error: a typo would
+  // otherwise quantize what the user meant to keep.
+  std::vector<std::string> skip;
+  // Calls the predicate rejects stay float too (for programs; not from the
+  // command line).
+  std::function<bool(const Node&)> predicate;
+  // Weights: one scale per output channel (else one per tensor), always
+  // symmetric int8.
+  bool per_channel_weights = true;
+  // Activations: i8 (symmetric, the default: what VNNI and cuBLASLt's int8
+  // kernels take, with no 7-bit reduce_range) or u8 (affine).
+  DType activation_dtype = DType::kI8;
+  bool symmetric_activations = true;
+  Calibrator calibrator = Calibrator::kMinMax;
+
+  // Checks the settings (dtypes, op names).
+  absl::Status Validate() const;
+  // Whether `node` is a call the config quantizes (op listed, not skipped,
+  // predicate true).
+  bool Quantizes(const Node& node) const;
+};
+
+// Whether `name` matches the fnmatch glob `pattern`.
+bool GlobMatches(const std::string& pattern, const std::string& name);
+
+}  // namespace graft::passes::quantize
+
+#endif  // GRAFT_PASSES_QUANTIZE_QUANT_CONFIG_H_

@@ -1,0 +1,220 @@
+#include "passes/quantize/range_observer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace graft::passes::quantize {
+namespace {
+
+// The smallest scale used: a value that was always zero still quantizes.
+constexpr double kMinScale = 1e-12;
+
+}  // namespace
+
+absl::string_view CalibratorName(Calibrator calibrator) {
+  switch (calibrator) {
+    case Calibrator::kMinMax: return "minmax";
+    case Calibrator::kPercentile: return "percentile";
+    case Calibrator::kEntropy: return "entropy";
+    case Calibrator::kMse: return "mse";
+  }
+  return "minmax";
+}
+
+absl::StatusOr<Calibrator> ParseCalibrator(absl::string_view name) {
+  for (Calibrator c : {Calibrator::kMinMax, Calibrator::kPercentile, Calibrator::kEntropy,
+                       Calibrator::kMse}) {
+    if (CalibratorName(c) == name) return c;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "an observer is minmax, percentile, entropy or mse, got '", name, "'"));
+}
+
+absl::StatusOr<QuantRange> QuantRangeOf(DType dtype) {
+  if (dtype == DType::kI8) return QuantRange{-128, 127};
+  if (dtype == DType::kU8) return QuantRange{0, 255};
+  return absl::InvalidArgumentError(
+      absl::StrCat("quantized values are i8 or u8, not ", DTypeName(dtype)));
+}
+
+QuantParams ParamsForRange(double lo, double hi, DType dtype, bool symmetric) {
+  const QuantRange range = dtype == DType::kU8 ? QuantRange{0, 255} : QuantRange{-128, 127};
+  lo = std::min(lo, 0.0);
+  hi = std::max(hi, 0.0);
+  QuantParams p;
+  p.dtype = dtype;
+  if (symmetric) {
+    // 127 steps each side of zero, as PyTorch's symmetric observers.
+    p.scale = std::max(std::max(-lo, hi) / 127.0, kMinScale);
+    p.zero_point = dtype == DType::kU8 ? 128 : 0;
+    return p;
+  }
+  p.scale = std::max((hi - lo) / static_cast<double>(range.max - range.min), kMinScale);
+  p.zero_point = std::clamp<int64_t>(std::llround(range.min - lo / p.scale), range.min, range.max);
+  return p;
+}
+
+void RangeObserver::Add(const Tensor& tensor) {
+  const int64_t n = tensor.NumElements();
+  if (n == 0) return;
+  std::vector<double> values;
+  if (tensor.dtype() == DType::kF32) {
+    const float* data = tensor.data<float>();
+    values.assign(data, data + n);
+  } else {
+    values = tensor.ToDoubles();
+  }
+  double magnitude = 0;
+  for (double x : values) {
+    if (std::isnan(x)) continue;
+    min_ = std::min(min_, x);
+    max_ = std::max(max_, x);
+    magnitude = std::max(magnitude, std::fabs(x));
+  }
+  if (!std::isfinite(magnitude)) magnitude = std::numeric_limits<double>::max() / 4;
+  Widen(std::max(magnitude, kMinScale));
+  const double per_bin = kBins / (2 * span_);
+  for (double x : values) {
+    if (std::isnan(x)) continue;
+    const double at = (std::clamp(x, -span_, span_) + span_) * per_bin;
+    bins_[std::min<int64_t>(static_cast<int64_t>(at), kBins - 1)] += 1;
+    ++count_;
+  }
+}
+
+// Doubling the span maps old bin i onto new bin kBins / 4 + i / 2.
+void RangeObserver::Widen(double magnitude) {
+  if (span_ == 0) {
+    span_ = magnitude;
+    return;
+  }
+  while (span_ < magnitude) {
+    std::vector<double> merged(kBins, 0.0);
+    for (int i = 0; i < kBins; ++i) merged[kBins / 4 + i / 2] += bins_[i];
+    bins_ = std::move(merged);
+    span_ *= 2;
+  }
+}
+
+std::vector<double> RangeObserver::AbsoluteBins() const {
+  const int half = kBins / 2;
+  std::vector<double> out(half);
+  for (int j = 0; j < half; ++j) out[j] = bins_[half + j] + bins_[half - 1 - j];
+  return out;
+}
+
+double RangeObserver::Percentile(double fraction) const {
+  const std::vector<double> abs = AbsoluteBins();
+  double total = 0;
+  for (double c : abs) total += c;
+  const double width = span_ / abs.size();
+  double seen = 0;
+  for (size_t j = 0; j < abs.size(); ++j) {
+    seen += abs[j];
+    if (seen >= fraction * total) return (j + 1) * width;
+  }
+  return span_;
+}
+
+// TensorRT's entropy calibration over the histogram of |x|: for each
+// candidate threshold, the seen distribution (outliers folded into the
+// last bin) against its quantization to `levels` levels.
+double RangeObserver::EntropyThreshold(int levels) const {
+  const std::vector<double> abs = AbsoluteBins();
+  const int bins = static_cast<int>(abs.size());
+  const double width = span_ / bins;
+  double best_kl = std::numeric_limits<double>::infinity();
+  int best = bins;
+  std::vector<double> suffix(bins + 1, 0.0);
+  for (int j = bins - 1; j >= 0; --j) suffix[j] = suffix[j + 1] + abs[j];
+  for (int i = levels; i <= bins; ++i) {
+    std::vector<double> p(abs.begin(), abs.begin() + i);
+    p[i - 1] += suffix[i];
+    std::vector<double> q(i, 0.0);
+    for (int k = 0; k < levels; ++k) {
+      const int start = static_cast<int>(static_cast<int64_t>(k) * i / levels);
+      const int end = static_cast<int>(static_cast<int64_t>(k + 1) * i / levels);
+      double sum = 0;
+      int nonzero = 0;
+      for (int j = start; j < end; ++j) {
+        sum += abs[j];
+        nonzero += abs[j] != 0;
+      }
+      for (int j = start; j < end; ++j) q[j] = abs[j] != 0 ? sum / nonzero : 0;
+    }
+    double p_total = 0, q_total = 0;
+    for (int j = 0; j < i; ++j) p_total += p[j], q_total += q[j];
+    if (p_total == 0 || q_total == 0) continue;
+    double kl = 0;
+    for (int j = 0; j < i; ++j) {
+      if (p[j] == 0) continue;
+      const double pj = p[j] / p_total;
+      const double qj = std::max(q[j] / q_total, 1e-12);
+      kl += pj * std::log(pj / qj);
+    }
+    if (kl < best_kl) {
+      best_kl = kl;
+      best = i;
+    }
+  }
+  return std::min((best + 0.5) * width, span_);
+}
+
+// The expected squared error of each threshold: rounding error step^2 / 12
+// inside, the distance to the threshold outside.
+double RangeObserver::MseThreshold(int levels) const {
+  const std::vector<double> abs = AbsoluteBins();
+  const int bins = static_cast<int>(abs.size());
+  const double width = span_ / bins;
+  double best_error = std::numeric_limits<double>::infinity();
+  double best = span_;
+  for (int j = 1; j <= bins; ++j) {
+    const double threshold = j * width;
+    const double step = threshold / levels;
+    double error = 0;
+    for (int k = 0; k < bins; ++k) {
+      if (abs[k] == 0) continue;
+      const double center = (k + 0.5) * width;
+      const double e = center <= threshold ? step * step / 12 : (center - threshold) * (center - threshold);
+      error += abs[k] * e;
+    }
+    if (error < best_error) {
+      best_error = error;
+      best = threshold;
+    }
+  }
+  return best;
+}
+
+std::pair<double, double> RangeObserver::Range(Calibrator calibrator, DType dtype,
+                                               bool symmetric) const {
+  if (count_ == 0) return {0, 0};
+  const double magnitude = std::max(std::fabs(min_), std::fabs(max_));
+  double threshold = magnitude;
+  switch (calibrator) {
+    case Calibrator::kMinMax:
+      break;
+    case Calibrator::kPercentile:
+      threshold = Percentile(0.9999);
+      break;
+    case Calibrator::kEntropy:
+      threshold = EntropyThreshold(dtype == DType::kU8 && !symmetric ? 256 : 128);
+      break;
+    case Calibrator::kMse:
+      threshold = MseThreshold(dtype == DType::kU8 && !symmetric ? 255 : 127);
+      break;
+  }
+  threshold = std::min(threshold, magnitude);
+  if (symmetric) return {-threshold, threshold};
+  if (calibrator == Calibrator::kMinMax) return {min_, max_};
+  return {std::max(min_, -threshold), std::min(max_, threshold)};
+}
+
+QuantParams RangeObserver::Params(Calibrator calibrator, DType dtype, bool symmetric) const {
+  auto [lo, hi] = Range(calibrator, dtype, symmetric);
+  return ParamsForRange(lo, hi, dtype, symmetric);
+}
+
+}  // namespace graft::passes::quantize

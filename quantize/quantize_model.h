@@ -1,0 +1,42 @@
+#ifndef GRAFT_QUANTIZE_QUANTIZE_MODEL_H_
+#define GRAFT_QUANTIZE_QUANTIZE_MODEL_H_
+
+#include <optional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "graph/module.h"
+#include "passes/quantize/prepare.h"
+#include "passes/quantize/quant_config.h"
+#include "quantize/accuracy.h"
+#include "quantize/calibration.h"
+
+namespace graft::quantize {
+
+struct QuantizeOptions {
+  passes::quantize::QuantConfig config;
+  std::vector<Sample> calibration;
+  // Inputs the accuracy is measured on (held out: not the calibration
+  // data). Empty: no report, and no fallback.
+  std::vector<Sample> evaluation;
+  // Return the calls with the worst output SQNR to float, one at a time,
+  // until the model's output SQNR reaches this many dB (needs evaluation
+  // samples).
+  std::optional<double> min_sqnr;
+  Progress progress;  // Of calibration.
+};
+
+struct QuantizeResult {
+  Module module;  // The reference graph (quantize/dequantize around float ops).
+  passes::quantize::PrepareReport prepared;
+  std::optional<AccuracyReport> accuracy;
+};
+
+// Post-training quantization end to end: prepare, calibrate (one pass over
+// the calibration samples), convert, and with evaluation samples the
+// accuracy report and the fallback to float for --min-sqnr.
+absl::StatusOr<QuantizeResult> QuantizeModel(const Module& model, const QuantizeOptions& options);
+
+}  // namespace graft::quantize
+
+#endif  // GRAFT_QUANTIZE_QUANTIZE_MODEL_H_

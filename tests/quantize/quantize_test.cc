@@ -1,0 +1,276 @@
+// Post-training quantization: the range observer's calibrators, prepare and
+// convert, and the accuracy of whole models quantized to int8 against
+// their float originals on held-out inputs.
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "graph/parser.h"
+#include "graph/quant_ops.h"
+#include "gtest/gtest.h"
+#include "passes/quantize/convert.h"
+#include "passes/quantize/prepare.h"
+#include "passes/quantize/range_observer.h"
+#include "quantize/accuracy.h"
+#include "quantize/calibration.h"
+#include "quantize/quantize_model.h"
+#include "serialize/model_io.h"
+#include "serialize/npy.h"
+#include "support/status_matchers.h"
+#include "tests/backends/model_files.h"
+
+namespace graft::quantize {
+namespace {
+
+using ::graft::passes::quantize::Calibrator;
+using ::graft::passes::quantize::QuantConfig;
+using ::graft::passes::quantize::RangeObserver;
+using ::graft::testing::StatusIs;
+using ::testing::HasSubstr;
+
+Tensor Uniform(int64_t n, double lo, double hi, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> dist(lo, hi);
+  Tensor t(DType::kF32, {n});
+  for (int64_t i = 0; i < n; ++i) t.data<float>()[i] = static_cast<float>(dist(rng));
+  return t;
+}
+
+TEST(RangeObserver, WideningKeepsEveryCount) {
+  RangeObserver o;
+  o.Add(Uniform(1000, -1, 1, 1));
+  o.Add(Uniform(1000, -10, 10, 2));
+  EXPECT_EQ(o.count(), 2000);
+  double total = 0;
+  for (double c : o.bins()) total += c;
+  EXPECT_EQ(total, 2000);
+  EXPECT_GE(o.span(), 10 * 0.99);
+  EXPECT_LE(o.min(), -9);
+  EXPECT_GE(o.max(), 9);
+}
+
+Tensor Normal(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> dist(0, 1);
+  Tensor t(DType::kF32, {n});
+  for (int64_t i = 0; i < n; ++i) t.data<float>()[i] = static_cast<float>(dist(rng));
+  return t;
+}
+
+// The squared error of quantizing `t` symmetric int8 with threshold `th`.
+double QuantError(const Tensor& t, double th) {
+  const double step = th / 127;
+  double error = 0;
+  for (int64_t i = 0; i < t.NumElements(); ++i) {
+    const double x = t.data<float>()[i];
+    const double q = std::clamp(std::nearbyint(x / step), -127.0, 127.0) * step;
+    error += (x - q) * (x - q);
+  }
+  return error;
+}
+
+// Every calibrator from one pass over a bell-shaped body and one far
+// outlier: percentile and entropy clip the outlier, MSE picks a threshold
+// with no more squared error than MinMax's, and MinMax keeps everything.
+TEST(RangeObserver, EveryCalibratorComesFromOnePass) {
+  RangeObserver o;
+  Tensor data = Normal(100000, 3);
+  data.data<float>()[0] = 50;  // One outlier.
+  o.Add(data);
+  EXPECT_NEAR(o.Range(Calibrator::kMinMax, DType::kI8, true).second, 50, 1e-6);
+  for (Calibrator c : {Calibrator::kPercentile, Calibrator::kEntropy}) {
+    SCOPED_TRACE(std::string(passes::quantize::CalibratorName(c)));
+    const auto range = o.Range(c, DType::kI8, true);
+    EXPECT_LT(range.second, 10) << "the outlier should be clipped";
+    EXPECT_GT(range.second, 1) << "the body should not be";
+    EXPECT_EQ(range.first, -range.second);
+  }
+  const double mse = o.Range(Calibrator::kMse, DType::kI8, true).second;
+  EXPECT_LE(QuantError(data, mse), QuantError(data, 50) * 1.01);
+  EXPECT_LT(mse, 50);
+}
+
+TEST(RangeObserver, AffineU8CoversMinAndMax) {
+  RangeObserver o;
+  o.Add(Uniform(1000, 0, 6, 4));
+  const passes::quantize::QuantParams p = o.Params(Calibrator::kMinMax, DType::kU8, false);
+  EXPECT_EQ(p.zero_point, 0);
+  EXPECT_NEAR(p.scale * 255, o.max(), 1e-9);
+}
+
+constexpr char kPerceptron[] = R"(
+tensor fc1.weight : f32[16,8] = random(seed=1)
+tensor fc1.bias : f32[16] = random(seed=2)
+tensor fc2.weight : f32[4,16] = random(seed=3)
+
+graph():
+    %x : f32[batch,8] = placeholder[target=x]
+    %w1 = get_attr[target=fc1.weight]
+    %b1 = get_attr[target=fc1.bias]
+    %fc1 = call_function[target=linear](args = (%x, %w1), kwargs = {bias: %b1})
+    %relu = call_function[target=relu](args = (%fc1,), kwargs = {})
+    %w2 = get_attr[target=fc2.weight]
+    %fc2 = call_function[target=linear](args = (%relu, %w2), kwargs = {})
+    return fc2
+)";
+
+Module Parse(const std::string& text) {
+  absl::StatusOr<Module> m = ParseModule(text);
+  EXPECT_OK(m.status());
+  return m.ok() ? *std::move(m) : Module();
+}
+
+int CountCalls(const Module& m, absl::string_view op) {
+  int n = 0;
+  for (const Node* node : m.graph().nodes()) n += node->is_call(op);
+  return n;
+}
+
+TEST(Prepare, ObservesEveryActivationOnce) {
+  Module m = Parse(kPerceptron);
+  ASSERT_OK_AND_ASSIGN(passes::quantize::PrepareReport r, passes::quantize::Prepare(m, {}));
+  EXPECT_THAT(r.quantized, ::testing::ElementsAre("fc1", "fc2"));
+  // x (fc1's input) and relu (fc2's); the results feed float ops.
+  EXPECT_EQ(r.observers, 2);
+  EXPECT_EQ(CountCalls(m, kObserveOp), 2);
+}
+
+// A result that another quantized call reads is observed once, for both.
+TEST(Prepare, AResultAQuantizedCallReadsIsObservedOnce) {
+  Module m = Parse(R"(
+tensor w1 : f32[4,4] = random(seed=1)
+tensor w2 : f32[4,4] = random(seed=2)
+
+graph():
+    %x : f32[2,4] = placeholder[target=x]
+    %w1 = get_attr[target=w1]
+    %a = call_function[target=linear](args = (%x, %w1), kwargs = {})
+    %w2 = get_attr[target=w2]
+    %b = call_function[target=linear](args = (%a, %w2), kwargs = {})
+    %c = call_function[target=add](args = (%a, %b), kwargs = {})
+    return c
+)");
+  ASSERT_OK_AND_ASSIGN(passes::quantize::PrepareReport r, passes::quantize::Prepare(m, {}));
+  EXPECT_EQ(r.observers, 2);  // x, a.
+}
+
+TEST(Prepare, BadConfigurationsSayWhatIsWrong) {
+  Module m = Parse(kPerceptron);
+  QuantConfig config;
+  config.skip = {"fc9*"};
+  EXPECT_THAT(passes::quantize::Prepare(m, config).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("skip glob 'fc9*' matches no call")));
+  Module ints = Parse(R"(
+graph():
+    %a : i64[2,3] = placeholder[target=a]
+    %b : i64[3,2] = placeholder[target=b]
+    %m = call_function[target=matmul](args = (%a, %b), kwargs = {})
+    return m
+)");
+  EXPECT_THAT(passes::quantize::Prepare(ints, {}).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("cannot quantize %m (matmul): it reads %a i64[2,3]")));
+}
+
+TEST(Convert, NeedsCalibratedObservers) {
+  Module m = Parse(kPerceptron);
+  ASSERT_OK(passes::quantize::Prepare(m, {}).status());
+  EXPECT_THAT(passes::quantize::Convert(m, {}).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("calibrate")));
+}
+
+TEST(Convert, TheReferenceGraphQuantizesActivationsAndWeights) {
+  Module m = Parse(kPerceptron);
+  ASSERT_OK_AND_ASSIGN(std::vector<Sample> samples, RandomSamples(m, 8, 1, {{"batch", 4}}));
+  QuantizeOptions options;
+  options.calibration = samples;
+  ASSERT_OK_AND_ASSIGN(QuantizeResult r, QuantizeModel(m, options));
+  EXPECT_EQ(CountCalls(r.module, kObserveOp), 0);
+  EXPECT_EQ(CountCalls(r.module, "quantize_per_tensor"), 2);
+  EXPECT_EQ(CountCalls(r.module, "dequantize"), 2 + 2);  // Activations, weights.
+  // The weights are stored as int8, one scale per output channel.
+  bool int8_weight = false;
+  for (const auto& [name, t] : r.module.tensors()) {
+    int8_weight = int8_weight || (t.value.dtype() == DType::kI8 && t.value.dims() ==
+                                                                       std::vector<int64_t>{16, 8});
+  }
+  EXPECT_TRUE(int8_weight);
+}
+
+// SQNR of a whole model quantized with per-channel int8 weights and
+// per-tensor int8 activations, on held-out random inputs.
+double ModelSqnr(const Module& m, Calibrator calibrator, int calibration = 16) {
+  QuantizeOptions options;
+  options.config.calibrator = calibrator;
+  absl::StatusOr<std::vector<Sample>> cal = RandomSamples(m, calibration, 1, {{"batch", 4}});
+  absl::StatusOr<std::vector<Sample>> eval = RandomSamples(m, 8, 999, {{"batch", 4}});
+  EXPECT_OK(cal.status());
+  EXPECT_OK(eval.status());
+  options.calibration = *cal;
+  options.evaluation = *eval;
+  absl::StatusOr<QuantizeResult> r = QuantizeModel(m, options);
+  EXPECT_OK(r.status());
+  if (!r.ok()) return 0;
+  std::printf("%s\n", r->accuracy->ToString().c_str());
+  return r->accuracy->model_sqnr;
+}
+
+Module LoadTestModel(const std::string& name) {
+  backend_test::FindSourceDir();
+  absl::StatusOr<Module> m =
+      LoadModel(backend_test::SourceDir() + "/tests/onnx_models/" + name + "/model.onnx");
+  EXPECT_OK(m.status());
+  return m.ok() ? *std::move(m) : Module();
+}
+
+TEST(Accuracy, TheCnnTestModelKeeps45Db) {
+  Module m = LoadTestModel("cnn");
+  EXPECT_GE(ModelSqnr(m, Calibrator::kMinMax), 45);
+}
+
+TEST(Accuracy, TheGpt2BlockKeeps37Db) {
+  Module m = LoadTestModel("gpt2_block_opset17");
+  EXPECT_GE(ModelSqnr(m, Calibrator::kMinMax), 37);
+}
+
+TEST(Accuracy, TheMlpTestModelKeeps36Db) {
+  Module m = LoadTestModel("mlp");
+  EXPECT_GE(ModelSqnr(m, Calibrator::kMinMax), 36);
+}
+
+// --min-sqnr: the worst calls return to float until the target is met, and
+// the report says which and why.
+TEST(Accuracy, MinSqnrReturnsTheWorstCallsToFloat) {
+  Module m = LoadTestModel("gpt2_block_opset17");
+  QuantizeOptions options;
+  ASSERT_OK_AND_ASSIGN(options.calibration, RandomSamples(m, 8, 1));
+  ASSERT_OK_AND_ASSIGN(options.evaluation, RandomSamples(m, 4, 999));
+  ASSERT_OK_AND_ASSIGN(QuantizeResult all, QuantizeModel(m, options));
+  const double before = all.accuracy->model_sqnr;
+  options.min_sqnr = before + 3;
+  ASSERT_OK_AND_ASSIGN(QuantizeResult some, QuantizeModel(m, options));
+  std::printf("%s\n", some.accuracy->ToString().c_str());
+  EXPECT_GE(some.accuracy->model_sqnr, before + 3);
+  ASSERT_FALSE(some.accuracy->kept_float.empty());
+  EXPECT_THAT(some.accuracy->kept_float_reasons[0], HasSubstr("the lowest"));
+  EXPECT_LT(some.accuracy->nodes.size(), all.accuracy->nodes.size());
+}
+
+TEST(Calibration, AFolderOfTheWrongShapeNamesTheFile) {
+  Module m = Parse(kPerceptron);
+  const std::string dir = ::testing::TempDir() + "/calib_wrong_shape";
+  std::filesystem::create_directories(dir);
+  ASSERT_OK(WriteNpy(dir + "/a.npy", Tensor(DType::kF32, {2, 7})));
+  EXPECT_THAT(LoadSamples(dir, m).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("a.npy")));
+}
+
+}  // namespace
+}  // namespace graft::quantize
