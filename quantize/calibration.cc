@@ -36,6 +36,16 @@ class ObservingInterpreter : public interp::Interpreter {
   CalibrationStats& stats_;
 };
 
+// The seed of input `i` of sample `s`, mixed: models made with small
+// seeds (RandomTensor(..., 1) for a weight) must not see their own
+// weights again as calibration inputs.
+uint64_t SampleSeed(uint64_t seed, int s, size_t i) {
+  SplitMix64 mix(seed ^ 0x6a09e667f3bcc909ull);
+  uint64_t value = mix.Next();
+  for (int k = 0; k <= s; ++k) value = mix.Next();
+  return value + i * 0x9e3779b97f4a7c15ull;
+}
+
 std::vector<fs::path> SortedEntries(const fs::path& dir) {
   std::vector<fs::path> entries;
   std::error_code ec;
@@ -80,8 +90,7 @@ absl::StatusOr<std::vector<Sample>> RandomSamples(const Module& module, int coun
         }
         shape.push_back(bound->second);
       }
-      sample.push_back(RandomTensor(inputs[i].type->dtype, shape,
-                                    seed + static_cast<uint64_t>(s) * inputs.size() + i));
+      sample.push_back(RandomTensor(inputs[i].type->dtype, shape, SampleSeed(seed, s, i)));
     }
     samples.push_back(std::move(sample));
   }
@@ -158,8 +167,14 @@ absl::Status ApplyCalibration(Module& prepared, const CalibrationStats& stats,
       return absl::FailedPreconditionError(
           absl::StrCat(n->Ref(), " saw no values in calibration"));
     }
-    const passes::quantize::QuantParams p = it->second.Params(
-        config.calibrator, config.activation_dtype, config.symmetric_activations);
+    const passes::quantize::RangeObserver& observer = it->second;
+    passes::quantize::QuantParams p = observer.Params(config.calibrator, config.activation_dtype,
+                                                      config.symmetric_activations);
+    if (config.unsigned_when_nonnegative && config.activation_dtype == DType::kI8 &&
+        observer.min() >= 0) {
+      const auto range = observer.Range(config.calibrator, DType::kI8, /*symmetric=*/true);
+      p = passes::quantize::ParamsForRange(0, range.second, DType::kU8, /*symmetric=*/false);
+    }
     n->SetKwarg("scale", Argument(p.scale));
     n->SetKwarg("zero_point", Argument(p.zero_point));
     n->SetKwarg("dtype", Argument(p.dtype));

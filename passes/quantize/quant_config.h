@@ -31,6 +31,11 @@ struct QuantConfig {
   // kernels take, with no 7-bit reduce_range) or u8 (affine).
   DType activation_dtype = DType::kI8;
   bool symmetric_activations = true;
+  // With i8 activations: a value calibration never saw negative (a ReLU's
+  // result) becomes u8 with zero point 0 instead, all 256 levels for its
+  // range and still no offset to subtract (oneDNN multiplies u8 by s8).
+  // Off for cuBLASLt, whose int8 kernels take s8 only.
+  bool unsigned_when_nonnegative = true;
   Calibrator calibrator = Calibrator::kMinMax;
 
   // Checks the settings (dtypes, op names).

@@ -78,9 +78,13 @@ void RangeObserver::Add(const Tensor& tensor) {
   const double per_bin = kBins / (2 * span_);
   for (double x : values) {
     if (std::isnan(x)) continue;
+    ++count_;
+    // Zeros (half of what a ReLU gives) quantize exactly whatever the
+    // range: they stay out of the histogram, where they would swamp the
+    // bins the calibrators weigh.
+    if (x == 0) continue;
     const double at = (std::clamp(x, -span_, span_) + span_) * per_bin;
     bins_[std::min<int64_t>(static_cast<int64_t>(at), kBins - 1)] += 1;
-    ++count_;
   }
 }
 

@@ -50,7 +50,8 @@ class RangeObserver {
  public:
   static constexpr int kBins = 2048;
 
-  // Records every element of a floating-point tensor (NaNs are skipped).
+  // Records every element of a floating-point tensor (NaNs are skipped;
+  // zeros count in min, max and count() but not in the histogram).
   void Add(const Tensor& tensor);
 
   int64_t count() const { return count_; }

@@ -206,7 +206,7 @@ TEST(Convert, TheReferenceGraphQuantizesActivationsAndWeights) {
 
 // SQNR of a whole model quantized with per-channel int8 weights and
 // per-tensor int8 activations, on held-out random inputs.
-double ModelSqnr(const Module& m, Calibrator calibrator, int calibration = 16) {
+double ModelSqnr(const Module& m, Calibrator calibrator, int calibration = 64) {
   QuantizeOptions options;
   options.config.calibrator = calibrator;
   absl::StatusOr<std::vector<Sample>> cal = RandomSamples(m, calibration, 1, {{"batch", 4}});
