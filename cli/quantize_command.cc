@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "cli/command.h"
 #include "cli/input_binding.h"
 #include "cli/load_module.h"
@@ -17,6 +18,8 @@
 #include "quantize/quantize_model.h"
 #include "serialize/model_io.h"
 #include "support/status_macros.h"
+#include "viz/dot_writer.h"
+#include "viz/graphviz_render.h"
 
 namespace graft::cli {
 namespace {
@@ -33,6 +36,7 @@ struct QuantizeArgs {
   std::string dtype = "int8";
   std::vector<std::string> skip;
   bool report = false;
+  std::string report_svg;
   std::optional<double> min_sqnr;
 };
 
@@ -68,8 +72,48 @@ absl::Status Samples(const QuantizeArgs& args, const Module& module,
   return absl::OkStatus();
 }
 
+// The heat map's colour of a call's output SQNR.
+std::string SqnrColor(double db) {
+  if (db >= 40) return "#a5d6a7";  // Green.
+  if (db >= 30) return "#fff59d";  // Yellow.
+  if (db >= 20) return "#ffcc80";  // Orange.
+  return "#ef9a9a";                // Red.
+}
+
+// The float model, each quantized call coloured by its output SQNR and
+// labelled with it, the calls kept float grey.
+absl::Status DrawReport(const Module& model, const quantize::AccuracyReport& report,
+                        const std::string& path) {
+  DotOptions options;
+  options.title = absl::StrFormat("output SQNR by call (model %.1f dB): green >= 40, yellow >= 30, "
+                                  "orange >= 20, red below; grey kept float",
+                                  report.model_sqnr);
+  for (const quantize::NodeAccuracy& n : report.nodes) {
+    const Node* node = model.graph().FindNode(n.name);
+    if (node == nullptr) continue;
+    options.fill_colors[node] = SqnrColor(n.output_sqnr);
+    options.notes[node] = absl::StrFormat("%.1f dB (weight %.1f dB)", n.output_sqnr, n.weight_sqnr);
+  }
+  for (const std::string& name : report.kept_float) {
+    const Node* node = model.graph().FindNode(name);
+    if (node == nullptr) continue;
+    options.fill_colors[node] = "#e0e0e0";
+    options.notes[node] = "kept float";
+  }
+  std::string warning;
+  RETURN_IF_ERROR(WriteModulePicture(model, path, options, &warning));
+  if (!warning.empty()) std::fprintf(stderr, "graft: warning: %s\n", warning.c_str());
+  return absl::OkStatus();
+}
+
 absl::Status RunQuantize(const QuantizeArgs& args) {
   RETURN_IF_ERROR(OutputModelFormatForPath(args.output).status());
+  if (!args.report_svg.empty()) {
+    ASSIGN_OR_RETURN(PictureFormat format, PictureFormatForPath(args.report_svg));
+    if (format != PictureFormat::kDot && !HaveGraphviz()) {
+      return absl::FailedPreconditionError(GraphvizMissingMessage());
+    }
+  }
   if (args.dtype == "fp8") {
     return absl::UnimplementedError(
         "--dtype fp8 (e4m3) needs the CUDA backend's quantized lowering, which graft does not "
@@ -86,7 +130,9 @@ absl::Status RunQuantize(const QuantizeArgs& args) {
   std::string note;
   RETURN_IF_ERROR(Samples(args, module, options, note));
   options.min_sqnr = args.min_sqnr;
-  if (!args.report && !args.min_sqnr.has_value()) options.evaluation.clear();
+  if (!args.report && args.report_svg.empty() && !args.min_sqnr.has_value()) {
+    options.evaluation.clear();
+  }
   if (isatty(STDERR_FILENO)) {
     options.progress = [](int done, int total) {
       std::fprintf(stderr, "\rcalibrating: %d/%d samples", done, total);
@@ -95,7 +141,7 @@ absl::Status RunQuantize(const QuantizeArgs& args) {
   }
   ASSIGN_OR_RETURN(quantize::QuantizeResult result, quantize::QuantizeModel(module, options));
   RETURN_IF_ERROR(SaveModel(result.module, args.output));
-  std::string text = absl::StrCat("quantized ", result.prepared.quantized.size(), " calls (",
+  std::string text = absl::StrCat("quantized ", result.converted.quantized.size(), " calls (",
                                   result.prepared.observers, " observers, ",
                                   options.calibration.size(), " calibration samples, observer ",
                                   args.observer, ")");
@@ -107,6 +153,10 @@ absl::Status RunQuantize(const QuantizeArgs& args) {
     absl::StrAppend(&text, "accuracy ", note, ":\n", result.accuracy->ToString());
   }
   absl::StrAppend(&text, "wrote ", args.output, "\n");
+  if (!args.report_svg.empty() && result.accuracy.has_value()) {
+    RETURN_IF_ERROR(DrawReport(module, *result.accuracy, args.report_svg));
+    absl::StrAppend(&text, "wrote ", args.report_svg, "\n");
+  }
   return WriteStdout(text);
 }
 
@@ -140,6 +190,9 @@ Command AddQuantizeCommand(CLI::App& graft) {
   app->add_option("--skip", args->skip, "GLOB: calls whose names match stay float (repeatable)");
   app->add_flag("--report", args->report,
                 "Print each quantized call's weight and output SQNR and the model's");
+  app->add_option("--report-svg", args->report_svg,
+                  "Draw the model with each quantized call coloured by its output SQNR "
+                  "(.svg, .png, or .dot)");
   app->add_option("--min-sqnr", args->min_sqnr,
                   "Return the worst calls to float, one at a time, until the model's output "
                   "SQNR reaches DB");

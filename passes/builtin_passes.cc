@@ -109,7 +109,8 @@ void RegisterBuiltinPasses(PassRegistry& r) {
       r, {"quantize-convert",
           "Turns calibrated observers into quantize/dequantize and stores the quantized "
           "calls' weights as int8 (the reference graph; docs/quantization.md).",
-          "skip=GLOB;GLOB... (calls kept float), per-tensor=true|false (default false)",
+          "ops=OP;OP... (as prepared), skip=GLOB;GLOB... (calls kept float), "
+          "per-tensor=true|false (default false)",
           [](const PassOptions& o) -> absl::StatusOr<std::unique_ptr<Pass>> {
             ASSIGN_OR_RETURN(std::unique_ptr<quantize::ConvertPass> p,
                              quantize::ConvertPass::FromOptions(o));

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "backends/interp/interpreter.h"
@@ -56,35 +57,36 @@ class RecordingInterpreter : public interp::Interpreter {
   FloatValues& values_;
 };
 
-// Runs the quantized module with every call but the quantized ones (and
-// what convert added) taking the float model's value, so that each
-// quantized call reads float inputs, quantized as it would quantize them.
+// Runs the quantized module with every call taking the float model's value
+// except what convert added (quantize, dequantize), so that each quantized
+// call reads float inputs, quantized as it quantizes them. A quantized
+// call is computed and recorded, and then passes on the float value too:
+// errors do not add up even along a chain of quantized calls.
 class ForcedInterpreter : public interp::Interpreter {
  public:
   ForcedInterpreter(const Module& module, const FloatValues& float_values,
-                    const absl::flat_hash_map<std::string, std::string>& watched)
+                    const absl::flat_hash_set<std::string>& watched)
       : Interpreter(module), float_values_(float_values), watched_(watched) {}
 
+  // The quantized calls' own results.
   const absl::flat_hash_map<std::string, Tensor>& seen() const { return seen_; }
 
  protected:
   absl::StatusOr<interp::Value> CallFunction(const Node& node) override {
     auto forced = float_values_.find(node.name());
-    if (forced != float_values_.end() && forced->second.target == node.target() &&
-        !quantized_.contains(node.name())) {
-      return interp::Value(forced->second.value);
+    const bool known = forced != float_values_.end() && forced->second.target == node.target();
+    if (watched_.contains(node.name())) {
+      ASSIGN_OR_RETURN(interp::Value value, Interpreter::CallFunction(node));
+      if (value.is_tensor()) seen_[node.name()] = value.tensor();
+      if (!known) return value;
     }
-    ASSIGN_OR_RETURN(interp::Value value, Interpreter::CallFunction(node));
-    if (watched_.contains(node.name()) && value.is_tensor()) seen_[node.name()] = value.tensor();
-    return value;
+    if (known) return interp::Value(forced->second.value);
+    return Interpreter::CallFunction(node);
   }
-
- public:
-  absl::flat_hash_set<std::string> quantized_;
 
  private:
   const FloatValues& float_values_;
-  const absl::flat_hash_map<std::string, std::string>& watched_;
+  const absl::flat_hash_set<std::string>& watched_;
   absl::flat_hash_map<std::string, Tensor> seen_;
 };
 
@@ -93,18 +95,6 @@ bool ReadsDequantized(const Node& n) {
     if (input->is_call("dequantize")) return true;
   }
   return false;
-}
-
-// The value that stands for call `n`'s result in the quantized module: the
-// dequantize after its result's quantize, or the call itself.
-const Node* ResultOf(const Node& n) {
-  for (const Node* q : n.users()) {
-    if (!q->is_call("quantize_per_tensor")) continue;
-    for (const Node* dq : q->users()) {
-      if (dq->is_call("dequantize")) return dq;
-    }
-  }
-  return &n;
 }
 
 }  // namespace
@@ -134,11 +124,11 @@ absl::StatusOr<AccuracyReport> MeasureAccuracy(const Module& original, const Mod
                                                const passes::quantize::QuantConfig& config) {
   // The quantized calls, and the node that holds each one's result.
   std::vector<const Node*> calls;
-  absl::flat_hash_map<std::string, std::string> watched;  // Result node -> call.
+  absl::flat_hash_set<std::string> watched;
   for (const Node* n : quantized.graph().nodes()) {
     if (!config.Quantizes(*n) || !ReadsDequantized(*n)) continue;
     calls.push_back(n);
-    watched[ResultOf(*n)->name()] = n->name();
+    watched.insert(n->name());
   }
   NoiseSums model;
   absl::flat_hash_map<std::string, NoiseSums> per_call;
@@ -150,10 +140,8 @@ absl::StatusOr<AccuracyReport> MeasureAccuracy(const Module& original, const Mod
     ASSIGN_OR_RETURN(std::vector<Tensor> got, plain.Run(sample));
     for (size_t i = 0; i < want.size() && i < got.size(); ++i) model.Add(want[i], got[i]);
     ForcedInterpreter forced(quantized, float_values, watched);
-    for (const Node* n : calls) forced.quantized_.insert(n->name());
     RETURN_IF_ERROR(forced.Run(sample).status());
-    for (const auto& [result, value] : forced.seen()) {
-      const std::string& call = watched.at(result);
+    for (const auto& [call, value] : forced.seen()) {
       auto reference_value = float_values.find(call);
       if (reference_value != float_values.end()) {
         per_call[call].Add(reference_value->second.value, value);

@@ -39,17 +39,27 @@ class ObservingInterpreter : public interp::Interpreter {
 // The seed of input `i` of sample `s`, mixed: models made with small
 // seeds (RandomTensor(..., 1) for a weight) must not see their own
 // weights again as calibration inputs.
+// Each (sample, input) hashes to its own stream: neighbouring seeds of one
+// splitmix stream would give shifted copies of one another.
 uint64_t SampleSeed(uint64_t seed, int s, size_t i) {
   SplitMix64 mix(seed ^ 0x6a09e667f3bcc909ull);
-  uint64_t value = mix.Next();
-  for (int k = 0; k <= s; ++k) value = mix.Next();
-  return value + i * 0x9e3779b97f4a7c15ull;
+  SplitMix64 by_sample(mix.Next() ^ (static_cast<uint64_t>(s) * 0xbf58476d1ce4e5b9ull));
+  SplitMix64 by_input(by_sample.Next() ^ (static_cast<uint64_t>(i) * 0x94d049bb133111ebull));
+  return by_input.Next();
 }
 
-std::vector<fs::path> SortedEntries(const fs::path& dir) {
+// The folder's entries in name order, hidden ones (".ipynb_checkpoints")
+// left out.
+absl::StatusOr<std::vector<fs::path>> SortedEntries(const fs::path& dir) {
   std::vector<fs::path> entries;
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) entries.push_back(e.path());
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().filename().string().rfind('.', 0) != 0) entries.push_back(it->path());
+  }
+  if (ec) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot read calibration folder ", dir.string(), ": ", ec.message()));
+  }
   std::sort(entries.begin(), entries.end());
   return entries;
 }
@@ -104,7 +114,8 @@ absl::StatusOr<std::vector<Sample>> LoadSamples(const std::string& dir, const Mo
     return absl::NotFoundError(absl::StrCat("calibration folder ", dir, " does not exist"));
   }
   std::vector<Sample> samples;
-  for (const fs::path& entry : SortedEntries(dir)) {
+  ASSIGN_OR_RETURN(std::vector<fs::path> entries, SortedEntries(dir));
+  for (const fs::path& entry : entries) {
     Sample sample;
     if (fs::is_directory(entry, ec)) {
       for (const ValueSignature& input : inputs) {
@@ -172,7 +183,7 @@ absl::Status ApplyCalibration(Module& prepared, const CalibrationStats& stats,
                                                       config.symmetric_activations);
     if (config.unsigned_when_nonnegative && config.activation_dtype == DType::kI8 &&
         observer.min() >= 0) {
-      const auto range = observer.Range(config.calibrator, DType::kI8, /*symmetric=*/true);
+      const auto range = observer.Range(config.calibrator, DType::kU8, /*symmetric=*/false);
       p = passes::quantize::ParamsForRange(0, range.second, DType::kU8, /*symmetric=*/false);
     }
     n->SetKwarg("scale", Argument(p.scale));

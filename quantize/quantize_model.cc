@@ -26,9 +26,10 @@ std::string ExactGlob(const std::string& name) {
 }
 
 absl::StatusOr<Module> Converted(const Module& calibrated,
-                                 const passes::quantize::QuantConfig& config) {
+                                 const passes::quantize::QuantConfig& config,
+                                 passes::quantize::ConvertReport& report) {
   Module module = calibrated.Clone();
-  RETURN_IF_ERROR(passes::quantize::Convert(module, config).status());
+  ASSIGN_OR_RETURN(report, passes::quantize::Convert(module, config));
   return module;
 }
 
@@ -50,7 +51,7 @@ absl::StatusOr<QuantizeResult> QuantizeModel(const Module& model, const Quantize
                    Calibrate(prepared, options.calibration, options.progress));
   RETURN_IF_ERROR(ApplyCalibration(prepared, stats, options.config));
   passes::quantize::QuantConfig config = options.config;
-  ASSIGN_OR_RETURN(result.module, Converted(prepared, config));
+  ASSIGN_OR_RETURN(result.module, Converted(prepared, config, result.converted));
   if (options.evaluation.empty()) return result;
   ASSIGN_OR_RETURN(AccuracyReport report,
                    MeasureAccuracy(original, result.module, options.evaluation, config));
@@ -66,7 +67,7 @@ absl::StatusOr<QuantizeResult> QuantizeModel(const Module& model, const Quantize
         "output SQNR %.1f dB, the lowest, while the model's %.1f dB was below %.1f dB",
         worst.output_sqnr, report.model_sqnr, *options.min_sqnr));
     config.skip.push_back(ExactGlob(worst.name));
-    ASSIGN_OR_RETURN(result.module, Converted(prepared, config));
+    ASSIGN_OR_RETURN(result.module, Converted(prepared, config, result.converted));
     ASSIGN_OR_RETURN(report, MeasureAccuracy(original, result.module, options.evaluation, config));
   }
   report.kept_float = kept;

@@ -6,6 +6,7 @@
 
 #include "absl/status/statusor.h"
 #include "graph/module.h"
+#include "passes/quantize/convert.h"
 #include "passes/quantize/prepare.h"
 #include "passes/quantize/quant_config.h"
 #include "quantize/accuracy.h"
@@ -29,6 +30,7 @@ struct QuantizeOptions {
 struct QuantizeResult {
   Module module;  // The reference graph (quantize/dequantize around float ops).
   passes::quantize::PrepareReport prepared;
+  passes::quantize::ConvertReport converted;  // The final conversion's.
   std::optional<AccuracyReport> accuracy;
 };
 

@@ -358,10 +358,13 @@ void DotBuilder::AppendLabel(const Module& module, const Node& node,
                              bool created) {
   DotNodeKind kind = ClassifyNodeForDot(node);
   const bool small = kind == DotNodeKind::kWeight;
+  auto fill = options_.fill_colors.find(&node);
   absl::StrAppend(&out_, "<TABLE BORDER=\"", created ? 3 : 1,
                   "\" CELLBORDER=\"0\" CELLSPACING=\"0\" CELLPADDING=\"",
                   small ? 1 : 2, "\" STYLE=\"rounded\" BGCOLOR=\"",
-                  DotKindColor(kind), "\" COLOR=\"",
+                  fill != options_.fill_colors.end() ? absl::string_view(fill->second)
+                                                     : DotKindColor(kind),
+                  "\" COLOR=\"",
                   created ? kCreatedColor : kBorderColor, "\">");
   auto row = [&](absl::string_view font_attrs, auto&& body) {
     out_.append("<TR><TD>");
@@ -438,6 +441,13 @@ void DotBuilder::AppendLabel(const Module& module, const Node& node,
         AppendHtmlEscaped(&out_, listed[i]);
       }
       if (listed.size() > kMaxListedOps) out_.append(", …");
+    });
+  }
+  if (auto note = options_.notes.find(&node); note != options_.notes.end()) {
+    row("POINT-SIZE=\"10\"", [&] {
+      out_.append("<B>");
+      AppendHtmlEscaped(&out_, note->second);
+      out_.append("</B>");
     });
   }
   if (created) {

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -71,6 +72,11 @@ struct DotOptions {
   absl::flat_hash_set<const Node*> created;
   // Removed nodes, drawn as ghosts.
   std::vector<DotGhost> ghosts;
+
+  // Per node: a fill colour ("#rrggbb") instead of its kind's (a heat map,
+  // as `graft quantize --report-svg` draws SQNR), and a last line of text.
+  absl::flat_hash_map<const Node*, std::string> fill_colors;
+  absl::flat_hash_map<const Node*, std::string> notes;
 };
 
 // Marks what turned `before` into `after` in `options`, for drawing

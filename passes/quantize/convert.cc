@@ -11,7 +11,6 @@
 #include "graph/graph.h"
 #include "graph/op_registry.h"
 #include "graph/quant_ops.h"
-#include "passes/dce.h"
 #include "passes/node_util.h"
 #include "passes/pass_context.h"
 #include "passes/shape_prop.h"
@@ -128,17 +127,14 @@ class Converter {
       RETURN_IF_ERROR(QuantizeWeightOf(n));
       report_.quantized.push_back(n->name());
     }
-    PassContext ctx;
-    RETURN_IF_ERROR(DcePass().Run(module_, ctx).status());
+    DropFloatWeights();
     RETURN_IF_ERROR(PropagateShapes(module_).status());
     return report_;
   }
 
  private:
+  // Prepared: reads through an observer.
   static bool Observed(const Node& n) {
-    for (const Node* user : n.users()) {
-      if (user->is_call(kObserveOp)) return true;
-    }
     for (const Node* input : n.inputs()) {
       if (input->is_call(kObserveOp)) return true;
     }
@@ -150,17 +146,21 @@ class Converter {
   absl::Status Lower(Node* observer) {
     ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(*observer));
     Node* value = call.TensorNode("input");
+    if (!value->type().has_value()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(observer->Ref(), " observes ", value->Ref(), ", whose type is unknown"));
+    }
     if (call.IsNone("scale") || call.IsNone("zero_point")) {
       return absl::FailedPreconditionError(absl::StrCat(
           observer->Ref(), " (observing ", value->Ref(),
           ") has no scale: calibrate the prepared model first (graft quantize)"));
     }
-    // The observer of a call's result: quantized when the call is.
-    const bool result_of_call = quantized_.contains(value);
+    // Only the quantized calls read the quantized value; every other reader
+    // (a call kept float, a bias add) reads the float one.
     Graph& graph = module_.graph();
     Node* dequantized = nullptr;
     for (Node* user : observer->users()) {
-      if (!result_of_call && !quantized_.contains(user)) continue;
+      if (!quantized_.contains(user)) continue;
       if (dequantized == nullptr) {
         auto at = graph.InsertingAfter(observer);
         Node* q = graph.CallFunction(
@@ -226,8 +226,25 @@ class Converter {
       InferAndSetType(dequantized);
       weights_[key] = dequantized;
     }
-    n->ReplaceInputWith(const_cast<Node*>(w), dequantized);
+    Node* float_weight = const_cast<Node*>(w);
+    n->ReplaceInputWith(float_weight, dequantized);
+    replaced_.push_back(float_weight);
     return absl::OkStatus();
+  }
+
+  // The float weights nothing reads any more, and their tensors; nothing
+  // else of the model is touched.
+  void DropFloatWeights() {
+    Graph& graph = module_.graph();
+    for (Node* w : replaced_) {
+      if (w->erased() || w->has_uses()) continue;
+      const std::string tensor = w->target();
+      (void)graph.EraseNode(w);
+      bool read = false;
+      for (const Node* n : graph.nodes()) read = read || (n->op() == OpCode::kGetAttr && n->target() == tensor);
+      if (!read) module_.RemoveTensor(tensor);
+    }
+    graph.Cleanup();
   }
 
   Module& module_;
@@ -235,6 +252,7 @@ class Converter {
   ConvertReport report_;
   absl::flat_hash_map<std::pair<std::string, int64_t>, Node*> weights_;
   absl::flat_hash_set<const Node*> quantized_;
+  std::vector<Node*> replaced_;  // Float weight get_attrs the calls stopped reading.
 };
 
 }  // namespace
@@ -245,8 +263,7 @@ absl::StatusOr<ConvertReport> Convert(Module& module, const QuantConfig& config)
 
 absl::StatusOr<std::unique_ptr<ConvertPass>> ConvertPass::FromOptions(const PassOptions& options) {
   QuantConfig config;
-  const std::string skip = options.GetString("skip", "");
-  if (!skip.empty()) config.skip = absl::StrSplit(skip, ';', absl::SkipEmpty());
+  ReadOpsAndSkip(options, config);
   ASSIGN_OR_RETURN(bool per_tensor, options.GetBool("per-tensor", false));
   config.per_channel_weights = !per_tensor;
   return std::make_unique<ConvertPass>(std::move(config));

@@ -47,7 +47,8 @@ struct ConvertReport {
 // read the float values. An observer without a scale is an error.
 absl::StatusOr<ConvertReport> Convert(Module& module, const QuantConfig& config);
 
-// `quantize-convert{skip=GLOB;GLOB,per-tensor=false}`.
+// `quantize-convert{ops=OP;OP,skip=GLOB;GLOB,per-tensor=false}`: the same
+// ops as the prepare step (calls of other ops read float values).
 class ConvertPass : public Pass {
  public:
   explicit ConvertPass(QuantConfig config) : config_(std::move(config)) {}

@@ -65,7 +65,10 @@ class Preparer {
     for (const char* param : kOperands) {
       if (bound.schema().ParamIndex(param) < 0) continue;
       Node* value = bound.TensorNode(param);
-      if (value == nullptr || value->op() == OpCode::kGetAttr) continue;
+      // A value read twice (matmul(x, x)) is observed once.
+      if (value == nullptr || value->op() == OpCode::kGetAttr || value->is_call(kObserveOp)) {
+        continue;
+      }
       ASSIGN_OR_RETURN(Node * observer, ObserverOf(value, *call));
       call->ReplaceInputWith(value, observer);
     }
@@ -94,6 +97,11 @@ class Preparer {
   // point) is the user's error, named by call and value.
   absl::Status TypeObserver(Node* observer, const Node& value, const Node& call) {
     absl::StatusOr<std::optional<std::vector<TensorType>>> types = InferNodeTypes(*observer);
+    if (types.ok() && !types->has_value()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cannot quantize ", call.Ref(), " (", call.target(), "): the type of ", value.Ref(),
+          " is unknown; give the model's inputs types"));
+    }
     if (!types.ok()) {
       const std::string type =
           value.type().has_value() ? value.type()->ToString() : std::string("of unknown type");
@@ -101,7 +109,7 @@ class Preparer {
           "cannot quantize ", call.Ref(), " (", call.target(), "): it reads ", value.Ref(), " ",
           type, ", and only floating-point values are observed and quantized"));
     }
-    if (types->has_value()) SetInferredTypes(observer, **types);
+    SetInferredTypes(observer, **types);
     return absl::OkStatus();
   }
 
@@ -119,10 +127,7 @@ absl::StatusOr<PrepareReport> Prepare(Module& module, const QuantConfig& config)
 
 absl::StatusOr<std::unique_ptr<PreparePass>> PreparePass::FromOptions(const PassOptions& options) {
   QuantConfig config;
-  const std::string ops = options.GetString("ops", "");
-  if (!ops.empty()) config.ops = absl::StrSplit(ops, ';', absl::SkipEmpty());
-  const std::string skip = options.GetString("skip", "");
-  if (!skip.empty()) config.skip = absl::StrSplit(skip, ';', absl::SkipEmpty());
+  ReadOpsAndSkip(options, config);
   const std::string dtype = options.GetString("dtype", "i8");
   if (dtype != "i8" && dtype != "u8") {
     return absl::InvalidArgumentError(

@@ -5,9 +5,17 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "graph/op_registry.h"
 
 namespace graft::passes::quantize {
+
+void ReadOpsAndSkip(const PassOptions& options, QuantConfig& config) {
+  const std::string ops = options.GetString("ops", "");
+  if (!ops.empty()) config.ops = absl::StrSplit(ops, ';', absl::SkipEmpty());
+  const std::string skip = options.GetString("skip", "");
+  if (!skip.empty()) config.skip = absl::StrSplit(skip, ';', absl::SkipEmpty());
+}
 
 bool GlobMatches(const std::string& pattern, const std::string& name) {
   return fnmatch(pattern.c_str(), name.c_str(), 0) == 0;

@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "graph/dtype.h"
 #include "graph/node.h"
+#include "passes/pass.h"
 #include "passes/quantize/range_observer.h"
 
 namespace graft::passes::quantize {
@@ -44,6 +45,9 @@ struct QuantConfig {
   // predicate true).
   bool Quantizes(const Node& node) const;
 };
+
+// Reads the pipeline options `ops=OP;OP...` and `skip=GLOB;GLOB...`.
+void ReadOpsAndSkip(const PassOptions& options, QuantConfig& config);
 
 // Whether `name` matches the fnmatch glob `pattern`.
 bool GlobMatches(const std::string& pattern, const std::string& name);

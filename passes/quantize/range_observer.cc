@@ -66,18 +66,22 @@ void RangeObserver::Add(const Tensor& tensor) {
   } else {
     values = tensor.ToDoubles();
   }
+  // Infinities and NaNs say nothing of a range (an overflow upstream):
+  // they are skipped, and values beyond kLargest are taken as kLargest so
+  // that the span stays finite.
+  constexpr double kLargest = 1e300;
   double magnitude = 0;
-  for (double x : values) {
-    if (std::isnan(x)) continue;
+  for (double& x : values) {
+    if (!std::isfinite(x)) continue;
+    x = std::clamp(x, -kLargest, kLargest);
     min_ = std::min(min_, x);
     max_ = std::max(max_, x);
     magnitude = std::max(magnitude, std::fabs(x));
   }
-  if (!std::isfinite(magnitude)) magnitude = std::numeric_limits<double>::max() / 4;
   Widen(std::max(magnitude, kMinScale));
   const double per_bin = kBins / (2 * span_);
   for (double x : values) {
-    if (std::isnan(x)) continue;
+    if (!std::isfinite(x)) continue;
     ++count_;
     // Zeros (half of what a ReLU gives) quantize exactly whatever the
     // range: they stay out of the histogram, where they would swamp the
@@ -94,7 +98,7 @@ void RangeObserver::Widen(double magnitude) {
     span_ = magnitude;
     return;
   }
-  while (span_ < magnitude) {
+  while (span_ < magnitude && span_ < 1e300) {
     std::vector<double> merged(kBins, 0.0);
     for (int i = 0; i < kBins; ++i) merged[kBins / 4 + i / 2] += bins_[i];
     bins_ = std::move(merged);
@@ -196,6 +200,9 @@ std::pair<double, double> RangeObserver::Range(Calibrator calibrator, DType dtyp
                                                bool symmetric) const {
   if (count_ == 0) return {0, 0};
   const double magnitude = std::max(std::fabs(min_), std::fabs(max_));
+  // The quantization steps between 0 and the threshold: 255 for u8 over a
+  // value never negative, else about 127 (s8, or u8 over both signs).
+  const int steps = dtype == DType::kU8 && !symmetric && min_ >= 0 ? 255 : 127;
   double threshold = magnitude;
   switch (calibrator) {
     case Calibrator::kMinMax:
@@ -204,10 +211,10 @@ std::pair<double, double> RangeObserver::Range(Calibrator calibrator, DType dtyp
       threshold = Percentile(0.9999);
       break;
     case Calibrator::kEntropy:
-      threshold = EntropyThreshold(dtype == DType::kU8 && !symmetric ? 256 : 128);
+      threshold = EntropyThreshold(steps + 1);
       break;
     case Calibrator::kMse:
-      threshold = MseThreshold(dtype == DType::kU8 && !symmetric ? 255 : 127);
+      threshold = MseThreshold(steps);
       break;
   }
   threshold = std::min(threshold, magnitude);

@@ -15,7 +15,7 @@ namespace graft::passes::quantize {
 // How a value's clipping range is chosen from what calibration saw.
 enum class Calibrator : unsigned char {
   kMinMax,      // Everything seen: no clipping.
-  kPercentile,  // The 99.99th percentile of |x| (of x, for affine ranges).
+  kPercentile,  // The 99.99th percentile of |x|.
   kEntropy,     // The threshold whose quantized histogram is closest to the
                 // seen one in KL divergence (TensorRT's calibrator).
   kMse,         // The threshold with the least expected squared error,
@@ -50,8 +50,9 @@ class RangeObserver {
  public:
   static constexpr int kBins = 2048;
 
-  // Records every element of a floating-point tensor (NaNs are skipped;
-  // zeros count in min, max and count() but not in the histogram).
+  // Records every element of a floating-point tensor (NaNs and infinities
+  // are skipped; zeros count in min, max and count() but not in the
+  // histogram).
   void Add(const Tensor& tensor);
 
   int64_t count() const { return count_; }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <random>
 #include <string>
 #include <thread>
@@ -96,6 +97,25 @@ TEST(RangeObserver, EveryCalibratorComesFromOnePass) {
   EXPECT_LT(mse, 50);
 }
 
+// An overflow upstream (inf) or NaN says nothing of the range.
+TEST(RangeObserver, NonFiniteValuesAreSkipped) {
+  RangeObserver o;
+  Tensor t = Normal(1000, 5);
+  t.data<float>()[0] = std::numeric_limits<float>::infinity();
+  t.data<float>()[1] = -std::numeric_limits<float>::infinity();
+  t.data<float>()[2] = std::numeric_limits<float>::quiet_NaN();
+  o.Add(t);
+  EXPECT_EQ(o.count(), 997);
+  EXPECT_LT(o.max(), 10);
+  EXPECT_GT(o.min(), -10);
+  for (Calibrator c : {Calibrator::kMinMax, Calibrator::kPercentile, Calibrator::kEntropy,
+                       Calibrator::kMse}) {
+    const auto range = o.Range(c, DType::kI8, true);
+    EXPECT_TRUE(std::isfinite(range.second));
+    EXPECT_GT(range.second, 1);
+  }
+}
+
 TEST(RangeObserver, AffineU8CoversMinAndMax) {
   RangeObserver o;
   o.Add(Uniform(1000, 0, 6, 4));
@@ -177,6 +197,62 @@ graph():
   EXPECT_THAT(passes::quantize::Prepare(ints, {}).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("cannot quantize %m (matmul): it reads %a i64[2,3]")));
+}
+
+TEST(Prepare, AValueReadTwiceIsObservedOnce) {
+  Module m = Parse(R"(
+graph():
+    %x : f32[3,3] = placeholder[target=x]
+    %m = call_function[target=matmul](args = (%x, %x), kwargs = {})
+    return m
+)");
+  ASSERT_OK_AND_ASSIGN(passes::quantize::PrepareReport r, passes::quantize::Prepare(m, {}));
+  EXPECT_EQ(r.observers, 1);
+}
+
+TEST(Prepare, AnUntypedInputIsAnError) {
+  Module m = Parse(R"(
+tensor w : f32[4,4] = random(seed=1)
+
+graph():
+    %x = placeholder[target=x]
+    %w = get_attr[target=w]
+    %y = call_function[target=linear](args = (%x, %w), kwargs = {})
+    return y
+)");
+  EXPECT_THAT(passes::quantize::Prepare(m, {}).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("the type of %x is unknown")));
+}
+
+// Only quantized calls read quantized values: a bias add, or a call kept
+// float, reads the float value even where a quantized call reads the same.
+TEST(Convert, OnlyQuantizedCallsReadQuantizedValues) {
+  Module m = Parse(R"(
+tensor w1 : f32[4,4] = random(seed=1)
+tensor w2 : f32[4,4] = random(seed=2)
+tensor w3 : f32[4,4] = random(seed=3)
+
+graph():
+    %x : f32[2,4] = placeholder[target=x]
+    %w1 = get_attr[target=w1]
+    %a = call_function[target=linear](args = (%x, %w1), kwargs = {})
+    %w2 = get_attr[target=w2]
+    %b = call_function[target=linear](args = (%a, %w2), kwargs = {})
+    %w3 = get_attr[target=w3]
+    %k = call_function[target=linear](args = (%a, %w3), kwargs = {})
+    %c = call_function[target=add](args = (%a, %b), kwargs = {})
+    %d = call_function[target=add](args = (%c, %k), kwargs = {})
+    return d
+)");
+  QuantizeOptions options;
+  options.config.skip = {"k"};
+  ASSERT_OK_AND_ASSIGN(options.calibration, RandomSamples(m, 4, 1));
+  ASSERT_OK_AND_ASSIGN(QuantizeResult r, QuantizeModel(m, options));
+  const Graph& g = r.module.graph();
+  EXPECT_TRUE(g.FindNode("b")->arg(0).node()->is_call("dequantize"));
+  EXPECT_EQ(g.FindNode("k")->arg(0).node()->name(), "a");
+  EXPECT_EQ(g.FindNode("c")->arg(0).node()->name(), "a");
+  EXPECT_THAT(r.converted.quantized, ::testing::ElementsAre("a", "b"));
 }
 
 TEST(Convert, NeedsCalibratedObservers) {
