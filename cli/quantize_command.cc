@@ -15,6 +15,7 @@
 #include "cli/input_binding.h"
 #include "cli/load_module.h"
 #include "cli/output.h"
+#include "passes/quantize/lower.h"
 #include "quantize/quantize_model.h"
 #include "serialize/model_io.h"
 #include "support/status_macros.h"
@@ -38,6 +39,7 @@ struct QuantizeArgs {
   bool report = false;
   std::string report_svg;
   std::optional<double> min_sqnr;
+  bool lower = false;
 };
 
 // Calibration and evaluation samples. Random ones are held out by seed; of
@@ -140,6 +142,12 @@ absl::Status RunQuantize(const QuantizeArgs& args) {
     };
   }
   ASSIGN_OR_RETURN(quantize::QuantizeResult result, quantize::QuantizeModel(module, options));
+  std::string audit;
+  if (args.lower) {
+    ASSIGN_OR_RETURN(passes::quantize::LowerReport lowered,
+                     passes::quantize::Lower(result.module));
+    audit = lowered.ToString();
+  }
   RETURN_IF_ERROR(SaveModel(result.module, args.output));
   std::string text = absl::StrCat("quantized ", result.converted.quantized.size(), " calls (",
                                   result.prepared.observers, " observers, ",
@@ -152,6 +160,7 @@ absl::Status RunQuantize(const QuantizeArgs& args) {
   if (result.accuracy.has_value()) {
     absl::StrAppend(&text, "accuracy ", note, ":\n", result.accuracy->ToString());
   }
+  absl::StrAppend(&text, audit);
   absl::StrAppend(&text, "wrote ", args.output, "\n");
   if (!args.report_svg.empty() && result.accuracy.has_value()) {
     RETURN_IF_ERROR(DrawReport(module, *result.accuracy, args.report_svg));
@@ -193,6 +202,9 @@ Command AddQuantizeCommand(CLI::App& graft) {
   app->add_option("--report-svg", args->report_svg,
                   "Draw the model with each quantized call coloured by its output SQNR "
                   "(.svg, .png, or .dot)");
+  app->add_flag("--lower", args->lower,
+                "Also fuse dequantize -> linear into int8 products (quantize-lower) and print "
+                "the audit: what did not fuse, the share of multiply-accumulates in int8");
   app->add_option("--min-sqnr", args->min_sqnr,
                   "Return the worst calls to float, one at a time, until the model's output "
                   "SQNR reaches DB");

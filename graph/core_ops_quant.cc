@@ -150,6 +150,35 @@ absl::StatusOr<TensorType> Observe(const InferContext& ctx) {
   return t;
 }
 
+absl::StatusOr<TensorType> QuantizedLinear(const InferContext& ctx) {
+  TensorType x = ctx.Type("input");
+  TensorType w = ctx.Type("weight");
+  TensorType scales = ctx.Type("weight_scales");
+  if ((x.dtype != DType::kI8 && x.dtype != DType::kU8) || x.rank() < 1) {
+    return ctx.Error(absl::StrCat("input ", x.ToString(), " must be i8 or u8 with a dim"));
+  }
+  if (w.dtype != DType::kI8 || w.rank() != 2 || rules::DimsConflict(w.shape[1], x.shape.back())) {
+    return ctx.Error(absl::StrCat("weight ", w.ToString(), " must be i8[out, ",
+                                  x.shape.back().ToString(), "]"));
+  }
+  if (scales.dtype != DType::kF32 || scales.rank() != 1 ||
+      rules::DimsConflict(scales.shape[0], w.shape[0])) {
+    return ctx.Error(absl::StrCat("weight_scales ", scales.ToString(), " must be f32[",
+                                  w.shape[0].ToString(), "]"));
+  }
+  if (ctx.call().TensorNode("bias") != nullptr) {
+    TensorType b = ctx.Type("bias");
+    if (b.dtype != DType::kF32 || b.rank() != 1 || rules::DimsConflict(b.shape[0], w.shape[0])) {
+      return ctx.Error(absl::StrCat("bias ", b.ToString(), " must be f32[",
+                                    w.shape[0].ToString(), "]"));
+    }
+  }
+  TensorType out = x;
+  out.dtype = DType::kF32;
+  out.shape.back() = w.shape[0];
+  return out;
+}
+
 }  // namespace
 
 void RegisterQuantOps(OpRegistry& r) {
@@ -187,6 +216,14 @@ void RegisterQuantOps(OpRegistry& r) {
           .summary = "identity; a value whose range calibration records "
                      "(quantize-prepare), with its scale and zero point once "
                      "calibrated"});
+  Add(r, {.name = std::string(kQuantizedLinearOp),
+          .params = {Param("input", K::kTensor), Param("input_scale", K::kFloat),
+                     Param("input_zero_point", K::kInt), Param("weight", K::kTensor),
+                     Param("weight_scales", K::kTensor), Optional("bias", K::kTensor)},
+          .traits = {.kind = OpKind::kContraction, .flops = LastDimContractionFlops},
+          .infer = One(QuantizedLinear),
+          .summary = "a linear layer on int8 values (quantize-lower): i8/u8 input, i8 "
+                     "weight with per-output scales, f32 result"});
 }
 
 }  // namespace graft::core_ops

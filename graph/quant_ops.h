@@ -18,6 +18,20 @@ namespace graft {
 // pass drops or merges one before calibration has read it.
 inline constexpr absl::string_view kObserveOp = "graft::observe";
 
+// A linear layer on quantized values, made by quantize-lower from
+// dequantize -> linear: backends run it as one int8 matrix product.
+//
+//   graft::quantized_linear(input: Tensor, input_scale: float,
+//                           input_zero_point: int, weight: Tensor,
+//                           weight_scales: Tensor, bias: Tensor? = None)
+//
+// input i8 or u8 [.., in]; weight i8 [out, in] with one scale per output
+// (weight_scales f32 [out], zero points 0); bias f32 [out]. The result,
+// f32 [.., out]:
+//   y[.., o] = input_scale * weight_scales[o]
+//              * sum_k (input[.., k] - input_zero_point) * weight[o, k] + bias[o]
+inline constexpr absl::string_view kQuantizedLinearOp = "graft::quantized_linear";
+
 }  // namespace graft
 
 #endif  // GRAFT_GRAPH_QUANT_OPS_H_

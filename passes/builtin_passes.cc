@@ -11,6 +11,7 @@
 #include "passes/partition.h"
 #include "passes/pass_registry.h"
 #include "passes/quantize/convert.h"
+#include "passes/quantize/lower.h"
 #include "passes/quantize/prepare.h"
 #include "passes/shape_prop.h"
 #include "passes/shard.h"
@@ -116,6 +117,10 @@ void RegisterBuiltinPasses(PassRegistry& r) {
                              quantize::ConvertPass::FromOptions(o));
             return std::unique_ptr<Pass>(std::move(p));
           }});
+  MustRegister(r, {"quantize-lower",
+                   "Fuses dequantize -> linear (and matmul by a constant) into "
+                   "graft::quantized_linear, an int8 matrix product (docs/quantization.md).",
+                   "", Simple<quantize::LowerPass>()});
   MustRegister(
       r, {"shard",
           "The module rank RANK of WORLD runs: tensor parallel, Megatron style (its "

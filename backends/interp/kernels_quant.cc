@@ -178,6 +178,46 @@ absl::StatusOr<Value> Dequantize(const KernelContext& ctx) {
   return Value(out);
 }
 
+// Integer products summed in 32 bits (as int8 hardware does; |sum| stays
+// below 2^31 for any in < 2^16), then scaled.
+absl::StatusOr<Value> QuantizedLinear(const KernelContext& ctx) {
+  ASSIGN_OR_RETURN(Tensor x, ctx.Input("input"));
+  ASSIGN_OR_RETURN(Tensor w, ctx.Input("weight"));
+  ASSIGN_OR_RETURN(Tensor scales, ctx.Input("weight_scales"));
+  ASSIGN_OR_RETURN(std::optional<Tensor> bias, ctx.OptionalInput("bias"));
+  if ((x.dtype() != DType::kI8 && x.dtype() != DType::kU8) || w.dtype() != DType::kI8 ||
+      w.rank() != 2 || x.rank() < 1 || x.dims().back() != w.dim(1) ||
+      scales.dtype() != DType::kF32 || scales.NumElements() != w.dim(0)) {
+    return KernelError("quantized_linear: input ", x.TypeString(), ", weight ", w.TypeString(),
+                       " and weight_scales ", scales.TypeString(), " do not fit");
+  }
+  const int64_t in = w.dim(1), out = w.dim(0), rows = x.NumElements() / std::max<int64_t>(in, 1);
+  const double input_scale = ctx.call().Float("input_scale");
+  const int32_t zero_point = static_cast<int32_t>(ctx.call().Int("input_zero_point"));
+  std::vector<int64_t> dims = x.dims();
+  dims.back() = out;
+  Tensor y(DType::kF32, dims);
+  const int8_t* wd = w.data<int8_t>();
+  const float* sd = scales.data<float>();
+  const float* bd = bias.has_value() ? bias->data<float>() : nullptr;
+  std::vector<int32_t> row(in);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t k = 0; k < in; ++k) {
+      const int32_t v = x.dtype() == DType::kU8 ? x.data<uint8_t>()[r * in + k]
+                                                 : x.data<int8_t>()[r * in + k];
+      row[k] = v - zero_point;
+    }
+    for (int64_t o = 0; o < out; ++o) {
+      int32_t sum = 0;
+      for (int64_t k = 0; k < in; ++k) sum += row[k] * wd[o * in + k];
+      double v = input_scale * sd[o] * sum;
+      if (bd != nullptr) v += bd[o];
+      y.data<float>()[r * out + o] = static_cast<float>(v);
+    }
+  }
+  return Value(y);
+}
+
 }  // namespace
 
 void RegisterQuantKernels(KernelTable& t) {
@@ -188,6 +228,7 @@ void RegisterQuantKernels(KernelTable& t) {
     return Value(x);
   });
   t.Add("quantize_per_tensor", QuantizePerTensor);
+  t.Add(std::string(kQuantizedLinearOp), QuantizedLinear);
   t.Add("quantize_per_channel", QuantizePerChannel);
   t.Add("dequantize", Dequantize);
 }

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "graph/huge_pages.h"
 #include "graph/op_registry.h"
+#include "graph/quant_ops.h"
 #include "support/status_macros.h"
 
 #ifdef GRAFT_ORC_WITH_DNNL
@@ -326,6 +327,56 @@ std::unique_ptr<LibraryCall> CreateMatmul(const MatmulSpec& spec) {
                                          flops);
 }
 
+// dst[M, N] = activation(src_scale * w_scales[n] *
+//   sum_k (src[M, K] - src_zero_point) * w[N, K] + bias[N]): u8 or s8
+// activations times s8 weights (VNNI on CPUs that have it), int32 sums
+// scaled into f32.
+struct QuantizedMatmulSpec {
+  memory::dims src, weights, dst;  // weights as [K, N], stored [N, K].
+  DnnlType src_type = DnnlType::s8;
+  int src_operand = 0;
+  const Tensor* weights_tensor = nullptr;
+  const Tensor* bias = nullptr;  // Constant, f32 [N]; null: none.
+  std::vector<float> scales;  // One per N.
+  int32_t src_zero_point = 0;
+  dnnl::algorithm activation = dnnl::algorithm::undef;
+};
+
+std::unique_ptr<LibraryCall> CreateQuantizedMatmul(const QuantizedMatmulSpec& spec) {
+  const memory::desc stored(spec.weights, DnnlType::s8, memory::dims{1, spec.weights[0]});
+  std::vector<PrimitiveArg> args{
+      {DNNL_ARG_SRC, Plain(spec.src, spec.src_type), 1 + spec.src_operand},
+      {DNNL_ARG_WEIGHTS, stored, -1, spec.weights_tensor},
+      {DNNL_ARG_DST, Plain(spec.dst), 0}};
+  const memory::desc packed(spec.weights, DnnlType::s8, Tag::any);
+  const memory::desc bias = Plain({1, spec.dst.back()});
+  dnnl::primitive_attr attr = Activation(spec.activation);
+  attr.set_output_scales(/*mask=*/1 << 1, spec.scales);
+  if (spec.src_zero_point != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {spec.src_zero_point});
+  // oneDNN 2 adds the bias to the sums before it scales them: the bias is
+  // divided by each output's scale here, once.
+  Tensor scaled_bias;
+  if (spec.bias != nullptr) {
+    scaled_bias = Tensor(DType::kF32, {1, spec.dst.back()});
+    for (int64_t j = 0; j < spec.dst.back(); ++j) {
+      scaled_bias.data<float>()[j] = spec.bias->data<float>()[j] / spec.scales[j];
+    }
+  }
+  dnnl::matmul::primitive_desc pd =
+      spec.bias != nullptr
+          ? dnnl::matmul::primitive_desc(
+                dnnl::matmul::desc(args[0].desc, packed, bias, args[2].desc), attr, Engine())
+          : dnnl::matmul::primitive_desc(dnnl::matmul::desc(args[0].desc, packed, args[2].desc),
+                                         attr, Engine());
+  if (spec.bias != nullptr) args.push_back({DNNL_ARG_BIAS, bias, -1, &scaled_bias});
+  args.push_back(ScratchpadArg(pd.scratchpad_desc()));
+  PackConstants(args, [&](int arg) {
+    return arg == DNNL_ARG_BIAS ? pd.bias_desc() : pd.weights_desc();
+  });
+  const double flops = 2.0 * spec.dst[0] * spec.dst[1] * spec.src[1];
+  return std::make_unique<PrimitiveCall>("int8 matmul", dnnl::matmul(pd), std::move(args), flops);
+}
+
 // out[N, O, OH, OW] = activation(conv2d(x[N, C, H, W], w[O, C/g, KH, KW]) +
 // bias), NCHW; the weights reordered once into oneDNN's layout.
 struct ConvSpec {
@@ -596,6 +647,40 @@ dnnl::algorithm ActivationAlgorithm(const std::string& name) {
   return dnnl::algorithm::undef;
 }
 
+absl::StatusOr<QuantizedMatmulSpec> QuantizedLinearSpec(const Program& program,
+                                                        const Step& step, const OpCall& call) {
+  const Node* input = call.TensorNode("input");
+  const Node* weight = call.TensorNode("weight");
+  const Tensor* weights = ConstantOf(program, weight);
+  const Tensor* scales = ConstantOf(program, call.TensorNode("weight_scales"));
+  if (weights == nullptr || scales == nullptr) {
+    return absl::UnimplementedError("quantized_linear whose weight or scales are not constants");
+  }
+  std::vector<int64_t> in = DimsOf(*input);
+  const int64_t k = in.back(), n = weights->dim(0);
+  int64_t m = 1;
+  for (size_t i = 0; i + 1 < in.size(); ++i) m *= in[i];
+  QuantizedMatmulSpec spec;
+  spec.src = {m, k};
+  spec.weights = {k, n};
+  spec.dst = {m, n};
+  spec.src_type = input->type()->dtype == DType::kU8 ? DnnlType::u8 : DnnlType::s8;
+  spec.src_operand = OperandOf(step, input);
+  spec.weights_tensor = weights;
+  const double input_scale = call.Float("input_scale");
+  for (int64_t j = 0; j < n; ++j) {
+    spec.scales.push_back(static_cast<float>(input_scale * scales->data<float>()[j]));
+  }
+  spec.src_zero_point = static_cast<int32_t>(call.Int("input_zero_point"));
+  if (!call.IsNone("bias")) {
+    spec.bias = ConstantOf(program, call.TensorNode("bias"));
+    if (spec.bias == nullptr || spec.bias->dtype() != DType::kF32) {
+      return absl::UnimplementedError("quantized_linear with a bias that is not an f32 constant");
+    }
+  }
+  return spec;
+}
+
 absl::Status CheckF32(const Step& step) {
   auto check = [](const Node* n) {
     return n->type()->dtype == DType::kF32
@@ -613,9 +698,21 @@ absl::Status CheckF32(const Step& step) {
 
 absl::StatusOr<std::unique_ptr<LibraryCall>> PrepareLibraryCall(
     const Program& program, const Step& step) {
-  RETURN_IF_ERROR(CheckF32(step));
   const Node& node = *step.node;
   ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node));
+  if (node.is_call(kQuantizedLinearOp)) {
+    try {
+      ASSIGN_OR_RETURN(QuantizedMatmulSpec spec, QuantizedLinearSpec(program, step, call));
+      if (Volume(spec.src) == 0 || Volume(spec.dst) == 0) {
+        return absl::UnimplementedError("an empty quantized_linear");
+      }
+      spec.activation = ActivationAlgorithm(step.activation);
+      return CreateQuantizedMatmul(spec);
+    } catch (const dnnl::error& e) {
+      return absl::InternalError(absl::StrCat("oneDNN: ", e.what()));
+    }
+  }
+  RETURN_IF_ERROR(CheckF32(step));
   try {
     if (node.is_call("conv2d")) {
       ASSIGN_OR_RETURN(ConvSpec spec, Conv2dSpec(program, step, call));

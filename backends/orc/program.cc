@@ -7,6 +7,7 @@
 #include "graph/dtype.h"
 #include "graph/op_registry.h"
 #include "graph/op_traits.h"
+#include "graph/quant_ops.h"
 #include "support/status_macros.h"
 
 namespace graft::orc {
@@ -14,7 +15,8 @@ namespace {
 
 bool IsLibraryCall(const Node& node) {
   return node.is_call("linear") || node.is_call("matmul") ||
-         node.is_call("graft::linear_activation") || node.is_call("conv2d");
+         node.is_call("graft::linear_activation") || node.is_call("conv2d") ||
+         node.is_call(kQuantizedLinearOp);
 }
 
 absl::Status CheckDType(const Node& node, DType dtype) {
@@ -54,13 +56,25 @@ absl::Status CanLowerCall(const Node& node) {
       node.is_call("argmax")) {
     // Checked below for the ops with conditions.
   } else if (IsLibraryCall(node)) {
+    if (node.is_call(kQuantizedLinearOp)) {
+      // The int8 call packs its weight, scales and bias once: constants.
+      ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node));
+      for (const char* param : {"weight", "weight_scales", "bias"}) {
+        const Node* n = call.TensorNode(param);
+        if (n != nullptr && n->op() != OpCode::kGetAttr) {
+          return absl::UnimplementedError(
+              absl::StrCat("quantized_linear whose ", param, " is not a constant"));
+        }
+      }
+    }
 #ifndef GRAFT_ORC_WITH_DNNL
     return absl::UnimplementedError(absl::StrCat(
         op, " needs oneDNN, which this graft was built without"));
 #endif
-    // The oneDNN calls take f32 only (library_calls.cc): refuse the rest
-    // here, so that they fall back instead of failing the compile.
-    for (const Node* n : node.inputs()) {
+    // The oneDNN calls take f32 only (library_calls.cc), but for the int8
+    // product: refuse the rest here, so that they fall back instead of
+    // failing the compile.
+    for (const Node* n : node.is_call(kQuantizedLinearOp) ? std::vector<Node*>{} : node.inputs()) {
       if (n->type().has_value() && n->type()->dtype != DType::kF32) {
         return absl::UnimplementedError(absl::StrCat(
             op, " on ", DTypeName(n->type()->dtype), " tensors (oneDNN calls take f32)"));

@@ -196,6 +196,7 @@ std::vector<PassCase> Cases() {
       // quantized graph's accuracy is tests/quantize/'s).
       {"quantize-prepare", "quantize-prepare", 1e-5, true},
       {"quantize-convert", "quantize-convert", 1e-5, false},
+      {"quantize-lower", "quantize-lower", 1e-5, false},
   };
 }
 

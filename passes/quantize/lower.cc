@@ -1,0 +1,178 @@
+#include "passes/quantize/lower.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "graph/graph.h"
+#include "graph/op_registry.h"
+#include "graph/op_traits.h"
+#include "graph/quant_ops.h"
+#include "passes/node_util.h"
+#include "passes/shape_prop.h"
+#include "support/status_macros.h"
+
+namespace graft::passes::quantize {
+namespace {
+
+// A per-tensor dequantize of a quantized activation: its values node and
+// literal scale and zero point.
+struct Activation {
+  Node* values = nullptr;
+  double scale = 0;
+  int64_t zero_point = 0;
+};
+
+std::optional<Activation> ActivationOf(const Node* dq) {
+  if (dq == nullptr || !dq->is_call("dequantize")) return std::nullopt;
+  absl::StatusOr<OpCall> call = OpCall::Bind(*dq);
+  if (!call.ok() || !call->IsNone("axis") || call->GetDType("dtype") != DType::kF32) {
+    return std::nullopt;
+  }
+  const Argument& scale = call->Get("scale");
+  const Argument& zero_point = call->Get("zero_point");
+  if (!scale.is_number() || !zero_point.is_int()) return std::nullopt;
+  Node* values = call->TensorNode("input");
+  if (values == nullptr || !values->type().has_value()) return std::nullopt;
+  const DType t = values->type()->dtype;
+  if (t != DType::kI8 && t != DType::kU8) return std::nullopt;
+  return Activation{values, scale.number(), zero_point.int_value()};
+}
+
+// A per-channel dequantize of a constant int8 weight with zero points 0,
+// along `axis`.
+struct Weight {
+  const Tensor* values = nullptr;
+  Node* scales = nullptr;
+};
+
+std::optional<Weight> WeightOf(const Module& module, const Node* dq, int64_t axis) {
+  if (dq == nullptr || !dq->is_call("dequantize")) return std::nullopt;
+  absl::StatusOr<OpCall> call = OpCall::Bind(*dq);
+  if (!call.ok() || call->IsNone("axis") || call->Int("axis") != axis) return std::nullopt;
+  const Tensor* values = AttrTensor(module, call->TensorNode("input"));
+  const Tensor* scales = AttrTensor(module, call->TensorNode("scale"));
+  const Tensor* zeros = AttrTensor(module, call->TensorNode("zero_point"));
+  if (values == nullptr || values->dtype() != DType::kI8 || values->rank() != 2 ||
+      scales == nullptr || scales->dtype() != DType::kF32 || zeros == nullptr) {
+    return std::nullopt;
+  }
+  for (int64_t i = 0; i < zeros->NumElements(); ++i) {
+    if (zeros->GetAsDouble(i) != 0) return std::nullopt;
+  }
+  return Weight{values, call->TensorNode("scale")};
+}
+
+Tensor Transposed(const Tensor& t) {
+  Tensor out(t.dtype(), {t.dim(1), t.dim(0)});
+  const int8_t* src = t.data<int8_t>();
+  int8_t* dst = out.data<int8_t>();
+  for (int64_t i = 0; i < t.dim(0); ++i) {
+    for (int64_t j = 0; j < t.dim(1); ++j) dst[j * t.dim(0) + i] = src[i * t.dim(1) + j];
+  }
+  return out;
+}
+
+class Lowerer {
+ public:
+  explicit Lowerer(Module& module) : module_(module) {}
+
+  absl::StatusOr<LowerReport> Run() {
+    RETURN_IF_ERROR(PropagateShapes(module_).status());
+    std::vector<Node*> calls;
+    for (Node* n : module_.graph().nodes()) {
+      if (n->is_call("linear") || n->is_call("matmul")) calls.push_back(n);
+    }
+    for (Node* n : calls) Fuse(n);
+    module_.graph().Cleanup();
+    RETURN_IF_ERROR(PropagateShapes(module_).status());
+    Audit();
+    return report_;
+  }
+
+ private:
+  void Fuse(Node* n) {
+    absl::StatusOr<OpCall> call = OpCall::Bind(*n);
+    if (!call.ok()) return;
+    const bool matmul = n->is_call("matmul");
+    Node* input_dq = call->TensorNode("input");
+    Node* weight_dq = call->TensorNode(matmul ? "other" : "weight");
+    std::optional<Activation> a = ActivationOf(input_dq);
+    std::optional<Weight> w = WeightOf(module_, weight_dq, matmul ? 1 : 0);
+    if (!a.has_value() || !w.has_value()) return;
+    Graph& graph = module_.graph();
+    auto at = graph.InsertingBefore(n);
+    Node* weight;
+    if (matmul) {
+      const Tensor t = Transposed(*w->values);
+      const std::string name = module_.UniqueTensorName(
+          absl::StrCat(call->TensorNode("other")->arg(0).node()->target(), "_out_in"));
+      module_.SetTensor(name, t);
+      weight = graph.GetAttr(name, t.type());
+    } else {
+      weight = OpCall::Bind(*weight_dq)->TensorNode("input");
+    }
+    std::vector<Argument> args = {Argument(a->values), Argument(a->scale),
+                                  Argument(a->zero_point), Argument(weight),
+                                  Argument(w->scales)};
+    Kwargs kwargs;
+    if (!matmul && call->TensorNode("bias") != nullptr) {
+      kwargs.emplace_back("bias", Argument(call->TensorNode("bias")));
+    }
+    Node* q = graph.CallFunction(kQuantizedLinearOp, std::move(args), std::move(kwargs));
+    InferAndSetType(q);
+    if (!q->type().has_value() || q->type() != n->type()) {
+      (void)graph.EraseNode(q);
+      return;
+    }
+    n->ReplaceAllUsesWith(q);
+    const std::string name = n->name();
+    (void)graph.EraseNode(n);
+    (void)graph.Rename(q, name);
+    EraseIfDead(graph, input_dq);
+    EraseIfDead(graph, weight_dq);
+    report_.lowered.push_back(name);
+  }
+
+  void Audit() {
+    for (const Node* n : module_.graph().nodes()) {
+      if (KindOf(*n) == OpKind::kContraction) {
+        std::optional<OpCost> cost = CostOf(*n);
+        const int64_t macs = cost.has_value() ? cost->flops / 2 : 0;
+        report_.total_macs += macs;
+        if (n->target() == kQuantizedLinearOp) report_.int8_macs += macs;
+      }
+      if (!n->is_call("dequantize")) continue;
+      for (const Node* user : n->users()) {
+        std::string why = "no int8 kernel for this op yet";
+        if (user->is_call("matmul")) why = "a product of two activations has no int8 kernel yet";
+        if (user->is_call("linear")) why = "its other operand is not an int8 per-channel weight";
+        report_.unfused.push_back(
+            absl::StrCat(n->Ref(), " -> ", user->Ref(), " (", user->target(), "): ", why));
+      }
+    }
+  }
+
+  Module& module_;
+  LowerReport report_;
+};
+
+}  // namespace
+
+std::string LowerReport::ToString() const {
+  std::string text = absl::StrCat("lowered to int8: ", lowered.size(), " calls\n");
+  for (const std::string& u : unfused) absl::StrAppend(&text, "  not fused: ", u, "\n");
+  const double share = total_macs == 0 ? 0 : 100.0 * int8_macs / total_macs;
+  absl::StrAppend(&text, absl::StrFormat("multiply-accumulates in int8: %.1f%% (%d of %d)\n",
+                                         share, int8_macs, total_macs));
+  return text;
+}
+
+absl::StatusOr<LowerReport> Lower(Module& module) { return Lowerer(module).Run(); }
+
+absl::StatusOr<bool> LowerPass::Run(Module& module, PassContext&) {
+  ASSIGN_OR_RETURN(LowerReport report, Lower(module));
+  return !report.lowered.empty();
+}
+
+}  // namespace graft::passes::quantize

@@ -1,0 +1,63 @@
+// Quantized models on the orc backend: the int8 products quantize-lower
+// makes (graft::quantized_linear, oneDNN's int8 matmul) and the reference
+// graph's quantize/dequantize, against the interpreter, with nothing
+// falling back.
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "graph/quant_ops.h"
+#include "passes/quantize/lower.h"
+#include "quantize/quantize_model.h"
+#include "serialize/model_io.h"
+#include "support/status_matchers.h"
+#include "tests/backends/model_files.h"
+#include "tests/orc/orc_test_util.h"
+#include "workloads/benchmark_mlp.h"
+
+namespace graft::orc_test {
+namespace {
+
+// `model` quantized (u8 after ReLUs, s8 elsewhere) and lowered.
+Module Int8(const Module& model) {
+  quantize::QuantizeOptions options;
+  absl::StatusOr<std::vector<quantize::Sample>> samples =
+      quantize::RandomSamples(model, 4, std::random_device{}(), {{"batch", 3}});
+  EXPECT_OK(samples.status());
+  options.calibration = *samples;
+  absl::StatusOr<quantize::QuantizeResult> r = quantize::QuantizeModel(model, options);
+  EXPECT_OK(r.status());
+  Module lowered = r->module.Clone();
+  absl::StatusOr<passes::quantize::LowerReport> audit = passes::quantize::Lower(lowered);
+  EXPECT_OK(audit.status());
+  EXPECT_FALSE(audit->lowered.empty());
+  return lowered;
+}
+
+TEST(OrcQuantized, Int8ModelsMatchTheInterpreter) {
+  backend_test::FindSourceDir();
+  if (backend_test::SourceDir().empty()) GTEST_SKIP() << "GRAFT_SOURCE_DIR is not set";
+  for (const char* name : {"mlp", "gpt2_block_opset17", "gpt2_block_opset13"}) {
+    SCOPED_TRACE(name);
+    absl::StatusOr<Module> m =
+        LoadModel(backend_test::SourceDir() + "/tests/onnx_models/" + name + "/model.onnx");
+    if (!m.ok()) GTEST_SKIP() << m.status();
+    const Module lowered = Int8(*m);
+    const std::vector<Tensor> inputs =
+        backend_test::RandomInputs(PlaceholderSignature(lowered.graph()), std::random_device{}());
+    // Exact int32 sums on both sides; the scaling differs in rounding only.
+    ExpectOrcMatchesInterp(lowered, inputs, 1e-5);
+  }
+}
+
+// A small MLP like the benchmark's, with a symbolic batch.
+TEST(OrcQuantized, TheBenchmarkMlpShapeAtAnyBatch) {
+  Module lowered = Int8(BuildBenchmarkMlp(3, 1));
+  ExpectOrcMatchesInterp(lowered, {RandomTensor(DType::kF32, {3, 1024}, std::random_device{}())},
+                         1e-5);
+}
+
+}  // namespace
+}  // namespace graft::orc_test
