@@ -173,8 +173,19 @@ absl::StatusOr<TensorType> QuantizedLinear(const InferContext& ctx) {
                                     w.shape[0].ToString(), "]"));
     }
   }
+  const std::string& activation = ctx.call().String("activation");
+  if (activation != "none" && activation != "relu") {
+    return ctx.Error(absl::StrCat("activation must be \"none\" or \"relu\", got \"", activation,
+                                  "\""));
+  }
   TensorType out = x;
-  out.dtype = DType::kF32;
+  out.dtype = ctx.call().GetDType("output_dtype");
+  if (ctx.call().IsNone("output_scale") != (out.dtype == DType::kF32)) {
+    return ctx.Error("output_scale goes with an i8 or u8 output_dtype, and only with one");
+  }
+  if (out.dtype != DType::kF32 && out.dtype != DType::kI8 && out.dtype != DType::kU8) {
+    return ctx.Error(absl::StrCat("output_dtype must be f32, i8 or u8, got ", DTypeName(out.dtype)));
+  }
   out.shape.back() = w.shape[0];
   return out;
 }
@@ -219,11 +230,16 @@ void RegisterQuantOps(OpRegistry& r) {
   Add(r, {.name = std::string(kQuantizedLinearOp),
           .params = {Param("input", K::kTensor), Param("input_scale", K::kFloat),
                      Param("input_zero_point", K::kInt), Param("weight", K::kTensor),
-                     Param("weight_scales", K::kTensor), Optional("bias", K::kTensor)},
+                     Param("weight_scales", K::kTensor), Optional("bias", K::kTensor),
+                     Defaulted("activation", K::kString, Argument("none")),
+                     Optional("output_scale", K::kFloat),
+                     Defaulted("output_zero_point", K::kInt, Argument(int64_t{0})),
+                     Defaulted("output_dtype", K::kDType, DType::kF32)},
           .traits = {.kind = OpKind::kContraction, .flops = LastDimContractionFlops},
           .infer = One(QuantizedLinear),
           .summary = "a linear layer on int8 values (quantize-lower): i8/u8 input, i8 "
-                     "weight with per-output scales, f32 result"});
+                     "weight with per-output scales, an optional ReLU, an f32 result or "
+                     "one quantized again"});
 }
 
 }  // namespace graft::core_ops

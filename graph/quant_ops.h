@@ -23,13 +23,19 @@ inline constexpr absl::string_view kObserveOp = "graft::observe";
 //
 //   graft::quantized_linear(input: Tensor, input_scale: float,
 //                           input_zero_point: int, weight: Tensor,
-//                           weight_scales: Tensor, bias: Tensor? = None)
+//                           weight_scales: Tensor, bias: Tensor? = None,
+//                           activation: str = "none",
+//                           output_scale: float? = None,
+//                           output_zero_point: int = 0,
+//                           output_dtype: dtype = f32)
 //
 // input i8 or u8 [.., in]; weight i8 [out, in] with one scale per output
-// (weight_scales f32 [out], zero points 0); bias f32 [out]. The result,
-// f32 [.., out]:
-//   y[.., o] = input_scale * weight_scales[o]
-//              * sum_k (input[.., k] - input_zero_point) * weight[o, k] + bias[o]
+// (weight_scales f32 [out], zero points 0); bias f32 [out]:
+//   y[.., o] = act(input_scale * weight_scales[o]
+//              * sum_k (input[.., k] - input_zero_point) * weight[o, k] + bias[o])
+// with act "none" or "relu". The result is y (f32), or with output_scale y
+// quantized to output_dtype (i8 or u8): the next quantized call reads it
+// as it is.
 inline constexpr absl::string_view kQuantizedLinearOp = "graft::quantized_linear";
 
 }  // namespace graft

@@ -196,7 +196,18 @@ absl::StatusOr<Value> QuantizedLinear(const KernelContext& ctx) {
   const int32_t zero_point = static_cast<int32_t>(ctx.call().Int("input_zero_point"));
   std::vector<int64_t> dims = x.dims();
   dims.back() = out;
-  Tensor y(DType::kF32, dims);
+  const bool relu = ctx.call().String("activation") == "relu";
+  const DType out_dtype = ctx.call().GetDType("output_dtype");
+  std::optional<QRange> out_range;
+  double out_scale = 1;
+  int64_t out_zero_point = 0;
+  if (out_dtype != DType::kF32) {
+    ASSIGN_OR_RETURN(QRange range, QuantRange(out_dtype));
+    out_range = range;
+    out_scale = ctx.call().Float("output_scale");
+    out_zero_point = ctx.call().Int("output_zero_point");
+  }
+  Tensor y(out_dtype, dims);
   const int8_t* wd = w.data<int8_t>();
   const float* sd = scales.data<float>();
   const float* bd = bias.has_value() ? bias->data<float>() : nullptr;
@@ -212,7 +223,14 @@ absl::StatusOr<Value> QuantizedLinear(const KernelContext& ctx) {
       for (int64_t k = 0; k < in; ++k) sum += row[k] * wd[o * in + k];
       double v = input_scale * sd[o] * sum;
       if (bd != nullptr) v += bd[o];
-      y.data<float>()[r * out + o] = static_cast<float>(v);
+      if (relu) v = std::max(v, 0.0);
+      if (out_range.has_value()) {
+        y.SetFromDouble(r * out + o, static_cast<double>(Quantize(
+                                         static_cast<float>(v), out_scale, out_zero_point,
+                                         *out_range)));
+      } else {
+        y.data<float>()[r * out + o] = static_cast<float>(v);
+      }
     }
   }
   return Value(y);

@@ -337,8 +337,12 @@ struct QuantizedMatmulSpec {
   int src_operand = 0;
   const Tensor* weights_tensor = nullptr;
   const Tensor* bias = nullptr;  // Constant, f32 [N]; null: none.
-  std::vector<float> scales;  // One per N.
+  std::vector<float> scales;  // One per N: the int32 sums' scale.
   int32_t src_zero_point = 0;
+  // A quantized result (u8 or s8): its scale and zero point.
+  DnnlType dst_type = DnnlType::f32;
+  float dst_scale = 1;
+  int32_t dst_zero_point = 0;
   dnnl::algorithm activation = dnnl::algorithm::undef;
 };
 
@@ -347,12 +351,16 @@ std::unique_ptr<LibraryCall> CreateQuantizedMatmul(const QuantizedMatmulSpec& sp
   std::vector<PrimitiveArg> args{
       {DNNL_ARG_SRC, Plain(spec.src, spec.src_type), 1 + spec.src_operand},
       {DNNL_ARG_WEIGHTS, stored, -1, spec.weights_tensor},
-      {DNNL_ARG_DST, Plain(spec.dst), 0}};
+      {DNNL_ARG_DST, Plain(spec.dst, spec.dst_type), 0}};
   const memory::desc packed(spec.weights, DnnlType::s8, Tag::any);
   const memory::desc bias = Plain({1, spec.dst.back()});
   dnnl::primitive_attr attr = Activation(spec.activation);
-  attr.set_output_scales(/*mask=*/1 << 1, spec.scales);
+  // Into a quantized result: the sums' scale over the result's.
+  std::vector<float> output_scales = spec.scales;
+  for (float& s : output_scales) s /= spec.dst_scale;
+  attr.set_output_scales(/*mask=*/1 << 1, output_scales);
   if (spec.src_zero_point != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {spec.src_zero_point});
+  if (spec.dst_zero_point != 0) attr.set_zero_points(DNNL_ARG_DST, 0, {spec.dst_zero_point});
   // oneDNN 2 adds the bias to the sums before it scales them: the bias is
   // divided by each output's scale here, once.
   Tensor scaled_bias;
@@ -672,6 +680,12 @@ absl::StatusOr<QuantizedMatmulSpec> QuantizedLinearSpec(const Program& program,
     spec.scales.push_back(static_cast<float>(input_scale * scales->data<float>()[j]));
   }
   spec.src_zero_point = static_cast<int32_t>(call.Int("input_zero_point"));
+  const DType out = call.GetDType("output_dtype");
+  if (out != DType::kF32) {
+    spec.dst_type = out == DType::kU8 ? DnnlType::u8 : DnnlType::s8;
+    spec.dst_scale = static_cast<float>(call.Float("output_scale"));
+    spec.dst_zero_point = static_cast<int32_t>(call.Int("output_zero_point"));
+  }
   if (!call.IsNone("bias")) {
     spec.bias = ConstantOf(program, call.TensorNode("bias"));
     if (spec.bias == nullptr || spec.bias->dtype() != DType::kF32) {
@@ -706,7 +720,9 @@ absl::StatusOr<std::unique_ptr<LibraryCall>> PrepareLibraryCall(
       if (Volume(spec.src) == 0 || Volume(spec.dst) == 0) {
         return absl::UnimplementedError("an empty quantized_linear");
       }
-      spec.activation = ActivationAlgorithm(step.activation);
+      // The op's own ReLU, or one the step absorbed after an f32 result.
+      spec.activation = ActivationAlgorithm(
+          call.String("activation") == "relu" ? "relu" : step.activation);
       return CreateQuantizedMatmul(spec);
     } catch (const dnnl::error& e) {
       return absl::InternalError(absl::StrCat("oneDNN: ", e.what()));

@@ -131,7 +131,36 @@ class Lowerer {
     (void)graph.Rename(q, name);
     EraseIfDead(graph, input_dq);
     EraseIfDead(graph, weight_dq);
+    FuseOutput(q);
     report_.lowered.push_back(name);
+  }
+
+  // The only reader of a lowered call's result: (relu ->) quantize. The
+  // call then writes the quantized values itself (int8 in, int8 out), and
+  // the next lowered call reads them as they are.
+  void FuseOutput(Node* call) {
+    auto only_user = [](Node* n) -> Node* {
+      std::vector<Node*> users = n->users();
+      return users.size() == 1 && n->num_uses() == 1 ? users[0] : nullptr;
+    };
+    Node* next = only_user(call);
+    Node* relu = nullptr;
+    if (next != nullptr && next->is_call("relu")) {
+      relu = next;
+      next = only_user(relu);
+    }
+    if (next == nullptr || !next->is_call("quantize_per_tensor")) return;
+    absl::StatusOr<OpCall> q = OpCall::Bind(*next);
+    if (!q.ok() || !q->Get("scale").is_number() || !q->Get("zero_point").is_int()) return;
+    call->SetKwarg("activation", Argument(relu != nullptr ? "relu" : "none"));
+    call->SetKwarg("output_scale", Argument(q->Float("scale")));
+    call->SetKwarg("output_zero_point", Argument(q->Int("zero_point")));
+    call->SetKwarg("output_dtype", Argument(q->GetDType("dtype")));
+    InferAndSetType(call);
+    next->ReplaceAllUsesWith(call);
+    Graph& graph = module_.graph();
+    (void)graph.EraseNode(next);
+    if (relu != nullptr) (void)graph.EraseNode(relu);
   }
 
   void Audit() {

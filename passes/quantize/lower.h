@@ -30,7 +30,9 @@ struct LowerReport {
 // matrix product that backends run natively: the activation's quantized
 // values (per tensor) times the int8 weight (per output channel), with the
 // scales applied to the int32 sums. A matmul's [in, out] weight is stored
-// transposed. What does not fit (a product of two activations, conv2d,
+// transposed. Where the product's only reader is (ReLU ->) quantize, the
+// product writes the quantized values itself, so a chain of lowered layers
+// passes int8 from one to the next. What does not fit (a product of two activations, conv2d,
 // a per-channel activation) stays as it was and is listed in the report.
 absl::StatusOr<LowerReport> Lower(Module& module);
 
