@@ -173,6 +173,21 @@ absl::StatusOr<TensorType> QuantizedLinear(const InferContext& ctx) {
                                     w.shape[0].ToString(), "]"));
     }
   }
+  auto positive = [&](absl::string_view name) -> absl::Status {
+    if (ctx.call().IsNone(name)) return absl::OkStatus();
+    const double v = ctx.call().Float(name);
+    if (v > 0 && std::isfinite(v)) return absl::OkStatus();
+    return ctx.Error(absl::StrCat(name, " must be positive and finite, got ", v));
+  };
+  absl::Status status = positive("input_scale");
+  if (status.ok()) status = positive("output_scale");
+  if (!status.ok()) return status;
+  const int64_t in_zero = ctx.call().Int("input_zero_point");
+  const int64_t lo = x.dtype == DType::kU8 ? 0 : -128, hi = x.dtype == DType::kU8 ? 255 : 127;
+  if (in_zero < lo || in_zero > hi) {
+    return ctx.Error(absl::StrCat("input_zero_point ", in_zero, " is out of range for ",
+                                  DTypeName(x.dtype)));
+  }
   const std::string& activation = ctx.call().String("activation");
   if (activation != "none" && activation != "relu") {
     return ctx.Error(absl::StrCat("activation must be \"none\" or \"relu\", got \"", activation,
@@ -185,6 +200,14 @@ absl::StatusOr<TensorType> QuantizedLinear(const InferContext& ctx) {
   }
   if (out.dtype != DType::kF32 && out.dtype != DType::kI8 && out.dtype != DType::kU8) {
     return ctx.Error(absl::StrCat("output_dtype must be f32, i8 or u8, got ", DTypeName(out.dtype)));
+  }
+  if (out.dtype != DType::kF32) {
+    const int64_t out_zero = ctx.call().Int("output_zero_point");
+    const int64_t olo = out.dtype == DType::kU8 ? 0 : -128, ohi = out.dtype == DType::kU8 ? 255 : 127;
+    if (out_zero < olo || out_zero > ohi) {
+      return ctx.Error(absl::StrCat("output_zero_point ", out_zero, " is out of range for ",
+                                    DTypeName(out.dtype)));
+    }
   }
   out.shape.back() = w.shape[0];
   return out;

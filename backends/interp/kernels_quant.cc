@@ -191,7 +191,9 @@ absl::StatusOr<Value> QuantizedLinear(const KernelContext& ctx) {
     return KernelError("quantized_linear: input ", x.TypeString(), ", weight ", w.TypeString(),
                        " and weight_scales ", scales.TypeString(), " do not fit");
   }
-  const int64_t in = w.dim(1), out = w.dim(0), rows = x.NumElements() / std::max<int64_t>(in, 1);
+  const int64_t in = w.dim(1), out = w.dim(0);
+  int64_t rows = 1;
+  for (int64_t d = 0; d + 1 < x.rank(); ++d) rows *= x.dim(d);
   const double input_scale = ctx.call().Float("input_scale");
   const int32_t zero_point = static_cast<int32_t>(ctx.call().Int("input_zero_point"));
   std::vector<int64_t> dims = x.dims();

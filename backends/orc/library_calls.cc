@@ -677,7 +677,13 @@ absl::StatusOr<QuantizedMatmulSpec> QuantizedLinearSpec(const Program& program,
   spec.weights_tensor = weights;
   const double input_scale = call.Float("input_scale");
   for (int64_t j = 0; j < n; ++j) {
-    spec.scales.push_back(static_cast<float>(input_scale * scales->data<float>()[j]));
+    const float s = static_cast<float>(input_scale * scales->data<float>()[j]);
+    // The bias is divided by it (oneDNN 2's order): no zero, no sign flip.
+    if (!(s > 0) || !std::isfinite(s)) {
+      return absl::UnimplementedError(absl::StrCat("an int8 product whose output ", j,
+                                                   " has scale ", s));
+    }
+    spec.scales.push_back(s);
   }
   spec.src_zero_point = static_cast<int32_t>(call.Int("input_zero_point"));
   const DType out = call.GetDType("output_dtype");

@@ -57,8 +57,21 @@ absl::Status CanLowerCall(const Node& node) {
     // Checked below for the ops with conditions.
   } else if (IsLibraryCall(node)) {
     if (node.is_call(kQuantizedLinearOp)) {
-      // The int8 call packs its weight, scales and bias once: constants.
+      // Without VNNI, oneDNN sums u8 x s8 pairs through saturating int16
+      // (255 * 127 * 2 > 32767): the interpreter's exact sums instead.
+      if (!__builtin_cpu_supports("avx512vnni") && !__builtin_cpu_supports("avxvnni")) {
+        return absl::UnimplementedError(
+            "int8 products need a CPU with VNNI (oneDNN saturates without it)");
+      }
       ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node));
+      for (const char* param : {"input", "weight"}) {
+        const Node* n = call.TensorNode(param);
+        if (n != nullptr && n->type().has_value() && IsStatic(n->type()->shape) &&
+            NumElements(n->type()->shape) == 0) {
+          return absl::UnimplementedError("an empty int8 product");
+        }
+      }
+      // The int8 call packs its weight, scales and bias once: constants.
       for (const char* param : {"weight", "weight_scales", "bias"}) {
         const Node* n = call.TensorNode(param);
         if (n != nullptr && n->op() != OpCode::kGetAttr) {
@@ -144,6 +157,11 @@ absl::StatusOr<Program> BuildProgram(const Module& module,
       // oneDNN's post-ops work on f32 results.
       .absorbs_activation =
           [](const Node& call, absl::string_view) {
+            // An int8 product with its own activation applies only that.
+            if (call.is_call(kQuantizedLinearOp)) {
+              absl::StatusOr<OpCall> bound = OpCall::Bind(call);
+              if (!bound.ok() || bound->String("activation") != "none") return false;
+            }
             return call.type()->dtype == DType::kF32;
           },
       .channels_last_convs = true,

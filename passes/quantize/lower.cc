@@ -106,7 +106,7 @@ class Lowerer {
     if (matmul) {
       const Tensor t = Transposed(*w->values);
       const std::string name = module_.UniqueTensorName(
-          absl::StrCat(call->TensorNode("other")->arg(0).node()->target(), "_out_in"));
+          absl::StrCat(OpCall::Bind(*weight_dq)->TensorNode("input")->target(), "_out_in"));
       module_.SetTensor(name, t);
       weight = graph.GetAttr(name, t.type());
     } else {

@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "graph/quant_ops.h"
 #include "passes/quantize/lower.h"
+#include "quantize/accuracy.h"
 #include "quantize/quantize_model.h"
 #include "serialize/model_io.h"
 #include "support/status_matchers.h"
@@ -48,7 +49,18 @@ TEST(OrcQuantized, Int8ModelsMatchTheInterpreter) {
     const std::vector<Tensor> inputs =
         backend_test::RandomInputs(PlaceholderSignature(lowered.graph()), std::random_device{}());
     // Exact int32 sums on both sides; the scaling differs in rounding only.
-    ExpectOrcMatchesInterp(lowered, inputs, 1e-5);
+    // But an int8 result a product writes for the next one can land one
+    // step apart where its value sits within rounding of a step boundary,
+    // and attention's softmax magnifies such a step: compared as quantized
+    // graphs are (DESIGN section 5), by SQNR, with nothing falling back.
+    for (const Node* n : lowered.graph().nodes()) {
+      EXPECT_OK(Orc().CanRun(*n, {})) << n->Ref();
+    }
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> orc, Orc().Compile(lowered, {}));
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> interp, Interp().Compile(lowered, {}));
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> got, orc->Run(inputs));
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> want, interp->Run(inputs));
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_GE(quantize::Sqnr(want[i], got[i]), 50);
   }
 }
 
@@ -56,7 +68,7 @@ TEST(OrcQuantized, Int8ModelsMatchTheInterpreter) {
 TEST(OrcQuantized, TheBenchmarkMlpShapeAtAnyBatch) {
   Module lowered = Int8(BuildBenchmarkMlp(3, 1));
   ExpectOrcMatchesInterp(lowered, {RandomTensor(DType::kF32, {3, 1024}, std::random_device{}())},
-                         1e-5);
+                         1e-3);
 }
 
 }  // namespace
