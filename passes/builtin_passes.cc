@@ -13,6 +13,7 @@
 #include "passes/quantize/convert.h"
 #include "passes/quantize/lower.h"
 #include "passes/quantize/prepare.h"
+#include "passes/quantize/weight_only.h"
 #include "passes/shape_prop.h"
 #include "passes/shard.h"
 #include "passes/substitute.h"
@@ -115,6 +116,17 @@ void RegisterBuiltinPasses(PassRegistry& r) {
           [](const PassOptions& o) -> absl::StatusOr<std::unique_ptr<Pass>> {
             ASSIGN_OR_RETURN(std::unique_ptr<quantize::ConvertPass> p,
                              quantize::ConvertPass::FromOptions(o));
+            return std::unique_ptr<Pass>(std::move(p));
+          }});
+  MustRegister(
+      r, {"quantize-weights",
+          "Weight-only quantization of linear layers: int8 or int4 values, round to "
+          "nearest, one scale per group of input features (docs/quantization.md).",
+          "bits=8|4 (default 8), group=N (default 128; 0: one scale per output), "
+          "skip=GLOB;GLOB...",
+          [](const PassOptions& o) -> absl::StatusOr<std::unique_ptr<Pass>> {
+            ASSIGN_OR_RETURN(std::unique_ptr<quantize::WeightOnlyPass> p,
+                             quantize::WeightOnlyPass::FromOptions(o));
             return std::unique_ptr<Pass>(std::move(p));
           }});
   MustRegister(r, {"quantize-lower",

@@ -20,6 +20,7 @@
 #include "passes/quantize/lower.h"
 #include "passes/quantize/prepare.h"
 #include "passes/quantize/range_observer.h"
+#include "passes/quantize/weight_only.h"
 #include "quantize/accuracy.h"
 #include "quantize/calibration.h"
 #include "quantize/quantize_model.h"
@@ -303,6 +304,55 @@ TEST(Lower, ProductsOfTwoActivationsAreListed) {
   // Attention's q @ k^T and p @ v: both operands quantized activations.
   EXPECT_THAT(audit.unfused, ::testing::Contains(HasSubstr("a product of two activations")));
   EXPECT_LT(audit.int8_macs, audit.total_macs);
+}
+
+// Weight-only: int8 per group is close to float; int4 loses more, and
+// smaller groups lose less.
+double WeightOnlySqnr(const Module& m, int bits, int64_t group) {
+  Module q = m.Clone();
+  passes::quantize::WeightOnlyConfig config;
+  config.bits = bits;
+  config.group_size = group;
+  absl::StatusOr<passes::quantize::WeightOnlyReport> r =
+      passes::quantize::QuantizeWeightsOnly(q, config);
+  EXPECT_OK(r.status());
+  absl::StatusOr<std::vector<Sample>> eval = RandomSamples(m, 4, 5);
+  EXPECT_OK(eval.status());
+  absl::StatusOr<AccuracyReport> a = MeasureAccuracy(m, q, *eval, {});
+  EXPECT_OK(a.status());
+  return a->model_sqnr;
+}
+
+TEST(WeightOnly, Int8AndInt4PerGroup) {
+  Module m = LoadTestModel("gpt2_block_opset17");
+  const double int8 = WeightOnlySqnr(m, 8, 32);
+  const double int4_group = WeightOnlySqnr(m, 4, 16);
+  const double int4_channel = WeightOnlySqnr(m, 4, 0);
+  std::printf("int8/32 %.1f dB, int4/16 %.1f dB, int4 per channel %.1f dB\n", int8, int4_group,
+              int4_channel);
+  EXPECT_GE(int8, 40);
+  EXPECT_LT(int4_group, int8);
+  EXPECT_GT(int4_group, int4_channel);
+  EXPECT_GE(int4_group, 15);
+}
+
+TEST(WeightOnly, StoresIntValuesAndGroupScales) {
+  Module m = Parse(kPerceptron);
+  passes::quantize::WeightOnlyConfig config;
+  config.bits = 4;
+  config.group_size = 4;
+  ASSERT_OK_AND_ASSIGN(passes::quantize::WeightOnlyReport r,
+                       passes::quantize::QuantizeWeightsOnly(m, config));
+  EXPECT_THAT(r.quantized, ::testing::ElementsAre("fc1", "fc2"));
+  const Tensor* q = m.FindTensor("fc1.weight_int4");
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(q->dims(), (std::vector<int64_t>{16, 2, 4}));
+  for (int64_t i = 0; i < q->NumElements(); ++i) {
+    EXPECT_GE(q->GetAsDouble(i), -8);
+    EXPECT_LE(q->GetAsDouble(i), 7);
+  }
+  EXPECT_EQ(m.FindTensor("fc1.weight"), nullptr);  // The float weight is gone.
+  EXPECT_EQ(m.FindTensor("fc1.weight_int4_scales")->dims(), (std::vector<int64_t>{16, 2, 1}));
 }
 
 TEST(Convert, NeedsCalibratedObservers) {
