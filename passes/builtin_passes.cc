@@ -11,6 +11,7 @@
 #include "passes/partition.h"
 #include "passes/pass_registry.h"
 #include "passes/quantize/convert.h"
+#include "passes/quantize/equalize.h"
 #include "passes/quantize/lower.h"
 #include "passes/quantize/prepare.h"
 #include "passes/quantize/weight_only.h"
@@ -129,6 +130,11 @@ void RegisterBuiltinPasses(PassRegistry& r) {
                              quantize::WeightOnlyPass::FromOptions(o));
             return std::unique_ptr<Pass>(std::move(p));
           }});
+  MustRegister(r, {"equalize-layers",
+                   "Cross-layer equalization: rescales the hidden units of linear -> (relu ->) "
+                   "linear pairs so that their weight ranges match, for per-tensor weight "
+                   "quantization (docs/quantization.md).",
+                   "", Simple<quantize::EqualizePass>()});
   MustRegister(r, {"quantize-lower",
                    "Fuses dequantize -> linear (and matmul by a constant) into "
                    "graft::quantized_linear, an int8 matrix product (docs/quantization.md).",
