@@ -199,8 +199,9 @@ std::vector<PassCase> Cases() {
       {"quantize-lower", "quantize-lower", 1e-5, false},
       // No linear -> relu -> linear pair here: tests/quantize/ has one.
       {"equalize-layers", "equalize-layers", 1e-5, false},
-      // int8 weights per group of 16: close to float, not equal.
-      {"quantize-weights", "quantize-weights{group=16}", 2e-2, true},
+      // Lossy by design: only a gross error (a misplaced or transposed
+      // weight) fails here; tests/quantize/ measures its SQNR.
+      {"quantize-weights", "quantize-weights{group=16}", 0.2, true},
   };
 }
 
