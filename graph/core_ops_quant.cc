@@ -26,6 +26,15 @@ absl::StatusOr<DType> QuantizedDType(const InferContext& ctx) {
   return ctx.Error(absl::StrCat("dtype must be i8 or u8, got ", DTypeName(d)));
 }
 
+// Parameter `param`, a zero point, must be a value of `dtype` (i8 or u8).
+absl::Status CheckZeroPoint(const InferContext& ctx, absl::string_view param, DType dtype) {
+  const int64_t zero_point = ctx.call().Int(param);
+  const int64_t lo = dtype == DType::kU8 ? 0 : -128, hi = dtype == DType::kU8 ? 255 : 127;
+  if (zero_point >= lo && zero_point <= hi) return absl::OkStatus();
+  return ctx.Error(absl::StrCat(param, " ", zero_point, " is out of range for ", DTypeName(dtype),
+                                " [", lo, ", ", hi, "]"));
+}
+
 absl::StatusOr<TensorType> QuantizePerTensor(const InferContext& ctx) {
   TensorType t = ctx.Type("input");
   absl::Status status = RequireFloatInput(ctx, t);
@@ -37,14 +46,8 @@ absl::StatusOr<TensorType> QuantizePerTensor(const InferContext& ctx) {
     return ctx.Error(
         absl::StrCat("scale must be positive and finite, got ", scale));
   }
-  int64_t zero_point = ctx.call().Int("zero_point");
-  int64_t lo = *dtype == DType::kI8 ? -128 : 0;
-  int64_t hi = *dtype == DType::kI8 ? 127 : 255;
-  if (zero_point < lo || zero_point > hi) {
-    return ctx.Error(absl::StrCat("zero_point ", zero_point,
-                                  " is out of range for ", DTypeName(*dtype),
-                                  " [", lo, ", ", hi, "]"));
-  }
+  status = CheckZeroPoint(ctx, "zero_point", *dtype);
+  if (!status.ok()) return status;
   t.dtype = *dtype;
   return t;
 }
@@ -181,13 +184,8 @@ absl::StatusOr<TensorType> QuantizedLinear(const InferContext& ctx) {
   };
   absl::Status status = positive("input_scale");
   if (status.ok()) status = positive("output_scale");
+  if (status.ok()) status = CheckZeroPoint(ctx, "input_zero_point", x.dtype);
   if (!status.ok()) return status;
-  const int64_t in_zero = ctx.call().Int("input_zero_point");
-  const int64_t lo = x.dtype == DType::kU8 ? 0 : -128, hi = x.dtype == DType::kU8 ? 255 : 127;
-  if (in_zero < lo || in_zero > hi) {
-    return ctx.Error(absl::StrCat("input_zero_point ", in_zero, " is out of range for ",
-                                  DTypeName(x.dtype)));
-  }
   const std::string& activation = ctx.call().String("activation");
   if (activation != "none" && activation != "relu") {
     return ctx.Error(absl::StrCat("activation must be \"none\" or \"relu\", got \"", activation,
@@ -202,12 +200,8 @@ absl::StatusOr<TensorType> QuantizedLinear(const InferContext& ctx) {
     return ctx.Error(absl::StrCat("output_dtype must be f32, i8 or u8, got ", DTypeName(out.dtype)));
   }
   if (out.dtype != DType::kF32) {
-    const int64_t out_zero = ctx.call().Int("output_zero_point");
-    const int64_t olo = out.dtype == DType::kU8 ? 0 : -128, ohi = out.dtype == DType::kU8 ? 255 : 127;
-    if (out_zero < olo || out_zero > ohi) {
-      return ctx.Error(absl::StrCat("output_zero_point ", out_zero, " is out of range for ",
-                                    DTypeName(out.dtype)));
-    }
+    status = CheckZeroPoint(ctx, "output_zero_point", out.dtype);
+    if (!status.ok()) return status;
   }
   out.shape.back() = w.shape[0];
   return out;

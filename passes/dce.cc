@@ -3,6 +3,7 @@
 #include <set>
 
 #include "graph/op_registry.h"
+#include "passes/node_util.h"
 
 namespace graft::passes {
 namespace {
@@ -22,21 +23,17 @@ bool IsRemovable(const Node& node) {
 
 // Drops tensors and submodules no get_attr/call_module names.
 bool DropUnreferenced(Module& module) {
-  std::set<std::string> tensors, submodules;
+  std::set<std::string> submodules;
   for (Node* n : module.graph().nodes()) {
-    if (n->op() == OpCode::kGetAttr) tensors.insert(n->target());
     if (n->op() == OpCode::kCallModule) submodules.insert(n->target());
   }
-  std::vector<std::string> dead_tensors, dead_submodules;
-  for (const auto& [name, t] : module.tensors()) {
-    if (!tensors.contains(name)) dead_tensors.push_back(name);
-  }
+  std::vector<std::string> dead_submodules;
   for (const auto& [name, m] : module.submodules()) {
     if (!submodules.contains(name)) dead_submodules.push_back(name);
   }
-  for (const std::string& name : dead_tensors) module.RemoveTensor(name);
   for (const std::string& name : dead_submodules) module.RemoveSubmodule(name);
-  return !dead_tensors.empty() || !dead_submodules.empty();
+  const bool dropped_tensors = RemoveUnreadTensors(module);
+  return dropped_tensors || !dead_submodules.empty();
 }
 
 }  // namespace

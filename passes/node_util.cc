@@ -1,6 +1,10 @@
 #include "passes/node_util.h"
 
+#include <string>
 #include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
 
 #include "graph/graph.h"
 #include "graph/op_registry.h"
@@ -83,6 +87,24 @@ void EraseIfDead(Graph& graph, Node* node) {
     (void)graph.EraseNode(n);
     for (Node* in : inputs) work.push_back(in);
   }
+}
+
+Node* SoleUser(const Node& node) {
+  std::vector<Node*> users = node.users();
+  return users.size() == 1 && node.num_uses() == 1 ? users[0] : nullptr;
+}
+
+bool RemoveUnreadTensors(Module& module) {
+  absl::flat_hash_set<std::string> read;
+  for (const Node* n : module.graph().nodes()) {
+    if (n->op() == OpCode::kGetAttr) read.insert(n->target());
+  }
+  std::vector<std::string> unread;
+  for (const auto& [name, t] : module.tensors()) {
+    if (!read.contains(name)) unread.push_back(name);
+  }
+  for (const std::string& name : unread) module.RemoveTensor(name);
+  return !unread.empty();
 }
 
 }  // namespace graft::passes

@@ -51,6 +51,13 @@ CallOperands WithParam(const Node& node, absl::string_view param,
 // missing tensors.
 const Tensor* AttrTensor(const Module& module, const Node* node);
 
+// The only user of `node` when it has exactly one use, else null.
+Node* SoleUser(const Node& node);
+
+// Removes the module's tensors that no get_attr reads; returns whether any
+// went.
+bool RemoveUnreadTensors(Module& module);
+
 // Erases `node` if it is pure and unused, then whichever of its inputs that
 // leaves pure and unused, and so on (a worklist, no recursion).
 void EraseIfDead(Graph& graph, Node* node);

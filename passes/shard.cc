@@ -145,7 +145,7 @@ class Sharder {
     }
     RETURN_IF_ERROR(PropagateShapes(out_).status());
     EliminateDeadCode(out_.graph());
-    DropUnusedTensors();
+    RemoveUnreadTensors(out_);
     RETURN_IF_ERROR(Verify(out_));
     return std::move(out_);
   }
@@ -731,18 +731,6 @@ class Sharder {
     Node* sum = Call(kAllReduceOp, {Argument(n), Argument(static_cast<int64_t>(world_))});
     ++report_.all_reduces;
     map_[&old] = sum;
-  }
-
-  void DropUnusedTensors() {
-    absl::flat_hash_map<std::string, bool> used;
-    for (const Node* n : out_.graph().nodes()) {
-      if (n->op() == OpCode::kGetAttr) used[n->target()] = true;
-    }
-    std::vector<std::string> unused;
-    for (const auto& [name, t] : out_.tensors()) {
-      if (!used.contains(name)) unused.push_back(name);
-    }
-    for (const std::string& name : unused) out_.RemoveTensor(name);
   }
 
   const Module& in_;

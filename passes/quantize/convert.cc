@@ -236,15 +236,20 @@ class Converter {
   // else of the model is touched.
   void DropFloatWeights() {
     Graph& graph = module_.graph();
+    std::vector<std::string> tensors;
     for (Node* w : replaced_) {
       if (w->erased() || w->has_uses()) continue;
-      const std::string tensor = w->target();
+      tensors.push_back(w->target());
       (void)graph.EraseNode(w);
-      bool read = false;
-      for (const Node* n : graph.nodes()) read = read || (n->op() == OpCode::kGetAttr && n->target() == tensor);
-      if (!read) module_.RemoveTensor(tensor);
     }
     graph.Cleanup();
+    absl::flat_hash_set<std::string> read;
+    for (const Node* n : graph.nodes()) {
+      if (n->op() == OpCode::kGetAttr) read.insert(n->target());
+    }
+    for (const std::string& tensor : tensors) {
+      if (!read.contains(tensor)) module_.RemoveTensor(tensor);
+    }
   }
 
   Module& module_;

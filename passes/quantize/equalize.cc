@@ -27,12 +27,6 @@ const Node* OwnConstant(const Module& module, const OpCall& call, absl::string_v
   return readers == 1 ? n : nullptr;
 }
 
-// The single user of `n`, or null.
-Node* OnlyUser(const Node* n) {
-  std::vector<Node*> users = n->users();
-  return users.size() == 1 && n->num_uses() == 1 ? users[0] : nullptr;
-}
-
 }  // namespace
 
 absl::StatusOr<std::vector<std::string>> EqualizeLayers(Module& module) {
@@ -40,8 +34,8 @@ absl::StatusOr<std::vector<std::string>> EqualizeLayers(Module& module) {
   std::vector<std::string> pairs;
   for (Node* first : module.graph().nodes()) {
     if (!first->is_call("linear")) continue;
-    Node* next = OnlyUser(first);
-    if (next != nullptr && next->is_call("relu")) next = OnlyUser(next);
+    Node* next = SoleUser(*first);
+    if (next != nullptr && next->is_call("relu")) next = SoleUser(*next);
     if (next == nullptr || !next->is_call("linear")) continue;
     ASSIGN_OR_RETURN(OpCall a, OpCall::Bind(*first));
     ASSIGN_OR_RETURN(OpCall b, OpCall::Bind(*next));

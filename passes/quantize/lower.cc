@@ -139,15 +139,11 @@ class Lowerer {
   // call then writes the quantized values itself (int8 in, int8 out), and
   // the next lowered call reads them as they are.
   void FuseOutput(Node* call) {
-    auto only_user = [](Node* n) -> Node* {
-      std::vector<Node*> users = n->users();
-      return users.size() == 1 && n->num_uses() == 1 ? users[0] : nullptr;
-    };
-    Node* next = only_user(call);
+    Node* next = SoleUser(*call);
     Node* relu = nullptr;
     if (next != nullptr && next->is_call("relu")) {
       relu = next;
-      next = only_user(relu);
+      next = SoleUser(*relu);
     }
     if (next == nullptr || !next->is_call("quantize_per_tensor")) return;
     absl::StatusOr<OpCall> q = OpCall::Bind(*next);

@@ -120,17 +120,8 @@ absl::StatusOr<WeightOnlyReport> QuantizeWeightsOnly(Module& module,
     EraseIfDead(graph, w);
     report.quantized.push_back(n->name());
   }
-  // Float weights nothing reads any more.
-  std::vector<std::string> unused;
-  for (const auto& [name, t] : module.tensors()) {
-    bool read = false;
-    for (const Node* n : graph.nodes()) {
-      read = read || (n->op() == OpCode::kGetAttr && n->target() == name);
-    }
-    if (!read) unused.push_back(name);
-  }
-  for (const std::string& name : unused) module.RemoveTensor(name);
   graph.Cleanup();
+  RemoveUnreadTensors(module);  // The float weights nothing reads any more.
   return report;
 }
 
