@@ -71,6 +71,12 @@ absl::StatusOr<std::string> Backend::SerializeExecutable(
       "the ", name(), " backend does not write executables to disk"));
 }
 
+absl::Status Backend::WriteCompiledModel(const Executable& executable,
+                                         const std::string& path) const {
+  return absl::UnimplementedError(absl::StrCat(
+      "the ", name(), " backend does not write compiled model files (orc does)"));
+}
+
 absl::StatusOr<std::unique_ptr<Executable>> Backend::DeserializeExecutable(
     absl::string_view bytes, const Module& module,
     const CompileOptions& options) const {

@@ -133,6 +133,12 @@ class Backend {
   virtual absl::StatusOr<std::unique_ptr<Executable>> DeserializeExecutable(
       absl::string_view bytes, const Module& module,
       const CompileOptions& options) const;
+
+  // Writes `executable` (compiled by this backend, for fixed input shapes)
+  // as a compiled model file (.gcx) that graft::runtime loads and runs with
+  // no compiler (runtime/compiled_model.h), or says why it cannot.
+  virtual absl::Status WriteCompiledModel(const Executable& executable,
+                                          const std::string& path) const;
 };
 
 using BackendFactory = std::function<std::unique_ptr<Backend>()>;

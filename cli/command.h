@@ -28,6 +28,7 @@ Command AddDotCommand(CLI::App& graft);
 Command AddConvertCommand(CLI::App& graft);
 Command AddCacheCommand(CLI::App& graft);
 Command AddQuantizeCommand(CLI::App& graft);
+Command AddCompileCommand(CLI::App& graft);
 
 }  // namespace graft::cli
 

@@ -31,6 +31,7 @@ constexpr AddCommandFn kCommands[] = {
     &AddConvertCommand,
     &AddQuantizeCommand,
     &AddCacheCommand,
+    &AddCompileCommand,
 };
 
 std::string UsageFailureMessage(const CLI::App* app, const CLI::Error& e) {

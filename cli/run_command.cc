@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -29,6 +30,7 @@
 #include "cli/output_files.h"
 #include "cli/tensor_summary.h"
 #include "cli/timing.h"
+#include "runtime/compiled_model.h"
 #include "support/status_macros.h"
 
 namespace graft::cli {
@@ -224,7 +226,93 @@ std::string Stats(const CompileCacheStats& stats, const ExecutableInfo& info,
   return text;
 }
 
+// A compiled model file (runtime/compiled_model.h) as an Executable, so
+// that `graft run` times and reports it as it does a compiled module.
+class CompiledModelExecutable : public Executable {
+ public:
+  explicit CompiledModelExecutable(std::unique_ptr<runtime::CompiledModel> model)
+      : model_(std::move(model)) {
+    inputs_ = Signature(model_->inputs());
+    outputs_ = Signature(model_->outputs());
+  }
+  absl::StatusOr<std::vector<Tensor>> Run(absl::Span<const Tensor> inputs) override {
+    return model_->Run(inputs);
+  }
+  const std::vector<ValueSignature>& input_signature() const override { return inputs_; }
+  const std::vector<ValueSignature>& output_signature() const override { return outputs_; }
+
+ private:
+  static std::vector<ValueSignature> Signature(const std::vector<runtime::ValueSpec>& values) {
+    std::vector<ValueSignature> signature;
+    for (const runtime::ValueSpec& v : values) {
+      TensorType type;
+      type.dtype = v.dtype;
+      for (int64_t d : v.dims) type.shape.push_back(Dim(d));
+      signature.push_back({v.name, type});
+    }
+    return signature;
+  }
+
+  std::unique_ptr<runtime::CompiledModel> model_;
+  std::vector<ValueSignature> inputs_, outputs_;
+};
+
+// The options of `graft run` that need a module or a compiler.
+absl::Status CheckCompiledModelArgs(const RunArgs& args) {
+  std::vector<std::string> bad;
+  if (args.backend != "interp" && args.backend != "orc") bad.push_back("--backend");
+  if (!args.check.empty()) bad.push_back("--check");
+  if (args.explain) bad.push_back("--explain");
+  if (args.stats) bad.push_back("--stats");
+  if (args.gpus > 0) bad.push_back("--gpus");
+  if (args.autotune) bad.push_back("--autotune");
+  if (!args.precision.empty()) bad.push_back("--precision");
+  if (!args.matmul_precision.empty()) bad.push_back("--matmul-precision");
+  if (bad.empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      absl::StrJoin(bad, ", "), ": not for a compiled model file, which holds code already "
+      "compiled (for orc); compile the model again to change how"));
+}
+
+// `graft run MODEL.gcx`: loads the file with graft::runtime and runs it.
+absl::Status RunCompiledModel(const RunArgs& args) {
+  RETURN_IF_ERROR(CheckCompiledModelArgs(args));
+  runtime::LoadOptions load;
+  load.threads = args.threads;
+  Stopwatch load_watch;
+  ASSIGN_OR_RETURN(std::unique_ptr<runtime::CompiledModel> model,
+                   runtime::CompiledModel::Load(args.model, load));
+  const double load_seconds = load_watch.Seconds();
+  CompiledModelExecutable executable(std::move(model));
+  ASSIGN_OR_RETURN(std::vector<GivenInput> given, ReadGivenInputs(args.inputs));
+  ASSIGN_OR_RETURN(SymbolBindings dims, ParseDims(args.dims));
+  ASSIGN_OR_RETURN(
+      BoundInputs inputs,
+      BindInputs(executable.input_signature(), given,
+                 args.random_inputs ? std::optional<uint64_t>(args.seed) : std::nullopt, dims));
+  Stopwatch run_watch;
+  ASSIGN_OR_RETURN(std::vector<Tensor> outputs, executable.Run(inputs.tensors));
+  const double run_seconds = run_watch.Seconds();
+  const std::vector<std::string> names = OutputNames(executable, outputs.size());
+  std::string text = DescribeInputs(executable.input_signature(), inputs);
+  absl::StrAppend(&text, DescribeOutputs(names, outputs));
+  absl::StrAppend(&text, "compiled model: load ", FormatDuration(load_seconds), ", run ",
+                  FormatDuration(run_seconds), "\n");
+  if (!args.output_dir.empty()) {
+    ASSIGN_OR_RETURN(std::vector<std::string> written,
+                     WriteOutputFiles(args.output_dir, OutputFileNames(names), outputs));
+    for (const std::string& path : written) absl::StrAppend(&text, "wrote ", path, "\n");
+  }
+  RETURN_IF_ERROR(WriteStdout(text));
+  if (args.bench > 0) {
+    ASSIGN_OR_RETURN(std::string bench, Bench(executable, inputs.tensors, args.bench));
+    return WriteStdout(bench);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status RunRun(const RunArgs& args) {
+  if (absl::EndsWith(args.model, ".gcx")) return RunCompiledModel(args);
   ASSIGN_OR_RETURN(Module module, LoadModule(args.model));
   ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend,
                    CreateBackend(args.backend));
@@ -340,7 +428,8 @@ Command AddRunCommand(CLI::App& graft) {
       "Run a model on a backend with inputs from .npy files or random ones");
   app->add_option(
          "model", args->model,
-         "Model file (formats by extension: " + KnownModelExtensions() + ")")
+         "Model file (formats by extension: " + KnownModelExtensions() +
+             "), or a compiled model file (.gcx, graft compile)")
       ->required();
   app->add_option("--backend", args->backend,
                   "Backend to run on (" +

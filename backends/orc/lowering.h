@@ -5,6 +5,8 @@
 
 #include "absl/status/statusor.h"
 #include "backends/orc/program.h"
+#include "runtime/library_call.h"
+#include "runtime/program_runner.h"
 
 namespace graft::orc {
 
@@ -12,12 +14,12 @@ namespace graft::orc {
 //   int32_t graft_entry(void** io, char* arena, void** state);
 // io holds the inputs' then the outputs' data pointers; it returns 0, or
 // 1 + the index of the step that failed (a library call's error).
-inline constexpr char kEntryName[] = "graft_entry";
-using EntryFunction = int (*)(void* const* io, char* arena, void* const* state);
+inline constexpr const char* kEntryName = runtime::kEntrySymbol;
+using EntryFunction = runtime::EntryFunction;
 
 // What generated code calls for a library step: `call` is the state slot's
 // pointer, `buffers` the result's then the operands' data pointers.
-inline constexpr char kLibraryCallName[] = "graft_orc_run_library";
+inline constexpr const char* kLibraryCallName = runtime::kRunLibrarySymbol;
 
 // Lowers every step of `program` to LLVM IR (one function per step and the
 // entry function that calls them in order), optimizes it for the host CPU

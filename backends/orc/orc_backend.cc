@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "backends/orc/llvm_jit.h"
+#include "backends/orc/compiled_model_writer.h"
 #include "backends/orc/orc_executable.h"
 #include "backends/orc/program.h"
 #include "support/fingerprint.h"
@@ -155,6 +156,17 @@ absl::StatusOr<std::unique_ptr<Executable>> OrcBackend::DeserializeExecutable(
                                                     threads, program_options);
   RETURN_IF_ERROR(executable->CompileNow(&object));
   return std::unique_ptr<Executable>(std::move(executable));
+}
+
+absl::Status OrcBackend::WriteCompiledModel(const Executable& executable,
+                                            const std::string& path) const {
+  const auto* orc = dynamic_cast<const OrcExecutable*>(&executable);
+  if (orc == nullptr) {
+    return absl::FailedPreconditionError(
+        "some nodes of the model cannot run on orc (`graft run --backend orc --explain` "
+        "lists them), and a compiled model file holds orc code only");
+  }
+  return WriteOrcCompiledModel(*orc, path);
 }
 
 namespace {

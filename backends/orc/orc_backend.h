@@ -26,6 +26,8 @@ class OrcBackend : public Backend {
   absl::StatusOr<std::unique_ptr<Executable>> DeserializeExecutable(
       absl::string_view bytes, const Module& module,
       const CompileOptions& options) const override;
+  absl::Status WriteCompiledModel(const Executable& executable,
+                                  const std::string& path) const override;
 };
 
 }  // namespace graft::orc

@@ -18,90 +18,61 @@ absl::StatusOr<std::unique_ptr<CompiledProgram>> CompiledProgram::Create(
   } else {
     ASSIGN_OR_RETURN(c->object_, CompileToObject(p));
   }
-  for (const Tensor* t : p.tensors) c->state_.push_back(t->raw_data());
+  std::vector<runtime::ConstantBuffer> constants;
+  std::vector<void*> state;
+  for (const Tensor* t : p.tensors) {
+    state.push_back(t->raw_data());
+    constants.push_back({t->raw_data(), t->NumBytes()});
+  }
   // oneDNN plans how a primitive splits its work among threads when it is
   // made, by the OpenMP setting of the thread that makes it: make them
   // with the threads the runs will have.
-  SetLibraryThreads(p.options.threads);
+  runtime::SetLibraryThreads(p.options.threads);
   for (int index : p.library_steps) {
-    const Step* step = &p.steps[index];
-    const Node* node = step->node;
-    absl::StatusOr<std::unique_ptr<LibraryCall>> call =
-        PrepareLibraryCall(p, *step);
+    const Step& step = p.steps[index];
+    const Node* node = step.node;
+    absl::StatusOr<runtime::LibraryCallSpec> spec = LibraryCallSpecOf(p, step);
+    absl::StatusOr<std::unique_ptr<runtime::LibraryCall>> call =
+        spec.ok() ? runtime::PrepareLibraryCall(*spec, constants)
+                  : absl::StatusOr<std::unique_ptr<runtime::LibraryCall>>(spec.status());
     if (!call.ok()) {
       return absl::Status(call.status().code(),
                           absl::StrCat("%", node->name(), " (", node->target(),
                                        "): ", call.status().message()));
     }
-    c->state_.push_back(call->get());
+    state.push_back(call->get());
+    c->specs_.push_back(*std::move(spec));
     c->calls_.push_back(*std::move(call));
   }
   ASSIGN_OR_RETURN(
       c->loaded_,
       LoadedObject::Load(c->object_,
                          {{kLibraryCallName,
-                           reinterpret_cast<void*>(&graft_orc_run_library)}}));
+                           reinterpret_cast<void*>(&runtime::graft_orc_run_library)}}));
   ASSIGN_OR_RETURN(void* entry, c->loaded_->Lookup(kEntryName));
-  c->entry_ = reinterpret_cast<EntryFunction>(entry);
+  c->runner_ = std::make_unique<runtime::ProgramRunner>(
+      reinterpret_cast<EntryFunction>(entry), std::move(state), p.arena_bytes,
+      p.output_types, StepFailures(p), !p.library_steps.empty());
   return c;
 }
 
-CompiledProgram::~CompiledProgram() {
-  for (char* arena : arenas_) std::free(arena);
-}
-
-char* CompiledProgram::TakeArena() const {
-  {
-    std::lock_guard<std::mutex> lock(arenas_mu_);
-    if (!arenas_.empty()) {
-      char* arena = arenas_.back();
-      arenas_.pop_back();
-      return arena;
-    }
-  }
-  const size_t bytes = (program_.arena_bytes + 63) / 64 * 64;
-  return static_cast<char*>(std::aligned_alloc(64, bytes == 0 ? 64 : bytes));
-}
-
-void CompiledProgram::ReturnArena(char* arena) const {
-  std::lock_guard<std::mutex> lock(arenas_mu_);
-  arenas_.push_back(arena);
-}
+CompiledProgram::~CompiledProgram() = default;
 
 absl::StatusOr<std::vector<Tensor>> CompiledProgram::Run(
     absl::Span<const Tensor> inputs, int threads) const {
-  std::vector<Tensor> outputs;
-  outputs.reserve(program_.output_types.size());
-  std::vector<void*> io;
-  io.reserve(inputs.size() + program_.output_types.size());
-  for (const Tensor& t : inputs) io.push_back(t.raw_data());
-  for (const TensorType& type : program_.output_types) {
-    std::vector<int64_t> dims;
-    for (Dim d : type.shape) dims.push_back(d.value());
-    outputs.emplace_back(type.dtype, std::move(dims));
-    io.push_back(outputs.back().raw_data());
+  return runner_->Run(inputs, threads);
+}
+
+std::map<int, runtime::StepFailure> StepFailures(const Program& program) {
+  std::map<int, runtime::StepFailure> failures;
+  for (size_t i = 0; i < program.steps.size(); ++i) {
+    const Step& step = program.steps[i];
+    if (!step.can_fail) continue;
+    failures[static_cast<int>(i)] = {
+        step.kind == StepKind::kLibrary,
+        absl::StrCat("%", step.node->name(), " (", step.node->target(), ")")};
   }
-  char* arena = TakeArena();
-  if (arena == nullptr) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "cannot allocate the ", program_.arena_bytes, "-byte arena"));
-  }
-  if (!program_.library_steps.empty()) SetLibraryThreads(threads);
-  const int rc = entry_(io.data(), arena, state_.data());
-  ReturnArena(arena);
-  if (rc != 0) {
-    const Step& step = program_.steps[rc - 1];
-    const Node& node = *step.node;
-    absl::Status error =
-        step.kind == StepKind::kLibrary
-            ? TakeLibraryError()
-            : absl::InvalidArgumentError(
-                  "an index is out of range for the dim it selects from");
-    return absl::Status(error.code(), absl::StrCat("%", node.name(), " (",
-                                                   node.target(), "): ",
-                                                   error.message()));
-  }
-  return outputs;
+  return failures;
 }
 
 OrcExecutable::OrcExecutable(const Module& module,

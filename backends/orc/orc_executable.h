@@ -11,10 +11,11 @@
 #include "absl/status/statusor.h"
 #include "backends/backend.h"
 #include "backends/programs_by_shape.h"
-#include "backends/orc/library_calls.h"
+#include "backends/orc/library_call_specs.h"
 #include "backends/orc/llvm_jit.h"
 #include "backends/orc/lowering.h"
 #include "backends/orc/program.h"
+#include "runtime/program_runner.h"
 
 namespace graft::orc {
 
@@ -31,24 +32,27 @@ class CompiledProgram {
 
   const Program& program() const { return program_; }
   const std::string& object() const { return object_; }
+  // What each library step (program().library_steps) asks of oneDNN.
+  const std::vector<runtime::LibraryCallSpec>& library_specs() const {
+    return specs_;
+  }
   // Runs on `inputs` (checked by the caller) into fresh output tensors.
   absl::StatusOr<std::vector<Tensor>> Run(absl::Span<const Tensor> inputs,
                                           int threads) const;
 
  private:
   CompiledProgram() = default;
-  char* TakeArena() const;
-  void ReturnArena(char* arena) const;
 
   Program program_;
   std::string object_;
   std::unique_ptr<LoadedObject> loaded_;
-  EntryFunction entry_ = nullptr;
-  std::vector<std::unique_ptr<LibraryCall>> calls_;
-  std::vector<void*> state_;
-  mutable std::mutex arenas_mu_;
-  mutable std::vector<char*> arenas_;  // Free arenas, reused across runs.
+  std::vector<runtime::LibraryCallSpec> specs_;
+  std::vector<std::unique_ptr<runtime::LibraryCall>> calls_;
+  std::unique_ptr<runtime::ProgramRunner> runner_;
 };
+
+// The steps of `program` that can fail, by index: what a run reports.
+std::map<int, runtime::StepFailure> StepFailures(const Program& program);
 
 // The ORC backend's executable. A module whose inputs have fixed shapes is
 // compiled by Compile; one with symbolic dims is compiled on its first run
@@ -71,6 +75,8 @@ class OrcExecutable : public Executable {
   ExecutableInfo info() const override;
   // The one compiled program of a fixed-shape module, or null.
   const CompiledProgram* fixed() const;
+  // The library threads runs use (0: all cores).
+  int threads() const { return threads_; }
 
  private:
   absl::StatusOr<const CompiledProgram*> ProgramFor(

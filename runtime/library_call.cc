@@ -1,4 +1,4 @@
-#include "backends/orc/library_calls.h"
+#include "runtime/library_call.h"
 
 #include <dlfcn.h>
 
@@ -13,15 +13,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "graph/huge_pages.h"
-#include "graph/op_registry.h"
-#include "graph/quant_ops.h"
 #include "support/status_macros.h"
 
-#ifdef GRAFT_ORC_WITH_DNNL
+#ifdef GRAFT_RUNTIME_WITH_DNNL
 #include "oneapi/dnnl/dnnl.hpp"
 #endif
 
-namespace graft::orc {
+namespace graft::runtime {
 namespace {
 
 thread_local absl::Status last_error;
@@ -65,15 +63,8 @@ void SetLibraryThreads(int threads) {
   SetOpenMpThreads(threads);
 }
 
-#ifndef GRAFT_ORC_WITH_DNNL
+#ifdef GRAFT_RUNTIME_WITH_DNNL
 
-absl::StatusOr<std::unique_ptr<LibraryCall>> PrepareLibraryCall(
-    const Program& program, const Step& step) {
-  return absl::UnimplementedError(absl::StrCat(
-      step.node->target(), " needs oneDNN, which this graft was built without"));
-}
-
-#else
 
 namespace {
 
@@ -91,12 +82,6 @@ dnnl::stream& ThreadStream() {
   return stream;
 }
 
-std::vector<int64_t> DimsOf(const Node& node) {
-  std::vector<int64_t> dims;
-  for (Dim d : node.type()->shape) dims.push_back(d.value());
-  return dims;
-}
-
 // A plain row-major memory descriptor.
 memory::desc Plain(const memory::dims& dims, DnnlType type = DnnlType::f32) {
   memory::dims strides(dims.size(), 1);
@@ -110,7 +95,7 @@ struct PrimitiveArg {
   int dnnl_arg;
   memory::desc desc;  // The buffer's layout as the step holds it.
   int buffer = -1;    // Index into the step's buffers; -1: `constant`.
-  const Tensor* tensor = nullptr;  // Module tensor to reorder into `constant`.
+  const void* tensor = nullptr;  // Module tensor to reorder into `constant`.
   std::shared_ptr<memory> constant;
   // DNNL_ARG_SCRATCHPAD: memory of `desc` owned by each set of memory
   // objects, so that concurrent runs never share one.
@@ -237,7 +222,7 @@ void PackConstants(std::vector<PrimitiveArg>& args,
   dnnl::stream stream(engine);
   for (PrimitiveArg& a : args) {
     if (a.tensor == nullptr) continue;
-    memory user(a.desc, engine, const_cast<void*>(a.tensor->raw_data()));
+    memory user(a.desc, engine, const_cast<void*>(a.tensor));
     // Weights are large: huge pages take one page fault per 2 MiB instead
     // of per 4 KiB, which is most of the cost of packing 100 MB.
     const memory::desc packed = wanted(a.dnnl_arg);
@@ -274,7 +259,7 @@ struct MatmulSpec {
   memory::dims src, weights, dst;
   bool weights_transposed = false;  // Stored [N, K] (linear's weight).
   int src_operand = 0, weights_operand = 0, bias_operand = -1;
-  const Tensor* constant_weights = nullptr;
+  const void* constant_weights = nullptr;
   dnnl::algorithm activation = dnnl::algorithm::undef;
   // Multiply in bf16 (weights stored bf16, activations converted as they
   // go in), accumulate and write f32.
@@ -335,8 +320,8 @@ struct QuantizedMatmulSpec {
   memory::dims src, weights, dst;  // weights as [K, N], stored [N, K].
   DnnlType src_type = DnnlType::s8;
   int src_operand = 0;
-  const Tensor* weights_tensor = nullptr;
-  const Tensor* bias = nullptr;  // Constant, f32 [N]; null: none.
+  const void* weights_tensor = nullptr;
+  const float* bias = nullptr;  // Constant, f32 [N]; null: none.
   std::vector<float> scales;  // One per N: the int32 sums' scale.
   int32_t src_zero_point = 0;
   // A quantized result (u8 or s8): its scale and zero point.
@@ -363,11 +348,10 @@ std::unique_ptr<LibraryCall> CreateQuantizedMatmul(const QuantizedMatmulSpec& sp
   if (spec.dst_zero_point != 0) attr.set_zero_points(DNNL_ARG_DST, 0, {spec.dst_zero_point});
   // oneDNN 2 adds the bias to the sums before it scales them: the bias is
   // divided by each output's scale here, once.
-  Tensor scaled_bias;
+  std::vector<float> scaled_bias;
   if (spec.bias != nullptr) {
-    scaled_bias = Tensor(DType::kF32, {1, spec.dst.back()});
     for (int64_t j = 0; j < spec.dst.back(); ++j) {
-      scaled_bias.data<float>()[j] = spec.bias->data<float>()[j] / spec.scales[j];
+      scaled_bias.push_back(spec.bias[j] / spec.scales[j]);
     }
   }
   dnnl::matmul::primitive_desc pd =
@@ -376,7 +360,7 @@ std::unique_ptr<LibraryCall> CreateQuantizedMatmul(const QuantizedMatmulSpec& sp
                 dnnl::matmul::desc(args[0].desc, packed, bias, args[2].desc), attr, Engine())
           : dnnl::matmul::primitive_desc(dnnl::matmul::desc(args[0].desc, packed, args[2].desc),
                                          attr, Engine());
-  if (spec.bias != nullptr) args.push_back({DNNL_ARG_BIAS, bias, -1, &scaled_bias});
+  if (spec.bias != nullptr) args.push_back({DNNL_ARG_BIAS, bias, -1, scaled_bias.data()});
   args.push_back(ScratchpadArg(pd.scratchpad_desc()));
   PackConstants(args, [&](int arg) {
     return arg == DNNL_ARG_BIAS ? pd.bias_desc() : pd.weights_desc();
@@ -392,7 +376,7 @@ struct ConvSpec {
   bool src_channels_last = false, dst_channels_last = false;  // NHWC.
   int64_t groups = 1;
   int src_operand = 0, weights_operand = 0, bias_operand = -1;
-  const Tensor* constant_weights = nullptr;
+  const void* constant_weights = nullptr;
   dnnl::algorithm activation = dnnl::algorithm::undef;
 };
 
@@ -547,106 +531,6 @@ int64_t Volume(const memory::dims& dims) {
   return n;
 }
 
-int64_t ElementsOf(const Node* node) {
-  int64_t n = 1;
-  for (Dim d : node->type()->shape) n *= d.value();
-  return n;
-}
-
-int OperandOf(const Step& step, const Node* node) {
-  auto it = std::find(step.inputs.begin(), step.inputs.end(), node);
-  return static_cast<int>(it - step.inputs.begin());
-}
-
-const Tensor* ConstantOf(const Program& program, const Node* node) {
-  return node->op() == OpCode::kGetAttr ? program.module->FindTensor(node->target())
-                                        : nullptr;
-}
-
-absl::StatusOr<MatmulSpec> LinearSpec(const Program& program,
-                                            const Step& step, const OpCall& call,
-                                            bool weight_in_out) {
-  const Node* input = call.TensorNode("input");
-  const Node* weight = call.TensorNode("weight");
-  std::vector<int64_t> in = DimsOf(*input);
-  std::vector<int64_t> w = DimsOf(*weight);
-  const int64_t k = in.back();
-  const int64_t n = weight_in_out ? w[1] : w[0];
-  int64_t m = 1;
-  for (size_t i = 0; i + 1 < in.size(); ++i) m *= in[i];
-  MatmulSpec spec;
-  spec.src = {m, k};
-  spec.weights = {k, n};
-  spec.dst = {m, n};
-  spec.weights_transposed = !weight_in_out;
-  spec.src_operand = OperandOf(step, input);
-  spec.weights_operand = OperandOf(step, weight);
-  spec.constant_weights = ConstantOf(program, weight);
-  if (!call.IsNone("bias")) {
-    spec.bias_operand = OperandOf(step, call.TensorNode("bias"));
-  }
-  return spec;
-}
-
-// torch.matmul's shapes: a 1-D operand gains a dim of 1 that the result
-// drops (the bytes are the same), batch dims broadcast.
-absl::StatusOr<MatmulSpec> BatchedMatmulSpec(const Program& program,
-                                            const Step& step, const OpCall& call) {
-  const Node* a = call.TensorNode("input");
-  const Node* b = call.TensorNode("other");
-  std::vector<int64_t> ad = DimsOf(*a), bd = DimsOf(*b);
-  if (ad.size() == 1) ad.insert(ad.begin(), 1);
-  if (bd.size() == 1) bd.push_back(1);
-  const size_t rank = std::max(ad.size(), bd.size());
-  ad.insert(ad.begin(), rank - ad.size(), 1);
-  bd.insert(bd.begin(), rank - bd.size(), 1);
-  std::vector<int64_t> out(rank);
-  for (size_t i = 0; i + 2 < rank; ++i) out[i] = std::max(ad[i], bd[i]);
-  out[rank - 2] = ad[rank - 2];
-  out[rank - 1] = bd[rank - 1];
-  MatmulSpec spec;
-  spec.src = memory::dims(ad.begin(), ad.end());
-  spec.weights = memory::dims(bd.begin(), bd.end());
-  spec.dst = memory::dims(out.begin(), out.end());
-  spec.src_operand = OperandOf(step, a);
-  spec.weights_operand = OperandOf(step, b);
-  spec.constant_weights = rank == 2 ? ConstantOf(program, b) : nullptr;
-  return spec;
-}
-
-std::vector<int64_t> Pair(const OpCall& call, absl::string_view name) {
-  std::vector<int64_t> v = call.Ints(name);
-  if (v.size() == 1) v.push_back(v[0]);
-  return v;
-}
-
-absl::StatusOr<ConvSpec> Conv2dSpec(const Program& program, const Step& step,
-                                    const OpCall& call) {
-  const Node* input = call.TensorNode("input");
-  const Node* weight = call.TensorNode("weight");
-  ConvSpec spec;
-  std::vector<int64_t> in = DimsOf(*input), out = DimsOf(*step.node);
-  if (in.size() == 3) in.insert(in.begin(), 1);  // Unbatched.
-  if (out.size() == 3) out.insert(out.begin(), 1);
-  const std::vector<int64_t> w = DimsOf(*weight);
-  spec.src = memory::dims(in.begin(), in.end());
-  spec.dst = memory::dims(out.begin(), out.end());
-  spec.weights = memory::dims(w.begin(), w.end());
-  for (auto [name, field] : {std::pair{"stride", &spec.stride},
-                             std::pair{"padding", &spec.padding},
-                             std::pair{"dilation", &spec.dilation}}) {
-    const std::vector<int64_t> v = Pair(call, name);
-    *field = memory::dims(v.begin(), v.end());
-  }
-  spec.groups = call.Int("groups");
-  spec.src_operand = OperandOf(step, input);
-  spec.weights_operand = OperandOf(step, weight);
-  spec.constant_weights = ConstantOf(program, weight);
-  if (!call.IsNone("bias")) spec.bias_operand = OperandOf(step, call.TensorNode("bias"));
-  spec.src_channels_last = step.operand_channels_last[spec.src_operand];
-  spec.dst_channels_last = step.channels_last;
-  return spec;
-}
 
 dnnl::algorithm ActivationAlgorithm(const std::string& name) {
   if (name == "relu") return dnnl::algorithm::eltwise_relu;
@@ -655,132 +539,120 @@ dnnl::algorithm ActivationAlgorithm(const std::string& name) {
   return dnnl::algorithm::undef;
 }
 
-absl::StatusOr<QuantizedMatmulSpec> QuantizedLinearSpec(const Program& program,
-                                                        const Step& step, const OpCall& call) {
-  const Node* input = call.TensorNode("input");
-  const Node* weight = call.TensorNode("weight");
-  const Tensor* weights = ConstantOf(program, weight);
-  const Tensor* scales = ConstantOf(program, call.TensorNode("weight_scales"));
-  if (weights == nullptr || scales == nullptr) {
-    return absl::UnimplementedError("quantized_linear whose weight or scales are not constants");
+memory::dims Dims(const std::vector<int64_t>& v) { return memory::dims(v.begin(), v.end()); }
+
+// The constant in state slot `slot`, which must hold `bytes`.
+absl::StatusOr<const void*> Constant(absl::Span<const ConstantBuffer> state, int slot,
+                                     int64_t bytes, absl::string_view what) {
+  if (slot < 0 || static_cast<size_t>(slot) >= state.size()) {
+    return absl::DataLossError(absl::StrCat("the ", what, " refers to state slot ", slot,
+                                            " of ", state.size()));
   }
-  std::vector<int64_t> in = DimsOf(*input);
-  const int64_t k = in.back(), n = weights->dim(0);
-  int64_t m = 1;
-  for (size_t i = 0; i + 1 < in.size(); ++i) m *= in[i];
-  QuantizedMatmulSpec spec;
-  spec.src = {m, k};
-  spec.weights = {k, n};
-  spec.dst = {m, n};
-  spec.src_type = input->type()->dtype == DType::kU8 ? DnnlType::u8 : DnnlType::s8;
-  spec.src_operand = OperandOf(step, input);
-  spec.weights_tensor = weights;
-  const double input_scale = call.Float("input_scale");
-  for (int64_t j = 0; j < n; ++j) {
-    const float s = static_cast<float>(input_scale * scales->data<float>()[j]);
-    // The bias is divided by it (oneDNN 2's order): no zero, no sign flip.
-    if (!(s > 0) || !std::isfinite(s)) {
-      return absl::UnimplementedError(absl::StrCat("an int8 product whose output ", j,
-                                                   " has scale ", s));
-    }
-    spec.scales.push_back(s);
+  if (state[slot].data == nullptr || state[slot].bytes != static_cast<size_t>(bytes)) {
+    return absl::DataLossError(absl::StrCat("the ", what, " (state slot ", slot, ") holds ",
+                                            state[slot].bytes, " bytes, not ", bytes));
   }
-  spec.src_zero_point = static_cast<int32_t>(call.Int("input_zero_point"));
-  const DType out = call.GetDType("output_dtype");
-  if (out != DType::kF32) {
-    spec.dst_type = out == DType::kU8 ? DnnlType::u8 : DnnlType::s8;
-    spec.dst_scale = static_cast<float>(call.Float("output_scale"));
-    spec.dst_zero_point = static_cast<int32_t>(call.Int("output_zero_point"));
-  }
-  if (!call.IsNone("bias")) {
-    spec.bias = ConstantOf(program, call.TensorNode("bias"));
-    if (spec.bias == nullptr || spec.bias->dtype() != DType::kF32) {
-      return absl::UnimplementedError("quantized_linear with a bias that is not an f32 constant");
-    }
-  }
-  return spec;
+  return state[slot].data;
 }
 
-absl::Status CheckF32(const Step& step) {
-  auto check = [](const Node* n) {
-    return n->type()->dtype == DType::kF32
-               ? absl::OkStatus()
-               : absl::UnimplementedError(absl::StrCat(
-                     "oneDNN calls take f32 tensors; %", n->name(), " is ",
-                     DTypeName(n->type()->dtype)));
-  };
-  RETURN_IF_ERROR(check(step.node));
-  for (const Node* n : step.inputs) RETURN_IF_ERROR(check(n));
-  return absl::OkStatus();
+absl::StatusOr<std::unique_ptr<LibraryCall>> CreateMatmulCall(
+    const LibraryCallSpec& s, absl::Span<const ConstantBuffer> state) {
+  MatmulSpec spec;
+  spec.src = Dims(s.src);
+  spec.weights = Dims(s.weights);
+  spec.dst = Dims(s.dst);
+  spec.weights_transposed = s.weights_transposed;
+  spec.src_operand = s.src_operand;
+  spec.weights_operand = s.weights_operand;
+  spec.bias_operand = s.bias_operand;
+  if (s.weights_state >= 0) {
+    ASSIGN_OR_RETURN(spec.constant_weights,
+                     Constant(state, s.weights_state, Volume(spec.weights) * 4, "weights"));
+  }
+  spec.activation = ActivationAlgorithm(s.activation);
+  spec.bf16 = s.bf16;
+  return CreateMatmul(spec);
+}
+
+absl::StatusOr<std::unique_ptr<LibraryCall>> CreateQuantizedMatmulCall(
+    const LibraryCallSpec& s, absl::Span<const ConstantBuffer> state) {
+  QuantizedMatmulSpec spec;
+  spec.src = Dims(s.src);
+  spec.weights = Dims(s.weights);
+  spec.dst = Dims(s.dst);
+  spec.src_type = s.src_dtype == DType::kU8 ? DnnlType::u8 : DnnlType::s8;
+  spec.src_operand = s.src_operand;
+  ASSIGN_OR_RETURN(spec.weights_tensor,
+                   Constant(state, s.weights_state, Volume(spec.weights), "int8 weights"));
+  const int64_t n = spec.dst.back();
+  if (s.bias_state >= 0) {
+    ASSIGN_OR_RETURN(const void* bias, Constant(state, s.bias_state, n * 4, "bias"));
+    spec.bias = static_cast<const float*>(bias);
+  }
+  spec.scales = s.scales;
+  spec.src_zero_point = s.src_zero_point;
+  if (s.dst_dtype != DType::kF32) {
+    spec.dst_type = s.dst_dtype == DType::kU8 ? DnnlType::u8 : DnnlType::s8;
+    spec.dst_scale = s.dst_scale;
+    spec.dst_zero_point = s.dst_zero_point;
+  }
+  spec.activation = ActivationAlgorithm(s.activation);
+  return CreateQuantizedMatmul(spec);
+}
+
+absl::StatusOr<std::unique_ptr<LibraryCall>> CreateConvCall(
+    const LibraryCallSpec& s, absl::Span<const ConstantBuffer> state) {
+  ConvSpec spec;
+  spec.src = Dims(s.src);
+  spec.weights = Dims(s.weights);
+  spec.dst = Dims(s.dst);
+  spec.stride = Dims(s.stride);
+  spec.padding = Dims(s.padding);
+  spec.dilation = Dims(s.dilation);
+  spec.groups = s.groups;
+  spec.src_operand = s.src_operand;
+  spec.weights_operand = s.weights_operand;
+  spec.bias_operand = s.bias_operand;
+  if (s.weights_state >= 0) {
+    ASSIGN_OR_RETURN(spec.constant_weights,
+                     Constant(state, s.weights_state, Volume(spec.weights) * 4, "weights"));
+  }
+  spec.src_channels_last = s.src_channels_last;
+  spec.dst_channels_last = s.dst_channels_last;
+  spec.activation = ActivationAlgorithm(s.activation);
+  return CreateConv(spec);
 }
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<LibraryCall>> PrepareLibraryCall(
-    const Program& program, const Step& step) {
-  const Node& node = *step.node;
-  ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node));
-  if (node.is_call(kQuantizedLinearOp)) {
-    try {
-      ASSIGN_OR_RETURN(QuantizedMatmulSpec spec, QuantizedLinearSpec(program, step, call));
-      if (Volume(spec.src) == 0 || Volume(spec.dst) == 0) {
-        return absl::UnimplementedError("an empty quantized_linear");
-      }
-      // The op's own ReLU, or one the step absorbed after an f32 result.
-      spec.activation = ActivationAlgorithm(
-          call.String("activation") == "relu" ? "relu" : step.activation);
-      return CreateQuantizedMatmul(spec);
-    } catch (const dnnl::error& e) {
-      return absl::InternalError(absl::StrCat("oneDNN: ", e.what()));
-    }
-  }
-  RETURN_IF_ERROR(CheckF32(step));
+    const LibraryCallSpec& spec, absl::Span<const ConstantBuffer> state) {
   try {
-    if (node.is_call("conv2d")) {
-      ASSIGN_OR_RETURN(ConvSpec spec, Conv2dSpec(program, step, call));
-      if (Volume(spec.src) == 0 || Volume(spec.weights) == 0) {
-        const int64_t plane = spec.dst[2] * spec.dst[3];
-        return std::make_unique<EmptyProductCall>(
-            Volume(spec.dst), spec.bias_operand >= 0 ? 1 + spec.bias_operand : -1,
-            spec.dst[1], plane == 0 ? 1 : plane, step.activation);
-      }
-      spec.activation = ActivationAlgorithm(step.activation);
-      return CreateConv(spec);
+    switch (spec.kind) {
+      case LibraryCallKind::kEmptyProduct:
+        return std::make_unique<EmptyProductCall>(spec.elements, spec.bias_buffer, spec.period,
+                                                  spec.repeat, spec.activation);
+      case LibraryCallKind::kMatmul:
+        return CreateMatmulCall(spec, state);
+      case LibraryCallKind::kQuantizedMatmul:
+        return CreateQuantizedMatmulCall(spec, state);
+      case LibraryCallKind::kConv:
+        return CreateConvCall(spec, state);
     }
-    MatmulSpec spec;
-    std::string activation = step.activation;
-    if (node.is_call("linear")) {
-      ASSIGN_OR_RETURN(spec, LinearSpec(program, step, call, false));
-    } else if (node.is_call("graft::linear_activation")) {
-      ASSIGN_OR_RETURN(spec, LinearSpec(program, step, call,
-                                        call.String("weight_layout") == "in_out"));
-      activation = call.String("activation");
-      if (ActivationAlgorithm(activation) == dnnl::algorithm::undef) {
-        return absl::UnimplementedError(
-            absl::StrCat("linear_activation with activation '", activation, "'"));
-      }
-    } else if (node.is_call("matmul")) {
-      ASSIGN_OR_RETURN(spec, BatchedMatmulSpec(program, step, call));
-    } else {
-      return absl::UnimplementedError(
-          absl::StrCat("no library call for op '", node.target(), "'"));
-    }
-    if (Volume(spec.src) == 0 || Volume(spec.weights) == 0) {
-      const Node* bias = node.is_call("matmul") || call.IsNone("bias")
-                             ? nullptr
-                             : call.TensorNode("bias");
-      return std::make_unique<EmptyProductCall>(
-          Volume(spec.dst), spec.bias_operand >= 0 ? 1 + spec.bias_operand : -1,
-          bias != nullptr ? ElementsOf(bias) : 1, 1, activation);
-    }
-    spec.activation = ActivationAlgorithm(activation);
-    spec.bf16 = program.options.bf16_matmuls;
-    return CreateMatmul(spec);
   } catch (const dnnl::error& e) {
     return absl::InternalError(absl::StrCat("oneDNN: ", e.what()));
   }
+  return absl::InvalidArgumentError("unknown library call kind");
 }
 
-#endif  // GRAFT_ORC_WITH_DNNL
+#else  // GRAFT_RUNTIME_WITH_DNNL
 
-}  // namespace graft::orc
+absl::StatusOr<std::unique_ptr<LibraryCall>> PrepareLibraryCall(
+    const LibraryCallSpec& spec, absl::Span<const ConstantBuffer> state) {
+  return absl::UnimplementedError(
+      "matrix products and convolutions need oneDNN, which this graft was built without");
+}
+
+#endif  // GRAFT_RUNTIME_WITH_DNNL
+
+}  // namespace graft::runtime

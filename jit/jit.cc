@@ -1,0 +1,218 @@
+#include "jit/jit.h"
+
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+#include <set>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_join.h"
+#include "backends/backend.h"
+#include "backends/compile_cache.h"
+#include "backends/disk_cache.h"
+#include "backends/interp/constant_evaluator.h"
+#include "passes/pass_context.h"
+#include "passes/pipeline.h"
+#include "support/status_macros.h"
+
+namespace graft::jit_internal {
+namespace {
+
+// The calls whose tensors have these dtypes, ranks and devices and whose
+// static arguments have these values: what automatic dynamic shapes track.
+struct Family {
+  std::vector<std::vector<int64_t>> first_dims;
+  std::vector<std::vector<int64_t>> last_dims;
+  std::set<std::pair<int, int>> dynamic;  // (tensor argument, dim).
+};
+
+std::string FamilyKey(const CallArgs& args) {
+  std::string key = absl::StrJoin(args.statics, "\x1f");
+  for (const Tensor& t : args.tensors) {
+    absl::StrAppend(&key, "|", DTypeName(t.dtype()), "/", t.rank(), "@",
+                    t.device().ToString());
+  }
+  return key;
+}
+
+std::string DimsKey(const std::vector<std::vector<std::string>>& dims) {
+  std::string key;
+  for (const auto& d : dims) absl::StrAppend(&key, "[", absl::StrJoin(d, ","), "]");
+  return key;
+}
+
+std::string DefaultBackend() {
+  return CreateBackend("orc").ok() ? "orc" : "interp";
+}
+
+}  // namespace
+
+struct JitCore::State {
+  JitOptions options;
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<CompileCache> cache;
+  std::mutex mu;
+  absl::flat_hash_map<std::string, std::shared_ptr<Executable>> by_sizes;
+  absl::flat_hash_map<std::string, std::shared_ptr<Executable>> by_general;
+  absl::flat_hash_map<std::string, Family> families;
+  JitStats stats;
+  std::string last_change;  // What made the last recompile: for the warning.
+  bool warned = false;
+
+  absl::StatusOr<std::shared_ptr<Executable>> Lookup(const CallArgs& args, const JitCore::Tracer& trace);
+  std::vector<TensorType> GeneralTypes(const CallArgs& args, Family& family, bool is_new);
+  absl::StatusOr<std::shared_ptr<Executable>> Compile(const std::vector<TensorType>& types,
+                                                      const JitCore::Tracer& trace);
+  void CountRecompile();
+};
+
+std::vector<TensorType> JitCore::State::GeneralTypes(const CallArgs& args, Family& family,
+                                                     bool is_new) {
+  std::vector<std::vector<int64_t>> dims;
+  for (const Tensor& t : args.tensors) dims.push_back(t.dims());
+  if (is_new) {
+    family.first_dims = dims;
+    for (const auto& [arg, dim] : options.dynamic_dims) family.dynamic.insert({arg, dim});
+    if (options.dynamic == JitDynamic::kOn) {
+      for (size_t i = 0; i < dims.size(); ++i) {
+        for (size_t d = 0; d < dims[i].size(); ++d) family.dynamic.insert({i, d});
+      }
+    }
+  } else {
+    for (size_t i = 0; i < dims.size(); ++i) {
+      for (size_t d = 0; d < dims[i].size(); ++d) {
+        if (dims[i][d] == family.last_dims[i][d]) continue;
+        last_change = absl::StrCat("tensor argument ", i, " dim ", d, " (", family.last_dims[i][d],
+                                   " -> ", dims[i][d], ")");
+        if (options.dynamic == JitDynamic::kAuto && dims[i][d] != family.first_dims[i][d]) {
+          family.dynamic.insert({static_cast<int>(i), static_cast<int>(d)});
+        }
+      }
+    }
+  }
+  family.last_dims = dims;
+  std::vector<TensorType> types;
+  for (size_t i = 0; i < args.tensors.size(); ++i) {
+    TensorType t;
+    t.dtype = args.tensors[i].dtype();
+    for (size_t d = 0; d < dims[i].size(); ++d) {
+      const bool symbolic = family.dynamic.count({static_cast<int>(i), static_cast<int>(d)}) > 0;
+      t.shape.push_back(symbolic ? Dim::Symbol(absl::StrCat("s", i, "_", d)) : Dim(dims[i][d]));
+    }
+    types.push_back(std::move(t));
+  }
+  return types;
+}
+
+void JitCore::State::CountRecompile() {
+  ++stats.recompiles;
+  if (warned || stats.recompiles < options.recompile_limit) return;
+  warned = true;
+  const std::string what = last_change.empty() ? "a static argument or a dtype" : last_change;
+  const std::string message = absl::StrCat(
+      "graft::Jit: a function was compiled again ", stats.recompiles,
+      " times (recompile_limit ", options.recompile_limit, "); the last change: ", what,
+      ". Mark a changing dim dynamic (JitOptions::dynamic_dims) or keep static arguments fixed.");
+  if (options.warn) {
+    options.warn(message);
+  } else {
+    std::fprintf(stderr, "graft: warning: %s\n", message.c_str());
+  }
+}
+
+absl::StatusOr<std::shared_ptr<Executable>> JitCore::State::Compile(
+    const std::vector<TensorType>& types, const JitCore::Tracer& trace) {
+  ASSIGN_OR_RETURN(Module module, trace(types));
+  ++stats.traces;
+  if (!options.pipeline.empty()) {
+    ASSIGN_OR_RETURN(passes::Pipeline pipeline, passes::Pipeline::FromString(options.pipeline));
+    passes::PassContext ctx;
+    ctx.constant_evaluator = interp::EvaluateNode;
+    RETURN_IF_ERROR(pipeline.Run(module, ctx).status());
+  }
+  CompileOptions compile;
+  compile.options = options.backend_options;
+  if (options.mode == JitMode::kMaxAutotune && backend->name() == "cuda") {
+    compile.options["autotune"] = "1";
+  }
+  compile.input_types = types;
+  const CompileCacheStats before = cache->stats();
+  ASSIGN_OR_RETURN(std::shared_ptr<Executable> executable,
+                   cache->GetOrCompile(*backend, module, compile));
+  const CompileCacheStats after = cache->stats();
+  stats.compiles += after.compiles - before.compiles;
+  stats.disk_hits += after.disk_hits - before.disk_hits;
+  return executable;
+}
+
+absl::StatusOr<std::shared_ptr<Executable>> JitCore::State::Lookup(
+    const CallArgs& args, const JitCore::Tracer& trace) {
+  const std::string family_key = FamilyKey(args);
+  std::vector<std::vector<std::string>> sizes;
+  for (const Tensor& t : args.tensors) {
+    sizes.emplace_back();
+    for (int64_t d : t.dims()) sizes.back().push_back(absl::StrCat(d));
+  }
+  const std::string sizes_key = absl::StrCat(family_key, DimsKey(sizes));
+  if (auto it = by_sizes.find(sizes_key); it != by_sizes.end()) {
+    ++stats.hits;
+    return it->second;
+  }
+  if (backend == nullptr) {
+    ASSIGN_OR_RETURN(backend, CreateBackend(options.backend.empty() ? DefaultBackend()
+                                                                    : options.backend));
+  }
+  auto [family, is_new] = families.try_emplace(family_key);
+  if (is_new && families.size() > 1) {
+    last_change = "a static argument, a dtype, a rank or a device";
+  }
+  const std::vector<TensorType> types = GeneralTypes(args, family->second, is_new);
+  std::vector<std::vector<std::string>> general;
+  for (const TensorType& t : types) {
+    general.emplace_back();
+    for (const Dim& d : t.shape) general.back().push_back(d.ToString());
+  }
+  const std::string general_key = absl::StrCat(family_key, DimsKey(general));
+  if (auto it = by_general.find(general_key); it != by_general.end()) {
+    ++stats.hits;
+    by_sizes[sizes_key] = it->second;
+    return it->second;
+  }
+  const bool recompile = !by_general.empty();
+  const auto start = std::chrono::steady_clock::now();
+  ASSIGN_OR_RETURN(std::shared_ptr<Executable> executable, Compile(types, trace));
+  stats.compile_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (recompile) CountRecompile();
+  by_general[general_key] = executable;
+  by_sizes[sizes_key] = executable;
+  return executable;
+}
+
+JitCore::JitCore(JitOptions options) : state_(std::make_unique<State>()) {
+  state_->options = std::move(options);
+  std::shared_ptr<DiskCache> disk;
+  if (state_->options.disk_cache) {
+    disk = std::make_shared<DiskCache>(DiskCache::DefaultDir(), DiskCache::DefaultMaxBytes());
+  }
+  state_->cache = std::make_unique<CompileCache>(std::move(disk));
+}
+
+JitCore::~JitCore() = default;
+
+absl::StatusOr<std::vector<Tensor>> JitCore::Call(const CallArgs& args, const Tracer& trace) {
+  std::shared_ptr<Executable> executable;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    ++state_->stats.calls;
+    ASSIGN_OR_RETURN(executable, state_->Lookup(args, trace));
+  }
+  return executable->Run(args.tensors);
+}
+
+JitStats JitCore::stats() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->stats;
+}
+
+}  // namespace graft::jit_internal
