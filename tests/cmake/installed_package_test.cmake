@@ -118,4 +118,41 @@ graft_check_include_path(${build} "the program")
 # Reads the model, or in a build without ONNX import says what to install.
 run(out ${build}/load_model_check
     ${GRAFT_SOURCE_DIR}/tests/onnx_models/mlp/model.onnx)
+
+# --- 3. examples/aot: a compiled model run by graft::runtime alone -------------
+# The installed graft compiles the example MLP (where it has orc); the
+# example, built against the install and linking only graft::runtime, runs
+# the file without LLVM.
+execute_process(
+  COMMAND ${prefix}/bin/graft compile ${GRAFT_SOURCE_DIR}/examples/models/mlp.graft
+          --dim batch=4 -o ${WORK_DIR}/mlp.gcx
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+if(NOT rc EQUAL 0 AND out MATCHES "unknown backend|no backend")
+  message(STATUS "examples/aot skipped: this graft has no orc backend (${out})")
+elseif(NOT rc EQUAL 0)
+  message(FATAL_ERROR "graft compile failed:\n${out}")
+else()
+  set(aot_configure ${CMAKE_COMMAND}
+      -S ${GRAFT_SOURCE_DIR}/examples/aot -B ${WORK_DIR}/aot-build
+      -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
+      -DCMAKE_BUILD_TYPE=Release)
+  if(GENERATOR)
+    list(APPEND aot_configure -G ${GENERATOR})
+  endif()
+  if(CXX_COMPILER)
+    list(APPEND aot_configure -DCMAKE_CXX_COMPILER=${CXX_COMPILER})
+  endif()
+  run(out ${aot_configure})
+  run(out ${CMAKE_COMMAND} --build ${WORK_DIR}/aot-build)
+  graft_check_include_path(${WORK_DIR}/aot-build "examples/aot")
+  run(out ldd ${WORK_DIR}/aot-build/aot_run)
+  if(out MATCHES "libLLVM|libprotobuf")
+    message(FATAL_ERROR "examples/aot links more than graft::runtime needs:\n${out}")
+  endif()
+  run(out ${WORK_DIR}/aot-build/aot_run ${WORK_DIR}/mlp.gcx 10)
+  if(NOT out MATCHES "output softmax: f32\\[4,4\\]")
+    message(FATAL_ERROR "examples/aot printed:\n${out}")
+  endif()
+  message(STATUS "examples/aot: ${out}")
+endif()
 message(STATUS "installed package: all checks passed")
