@@ -68,6 +68,14 @@ std::string EncodeMetadata(const ArtifactMetadata& m) {
   }
   out.Put<uint64_t>(m.library_calls.size());
   for (const LibraryCallSpec& spec : m.library_calls) EncodeLibraryCallSpec(spec, out);
+  out.PutString(m.packing_identity);
+  out.Put<uint64_t>(m.packed.size());
+  for (const PackedRange& p : m.packed) {
+    out.Put(p.offset);
+    out.Put(p.bytes);
+    out.Put(p.checksum);
+    out.PutString(p.layout);
+  }
   out.Put<uint64_t>(m.failures.size());
   for (const auto& [step, failure] : m.failures) {
     out.Put<int32_t>(step);
@@ -119,6 +127,15 @@ absl::StatusOr<ArtifactMetadata> DecodeMetadata(absl::string_view bytes) {
   for (uint64_t i = 0; i < calls; ++i) {
     ASSIGN_OR_RETURN(LibraryCallSpec spec, DecodeLibraryCallSpec(in));
     m.library_calls.push_back(std::move(spec));
+  }
+  ASSIGN_OR_RETURN(m.packing_identity, in.GetString());
+  ASSIGN_OR_RETURN(uint64_t packed, in.GetCount(32));
+  m.packed.resize(packed);
+  for (PackedRange& p : m.packed) {
+    ASSIGN_OR_RETURN(p.offset, in.Get<uint64_t>());
+    ASSIGN_OR_RETURN(p.bytes, in.Get<uint64_t>());
+    ASSIGN_OR_RETURN(p.checksum, in.Get<uint64_t>());
+    ASSIGN_OR_RETURN(p.layout, in.GetString());
   }
   ASSIGN_OR_RETURN(uint64_t failures, in.GetCount(13));
   for (uint64_t i = 0; i < failures; ++i) {
@@ -178,15 +195,38 @@ absl::Status VerifyChecksum(absl::string_view bytes, uint64_t expected, absl::st
   return absl::OkStatus();
 }
 
+// One weight in the data part: in range, aligned, and (when verifying)
+// its checksum.
+absl::Status CheckData(absl::string_view data, uint64_t offset, uint64_t bytes,
+                       uint64_t checksum, const std::string& what, bool verify_checksums) {
+  RETURN_IF_ERROR(CheckRange(offset, bytes, data.size(), what));
+  if (offset % kAlign != 0) {
+    return absl::DataLossError(absl::StrCat("the ", what, " is not 64-byte aligned"));
+  }
+  if (!verify_checksums) return absl::OkStatus();
+  return VerifyChecksum(data.substr(offset, bytes), checksum, what);
+}
+
 }  // namespace
 
 absl::Status WriteArtifact(const std::string& path, ArtifactMetadata metadata,
-                           absl::string_view object, absl::Span<const ArtifactTensor> tensors) {
+                           absl::string_view object, absl::Span<const ArtifactTensor> tensors,
+                           absl::Span<const ArtifactTensor> packed) {
+  if (packed.size() != metadata.packed.size()) {
+    return absl::InternalError("packed weights without their layouts");
+  }
   metadata.tensors.clear();
   uint64_t data_size = 0;
   for (const ArtifactTensor& t : tensors) {
     metadata.tensors.push_back({data_size, t.bytes, Checksum64(t.data, t.bytes)});
     data_size = AlignUp(data_size + t.bytes);
+  }
+  for (size_t i = 0; i < packed.size(); ++i) {
+    PackedRange& p = metadata.packed[i];
+    p.offset = data_size;
+    p.bytes = packed[i].bytes;
+    p.checksum = Checksum64(packed[i].data, packed[i].bytes);
+    data_size = AlignUp(data_size + p.bytes);
   }
   const std::string encoded = EncodeMetadata(metadata);
   Header h;
@@ -208,6 +248,10 @@ absl::Status WriteArtifact(const std::string& path, ArtifactMetadata metadata,
     RETURN_IF_ERROR(file.PadTo(h.data_offset + metadata.tensors[i].offset));
     RETURN_IF_ERROR(file.Write(tensors[i].data, tensors[i].bytes));
   }
+  for (size_t i = 0; i < packed.size(); ++i) {
+    RETURN_IF_ERROR(file.PadTo(h.data_offset + metadata.packed[i].offset));
+    RETURN_IF_ERROR(file.Write(packed[i].data, packed[i].bytes));
+  }
   RETURN_IF_ERROR(file.PadTo(h.data_offset + h.data_size));
   RETURN_IF_ERROR(file.Finish());
   return file.Publish();
@@ -228,14 +272,13 @@ absl::StatusOr<ArtifactView> ParseArtifact(absl::string_view file, bool verify_c
   ASSIGN_OR_RETURN(view.metadata, DecodeMetadata(metadata));
   for (size_t i = 0; i < view.metadata.tensors.size(); ++i) {
     const TensorRange& t = view.metadata.tensors[i];
-    const std::string what = absl::StrCat("weight tensor ", i);
-    RETURN_IF_ERROR(CheckRange(t.offset, t.bytes, view.data.size(), what));
-    if (t.offset % kAlign != 0) {
-      return absl::DataLossError(absl::StrCat("the ", what, " is not 64-byte aligned"));
-    }
-    if (verify_checksums) {
-      RETURN_IF_ERROR(VerifyChecksum(view.data.substr(t.offset, t.bytes), t.checksum, what));
-    }
+    RETURN_IF_ERROR(CheckData(view.data, t.offset, t.bytes, t.checksum,
+                              absl::StrCat("weight tensor ", i), verify_checksums));
+  }
+  for (size_t i = 0; i < view.metadata.packed.size(); ++i) {
+    const PackedRange& p = view.metadata.packed[i];
+    RETURN_IF_ERROR(CheckData(view.data, p.offset, p.bytes, p.checksum,
+                              absl::StrCat("packed weight tensor ", i), verify_checksums));
   }
   return view;
 }

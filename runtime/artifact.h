@@ -49,6 +49,14 @@ struct TensorRange {
   uint64_t checksum = 0;
 };
 
+// Constant weights in the library's own layout (runtime/library_call.h).
+struct PackedRange {
+  uint64_t offset = 0;  // From the data part's start; a multiple of 64.
+  uint64_t bytes = 0;
+  uint64_t checksum = 0;
+  std::string layout;
+};
+
 struct ArtifactMetadata {
   std::string graft_version;
   std::string backend;       // "orc".
@@ -62,6 +70,10 @@ struct ArtifactMetadata {
   std::vector<ValueSpec> inputs, outputs;
   std::vector<TensorRange> tensors;  // State slots [0, tensors.size()).
   std::vector<LibraryCallSpec> library_calls;  // The slots after them.
+  // Weights the library calls use in place (LibraryCallSpec::packed_index),
+  // and the library build that packed them.
+  std::string packing_identity;
+  std::vector<PackedRange> packed;
   std::map<int, StepFailure> failures;  // By step index.
 };
 
@@ -79,10 +91,12 @@ struct ArtifactTensor {
   uint64_t bytes = 0;
 };
 
-// Writes `metadata` (its tensor ranges filled in here), `object` and
-// `tensors` to `path`, atomically: a failed write leaves no file.
+// Writes `metadata` (its tensor and packed ranges filled in here), `object`,
+// `tensors` and `packed` (the layouts in metadata.packed, in order) to
+// `path`, atomically: a failed write leaves no file.
 absl::Status WriteArtifact(const std::string& path, ArtifactMetadata metadata,
-                           absl::string_view object, absl::Span<const ArtifactTensor> tensors);
+                           absl::string_view object, absl::Span<const ArtifactTensor> tensors,
+                           absl::Span<const ArtifactTensor> packed = {});
 
 // Parses and checks a whole file's bytes. Errors name the part that is
 // damaged. Checksums may be skipped (fuzzing, which cannot forge them).

@@ -151,10 +151,20 @@ absl::Status CompiledModel::Link(const ArtifactView& view, const LoadOptions& op
     state.push_back(const_cast<char*>(data));
     constants.push_back({data, t.bytes});
   }
+  std::vector<PackedWeights> packed;
+  if (!m.packed.empty() && m.packing_identity != PackingIdentity()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "its weights were packed for ", m.packing_identity, "; this graft runtime has ",
+        PackingIdentity(), ": compile the model again with this graft"));
+  }
+  for (const PackedRange& p : m.packed) {
+    packed.push_back({view.data.data() + p.offset, p.bytes, p.layout});
+  }
   // Library calls plan their threads when they are made (see ORC).
   SetLibraryThreads(threads_);
   for (const LibraryCallSpec& spec : m.library_calls) {
-    absl::StatusOr<std::unique_ptr<LibraryCall>> call = PrepareLibraryCall(spec, constants);
+    absl::StatusOr<std::unique_ptr<LibraryCall>> call =
+        PrepareLibraryCall(spec, constants, packed);
     if (!call.ok()) {
       return absl::Status(call.status().code(),
                           absl::StrCat(spec.label, ": ", call.status().message()));

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -96,6 +97,8 @@ struct PrimitiveArg {
   memory::desc desc;  // The buffer's layout as the step holds it.
   int buffer = -1;    // Index into the step's buffers; -1: `constant`.
   const void* tensor = nullptr;  // Module tensor to reorder into `constant`.
+  // Or the weights already packed (from a compiled model file).
+  const PackedWeights* packed = nullptr;
   std::shared_ptr<memory> constant;
   // DNNL_ARG_SCRATCHPAD: memory of `desc` owned by each set of memory
   // objects, so that concurrent runs never share one.
@@ -129,6 +132,19 @@ class PrimitiveCall : public LibraryCall {
                 std::vector<PrimitiveArg> args, double flops)
       : what_(std::move(what)), primitive_(std::move(primitive)),
         args_(std::move(args)), small_(flops < kParallelFlops) {}
+
+  std::optional<PackedWeights> packed_weights() const override {
+    for (const PrimitiveArg& a : args_) {
+      if (a.dnnl_arg != DNNL_ARG_WEIGHTS || a.constant == nullptr) continue;
+      const memory::desc desc = a.constant->get_desc();
+      PackedWeights w;
+      w.data = a.constant->get_data_handle();
+      w.bytes = desc.get_size();
+      w.layout.assign(reinterpret_cast<const char*>(&desc.data), sizeof(desc.data));
+      return w;
+    }
+    return std::nullopt;
+  }
 
   absl::Status Run(void* const* buffers) const override {
     // Starting a parallel region costs microseconds, more than a small
@@ -214,6 +230,12 @@ class PrimitiveCall : public LibraryCall {
   mutable std::vector<std::unique_ptr<Bound>> free_;
 };
 
+memory::desc PackedLayout(const PackedWeights& packed) {
+  memory::desc desc;
+  std::memcpy(&desc.data, packed.layout.data(), sizeof(desc.data));
+  return desc;
+}
+
 // Reorders each argument that holds a module tensor into `wanted(arg)`,
 // the layout the primitive chose, once.
 void PackConstants(std::vector<PrimitiveArg>& args,
@@ -221,8 +243,19 @@ void PackConstants(std::vector<PrimitiveArg>& args,
   dnnl::engine& engine = Engine();
   dnnl::stream stream(engine);
   for (PrimitiveArg& a : args) {
-    if (a.tensor == nullptr) continue;
+    if (a.tensor == nullptr && a.packed == nullptr) continue;
     memory user(a.desc, engine, const_cast<void*>(a.tensor));
+    if (a.packed != nullptr) {
+      // Packed by the same library build: used where it lies (a mapped
+      // file) if the layout is the one wanted here, else reordered.
+      const memory::desc layout = PackedLayout(*a.packed);
+      if (layout == wanted(a.dnnl_arg)) {
+        a.constant = std::make_shared<memory>(layout, engine, const_cast<void*>(a.packed->data));
+        a.packed = nullptr;  // Only the caller's while preparing.
+        continue;
+      }
+      user = memory(layout, engine, const_cast<void*>(a.packed->data));
+    }
     // Weights are large: huge pages take one page fault per 2 MiB instead
     // of per 4 KiB, which is most of the cost of packing 100 MB.
     const memory::desc packed = wanted(a.dnnl_arg);
@@ -238,6 +271,7 @@ void PackConstants(std::vector<PrimitiveArg>& args,
       a.constant = std::make_shared<memory>(packed, engine);
     }
     dnnl::reorder(user, *a.constant).execute(stream, user, *a.constant);
+    a.packed = nullptr;
   }
   stream.wait();
 }
@@ -260,6 +294,7 @@ struct MatmulSpec {
   bool weights_transposed = false;  // Stored [N, K] (linear's weight).
   int src_operand = 0, weights_operand = 0, bias_operand = -1;
   const void* constant_weights = nullptr;
+  const PackedWeights* packed_weights = nullptr;
   dnnl::algorithm activation = dnnl::algorithm::undef;
   // Multiply in bf16 (weights stored bf16, activations converted as they
   // go in), accumulate and write f32.
@@ -279,13 +314,13 @@ std::unique_ptr<LibraryCall> CreateMatmul(const MatmulSpec& spec) {
       {DNNL_ARG_SRC, Plain(spec.src), 1 + spec.src_operand},
       {DNNL_ARG_WEIGHTS, weights, 1 + spec.weights_operand, spec.constant_weights},
       {DNNL_ARG_DST, Plain(spec.dst), 0}};
-  if (spec.constant_weights != nullptr) args[1].buffer = -1;
-  const bool bf16 = spec.bf16 && spec.constant_weights != nullptr;
+  const bool constant = spec.constant_weights != nullptr || spec.packed_weights != nullptr;
+  args[1].packed = spec.packed_weights;
+  if (constant) args[1].buffer = -1;
+  const bool bf16 = spec.bf16 && constant;
   const DnnlType multiply = bf16 ? DnnlType::bf16 : DnnlType::f32;
   const memory::desc packed =
-      spec.constant_weights != nullptr
-          ? memory::desc(spec.weights, multiply, Tag::any)
-          : weights;
+      constant ? memory::desc(spec.weights, multiply, Tag::any) : weights;
   memory::desc src = args[0].desc;
   if (bf16) {
     src = Plain(spec.src, DnnlType::bf16);
@@ -321,6 +356,7 @@ struct QuantizedMatmulSpec {
   DnnlType src_type = DnnlType::s8;
   int src_operand = 0;
   const void* weights_tensor = nullptr;
+  const PackedWeights* packed_weights = nullptr;
   const float* bias = nullptr;  // Constant, f32 [N]; null: none.
   std::vector<float> scales;  // One per N: the int32 sums' scale.
   int32_t src_zero_point = 0;
@@ -337,6 +373,7 @@ std::unique_ptr<LibraryCall> CreateQuantizedMatmul(const QuantizedMatmulSpec& sp
       {DNNL_ARG_SRC, Plain(spec.src, spec.src_type), 1 + spec.src_operand},
       {DNNL_ARG_WEIGHTS, stored, -1, spec.weights_tensor},
       {DNNL_ARG_DST, Plain(spec.dst, spec.dst_type), 0}};
+  args[1].packed = spec.packed_weights;
   const memory::desc packed(spec.weights, DnnlType::s8, Tag::any);
   const memory::desc bias = Plain({1, spec.dst.back()});
   dnnl::primitive_attr attr = Activation(spec.activation);
@@ -377,6 +414,7 @@ struct ConvSpec {
   int64_t groups = 1;
   int src_operand = 0, weights_operand = 0, bias_operand = -1;
   const void* constant_weights = nullptr;
+  const PackedWeights* packed_weights = nullptr;
   dnnl::algorithm activation = dnnl::algorithm::undef;
 };
 
@@ -415,7 +453,8 @@ std::optional<dnnl::convolution_forward::primitive_desc> WinogradConv(
                      spec.weights[3] == 3 &&
                      spec.stride == memory::dims{1, 1} &&
                      spec.dilation == memory::dims{1, 1} && spec.src_channels_last &&
-                     spec.dst_channels_last && spec.constant_weights != nullptr;
+                     spec.dst_channels_last &&
+                     (spec.constant_weights != nullptr || spec.packed_weights != nullptr);
   if (!shape) return std::nullopt;
   const memory::desc src(spec.src, DnnlType::f32, Tag::any);
   const memory::desc dst(spec.dst, DnnlType::f32, Tag::any);
@@ -461,11 +500,11 @@ std::unique_ptr<LibraryCall> CreateConv(const ConvSpec& spec) {
       {DNNL_ARG_WEIGHTS, Plain(weights), 1 + spec.weights_operand,
        spec.constant_weights},
       {DNNL_ARG_DST, layout(spec.dst, spec.dst_channels_last), 0}};
-  if (spec.constant_weights != nullptr) args[1].buffer = -1;
+  const bool constant = spec.constant_weights != nullptr || spec.packed_weights != nullptr;
+  args[1].packed = spec.packed_weights;
+  if (constant) args[1].buffer = -1;
   const memory::desc packed =
-      spec.constant_weights != nullptr
-          ? memory::desc(weights, DnnlType::f32, Tag::any)
-          : args[1].desc;
+      constant ? memory::desc(weights, DnnlType::f32, Tag::any) : args[1].desc;
   const memory::desc bias = Plain({spec.dst[1]});
   const bool has_bias = spec.bias_operand >= 0;
   if (std::optional<dnnl::convolution_forward::primitive_desc> wino =
@@ -555,8 +594,26 @@ absl::StatusOr<const void*> Constant(absl::Span<const ConstantBuffer> state, int
   return state[slot].data;
 }
 
+// The prepacked weights of `s`, if any, checked to be of this library
+// build and of the size their layout implies.
+absl::StatusOr<const PackedWeights*> PackedOf(const LibraryCallSpec& s,
+                                              absl::Span<const PackedWeights> packed) {
+  if (s.packed_index < 0) return nullptr;
+  if (static_cast<size_t>(s.packed_index) >= packed.size()) {
+    return absl::DataLossError(absl::StrCat("packed weights ", s.packed_index, " of ",
+                                            packed.size()));
+  }
+  const PackedWeights& w = packed[s.packed_index];
+  if (w.layout.size() != sizeof(dnnl_memory_desc_t) || PackedLayout(w).get_size() != w.bytes) {
+    return absl::FailedPreconditionError(
+        "the weights were packed by another oneDNN build: compile the model again");
+  }
+  return &w;
+}
+
 absl::StatusOr<std::unique_ptr<LibraryCall>> CreateMatmulCall(
-    const LibraryCallSpec& s, absl::Span<const ConstantBuffer> state) {
+    const LibraryCallSpec& s, absl::Span<const ConstantBuffer> state,
+    absl::Span<const PackedWeights> packed) {
   MatmulSpec spec;
   spec.src = Dims(s.src);
   spec.weights = Dims(s.weights);
@@ -569,21 +626,26 @@ absl::StatusOr<std::unique_ptr<LibraryCall>> CreateMatmulCall(
     ASSIGN_OR_RETURN(spec.constant_weights,
                      Constant(state, s.weights_state, Volume(spec.weights) * 4, "weights"));
   }
+  ASSIGN_OR_RETURN(spec.packed_weights, PackedOf(s, packed));
   spec.activation = ActivationAlgorithm(s.activation);
   spec.bf16 = s.bf16;
   return CreateMatmul(spec);
 }
 
 absl::StatusOr<std::unique_ptr<LibraryCall>> CreateQuantizedMatmulCall(
-    const LibraryCallSpec& s, absl::Span<const ConstantBuffer> state) {
+    const LibraryCallSpec& s, absl::Span<const ConstantBuffer> state,
+    absl::Span<const PackedWeights> packed) {
   QuantizedMatmulSpec spec;
   spec.src = Dims(s.src);
   spec.weights = Dims(s.weights);
   spec.dst = Dims(s.dst);
   spec.src_type = s.src_dtype == DType::kU8 ? DnnlType::u8 : DnnlType::s8;
   spec.src_operand = s.src_operand;
-  ASSIGN_OR_RETURN(spec.weights_tensor,
-                   Constant(state, s.weights_state, Volume(spec.weights), "int8 weights"));
+  ASSIGN_OR_RETURN(spec.packed_weights, PackedOf(s, packed));
+  if (spec.packed_weights == nullptr || s.weights_state >= 0) {
+    ASSIGN_OR_RETURN(spec.weights_tensor,
+                     Constant(state, s.weights_state, Volume(spec.weights), "int8 weights"));
+  }
   const int64_t n = spec.dst.back();
   if (s.bias_state >= 0) {
     ASSIGN_OR_RETURN(const void* bias, Constant(state, s.bias_state, n * 4, "bias"));
@@ -601,7 +663,8 @@ absl::StatusOr<std::unique_ptr<LibraryCall>> CreateQuantizedMatmulCall(
 }
 
 absl::StatusOr<std::unique_ptr<LibraryCall>> CreateConvCall(
-    const LibraryCallSpec& s, absl::Span<const ConstantBuffer> state) {
+    const LibraryCallSpec& s, absl::Span<const ConstantBuffer> state,
+    absl::Span<const PackedWeights> packed) {
   ConvSpec spec;
   spec.src = Dims(s.src);
   spec.weights = Dims(s.weights);
@@ -617,6 +680,7 @@ absl::StatusOr<std::unique_ptr<LibraryCall>> CreateConvCall(
     ASSIGN_OR_RETURN(spec.constant_weights,
                      Constant(state, s.weights_state, Volume(spec.weights) * 4, "weights"));
   }
+  ASSIGN_OR_RETURN(spec.packed_weights, PackedOf(s, packed));
   spec.src_channels_last = s.src_channels_last;
   spec.dst_channels_last = s.dst_channels_last;
   spec.activation = ActivationAlgorithm(s.activation);
@@ -626,18 +690,19 @@ absl::StatusOr<std::unique_ptr<LibraryCall>> CreateConvCall(
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<LibraryCall>> PrepareLibraryCall(
-    const LibraryCallSpec& spec, absl::Span<const ConstantBuffer> state) {
+    const LibraryCallSpec& spec, absl::Span<const ConstantBuffer> state,
+    absl::Span<const PackedWeights> packed) {
   try {
     switch (spec.kind) {
       case LibraryCallKind::kEmptyProduct:
         return std::make_unique<EmptyProductCall>(spec.elements, spec.bias_buffer, spec.period,
                                                   spec.repeat, spec.activation);
       case LibraryCallKind::kMatmul:
-        return CreateMatmulCall(spec, state);
+        return CreateMatmulCall(spec, state, packed);
       case LibraryCallKind::kQuantizedMatmul:
-        return CreateQuantizedMatmulCall(spec, state);
+        return CreateQuantizedMatmulCall(spec, state, packed);
       case LibraryCallKind::kConv:
-        return CreateConvCall(spec, state);
+        return CreateConvCall(spec, state, packed);
     }
   } catch (const dnnl::error& e) {
     return absl::InternalError(absl::StrCat("oneDNN: ", e.what()));
@@ -645,10 +710,19 @@ absl::StatusOr<std::unique_ptr<LibraryCall>> PrepareLibraryCall(
   return absl::InvalidArgumentError("unknown library call kind");
 }
 
+std::string PackingIdentity() {
+  const dnnl_version_t* v = dnnl_version();
+  return absl::StrCat("oneDNN ", v->major, ".", v->minor, ".", v->patch, " (layout ",
+                      sizeof(dnnl_memory_desc_t), " bytes)");
+}
+
 #else  // GRAFT_RUNTIME_WITH_DNNL
 
+std::string PackingIdentity() { return "none"; }
+
 absl::StatusOr<std::unique_ptr<LibraryCall>> PrepareLibraryCall(
-    const LibraryCallSpec& spec, absl::Span<const ConstantBuffer> state) {
+    const LibraryCallSpec& spec, absl::Span<const ConstantBuffer> state,
+    absl::Span<const PackedWeights> packed) {
   return absl::UnimplementedError(
       "matrix products and convolutions need oneDNN, which this graft was built without");
 }

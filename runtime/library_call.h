@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,14 +44,18 @@ struct LibraryCallSpec {
   int32_t operand_count = 0;
   int32_t src_operand = 0, weights_operand = 0, bias_operand = -1;
   // The state slot of constant weights, reordered once when the call is
-  // prepared; -1: the weights are an operand.
+  // prepared; -1: the weights are an operand, or only prepacked.
   int32_t weights_state = -1;
+  // Constant weights already in the library's own layout (a compiled model
+  // file keeps them so, and loading skips the reorder): an index into the
+  // PackedWeights given to PrepareLibraryCall; -1: none.
+  int32_t packed_index = -1;
   // kMatmul.
   bool weights_transposed = false;  // Stored [N, K] (linear's weight).
   bool bf16 = false;  // Multiply in bf16 (constant weights), f32 results.
   // kQuantizedMatmul.
-  DType src_dtype = DType::kI8;  // kS8 or kU8.
-  DType dst_dtype = DType::kF32;  // kF32, kS8 or kU8.
+  DType src_dtype = DType::kI8;  // kI8 or kU8.
+  DType dst_dtype = DType::kF32;  // kF32, kI8 or kU8.
   int32_t bias_state = -1;  // A constant f32 bias [N]; -1: none.
   std::vector<float> scales;  // One per N: the int32 sums' scale.
   int32_t src_zero_point = 0, dst_zero_point = 0;
@@ -75,6 +80,18 @@ struct ConstantBuffer {
   size_t bytes = 0;
 };
 
+// Constant weights in the library's layout: the bytes, and the library's
+// own description of that layout (opaque; compared, never interpreted).
+struct PackedWeights {
+  const void* data = nullptr;
+  size_t bytes = 0;
+  std::string layout;
+};
+
+// The library build that packed weights belong to: "oneDNN 2.6.3 (layout
+// 1234 bytes)". Packed weights of another build are refused.
+std::string PackingIdentity();
+
 // A call prepared once (primitive chosen, constant weights reordered into
 // the library's preferred layout), then run with a step's buffers. Run may
 // be called from several threads at once.
@@ -83,13 +100,19 @@ class LibraryCall {
   virtual ~LibraryCall() = default;
   // buffers[0] is the result's data, buffers[1 + i] that of operand i.
   virtual absl::Status Run(void* const* buffers) const = 0;
+  // Its constant weights in the layout the library chose, where it has
+  // any, for a compiled model file to keep.
+  virtual std::optional<PackedWeights> packed_weights() const { return std::nullopt; }
 };
 
 // Prepares `spec`, reading constants from `state` (checked against the
-// sizes the spec implies). Make it on a thread whose library threads
+// sizes the spec implies) and prepacked weights from `packed`, used in
+// place when their layout is the one the library picks here (reordered
+// from it otherwise). Make it on a thread whose library threads
 // (SetLibraryThreads) are what the runs will use.
 absl::StatusOr<std::unique_ptr<LibraryCall>> PrepareLibraryCall(
-    const LibraryCallSpec& spec, absl::Span<const ConstantBuffer> state);
+    const LibraryCallSpec& spec, absl::Span<const ConstantBuffer> state,
+    absl::Span<const PackedWeights> packed = {});
 
 // The symbol compiled code calls for a library step, and its definition:
 // runs `call` and returns 0, or 1 after keeping the error for

@@ -60,7 +60,7 @@ absl::Status Check(const ByteReader& in, const LibraryCallSpec& s) {
       }
       RETURN_IF_ERROR(CheckOperand(in, s.src_operand, s.operand_count, false, "input"));
       RETURN_IF_ERROR(CheckOperand(in, s.weights_operand, s.operand_count,
-                                   s.weights_state >= 0, "weight"));
+                                   s.weights_state >= 0 || s.packed_index >= 0, "weight"));
       return CheckOperand(in, s.bias_operand, s.operand_count, true, "bias");
     }
     case LibraryCallKind::kQuantizedMatmul:
@@ -74,6 +74,9 @@ absl::Status Check(const ByteReader& in, const LibraryCallSpec& s) {
           (s.dst_dtype != DType::kF32 && s.dst_dtype != DType::kI8 &&
            s.dst_dtype != DType::kU8)) {
         return in.Error("an int8 product of unsupported types");
+      }
+      if (s.weights_state < 0 && s.packed_index < 0) {
+        return in.Error("an int8 product without constant weights");
       }
       return CheckOperand(in, s.src_operand, s.operand_count, false, "input");
   }
@@ -91,7 +94,7 @@ void EncodeLibraryCallSpec(const LibraryCallSpec& s, ByteWriter& out) {
   out.PutVector(s.dst);
   for (int32_t v : {s.operand_count, s.src_operand, s.weights_operand, s.bias_operand,
                     s.weights_state, s.bias_state, s.src_zero_point, s.dst_zero_point,
-                    s.bias_buffer}) {
+                    s.bias_buffer, s.packed_index}) {
     out.Put(v);
   }
   out.Put<uint8_t>(s.weights_transposed);
@@ -118,7 +121,7 @@ absl::StatusOr<LibraryCallSpec> DecodeLibraryCallSpec(ByteReader& in) {
   ASSIGN_OR_RETURN(s.dst, in.GetVector<int64_t>());
   for (int32_t* v : {&s.operand_count, &s.src_operand, &s.weights_operand, &s.bias_operand,
                      &s.weights_state, &s.bias_state, &s.src_zero_point, &s.dst_zero_point,
-                     &s.bias_buffer}) {
+                     &s.bias_buffer, &s.packed_index}) {
     ASSIGN_OR_RETURN(*v, in.Get<int32_t>());
   }
   for (bool* v : {&s.weights_transposed, &s.bf16, &s.src_channels_last, &s.dst_channels_last}) {

@@ -43,6 +43,30 @@ std::string TargetArch() {
   return triple.substr(0, triple.find('-'));
 }
 
+// The state slots that some step reads as a buffer: all but the constant
+// weights of library calls whose packed form the file keeps instead.
+std::vector<bool> SlotsReadAsBuffers(const Program& program,
+                                     const std::vector<runtime::LibraryCallSpec>& specs) {
+  std::vector<bool> read(program.tensors.size(), false);
+  std::vector<int> library_of_step(program.steps.size(), -1);
+  for (size_t i = 0; i < program.library_steps.size(); ++i) {
+    library_of_step[program.library_steps[i]] = static_cast<int>(i);
+  }
+  for (size_t s = 0; s < program.steps.size(); ++s) {
+    const Step& step = program.steps[s];
+    const runtime::LibraryCallSpec* spec =
+        library_of_step[s] >= 0 ? &specs[library_of_step[s]] : nullptr;
+    for (size_t o = 0; o < step.operands.size(); ++o) {
+      const BufferRef& ref = step.operands[o];
+      if (ref.where != BufferRef::Where::kState) continue;
+      const bool packed_weight = spec != nullptr && spec->packed_index >= 0 &&
+                                 static_cast<int>(o) == spec->weights_operand;
+      if (!packed_weight && ref.index < static_cast<int>(read.size())) read[ref.index] = true;
+    }
+  }
+  return read;
+}
+
 }  // namespace
 
 absl::Status WriteOrcCompiledModel(const OrcExecutable& executable, const std::string& path) {
@@ -65,12 +89,32 @@ absl::Status WriteOrcCompiledModel(const OrcExecutable& executable, const std::s
   m.outputs = ValueSpecs(executable.output_signature(), program.output_types);
   m.library_calls = compiled->library_specs();
   m.failures = StepFailures(program);
-  std::vector<runtime::ArtifactTensor> tensors;
-  for (const Tensor* t : program.tensors) {
-    if (!t->on_host()) return absl::InternalError("a module tensor is not in host memory");
-    tensors.push_back({t->raw_data(), t->NumBytes()});
+  // Constant weights go in the layout oneDNN packed them into here, so
+  // that loading maps them instead of reordering them.
+  std::vector<runtime::ArtifactTensor> packed;
+  m.packing_identity = runtime::PackingIdentity();
+  for (size_t i = 0; i < m.library_calls.size(); ++i) {
+    std::optional<runtime::PackedWeights> w = compiled->library_calls()[i]->packed_weights();
+    if (!w.has_value()) continue;
+    runtime::LibraryCallSpec& spec = m.library_calls[i];
+    spec.packed_index = static_cast<int32_t>(packed.size());
+    packed.push_back({w->data, w->bytes});
+    m.packed.push_back({0, w->bytes, 0, w->layout});
   }
-  return runtime::WriteArtifact(path, std::move(m), compiled->object(), tensors);
+  const std::vector<bool> read = SlotsReadAsBuffers(program, m.library_calls);
+  for (runtime::LibraryCallSpec& spec : m.library_calls) {
+    if (spec.packed_index >= 0 && spec.weights_state >= 0 && !read[spec.weights_state]) {
+      spec.weights_state = -1;  // Its plain form is not written.
+    }
+  }
+  std::vector<runtime::ArtifactTensor> tensors;
+  for (size_t i = 0; i < program.tensors.size(); ++i) {
+    const Tensor* t = program.tensors[i];
+    if (!t->on_host()) return absl::InternalError("a module tensor is not in host memory");
+    tensors.push_back(read[i] ? runtime::ArtifactTensor{t->raw_data(), t->NumBytes()}
+                              : runtime::ArtifactTensor{t->raw_data(), 0});
+  }
+  return runtime::WriteArtifact(path, std::move(m), compiled->object(), tensors, packed);
 }
 
 }  // namespace graft::orc

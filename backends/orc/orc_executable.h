@@ -36,6 +36,10 @@ class CompiledProgram {
   const std::vector<runtime::LibraryCallSpec>& library_specs() const {
     return specs_;
   }
+  // The prepared calls, in the same order.
+  const std::vector<std::unique_ptr<runtime::LibraryCall>>& library_calls() const {
+    return calls_;
+  }
   // Runs on `inputs` (checked by the caller) into fresh output tensors.
   absl::StatusOr<std::vector<Tensor>> Run(absl::Span<const Tensor> inputs,
                                           int threads) const;
