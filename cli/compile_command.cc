@@ -101,8 +101,15 @@ absl::Status RunCompile(const CompileArgs& args) {
   const double compile_seconds = watch.Seconds();
   // What graft::runtime makes of the file, as a check and a summary.
   Stopwatch load_watch;
-  ASSIGN_OR_RETURN(std::unique_ptr<runtime::CompiledModel> model,
-                   runtime::CompiledModel::Load(args.output));
+  absl::StatusOr<std::unique_ptr<runtime::CompiledModel>> loaded =
+      runtime::CompiledModel::Load(args.output);
+  if (!loaded.ok()) {
+    // A file this graft cannot load is no use to anyone: not left behind.
+    std::remove(args.output.c_str());
+    return absl::InternalError(absl::StrCat("the written file does not load back (removed): ",
+                                            loaded.status().message()));
+  }
+  std::unique_ptr<runtime::CompiledModel> model = *std::move(loaded);
   const double load_seconds = load_watch.Seconds();
   return WriteStdout(absl::StrCat(
       "wrote ", args.output, " (", model->file_bytes(), " bytes) in ",

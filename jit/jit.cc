@@ -2,10 +2,12 @@
 
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <mutex>
 #include <set>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "backends/backend.h"
 #include "backends/compile_cache.h"
@@ -27,7 +29,9 @@ struct Family {
 };
 
 std::string FamilyKey(const CallArgs& args) {
-  std::string key = absl::StrJoin(args.statics, "\x1f");
+  std::string key;
+  // Length-prefixed: no argument's text can run into the next one's.
+  for (const std::string& a : args.args) absl::StrAppend(&key, a.size(), ":", a, ";");
   for (const Tensor& t : args.tensors) {
     absl::StrAppend(&key, "|", DTypeName(t.dtype()), "/", t.rank(), "@",
                     t.device().ToString());
@@ -47,6 +51,8 @@ std::string DefaultBackend() {
 
 }  // namespace
 
+std::string ExactText(double value) { return absl::StrFormat("%a", value); }
+
 struct JitCore::State {
   JitOptions options;
   std::unique_ptr<Backend> backend;
@@ -62,6 +68,7 @@ struct JitCore::State {
   absl::StatusOr<std::shared_ptr<Executable>> Lookup(const CallArgs& args, const JitCore::Tracer& trace);
   std::vector<TensorType> GeneralTypes(const CallArgs& args, Family& family, bool is_new);
   absl::StatusOr<std::shared_ptr<Executable>> Compile(const std::vector<TensorType>& types,
+                                                      const std::vector<Tensor>& args_tensors,
                                                       const JitCore::Tracer& trace);
   void CountRecompile();
 };
@@ -91,13 +98,23 @@ std::vector<TensorType> JitCore::State::GeneralTypes(const CallArgs& args, Famil
     }
   }
   family.last_dims = dims;
+  // Symbolic dims of equal size in this call share one symbol (torch's
+  // "duck sizing"), so that a + b or a @ b of two symbolic dims still
+  // type-checks; the sharing is part of the key, and a call whose sizes
+  // differ where they were equal compiles anew.
+  std::map<int64_t, std::string> symbol_of_size;
   std::vector<TensorType> types;
   for (size_t i = 0; i < args.tensors.size(); ++i) {
     TensorType t;
     t.dtype = args.tensors[i].dtype();
     for (size_t d = 0; d < dims[i].size(); ++d) {
       const bool symbolic = family.dynamic.count({static_cast<int>(i), static_cast<int>(d)}) > 0;
-      t.shape.push_back(symbolic ? Dim::Symbol(absl::StrCat("s", i, "_", d)) : Dim(dims[i][d]));
+      if (!symbolic) {
+        t.shape.push_back(Dim(dims[i][d]));
+        continue;
+      }
+      auto [it, added] = symbol_of_size.try_emplace(dims[i][d], absl::StrCat("s", i, "_", d));
+      t.shape.push_back(Dim::Symbol(it->second));
     }
     types.push_back(std::move(t));
   }
@@ -121,7 +138,8 @@ void JitCore::State::CountRecompile() {
 }
 
 absl::StatusOr<std::shared_ptr<Executable>> JitCore::State::Compile(
-    const std::vector<TensorType>& types, const JitCore::Tracer& trace) {
+    const std::vector<TensorType>& types, const std::vector<Tensor>& args_tensors,
+    const JitCore::Tracer& trace) {
   ASSIGN_OR_RETURN(Module module, trace(types));
   ++stats.traces;
   if (!options.pipeline.empty()) {
@@ -136,6 +154,14 @@ absl::StatusOr<std::shared_ptr<Executable>> JitCore::State::Compile(
     compile.options["autotune"] = "1";
   }
   compile.input_types = types;
+  // Code for the device the tensors are on, with the results left there
+  // (as torch.compile returns them).
+  for (const Tensor& t : args_tensors) {
+    if (t.on_host()) continue;
+    compile.device_index = t.device().index;
+    compile.keep_outputs_on_device = true;
+    break;
+  }
   const CompileCacheStats before = cache->stats();
   ASSIGN_OR_RETURN(std::shared_ptr<Executable> executable,
                    cache->GetOrCompile(*backend, module, compile));
@@ -180,7 +206,7 @@ absl::StatusOr<std::shared_ptr<Executable>> JitCore::State::Lookup(
   }
   const bool recompile = !by_general.empty();
   const auto start = std::chrono::steady_clock::now();
-  ASSIGN_OR_RETURN(std::shared_ptr<Executable> executable, Compile(types, trace));
+  ASSIGN_OR_RETURN(std::shared_ptr<Executable> executable, Compile(types, args.tensors, trace));
   stats.compile_seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (recompile) CountRecompile();

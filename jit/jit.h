@@ -93,26 +93,35 @@ struct JitStats {
 
 namespace jit_internal {
 
-// One call's arguments: the tensors, and the static arguments as text.
+// A double as text that reads back to the same bits ("%a").
+std::string ExactText(double value);
+
+// One call's arguments: the tensors, and every argument as a tagged,
+// exact text ("T" for a tensor, "f:0x1.8p+1" for the double 3.0, "s:abc"):
+// two calls share a key only if every static argument has the same type
+// and value at the same position.
 struct CallArgs {
   std::vector<Tensor> tensors;
-  std::vector<std::string> statics;
+  std::vector<std::string> args;
 };
 
 template <typename A>
-void AddArg(CallArgs& args, const A& a) {
+void AddArg(CallArgs& call, const A& a) {
   using T = std::decay_t<A>;
   if constexpr (std::is_same_v<T, Tensor>) {
-    args.tensors.push_back(a);
+    call.tensors.push_back(a);
+    call.args.push_back("T");
   } else if constexpr (std::is_same_v<T, bool>) {
-    args.statics.push_back(a ? "true" : "false");
-  } else if constexpr (std::is_arithmetic_v<T>) {
-    args.statics.push_back(absl::StrCat(a));
+    call.args.push_back(a ? "b:1" : "b:0");
+  } else if constexpr (std::is_floating_point_v<T>) {
+    call.args.push_back(absl::StrCat("f", sizeof(T), ":", ExactText(static_cast<double>(a))));
+  } else if constexpr (std::is_integral_v<T>) {
+    call.args.push_back(absl::StrCat(std::is_signed_v<T> ? "i" : "u", sizeof(T), ":", a));
   } else {
     static_assert(std::is_convertible_v<T, std::string>,
                   "a jitted function's arguments are graft::Tensor, or static numbers, "
                   "bools and strings");
-    args.statics.push_back(std::string(a));
+    call.args.push_back(absl::StrCat("s:", std::string(a)));
   }
 }
 

@@ -94,8 +94,8 @@ absl::StatusOr<std::vector<ValueSpec>> DecodeValues(ByteReader& in) {
     if (static_cast<int>(v.dtype) >= kNumDTypes) return in.Error("an unknown dtype");
     ASSIGN_OR_RETURN(v.dims, in.GetVector<int64_t>());
     if (v.dims.size() > kMaxRank) return in.Error("a value of too many dims");
-    for (int64_t d : v.dims) {
-      if (d < 0 || d > (int64_t{1} << 40)) return in.Error(absl::StrCat("a dim of ", d));
+    if (CheckedElementCount(v.dims) < 0) {
+      return in.Error(absl::StrCat("value '", v.name, "' has more than 2^40 elements or a bad dim"));
     }
   }
   return values;

@@ -17,6 +17,22 @@
 
 namespace graft::runtime {
 
+// Tensors read from a file hold at most this many elements: larger counts
+// are damage, and products of checked counts stay far from overflowing.
+inline constexpr int64_t kMaxElements = int64_t{1} << 40;
+
+// The number of elements of `dims`, or -1 when a dim is negative or the
+// count passes kMaxElements.
+inline int64_t CheckedElementCount(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d < 0 || d > kMaxElements) return -1;
+    if (d != 0 && n > kMaxElements / d) return -1;
+    n *= d;
+  }
+  return n;
+}
+
 class ByteWriter {
  public:
   template <typename T>

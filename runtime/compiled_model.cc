@@ -82,7 +82,7 @@ absl::Status CheckCpuFeatures(const std::vector<std::string>& needed,
   if (!missing.empty()) {
     return absl::FailedPreconditionError(
         absl::StrCat("it was compiled for a CPU with ", absl::StrJoin(missing, ", "),
-                     ", which this CPU lacks: compile the model on (or for) this machine"));
+                     ", which this CPU lacks: compile the model on this machine"));
   }
   return absl::OkStatus();
 }

@@ -90,6 +90,37 @@ memory::desc Plain(const memory::dims& dims, DnnlType type = DnnlType::f32) {
   return memory::desc(dims, type, strides);
 }
 
+// A layout of plain blocks that oneDNN can reorder from: no extras, no
+// special format, indices and counts in range. Layouts read from a file
+// are checked so before oneDNN sees them.
+bool IsPlainBlocked(const dnnl_memory_desc_t& d) {
+  if (d.ndims <= 0 || d.ndims > DNNL_MAX_NDIMS || d.format_kind != dnnl_blocked ||
+      d.extra.flags != dnnl_memory_extra_flag_none) {
+    return false;
+  }
+  if (d.data_type != dnnl_f32 && d.data_type != dnnl_bf16 && d.data_type != dnnl_s8 &&
+      d.data_type != dnnl_u8) {
+    return false;
+  }
+  const dnnl_blocking_desc_t& b = d.format_desc.blocking;
+  if (b.inner_nblks < 0 || b.inner_nblks > DNNL_MAX_NDIMS) return false;
+  for (int i = 0; i < b.inner_nblks; ++i) {
+    if (b.inner_idxs[i] < 0 || b.inner_idxs[i] >= d.ndims || b.inner_blks[i] <= 0 ||
+        b.inner_blks[i] > 4096) {
+      return false;
+    }
+  }
+  for (int i = 0; i < d.ndims; ++i) {
+    const int64_t limit = int64_t{1} << 40;
+    if (d.dims[i] <= 0 || d.dims[i] > limit || d.padded_dims[i] < d.dims[i] ||
+        d.padded_dims[i] > limit || d.padded_offsets[i] < 0 || b.strides[i] < 0 ||
+        b.strides[i] > (int64_t{1} << 50)) {
+      return false;
+    }
+  }
+  return d.offset0 == 0;
+}
+
 // One argument of a primitive: a step buffer, or a module tensor
 // reordered once into the layout the primitive asked for.
 struct PrimitiveArg {
@@ -137,6 +168,11 @@ class PrimitiveCall : public LibraryCall {
     for (const PrimitiveArg& a : args_) {
       if (a.dnnl_arg != DNNL_ARG_WEIGHTS || a.constant == nullptr) continue;
       const memory::desc desc = a.constant->get_desc();
+      // Only plain blocked layouts travel: they can be checked and, on a
+      // CPU that wants another, reordered. Weights with extras (the s8s8
+      // compensation of int8 products) or Winograd's transformed form are
+      // packed again where they load.
+      if (!IsPlainBlocked(desc.data)) return std::nullopt;
       PackedWeights w;
       w.data = a.constant->get_data_handle();
       w.bytes = desc.get_size();
@@ -230,9 +266,13 @@ class PrimitiveCall : public LibraryCall {
   mutable std::vector<std::unique_ptr<Bound>> free_;
 };
 
-memory::desc PackedLayout(const PackedWeights& packed) {
+// The layout packed weights were written in, if it is one that can be
+// checked; else nullopt.
+std::optional<memory::desc> PackedLayout(const PackedWeights& packed) {
   memory::desc desc;
+  if (packed.layout.size() != sizeof(desc.data)) return std::nullopt;
   std::memcpy(&desc.data, packed.layout.data(), sizeof(desc.data));
+  if (!IsPlainBlocked(desc.data) || desc.get_size() != packed.bytes) return std::nullopt;
   return desc;
 }
 
@@ -247,8 +287,9 @@ void PackConstants(std::vector<PrimitiveArg>& args,
     memory user(a.desc, engine, const_cast<void*>(a.tensor));
     if (a.packed != nullptr) {
       // Packed by the same library build: used where it lies (a mapped
-      // file) if the layout is the one wanted here, else reordered.
-      const memory::desc layout = PackedLayout(*a.packed);
+      // file) if the layout is the one wanted here, else reordered. It was
+      // checked when the call was made (PackedOf).
+      const memory::desc layout = *PackedLayout(*a.packed);
       if (layout == wanted(a.dnnl_arg)) {
         a.constant = std::make_shared<memory>(layout, engine, const_cast<void*>(a.packed->data));
         a.packed = nullptr;  // Only the caller's while preparing.
@@ -604,9 +645,9 @@ absl::StatusOr<const PackedWeights*> PackedOf(const LibraryCallSpec& s,
                                             packed.size()));
   }
   const PackedWeights& w = packed[s.packed_index];
-  if (w.layout.size() != sizeof(dnnl_memory_desc_t) || PackedLayout(w).get_size() != w.bytes) {
-    return absl::FailedPreconditionError(
-        "the weights were packed by another oneDNN build: compile the model again");
+  if (!PackedLayout(w).has_value()) {
+    return absl::DataLossError(
+        "the packed weights' layout is not one oneDNN can use: compile the model again");
   }
   return &w;
 }

@@ -9,17 +9,15 @@
 namespace graft::runtime {
 namespace {
 
-// Dims beyond this are damage, not tensors: it also keeps every product of
-// a few dims far from overflowing.
-constexpr int64_t kMaxDim = int64_t{1} << 40;
+constexpr int64_t kMaxDim = kMaxElements;
 
 absl::Status CheckDims(const ByteReader& in, const std::vector<int64_t>& dims, size_t min_rank,
                        size_t max_rank, absl::string_view what) {
   if (dims.size() < min_rank || dims.size() > max_rank) {
     return in.Error(absl::StrCat("the ", what, " have rank ", dims.size()));
   }
-  for (int64_t d : dims) {
-    if (d < 0 || d > kMaxDim) return in.Error(absl::StrCat("the ", what, " have a dim of ", d));
+  if (CheckedElementCount(dims) < 0) {
+    return in.Error(absl::StrCat("the ", what, " have more than 2^40 elements or a bad dim"));
   }
   return absl::OkStatus();
 }
@@ -43,8 +41,9 @@ absl::Status Check(const ByteReader& in, const LibraryCallSpec& s) {
       if (s.elements < 0 || s.elements > kMaxDim || s.period < 1 || s.repeat < 1) {
         return in.Error("an empty product's sizes are out of range");
       }
-      return CheckOperand(in, s.bias_buffer - 1, s.operand_count, s.bias_buffer == -1,
-                          "bias buffer");
+      // bias_buffer counts the result as buffer 0: operand i is buffer 1 + i.
+      return CheckOperand(in, s.bias_buffer == -1 ? -1 : s.bias_buffer - 1, s.operand_count,
+                          true, "bias buffer");
     case LibraryCallKind::kMatmul:
     case LibraryCallKind::kConv: {
       const size_t rank = s.kind == LibraryCallKind::kConv ? 4 : 2;

@@ -59,8 +59,12 @@ std::vector<bool> SlotsReadAsBuffers(const Program& program,
     for (size_t o = 0; o < step.operands.size(); ++o) {
       const BufferRef& ref = step.operands[o];
       if (ref.where != BufferRef::Where::kState) continue;
+      // Operands are listed once: the packed weights may also be the
+      // product's input or bias (linear(%w, %w)), which read the plain form.
+      const int operand = static_cast<int>(o);
       const bool packed_weight = spec != nullptr && spec->packed_index >= 0 &&
-                                 static_cast<int>(o) == spec->weights_operand;
+                                 operand == spec->weights_operand &&
+                                 operand != spec->src_operand && operand != spec->bias_operand;
       if (!packed_weight && ref.index < static_cast<int>(read.size())) read[ref.index] = true;
     }
   }
@@ -95,7 +99,7 @@ absl::Status WriteOrcCompiledModel(const OrcExecutable& executable, const std::s
   m.packing_identity = runtime::PackingIdentity();
   for (size_t i = 0; i < m.library_calls.size(); ++i) {
     std::optional<runtime::PackedWeights> w = compiled->library_calls()[i]->packed_weights();
-    if (!w.has_value()) continue;
+    if (!w.has_value()) continue;  // No constant weights, or a layout kept plain.
     runtime::LibraryCallSpec& spec = m.library_calls[i];
     spec.packed_index = static_cast<int32_t>(packed.size());
     packed.push_back({w->data, w->bytes});
