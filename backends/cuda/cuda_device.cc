@@ -69,7 +69,10 @@ class CudaAllocator : public DeviceAllocator {
     }
     RETURN_IF_ERROR(Use(index_));
     void* p = nullptr;
-    RETURN_IF_ERROR(GRAFT_CUDA(cudaMalloc(&p, size)));
+    {
+      std::lock_guard<std::recursive_mutex> exclusion(CaptureExclusion());
+      RETURN_IF_ERROR(GRAFT_CUDA(cudaMalloc(&p, size)));
+    }
     std::lock_guard<std::mutex> lock(mu_);
     sizes_[p] = size;
     return p;
@@ -84,11 +87,13 @@ class CudaAllocator : public DeviceAllocator {
   absl::Status CopyToHost(const void* device_src, void* host_dst,
                           size_t bytes) override {
     RETURN_IF_ERROR(Use(index_));
+    std::lock_guard<std::recursive_mutex> exclusion(CaptureExclusion());
     return GRAFT_CUDA(cudaMemcpy(host_dst, device_src, bytes, cudaMemcpyDeviceToHost));
   }
   absl::Status CopyFromHost(const void* host_src, void* device_dst,
                             size_t bytes) override {
     RETURN_IF_ERROR(Use(index_));
+    std::lock_guard<std::recursive_mutex> exclusion(CaptureExclusion());
     return GRAFT_CUDA(cudaMemcpy(device_dst, host_src, bytes, cudaMemcpyHostToDevice));
   }
 
@@ -123,6 +128,11 @@ absl::StatusOr<GpuInfo> ProbeGpu(int index) {
   auto it = probed->find(index);
   if (it == probed->end()) it = probed->emplace(index, Probe(index)).first;
   return it->second;
+}
+
+std::recursive_mutex& CaptureExclusion() {
+  static std::recursive_mutex* const mu = new std::recursive_mutex();
+  return *mu;
 }
 
 std::shared_ptr<DeviceAllocator> GpuAllocator(int index) {

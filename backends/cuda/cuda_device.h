@@ -2,6 +2,7 @@
 #define GRAFT_BACKENDS_CUDA_CUDA_DEVICE_H_
 
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -33,6 +34,14 @@ absl::StatusOr<GpuInfo> ProbeGpu(int index = 0);
 
 // The memory of one GPU, through cudaMalloc and cudaMemcpy.
 std::shared_ptr<DeviceAllocator> GpuAllocator(int index);
+
+// Held while a run is captured as a CUDA graph, and around every call that
+// may synchronize the device (cudaMalloc, cudaFree, cudaMallocHost,
+// cudaFreeHost, synchronous copies, stream creation): such a call in one
+// thread invalidates a capture going on in another, which concurrent runs
+// at new sizes (each captured on its first run) would otherwise hit.
+// Recursive: a capture may reach code that takes it again.
+std::recursive_mutex& CaptureExclusion();
 
 }  // namespace graft::cuda
 

@@ -67,6 +67,7 @@ struct RunContext {
   cudaKernelNodeParams copy_in_params{}, copy_out_params{};
 
   ~RunContext() {
+    std::lock_guard<std::recursive_mutex> exclusion(CaptureExclusion());
     if (graph != nullptr) cudaGraphExecDestroy(graph);
     if (graph_def != nullptr) cudaGraphDestroy(graph_def);
     if (pinned != nullptr) cudaFreeHost(pinned);
@@ -151,6 +152,7 @@ absl::StatusOr<std::unique_ptr<CompiledCudaProgram>> CompiledCudaProgram::Create
 }
 
 CompiledCudaProgram::~CompiledCudaProgram() {
+  std::lock_guard<std::recursive_mutex> exclusion(CaptureExclusion());
   if (GpuScope(gpu_.index).Use().ok()) {
     free_contexts_.clear();
     gemms_.clear();
@@ -173,6 +175,7 @@ absl::Status CompiledCudaProgram::UploadWeights() {
     total += AlignUp(t->NumBytes());
   }
   if (total == 0) return absl::OkStatus();
+  std::lock_guard<std::recursive_mutex> exclusion(CaptureExclusion());
   RETURN_IF_ERROR(GRAFT_CUDA(cudaMalloc(&weights_, total)));
   for (size_t i = 0; i < program_.tensors.size(); ++i) {
     const Tensor& t = *program_.tensors[i];
@@ -186,6 +189,7 @@ absl::Status CompiledCudaProgram::UploadWeights() {
 
 absl::StatusOr<std::unique_ptr<RunContext>> CompiledCudaProgram::NewContext() const {
   auto context = std::make_unique<RunContext>();
+  std::lock_guard<std::recursive_mutex> exclusion(CaptureExclusion());
   RETURN_IF_ERROR(GRAFT_CUDA(cudaStreamCreateWithFlags(&context->stream, cudaStreamNonBlocking)));
   const bool gemms = !gemms_.empty();
   const size_t arena = AlignUp(program_.arena_bytes);
@@ -349,6 +353,7 @@ cudaGraphNode_t OnlyEnd(cudaGraph_t graph, bool root) {
 absl::Status CompiledCudaProgram::Capture(RunContext& context, void** in_args,
                                           void** out_args) const {
   std::lock_guard<std::mutex> lock(capture_mu_);  // GEMM plans set their bias per call.
+  std::lock_guard<std::recursive_mutex> exclusion(CaptureExclusion());
   for (bool with_copies : {true, false}) {
     RETURN_IF_ERROR(GRAFT_CUDA(
         cudaStreamBeginCapture(context.stream, cudaStreamCaptureModeThreadLocal)));

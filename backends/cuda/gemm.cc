@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_status.h"
 #include "backends/strided_view.h"
 #include "graph/op_registry.h"
@@ -274,6 +275,8 @@ absl::Status GemmPlan::Choose(bool autotune) {
 
 // Times each candidate on the product's shape and keeps the fastest.
 absl::Status GemmPlan::TimeCandidates(const std::vector<cublasLtMatmulAlgo_t>& candidates) {
+  // Its allocations and synchronizations must not meet a capture elsewhere.
+  std::lock_guard<std::recursive_mutex> exclusion(CaptureExclusion());
   const GemmShape& s = shape_;
   const size_t element = DTypeSize(s.dtype);
   const size_t a_bytes = (s.stride_a == 0 ? s.m * s.k : s.batch * s.m * s.k) * element;
