@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <set>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "cli/load_module.h"
 #include "cli/output.h"
 #include "cli/timing.h"
+#include "graph/file_io.h"
 #include "graph/verifier.h"
 #include "passes/pass_context.h"
 #include "passes/pipeline.h"
@@ -36,6 +38,7 @@ struct CompileArgs {
   std::vector<std::string> dims;  // "SYMBOL=SIZE".
   int threads = -1;
   std::string matmul_precision;
+  std::string target_cpu;
   std::string output;
 };
 
@@ -51,6 +54,13 @@ absl::StatusOr<std::vector<TensorType>> FixedInputTypes(const Module& module,
   std::vector<TensorType> types;
   for (const Tensor& t : bound.tensors) types.push_back(t.type());
   return types;
+}
+
+// The metadata of a compiled model file, without loading its code.
+absl::StatusOr<runtime::ArtifactMetadata> ReadMetadata(const std::string& path) {
+  ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
+  ASSIGN_OR_RETURN(runtime::ArtifactView view, runtime::ParseArtifact(bytes));
+  return view.metadata;
 }
 
 absl::Status RunPipeline(const CompileArgs& args, Module& module) {
@@ -93,6 +103,7 @@ absl::Status RunCompile(const CompileArgs& args) {
   if (!args.matmul_precision.empty()) {
     options.options["matmul_precision"] = args.matmul_precision;
   }
+  if (!args.target_cpu.empty()) options.options["target_cpu"] = args.target_cpu;
   Stopwatch watch;
   ASSIGN_OR_RETURN(std::unique_ptr<Executable> executable, backend->Compile(module, options));
   if (absl::Status s = backend->WriteCompiledModel(*executable, args.output); !s.ok()) {
@@ -101,8 +112,16 @@ absl::Status RunCompile(const CompileArgs& args) {
   const double compile_seconds = watch.Seconds();
   // What graft::runtime makes of the file, as a check and a summary.
   Stopwatch load_watch;
+  // Code for another CPU is checked as that CPU would load it.
+  runtime::LoadOptions check;
+  std::set<std::string> target_features;
+  if (!args.target_cpu.empty() && args.target_cpu != "native") {
+    ASSIGN_OR_RETURN(runtime::ArtifactMetadata written, ReadMetadata(args.output));
+    target_features.insert(written.cpu_features.begin(), written.cpu_features.end());
+    check.host_features = &target_features;
+  }
   absl::StatusOr<std::unique_ptr<runtime::CompiledModel>> loaded =
-      runtime::CompiledModel::Load(args.output);
+      runtime::CompiledModel::Load(args.output, check);
   if (!loaded.ok()) {
     // A file this graft cannot load is no use to anyone: not left behind.
     std::remove(args.output.c_str());
@@ -148,6 +167,10 @@ Command AddCompileCommand(CLI::App& graft) {
   app->add_option("--matmul-precision", args->matmul_precision,
                   "f32, or bf16 (on CPUs with AVX512_BF16), as for graft run")
       ->check(CLI::IsMember({"f32", "bf16"}));
+  app->add_option("--target-cpu", args->target_cpu,
+                  "The CPU the code is for, by LLVM's name (x86-64-v3, skylake-avx512, znver4, "
+                  "...): a file that runs on every CPU with that one's features; default "
+                  "native, this machine's (the fastest code, for this kind of CPU only)");
   return Command{app, [args] { return RunCompile(*args); }};
 }
 

@@ -26,7 +26,7 @@ for dir in "$@"; do
   while IFS= read -r -d '' file; do
     n=$((n + 1))
     cp "$file" "$out/seeds/$n-$(basename "$file")"
-  done < <(find "$dir" -type f \( -name '*.graft' -o -name '*.gpb' -o -name '*.onnx' \) \
+  done < <(find "$dir" -type f \( -name '*.graft' -o -name '*.gpb' -o -name '*.onnx' -o -name '*.gcx' \) \
              -size -1024k -print0)
 done
 echo "$name: $(ls "$out/seeds" | wc -l) seed files, ${seconds}s"

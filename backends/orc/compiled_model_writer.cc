@@ -24,20 +24,6 @@ std::vector<runtime::ValueSpec> ValueSpecs(const std::vector<ValueSignature>& si
   return values;
 }
 
-// The host's features that LLVM compiled for ("+avx2,-avx512f,..."), as
-// far as the runtime can check them on the loading machine. LLVM may also
-// name features that no arithmetic code uses (rdrnd, xsaveopt); those the
-// runtime does not know are left out.
-std::vector<std::string> CheckableFeatures() {
-  std::vector<std::string> features;
-  for (absl::string_view f : absl::StrSplit(DetectHostCpu().features, ',')) {
-    if (f.size() < 2 || f[0] != '+') continue;
-    const std::string name(f.substr(1));
-    if (runtime::IsKnownCpuFeature(name)) features.push_back(name);
-  }
-  return features;
-}
-
 std::string TargetArch() {
   const std::string& triple = DetectHostCpu().triple;
   return triple.substr(0, triple.find('-'));
@@ -73,6 +59,16 @@ std::vector<bool> SlotsReadAsBuffers(const Program& program,
 
 }  // namespace
 
+std::vector<std::string> CheckableCpuFeatures(const HostCpu& cpu) {
+  std::vector<std::string> features;
+  for (absl::string_view f : absl::StrSplit(cpu.features, ',')) {
+    if (f.size() < 2 || f[0] != '+') continue;
+    const std::string name(f.substr(1));
+    if (runtime::IsKnownCpuFeature(name)) features.push_back(name);
+  }
+  return features;
+}
+
 absl::Status WriteOrcCompiledModel(const OrcExecutable& executable, const std::string& path) {
   const CompiledProgram* compiled = executable.fixed();
   if (compiled == nullptr) {
@@ -84,9 +80,10 @@ absl::Status WriteOrcCompiledModel(const OrcExecutable& executable, const std::s
   runtime::ArtifactMetadata m;
   m.graft_version = GRAFT_VERSION_STRING;
   m.backend = "orc";
-  m.compiled_for = CodegenIdentity();
+  ASSIGN_OR_RETURN(const HostCpu cpu, TargetCpu(program.options.target_cpu));
+  m.compiled_for = CodegenIdentity(cpu);
   m.target_arch = TargetArch();
-  m.cpu_features = CheckableFeatures();
+  m.cpu_features = CheckableCpuFeatures(cpu);
   m.threads = executable.threads();
   m.arena_bytes = program.arena_bytes;
   m.inputs = ValueSpecs(executable.input_signature(), program.input_types);

@@ -2,8 +2,10 @@
 #define GRAFT_BACKENDS_ORC_COMPILED_MODEL_WRITER_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "backends/orc/llvm_jit.h"
 #include "backends/orc/orc_executable.h"
 
 namespace graft::orc {
@@ -13,6 +15,12 @@ namespace graft::orc {
 // module tensors it reads, its signature and the CPU features the code
 // may use (those of this machine that graft::runtime can check).
 absl::Status WriteOrcCompiledModel(const OrcExecutable& executable, const std::string& path);
+
+// The features of `cpu` that graft::runtime can check on a loading machine
+// (LLVM's names without the "+"). LLVM also names features that no
+// arithmetic code uses (rdrnd, xsaveopt); those the runtime does not know
+// are left out.
+std::vector<std::string> CheckableCpuFeatures(const HostCpu& cpu);
 
 }  // namespace graft::orc
 

@@ -26,6 +26,8 @@
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
+#include "llvm/TargetParser/X86TargetParser.h"
 
 namespace graft::orc {
 namespace {
@@ -53,10 +55,16 @@ bool LibmvecAvailable() {
   return available;
 }
 
-llvm::Expected<std::unique_ptr<llvm::TargetMachine>> HostTargetMachine() {
+// A target machine for `cpu`: the host's, or a named CPU's for files
+// compiled to run elsewhere.
+llvm::Expected<std::unique_ptr<llvm::TargetMachine>> TargetMachineFor(const HostCpu& cpu) {
   InitializeLlvmOnce();
   auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!builder) return builder.takeError();
+  if (cpu.name != DetectHostCpu().name || cpu.features != DetectHostCpu().features) {
+    builder->setCPU(cpu.name);
+    builder->getFeatures() = llvm::SubtargetFeatures(cpu.features);
+  }
   builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
   return builder->createTargetMachine();
 }
@@ -82,15 +90,37 @@ const HostCpu& DetectHostCpu() {
   return cpu;
 }
 
-std::string CodegenIdentity() {
-  const HostCpu& cpu = DetectHostCpu();
+absl::StatusOr<HostCpu> TargetCpu(absl::string_view name) {
+  if (name.empty() || name == "native") return DetectHostCpu();
+  const llvm::StringRef cpu_name(name.data(), name.size());
+  if (llvm::X86::parseArchX86(cpu_name, /*Only64Bit=*/true) == llvm::X86::CK_None) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown x86-64 CPU '", name,
+        "' (LLVM's names, e.g. x86-64-v2, x86-64-v3, x86-64-v4, skylake-avx512, znver4, "
+        "sapphirerapids; native: this machine's)"));
+  }
+  llvm::SmallVector<llvm::StringRef, 64> features;
+  llvm::X86::getFeaturesForCPU(cpu_name, features, /*NeedPlus=*/true);
+  HostCpu c;
+  c.triple = DetectHostCpu().triple;
+  c.name = std::string(name);
+  for (llvm::StringRef f : features) {
+    if (!c.features.empty()) c.features += ",";
+    c.features += f.str();
+  }
+  c.has_avx512 = ("," + c.features + ",").find(",+avx512f,") != std::string::npos;
+  c.has_avx512_bf16 = ("," + c.features + ",").find(",+avx512bf16,") != std::string::npos;
+  return c;
+}
+
+std::string CodegenIdentity(const HostCpu& cpu) {
   return absl::StrCat("LLVM ", LLVM_VERSION_STRING, " ", cpu.triple, " ",
                       cpu.name, " ", cpu.features,
                       LibmvecAvailable() ? " libmvec" : "");
 }
 
-absl::StatusOr<std::string> OptimizeAndEmitObject(llvm::Module& module) {
-  auto machine = HostTargetMachine();
+absl::StatusOr<std::string> OptimizeAndEmitObject(llvm::Module& module, const HostCpu& cpu) {
+  auto machine = TargetMachineFor(cpu);
   if (!machine) {
     return absl::InternalError(absl::StrCat(
         "no LLVM target for this CPU: ", ErrorText(machine.takeError())));

@@ -31,16 +31,20 @@ struct HostCpu {
   bool has_avx512_bf16 = false;
 };
 const HostCpu& DetectHostCpu();
+// The CPU named `name` as LLVM knows it ("x86-64-v3", "skylake-avx512",
+// "znver4"), with the features it implies, for code that runs on another
+// machine; "" or "native": this one's.
+absl::StatusOr<HostCpu> TargetCpu(absl::string_view name);
 
 // "LLVM 19.1.7 x86_64-pc-linux-gnu znver4 +avx,+avx2,...": what decides
 // the machine code, for compile cache keys.
-std::string CodegenIdentity();
+std::string CodegenIdentity(const HostCpu& cpu = DetectHostCpu());
 
 // Runs LLVM's O3 pipeline (new pass manager) on `module` for the host CPU,
 // with glibc's vector math library (libmvec) for exp/log/sin/cos/pow when
 // the process can load it, then emits an ELF object. LLJIT optimizes
 // nothing by itself; this is where all the speed comes from.
-absl::StatusOr<std::string> OptimizeAndEmitObject(llvm::Module& module);
+absl::StatusOr<std::string> OptimizeAndEmitObject(llvm::Module& module, const HostCpu& cpu);
 
 // A function in the generated code's calling convention: every argument
 // is a pointer.

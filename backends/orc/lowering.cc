@@ -926,7 +926,7 @@ absl::StatusOr<std::string> CompileToObject(const Program& program) {
   llvm::LLVMContext context;
   llvm::Module module("graft", context);
   IrEmitter ir(context, module);
-  const HostCpu& cpu = DetectHostCpu();
+  ASSIGN_OR_RETURN(const HostCpu cpu, TargetCpu(program.options.target_cpu));
 
   std::vector<llvm::Function*> functions;
   for (size_t i = 0; i < program.steps.size(); ++i) {
@@ -993,7 +993,7 @@ absl::StatusOr<std::string> CompileToObject(const Program& program) {
     llvm::raw_fd_ostream file(std::string(dir) + "/program.txt", error);
     if (!error) file << program.Describe();
   }
-  return OptimizeAndEmitObject(module);
+  return OptimizeAndEmitObject(module, cpu);
 }
 
 }  // namespace graft::orc

@@ -31,10 +31,10 @@ constexpr char kMagic[] = "graft-orc-executable 1\n";
 
 absl::StatusOr<int> ThreadsOption(const CompileOptions& options) {
   for (const auto& [key, value] : options.options) {
-    if (key != "threads" && key != "matmul_precision") {
+    if (key != "threads" && key != "matmul_precision" && key != "target_cpu") {
       return absl::InvalidArgumentError(
           absl::StrCat("the orc backend has no option '", key,
-                       "' (it takes threads=N and matmul_precision=f32|bf16)"));
+                       "' (it takes threads=N, matmul_precision=f32|bf16 and target_cpu=NAME)"));
     }
   }
   int threads = 0;
@@ -48,9 +48,11 @@ absl::StatusOr<int> ThreadsOption(const CompileOptions& options) {
 
 absl::StatusOr<ProgramOptions> ProgramOptionsOf(const CompileOptions& options) {
   ProgramOptions program;
+  program.target_cpu = options.Get("target_cpu");
+  if (program.target_cpu == "native") program.target_cpu.clear();
+  ASSIGN_OR_RETURN(const HostCpu cpu, TargetCpu(program.target_cpu));
   const std::string precision = options.Get("matmul_precision", "f32");
   if (precision == "bf16") {
-    const HostCpu& cpu = DetectHostCpu();
     if (!cpu.has_avx512_bf16) {
       return absl::InvalidArgumentError(absl::StrCat(
           "matmul_precision=bf16 needs a CPU with AVX512_BF16; this one (", cpu.name,

@@ -10,8 +10,10 @@ namespace graft::orc {
 // normalization and data movement, oneDNN calls for matrix products, one
 // arena planned from value lifetimes, and one entry function that runs the
 // steps in order. Options: threads=N (oneDNN's threads; 0, the default:
-// all cores) and matmul_precision=f32|bf16 (bf16: matrix products by
-// constant weights multiply in bf16, on CPUs with AVX512_BF16).
+// all cores), matmul_precision=f32|bf16 (bf16: matrix products by
+// constant weights multiply in bf16, on CPUs with AVX512_BF16) and
+// target_cpu=NAME (code for another CPU, LLVM's names: for compiled model
+// files; it runs here only where this CPU has every feature it may use).
 class OrcBackend : public Backend {
  public:
   absl::string_view name() const override { return "orc"; }

@@ -4,6 +4,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "backends/orc/compiled_model_writer.h"
+#include "runtime/compiled_model.h"
+#include "runtime/cpu_features.h"
 #include "support/status_macros.h"
 
 namespace graft::orc {
@@ -112,6 +115,17 @@ absl::StatusOr<const CompiledProgram*> OrcExecutable::ProgramFor(
 
 absl::StatusOr<std::vector<Tensor>> OrcExecutable::Run(
     absl::Span<const Tensor> inputs) {
+  if (!options_.target_cpu.empty()) {
+    // Code for another CPU runs here only if this CPU has all it may use.
+    ASSIGN_OR_RETURN(const HostCpu cpu, TargetCpu(options_.target_cpu));
+    absl::Status runs = runtime::CheckCpuFeatures(CheckableCpuFeatures(cpu),
+                                                  runtime::HostCpuFeatures());
+    if (!runs.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "code compiled for CPU ", options_.target_cpu, " does not run here: ",
+          runs.message()));
+    }
+  }
   std::vector<Tensor> copies;
   ASSIGN_OR_RETURN(absl::Span<const Tensor> checked, InputsOnHost(inputs, copies));
   RETURN_IF_ERROR(CheckInputs(inputs_, checked).status());

@@ -166,7 +166,9 @@ absl::StatusOr<Program> BuildProgram(const Module& module,
           },
       .channels_last_convs = true,
       .options_key = absl::StrCat(options.bf16_matmuls ? "bf16 matmuls\n" : "",
-                                  "threads ", options.threads)};
+                                  "threads ", options.threads,
+                                  options.target_cpu.empty() ? "" : "\ntarget cpu ",
+                                  options.target_cpu)};
   ASSIGN_OR_RETURN(StepProgram steps, BuildStepProgram(module, input_types, target));
   Program program;
   static_cast<StepProgram&>(program) = std::move(steps);

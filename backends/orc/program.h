@@ -1,6 +1,7 @@
 #ifndef GRAFT_BACKENDS_ORC_PROGRAM_H_
 #define GRAFT_BACKENDS_ORC_PROGRAM_H_
 
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -23,6 +24,9 @@ struct ProgramOptions {
   // The threads a run uses (the threads option, 0 resolved to the cores):
   // library calls plan how to split their work by it.
   int threads = 1;
+  // The CPU the code is for (LLVM's name, the target_cpu option); empty:
+  // this machine's. Code for another CPU is only written to files.
+  std::string target_cpu;
 };
 
 // The steps of a module for the ORC backend: the generated entry function

@@ -328,6 +328,43 @@ TEST(CompiledModel, CodeForCpuFeaturesTheMachineLacksIsRefused) {
                        HasSubstr("cannot check: quantum-fma")));
 }
 
+// Code for a named CPU: a baseline one's file runs here and matches the
+// interpreter, and records only that CPU's features; one for a CPU with
+// features this machine lacks is refused where it would run.
+TEST(CompiledModel, FilesForOtherCpus) {
+  ASSERT_OK_AND_ASSIGN(Module module, ParseModule(kMlp));
+  const std::vector<Tensor> inputs = {RandomTensor(DType::kF32, {5, 8}, FreshSeed())};
+  CompileOptions options;
+  options.input_types = {inputs[0].type()};
+  options.options["target_cpu"] = "x86-64-v2";
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> baseline, Orc().Compile(module, options));
+  const std::string path = TempPath("baseline.gcx");
+  ASSERT_OK(Orc().WriteCompiledModel(*baseline, path));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<runtime::CompiledModel> model,
+                       runtime::CompiledModel::Load(path));
+  const std::vector<std::string>& features = model->metadata().cpu_features;
+  EXPECT_THAT(features, ::testing::Contains("sse4.2"));
+  EXPECT_THAT(features, ::testing::Not(::testing::Contains("avx")));
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> got, model->Run(inputs));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> interp, Interp().Compile(module, {}));
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> want, interp->Run(inputs));
+  ExpectAllClose(got, want, kReduceTol, interp->output_signature());
+
+  options.options["target_cpu"] = "sapphirerapids";  // AMX, AVX512-FP16.
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> other, Orc().Compile(module, options));
+  ASSERT_OK(Orc().WriteCompiledModel(*other, path));
+  if (runtime::HostCpuFeatures().count("amx-tile") == 0) {
+    EXPECT_THAT(runtime::CompiledModel::Load(path),
+                StatusIs(absl::StatusCode::kFailedPrecondition,
+                         AllOf(HasSubstr("amx-tile"), HasSubstr("which this CPU lacks"))));
+    EXPECT_THAT(other->Run(inputs), StatusIs(absl::StatusCode::kFailedPrecondition,
+                                             HasSubstr("does not run here")));
+  }
+  options.options["target_cpu"] = "pentium-mmx-9000";
+  EXPECT_THAT(Orc().Compile(module, options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unknown x86-64 CPU")));
+}
+
 TEST(CompiledModel, OnlyFixedShapesAndWholeModelsAreWritten) {
   ASSERT_OK_AND_ASSIGN(Module symbolic, ParseModule(R"(
 graph():
