@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <future>
 #include <mutex>
 #include <set>
 
@@ -53,6 +54,19 @@ std::string DefaultBackend() {
 
 std::string ExactText(double value) { return absl::StrFormat("%a", value); }
 
+using ExecutableOrError = absl::StatusOr<std::shared_ptr<Executable>>;
+
+// What a call found, under the lock: code to run, a compile to wait for,
+// or a compile to do itself (with the lock released).
+struct Found {
+  std::shared_ptr<Executable> executable;
+  std::shared_future<ExecutableOrError> wait;
+  std::shared_ptr<std::promise<ExecutableOrError>> compile;
+  std::vector<TensorType> types;
+  std::string sizes_key, general_key;
+  bool recompile = false;
+};
+
 struct JitCore::State {
   JitOptions options;
   std::unique_ptr<Backend> backend;
@@ -61,11 +75,14 @@ struct JitCore::State {
   absl::flat_hash_map<std::string, std::shared_ptr<Executable>> by_sizes;
   absl::flat_hash_map<std::string, std::shared_ptr<Executable>> by_general;
   absl::flat_hash_map<std::string, Family> families;
+  // Compiles under way, by general key: calls of the same key wait for
+  // them instead of compiling again.
+  absl::flat_hash_map<std::string, std::shared_future<ExecutableOrError>> in_flight;
   JitStats stats;
   std::string last_change;  // What made the last recompile: for the warning.
   bool warned = false;
 
-  absl::StatusOr<std::shared_ptr<Executable>> Lookup(const CallArgs& args, const JitCore::Tracer& trace);
+  absl::StatusOr<Found> Lookup(const CallArgs& args);
   std::vector<TensorType> GeneralTypes(const CallArgs& args, Family& family, bool is_new);
   absl::StatusOr<std::shared_ptr<Executable>> Compile(const std::vector<TensorType>& types,
                                                       const std::vector<Tensor>& args_tensors,
@@ -141,7 +158,6 @@ absl::StatusOr<std::shared_ptr<Executable>> JitCore::State::Compile(
     const std::vector<TensorType>& types, const std::vector<Tensor>& args_tensors,
     const JitCore::Tracer& trace) {
   ASSIGN_OR_RETURN(Module module, trace(types));
-  ++stats.traces;
   if (!options.pipeline.empty()) {
     ASSIGN_OR_RETURN(passes::Pipeline pipeline, passes::Pipeline::FromString(options.pipeline));
     passes::PassContext ctx;
@@ -162,27 +178,22 @@ absl::StatusOr<std::shared_ptr<Executable>> JitCore::State::Compile(
     compile.keep_outputs_on_device = true;
     break;
   }
-  const CompileCacheStats before = cache->stats();
-  ASSIGN_OR_RETURN(std::shared_ptr<Executable> executable,
-                   cache->GetOrCompile(*backend, module, compile));
-  const CompileCacheStats after = cache->stats();
-  stats.compiles += after.compiles - before.compiles;
-  stats.disk_hits += after.disk_hits - before.disk_hits;
-  return executable;
+  return cache->GetOrCompile(*backend, module, compile);
 }
 
-absl::StatusOr<std::shared_ptr<Executable>> JitCore::State::Lookup(
-    const CallArgs& args, const JitCore::Tracer& trace) {
+absl::StatusOr<Found> JitCore::State::Lookup(const CallArgs& args) {
+  Found found;
   const std::string family_key = FamilyKey(args);
   std::vector<std::vector<std::string>> sizes;
   for (const Tensor& t : args.tensors) {
     sizes.emplace_back();
     for (int64_t d : t.dims()) sizes.back().push_back(absl::StrCat(d));
   }
-  const std::string sizes_key = absl::StrCat(family_key, DimsKey(sizes));
-  if (auto it = by_sizes.find(sizes_key); it != by_sizes.end()) {
+  found.sizes_key = absl::StrCat(family_key, DimsKey(sizes));
+  if (auto it = by_sizes.find(found.sizes_key); it != by_sizes.end()) {
     ++stats.hits;
-    return it->second;
+    found.executable = it->second;
+    return found;
   }
   if (backend == nullptr) {
     ASSIGN_OR_RETURN(backend, CreateBackend(options.backend.empty() ? DefaultBackend()
@@ -192,27 +203,28 @@ absl::StatusOr<std::shared_ptr<Executable>> JitCore::State::Lookup(
   if (is_new && families.size() > 1) {
     last_change = "a static argument, a dtype, a rank or a device";
   }
-  const std::vector<TensorType> types = GeneralTypes(args, family->second, is_new);
+  found.types = GeneralTypes(args, family->second, is_new);
   std::vector<std::vector<std::string>> general;
-  for (const TensorType& t : types) {
+  for (const TensorType& t : found.types) {
     general.emplace_back();
     for (const Dim& d : t.shape) general.back().push_back(d.ToString());
   }
-  const std::string general_key = absl::StrCat(family_key, DimsKey(general));
-  if (auto it = by_general.find(general_key); it != by_general.end()) {
+  found.general_key = absl::StrCat(family_key, DimsKey(general));
+  if (auto it = by_general.find(found.general_key); it != by_general.end()) {
     ++stats.hits;
-    by_sizes[sizes_key] = it->second;
-    return it->second;
+    by_sizes[found.sizes_key] = it->second;
+    found.executable = it->second;
+    return found;
   }
-  const bool recompile = !by_general.empty();
-  const auto start = std::chrono::steady_clock::now();
-  ASSIGN_OR_RETURN(std::shared_ptr<Executable> executable, Compile(types, args.tensors, trace));
-  stats.compile_seconds +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (recompile) CountRecompile();
-  by_general[general_key] = executable;
-  by_sizes[sizes_key] = executable;
-  return executable;
+  if (auto it = in_flight.find(found.general_key); it != in_flight.end()) {
+    found.wait = it->second;
+    return found;
+  }
+  found.recompile = !by_general.empty() || !in_flight.empty();
+  ++stats.traces;
+  found.compile = std::make_shared<std::promise<ExecutableOrError>>();
+  in_flight[found.general_key] = found.compile->get_future().share();
+  return found;
 }
 
 JitCore::JitCore(JitOptions options) : state_(std::make_unique<State>()) {
@@ -227,13 +239,48 @@ JitCore::JitCore(JitOptions options) : state_(std::make_unique<State>()) {
 JitCore::~JitCore() = default;
 
 absl::StatusOr<std::vector<Tensor>> JitCore::Call(const CallArgs& args, const Tracer& trace) {
-  std::shared_ptr<Executable> executable;
+  State& st = *state_;
+  Found found;
   {
-    std::lock_guard<std::mutex> lock(state_->mu);
-    ++state_->stats.calls;
-    ASSIGN_OR_RETURN(executable, state_->Lookup(args, trace));
+    std::lock_guard<std::mutex> lock(st.mu);
+    ++st.stats.calls;
+    ASSIGN_OR_RETURN(found, st.Lookup(args));
   }
-  return executable->Run(args.tensors);
+  if (found.executable != nullptr) return found.executable->Run(args.tensors);
+  if (found.wait.valid()) {
+    // Another call is compiling this key: its result is ours.
+    ExecutableOrError done = found.wait.get();
+    if (!done.ok()) return done.status();
+    {
+      std::lock_guard<std::mutex> lock(st.mu);
+      ++st.stats.hits;
+      st.by_sizes[found.sizes_key] = *done;
+    }
+    return (*done)->Run(args.tensors);
+  }
+  // Traced and compiled with the lock released: calls of cached keys run
+  // meanwhile.
+  const auto start = std::chrono::steady_clock::now();
+  ExecutableOrError compiled = st.Compile(found.types, args.tensors, trace);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  {
+    std::lock_guard<std::mutex> lock(st.mu);
+    st.in_flight.erase(found.general_key);
+    st.stats.compile_seconds += seconds;
+    // The function's own cache counts what it compiled and loaded.
+    const CompileCacheStats cache = st.cache->stats();
+    st.stats.compiles = cache.compiles;
+    st.stats.disk_hits = cache.disk_hits;
+    if (compiled.ok()) {
+      st.by_general[found.general_key] = *compiled;
+      st.by_sizes[found.sizes_key] = *compiled;
+      if (found.recompile) st.CountRecompile();
+    }
+  }
+  found.compile->set_value(compiled);
+  if (!compiled.ok()) return compiled.status();
+  return (*compiled)->Run(args.tensors);
 }
 
 JitStats JitCore::stats() const {

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -158,6 +159,33 @@ TEST(Jit, StaticArgumentsAreKeyedByTypeAndExactValue) {
   ASSERT_OK(f(x, 1).status());    // An int, not the double 1.0.
   ASSERT_OK(f(x, 1.0).status());
   EXPECT_EQ(f.stats().traces, 4);
+}
+
+// Threads calling one function: a key is traced once however many calls
+// want it at the same time, and every call gets the right result.
+TEST(Jit, ConcurrentCallsShareOneCompilePerKey) {
+  auto f = Jit(SumSquarePlusSinFn(), NoDisk());
+  std::vector<Tensor> inputs;
+  for (int64_t cols : {3, 4, 5, 6}) inputs.push_back(RandomTensor(DType::kF32, {2, cols}, cols));
+  std::vector<std::thread> threads;
+  std::vector<int> bad(8, 0);
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 20; ++i) {
+        const Tensor& x = inputs[(t + i) % inputs.size()];
+        absl::StatusOr<std::vector<Tensor>> y = f(x);
+        if (!y.ok() || std::fabs((*y)[0].GetAsDouble(0) - SumSquarePlusSin(x)) > 1e-3) ++bad[t];
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int t = 0; t < 8; ++t) EXPECT_EQ(bad[t], 0) << "thread " << t;
+  const JitStats s = f.stats();
+  EXPECT_EQ(s.calls, 160);
+  // kAuto: the first size static, the next symbolic; at most one trace
+  // per key however the threads interleave.
+  EXPECT_LE(s.traces, 3);
+  EXPECT_EQ(s.hits + s.traces, 160);
 }
 
 TEST(Jit, SeveralInputsAndOutputs) {
