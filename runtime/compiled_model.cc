@@ -161,7 +161,7 @@ absl::Status CompiledModel::Link(const ArtifactView& view, const LoadOptions& op
     packed.push_back({view.data.data() + p.offset, p.bytes, p.layout});
   }
   // Library calls plan their threads when they are made (see ORC).
-  SetLibraryThreads(threads_);
+  ScopedLibraryThreads library_threads(threads_);
   for (const LibraryCallSpec& spec : m.library_calls) {
     absl::StatusOr<std::unique_ptr<LibraryCall>> call =
         PrepareLibraryCall(spec, constants, packed);

@@ -64,6 +64,27 @@ void SetLibraryThreads(int threads) {
   SetOpenMpThreads(threads);
 }
 
+namespace {
+
+// The calling thread's OpenMP thread count, or 0 when OpenMP is absent.
+int OpenMpThreads() {
+  static const auto get =
+      reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
+  return get != nullptr ? get() : 0;
+}
+
+}  // namespace
+
+ScopedLibraryThreads::ScopedLibraryThreads(int threads)
+    : previous_openmp_(OpenMpThreads()), previous_requested_(requested_threads) {
+  SetLibraryThreads(threads);
+}
+
+ScopedLibraryThreads::~ScopedLibraryThreads() {
+  requested_threads = previous_requested_;
+  if (previous_openmp_ > 0) SetOpenMpThreads(previous_openmp_);
+}
+
 #ifdef GRAFT_RUNTIME_WITH_DNNL
 
 

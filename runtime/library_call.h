@@ -125,6 +125,21 @@ absl::Status TakeLibraryError();
 // Limits the library's threads on the calling thread (0: all cores).
 void SetLibraryThreads(int threads);
 
+// SetLibraryThreads for the scope's lifetime; then the calling thread's
+// own OpenMP setting again, so that running a model does not change how
+// the caller's other OpenMP code runs.
+class ScopedLibraryThreads {
+ public:
+  explicit ScopedLibraryThreads(int threads);
+  ~ScopedLibraryThreads();
+  ScopedLibraryThreads(const ScopedLibraryThreads&) = delete;
+  ScopedLibraryThreads& operator=(const ScopedLibraryThreads&) = delete;
+
+ private:
+  int previous_openmp_;
+  int previous_requested_;
+};
+
 }  // namespace graft::runtime
 
 #endif  // GRAFT_RUNTIME_LIBRARY_CALL_H_

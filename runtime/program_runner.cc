@@ -58,8 +58,13 @@ absl::StatusOr<std::vector<Tensor>> ProgramRunner::Run(absl::Span<const Tensor> 
     return absl::ResourceExhaustedError(
         absl::StrCat("cannot allocate the ", arena_bytes_, "-byte arena"));
   }
-  if (uses_library_) SetLibraryThreads(threads);
-  const int rc = entry_(io.data(), arena, state_.data());
+  int rc;
+  if (uses_library_) {
+    ScopedLibraryThreads library_threads(threads);
+    rc = entry_(io.data(), arena, state_.data());
+  } else {
+    rc = entry_(io.data(), arena, state_.data());
+  }
   ReturnArena(arena);
   if (rc == 0) return outputs;
   auto failure = failures_.find(rc - 1);

@@ -30,7 +30,7 @@ absl::StatusOr<std::unique_ptr<CompiledProgram>> CompiledProgram::Create(
   // oneDNN plans how a primitive splits its work among threads when it is
   // made, by the OpenMP setting of the thread that makes it: make them
   // with the threads the runs will have.
-  runtime::SetLibraryThreads(p.options.threads);
+  runtime::ScopedLibraryThreads library_threads(p.options.threads);
   for (int index : p.library_steps) {
     const Step& step = p.steps[index];
     const Node* node = step.node;

@@ -2,6 +2,7 @@
 // by graft::runtime with no LLVM; damaged, foreign and mismatched files
 // refused with clear errors.
 
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -223,6 +224,23 @@ graph():
     ASSERT_OK_AND_ASSIGN(std::vector<Tensor> reference, interp->Run(inputs));
     ExpectAllClose(got, reference, kReduceTol, interp->output_signature());
   }
+}
+
+// Loading and running with one library thread leaves the calling thread's
+// own OpenMP setting as it was.
+TEST(CompiledModel, RunsLeaveTheCallersOpenMpSettingAlone) {
+  const auto get = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
+  const auto set = reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+  if (get == nullptr || set == nullptr) GTEST_SKIP() << "no OpenMP in this process";
+  MlpFile f = WriteMlp("openmp.gcx");
+  set(3);
+  runtime::LoadOptions options;
+  options.threads = 1;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<runtime::CompiledModel> model,
+                       runtime::CompiledModel::Load(f.path, options));
+  EXPECT_EQ(get(), 3);
+  ASSERT_OK(model->Run(f.inputs).status());
+  EXPECT_EQ(get(), 3);
 }
 
 TEST(CompiledModel, WrongInputsAreRefused) {
