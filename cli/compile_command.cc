@@ -115,13 +115,20 @@ absl::Status RunCompile(const CompileArgs& args) {
   // Code for another CPU is checked as that CPU would load it.
   runtime::LoadOptions check;
   std::set<std::string> target_features;
+  absl::StatusOr<std::unique_ptr<runtime::CompiledModel>> loaded;
   if (!args.target_cpu.empty() && args.target_cpu != "native") {
-    ASSIGN_OR_RETURN(runtime::ArtifactMetadata written, ReadMetadata(args.output));
-    target_features.insert(written.cpu_features.begin(), written.cpu_features.end());
-    check.host_features = &target_features;
+    absl::StatusOr<runtime::ArtifactMetadata> written = ReadMetadata(args.output);
+    if (written.ok()) {
+      target_features.insert(written->cpu_features.begin(), written->cpu_features.end());
+      check.host_features = &target_features;
+    } else {
+      loaded = written.status();
+    }
   }
-  absl::StatusOr<std::unique_ptr<runtime::CompiledModel>> loaded =
-      runtime::CompiledModel::Load(args.output, check);
+  if (check.host_features != nullptr || args.target_cpu.empty() ||
+      args.target_cpu == "native") {
+    loaded = runtime::CompiledModel::Load(args.output, check);
+  }
   if (!loaded.ok()) {
     // A file this graft cannot load is no use to anyone: not left behind.
     std::remove(args.output.c_str());

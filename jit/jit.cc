@@ -261,7 +261,19 @@ absl::StatusOr<std::vector<Tensor>> JitCore::Call(const CallArgs& args, const Tr
   // Traced and compiled with the lock released: calls of cached keys run
   // meanwhile.
   const auto start = std::chrono::steady_clock::now();
-  ExecutableOrError compiled = st.Compile(found.types, args.tensors, trace);
+  ExecutableOrError compiled = absl::InternalError("the traced function threw an exception");
+  try {
+    compiled = st.Compile(found.types, args.tensors, trace);
+  } catch (...) {
+    // The key must not stay in flight: waiters get an error, later calls
+    // trace again, and the exception goes on to this caller.
+    {
+      std::lock_guard<std::mutex> lock(st.mu);
+      st.in_flight.erase(found.general_key);
+    }
+    found.compile->set_value(compiled);
+    throw;
+  }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   {

@@ -85,6 +85,7 @@ absl::StatusOr<std::unique_ptr<CompiledCudaProgram>> CompiledCudaProgram::Create
   c->gpu_ = gpu;
   const StepProgram& p = c->program_;
   for (const Step& step : p.steps) {
+    c->has_collectives_ |= step.kind == StepKind::kCollective;
     if (step.kind == StepKind::kCollective && options.communicator == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat(
           "%", step.node->name(), " (", step.node->target(),
@@ -353,7 +354,10 @@ cudaGraphNode_t OnlyEnd(cudaGraph_t graph, bool root) {
 absl::Status CompiledCudaProgram::Capture(RunContext& context, void** in_args,
                                           void** out_args) const {
   std::lock_guard<std::mutex> lock(capture_mu_);  // GEMM plans set their bias per call.
-  std::lock_guard<std::recursive_mutex> exclusion(CaptureExclusion());
+  // A rank's capture of NCCL calls may wait for the other ranks' threads,
+  // which must not wait for this lock meanwhile.
+  std::unique_lock<std::recursive_mutex> exclusion(CaptureExclusion(), std::defer_lock);
+  if (!has_collectives_) exclusion.lock();
   for (bool with_copies : {true, false}) {
     RETURN_IF_ERROR(GRAFT_CUDA(
         cudaStreamBeginCapture(context.stream, cudaStreamCaptureModeThreadLocal)));

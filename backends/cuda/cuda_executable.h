@@ -65,6 +65,8 @@ class CompiledCudaProgram {
   absl::Status EnqueueCollective(const Step& step, RunContext& context) const;
   absl::Status Profile(RunContext& context) const;
   absl::Status Capture(RunContext& context, void** in_args, void** out_args) const;
+  // NCCL collectives among the steps: their capture waits for other ranks.
+  bool has_collectives_ = false;
   // graft_copy_in (`in`) or graft_copy_out on the context's stream.
   absl::Status LaunchCopy(RunContext& context, bool in, void** args) const;
   absl::Status FailedStep(int failed_step) const;

@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "backends/orc/llvm_jit.h"
 #include "runtime/artifact.h"
@@ -59,12 +61,27 @@ std::vector<bool> SlotsReadAsBuffers(const Program& program,
 
 }  // namespace
 
+// Whether generated code may contain instructions of feature `name`: the
+// vector and arithmetic extensions. System features (pku, sgx, rdpru,
+// waitpkg, ...) are never used by generated code, and hypervisors often
+// hide them: recording them would refuse files on machines that run them.
+bool IsInstructionSetFeature(absl::string_view name) {
+  static const absl::flat_hash_set<absl::string_view> kOthers = {
+      "popcnt", "cx8", "cx16", "cmov", "mmx", "movbe", "aes", "pclmul", "f16c",
+      "fma", "fma4", "xop", "tbm", "bmi", "bmi2", "lzcnt", "adx", "sha", "sha512",
+      "gfni", "vaes", "vpclmulqdq", "crc32", "sahf", "evex512", "sm3", "sm4"};
+  return absl::StartsWith(name, "sse") || absl::StartsWith(name, "avx") ||
+         absl::StartsWith(name, "amx") || kOthers.contains(name);
+}
+
 std::vector<std::string> CheckableCpuFeatures(const HostCpu& cpu) {
   std::vector<std::string> features;
   for (absl::string_view f : absl::StrSplit(cpu.features, ',')) {
     if (f.size() < 2 || f[0] != '+') continue;
     const std::string name(f.substr(1));
-    if (runtime::IsKnownCpuFeature(name)) features.push_back(name);
+    if (runtime::IsKnownCpuFeature(name) && IsInstructionSetFeature(name)) {
+      features.push_back(name);
+    }
   }
   return features;
 }

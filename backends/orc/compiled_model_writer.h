@@ -16,10 +16,10 @@ namespace graft::orc {
 // may use (those of this machine that graft::runtime can check).
 absl::Status WriteOrcCompiledModel(const OrcExecutable& executable, const std::string& path);
 
-// The features of `cpu` that graft::runtime can check on a loading machine
-// (LLVM's names without the "+"). LLVM also names features that no
-// arithmetic code uses (rdrnd, xsaveopt); those the runtime does not know
-// are left out.
+// The features of `cpu` that generated code may use and graft::runtime can
+// check on a loading machine (LLVM's names without the "+"): the vector and
+// arithmetic extensions, not system features (pku, sgx, rdrnd) that no
+// generated code uses.
 std::vector<std::string> CheckableCpuFeatures(const HostCpu& cpu);
 
 }  // namespace graft::orc

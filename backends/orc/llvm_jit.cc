@@ -3,11 +3,15 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <string>
+#include <vector>
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Analysis/TargetLibraryInfo.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
@@ -100,13 +104,24 @@ absl::StatusOr<HostCpu> TargetCpu(absl::string_view name) {
         "sapphirerapids; native: this machine's)"));
   }
   llvm::SmallVector<llvm::StringRef, 64> features;
-  llvm::X86::getFeaturesForCPU(cpu_name, features, /*NeedPlus=*/true);
+  llvm::X86::getFeaturesForCPU(cpu_name, features);
+  // With what each implies (x86-64-v4 names avx512f only through avx512bw).
+  llvm::StringMap<bool> all;
+  for (llvm::StringRef f : features) {
+    all[f] = true;
+    llvm::X86::updateImpliedFeatures(f, true, all);
+  }
+  std::vector<std::string> enabled;
+  for (const auto& entry : all) {
+    if (entry.getValue()) enabled.push_back("+" + entry.getKey().str());
+  }
+  std::sort(enabled.begin(), enabled.end());
   HostCpu c;
   c.triple = DetectHostCpu().triple;
   c.name = std::string(name);
-  for (llvm::StringRef f : features) {
+  for (const std::string& f : enabled) {
     if (!c.features.empty()) c.features += ",";
-    c.features += f.str();
+    c.features += f;
   }
   c.has_avx512 = ("," + c.features + ",").find(",+avx512f,") != std::string::npos;
   c.has_avx512_bf16 = ("," + c.features + ",").find(",+avx512bf16,") != std::string::npos;

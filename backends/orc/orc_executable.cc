@@ -78,6 +78,18 @@ std::map<int, runtime::StepFailure> StepFailures(const Program& program) {
   return failures;
 }
 
+// Whether code for `target_cpu` can run on this CPU: it must have every
+// feature the code may use.
+absl::Status RunsHere(const std::string& target_cpu) {
+  if (target_cpu.empty()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(const HostCpu cpu, TargetCpu(target_cpu));
+  absl::Status runs =
+      runtime::CheckCpuFeatures(CheckableCpuFeatures(cpu), runtime::HostCpuFeatures());
+  if (runs.ok()) return runs;
+  return absl::FailedPreconditionError(absl::StrCat(
+      "code compiled for CPU ", target_cpu, " does not run here: ", runs.message()));
+}
+
 OrcExecutable::OrcExecutable(const Module& module,
                              std::vector<ValueSignature> inputs, int threads,
                              ProgramOptions options)
@@ -85,7 +97,8 @@ OrcExecutable::OrcExecutable(const Module& module,
       inputs_(std::move(inputs)),
       outputs_(OutputSignature(module_->graph())),
       threads_(threads),
-      options_(options) {}
+      options_(options),
+      runs_here_(RunsHere(options.target_cpu)) {}
 
 absl::Status OrcExecutable::CompileNow(const std::string* object) {
   if (!AllConcrete(inputs_)) {
@@ -115,17 +128,7 @@ absl::StatusOr<const CompiledProgram*> OrcExecutable::ProgramFor(
 
 absl::StatusOr<std::vector<Tensor>> OrcExecutable::Run(
     absl::Span<const Tensor> inputs) {
-  if (!options_.target_cpu.empty()) {
-    // Code for another CPU runs here only if this CPU has all it may use.
-    ASSIGN_OR_RETURN(const HostCpu cpu, TargetCpu(options_.target_cpu));
-    absl::Status runs = runtime::CheckCpuFeatures(CheckableCpuFeatures(cpu),
-                                                  runtime::HostCpuFeatures());
-    if (!runs.ok()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "code compiled for CPU ", options_.target_cpu, " does not run here: ",
-          runs.message()));
-    }
-  }
+  RETURN_IF_ERROR(runs_here_);
   std::vector<Tensor> copies;
   ASSIGN_OR_RETURN(absl::Span<const Tensor> checked, InputsOnHost(inputs, copies));
   RETURN_IF_ERROR(CheckInputs(inputs_, checked).status());

@@ -91,6 +91,7 @@ class OrcExecutable : public Executable {
   std::vector<ValueSignature> outputs_;
   int threads_;
   ProgramOptions options_;
+  absl::Status runs_here_;  // Whether code for options_.target_cpu runs here.
   ProgramsByShape<CompiledProgram> programs_;
 };
 

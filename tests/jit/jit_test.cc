@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -222,6 +223,21 @@ TEST(Jit, ATraceErrorIsReturned) {
   EXPECT_FALSE(f(RandomTensor(DType::kF32, {2, 3}, 1), RandomTensor(DType::kF32, {4, 5}, 2)).ok());
   // The function still works on good shapes afterwards.
   ASSERT_OK(f(RandomTensor(DType::kF32, {2, 3}, 1), RandomTensor(DType::kF32, {3, 5}, 2)).status());
+}
+
+// A traced function that throws: the exception reaches the caller, and the
+// key is traced again by the next call rather than left broken.
+TEST(Jit, AThrowingFunctionCanBeCalledAgain) {
+  bool fail = true;
+  auto f = Jit([&fail](Proxy x) {
+    if (fail) throw std::runtime_error("not yet");
+    return relu(x);
+  }, NoDisk());
+  const Tensor x = RandomTensor(DType::kF32, {2, 2}, 1);
+  EXPECT_THROW((void)f(x), std::runtime_error);
+  fail = false;
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> y, f(x));
+  EXPECT_EQ(y[0].GetAsDouble(0), std::max(0.0, x.GetAsDouble(0)));
 }
 
 TEST(Jit, InterpBackendWorksToo) {

@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "backends/orc/compiled_model_writer.h"
+#include "backends/orc/llvm_jit.h"
 #include "gmock/gmock.h"
 #include "graph/parser.h"
 #include "gtest/gtest.h"
@@ -378,6 +379,17 @@ TEST(CompiledModel, FilesForOtherCpus) {
     EXPECT_THAT(other->Run(inputs), StatusIs(absl::StatusCode::kFailedPrecondition,
                                              HasSubstr("does not run here")));
   }
+  // This CPU by its own name: the file loads here (system features such as
+  // pku or rdpru, which no generated code uses, are not required).
+  options.options["target_cpu"] = orc::DetectHostCpu().name;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> named, Orc().Compile(module, options));
+  ASSERT_OK(Orc().WriteCompiledModel(*named, path));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<runtime::CompiledModel> here,
+                       runtime::CompiledModel::Load(path));
+  ASSERT_OK(here->Run(inputs).status());
+  // x86-64-v4 implies AVX-512 through its named features.
+  ASSERT_OK_AND_ASSIGN(const orc::HostCpu v4, orc::TargetCpu("x86-64-v4"));
+  EXPECT_TRUE(v4.has_avx512);
   options.options["target_cpu"] = "pentium-mmx-9000";
   EXPECT_THAT(Orc().Compile(module, options),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unknown x86-64 CPU")));
