@@ -673,14 +673,14 @@ absl::StatusOr<const PackedWeights*> PackedOf(const LibraryCallSpec& s,
   return &w;
 }
 
-absl::StatusOr<std::unique_ptr<LibraryCall>> CreateMatmulCall(
-    const LibraryCallSpec& s, absl::Span<const ConstantBuffer> state,
-    absl::Span<const PackedWeights> packed) {
-  MatmulSpec spec;
+// What f32 matrix products and convolutions (MatmulSpec, ConvSpec) take
+// alike from a spec: dims, operands, constant or packed weights, activation.
+template <typename ProductSpec>
+absl::Status FillFloatProduct(const LibraryCallSpec& s, absl::Span<const ConstantBuffer> state,
+                              absl::Span<const PackedWeights> packed, ProductSpec& spec) {
   spec.src = Dims(s.src);
   spec.weights = Dims(s.weights);
   spec.dst = Dims(s.dst);
-  spec.weights_transposed = s.weights_transposed;
   spec.src_operand = s.src_operand;
   spec.weights_operand = s.weights_operand;
   spec.bias_operand = s.bias_operand;
@@ -690,6 +690,15 @@ absl::StatusOr<std::unique_ptr<LibraryCall>> CreateMatmulCall(
   }
   ASSIGN_OR_RETURN(spec.packed_weights, PackedOf(s, packed));
   spec.activation = ActivationAlgorithm(s.activation);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<LibraryCall>> CreateMatmulCall(
+    const LibraryCallSpec& s, absl::Span<const ConstantBuffer> state,
+    absl::Span<const PackedWeights> packed) {
+  MatmulSpec spec;
+  RETURN_IF_ERROR(FillFloatProduct(s, state, packed, spec));
+  spec.weights_transposed = s.weights_transposed;
   spec.bf16 = s.bf16;
   return CreateMatmul(spec);
 }
@@ -728,24 +737,13 @@ absl::StatusOr<std::unique_ptr<LibraryCall>> CreateConvCall(
     const LibraryCallSpec& s, absl::Span<const ConstantBuffer> state,
     absl::Span<const PackedWeights> packed) {
   ConvSpec spec;
-  spec.src = Dims(s.src);
-  spec.weights = Dims(s.weights);
-  spec.dst = Dims(s.dst);
+  RETURN_IF_ERROR(FillFloatProduct(s, state, packed, spec));
   spec.stride = Dims(s.stride);
   spec.padding = Dims(s.padding);
   spec.dilation = Dims(s.dilation);
   spec.groups = s.groups;
-  spec.src_operand = s.src_operand;
-  spec.weights_operand = s.weights_operand;
-  spec.bias_operand = s.bias_operand;
-  if (s.weights_state >= 0) {
-    ASSIGN_OR_RETURN(spec.constant_weights,
-                     Constant(state, s.weights_state, Volume(spec.weights) * 4, "weights"));
-  }
-  ASSIGN_OR_RETURN(spec.packed_weights, PackedOf(s, packed));
   spec.src_channels_last = s.src_channels_last;
   spec.dst_channels_last = s.dst_channels_last;
-  spec.activation = ActivationAlgorithm(s.activation);
   return CreateConv(spec);
 }
 
