@@ -29,6 +29,15 @@ std::shared_ptr<Storage> Storage::Wrap(void* data, size_t bytes,
       new Storage(static_cast<std::byte*>(data), bytes, std::move(keep_alive)));
 }
 
+std::shared_ptr<Storage> Storage::WrapWithKnownContent(
+    void* data, size_t bytes, std::shared_ptr<void> keep_alive,
+    const Fingerprint& content) {
+  std::shared_ptr<Storage> storage = Wrap(data, bytes, std::move(keep_alive));
+  std::call_once(storage->hashed_,
+                 [&storage, &content] { storage->content_ = content; });
+  return storage;
+}
+
 absl::StatusOr<std::shared_ptr<Storage>> Storage::AllocateOn(
     std::shared_ptr<DeviceAllocator> allocator, size_t bytes) {
   ASSIGN_OR_RETURN(void* data, allocator->Allocate(bytes));

@@ -30,6 +30,12 @@ class Storage {
   // Wraps `data` without copying; `keep_alive` owns it (an mmap, a buffer).
   static std::shared_ptr<Storage> Wrap(void* data, size_t bytes,
                                        std::shared_ptr<void> keep_alive);
+  // The same, for bytes whose content hash is already known (recorded when
+  // a file was written, say): ContentFingerprint() returns `content`
+  // without reading them. The caller vouches that it is their hash.
+  static std::shared_ptr<Storage> WrapWithKnownContent(
+      void* data, size_t bytes, std::shared_ptr<void> keep_alive,
+      const Fingerprint& content);
   // Uninitialized memory of `allocator`'s device, freed through it.
   static absl::StatusOr<std::shared_ptr<Storage>> AllocateOn(
       std::shared_ptr<DeviceAllocator> allocator, size_t bytes);

@@ -30,8 +30,14 @@ constexpr int kRecursionLimit = 256;
 // and the like.
 class ModuleReader {
  public:
-  ModuleReader(absl::string_view file, std::shared_ptr<MappedFile> side_file)
-      : file_(file), side_file_(std::move(side_file)) {}
+  // `trust_content_hashes`: the side file is as it was when the model was
+  // written (its modification time is the recorded one), so the tensors'
+  // recorded content hashes stand for their bytes.
+  ModuleReader(absl::string_view file, std::shared_ptr<MappedFile> side_file,
+               bool trust_content_hashes)
+      : file_(file),
+        side_file_(std::move(side_file)),
+        trust_content_hashes_(trust_content_hashes) {}
 
   // Reads one module; `path` is its dotted submodule path (empty for the
   // top). Recursion follows submodule nesting, bounded by kMaxModuleDepth.
@@ -66,6 +72,7 @@ class ModuleReader {
 
   std::string file_;
   std::shared_ptr<MappedFile> side_file_;
+  bool trust_content_hashes_;
   // The graph being read, and the index of the node being read in it.
   const proto::Graph* graph_ = nullptr;
   int index_ = 0;
@@ -200,6 +207,11 @@ absl::StatusOr<std::shared_ptr<Storage>> ModuleReader::ExternalStorage(
                  absl::StrCat("its side-file region [", offset, ", ", offset,
                               " + ", length, ") ends past the end of ",
                               side_file_->path(), " (", size, " bytes)"));
+  }
+  if (trust_content_hashes_ && ext.has_content()) {
+    return Storage::WrapWithKnownContent(
+        side_file_->data() + offset, length, side_file_,
+        Fingerprint{ext.content().high(), ext.content().low()});
   }
   return Storage::Wrap(side_file_->data() + offset, length, side_file_);
 }
@@ -540,7 +552,13 @@ absl::StatusOr<LoadedModel> ModelFromProto(
     }
     loaded.info.metadata.emplace_back(entry.key(), entry.value());
   }
-  ModuleReader reader(name, std::move(side_file));
+  // A side file that was changed after the save (in place, or copied
+  // without its times) has its tensors hashed again when a fingerprint
+  // needs them.
+  const bool trust_content_hashes =
+      side_file != nullptr && model.data_file().mtime_ns() != 0 &&
+      model.data_file().mtime_ns() == side_file->mtime_ns();
+  ModuleReader reader(name, std::move(side_file), trust_content_hashes);
   if (absl::Status s =
           reader.ReadModule(model.graph(), model.tensors(), model.submodules(),
                             "", 0, &loaded.module);

@@ -40,15 +40,24 @@ class MappedFile {
     return absl::string_view(reinterpret_cast<const char*>(data_), size_);
   }
   const std::string& path() const { return path_; }
+  // The file's modification time when it was opened, in nanoseconds since
+  // the epoch.
+  int64_t mtime_ns() const { return mtime_ns_; }
 
  private:
-  MappedFile(std::string path, std::byte* data, uint64_t size)
-      : path_(std::move(path)), data_(data), size_(size) {}
+  MappedFile(std::string path, std::byte* data, uint64_t size,
+             int64_t mtime_ns)
+      : path_(std::move(path)), data_(data), size_(size), mtime_ns_(mtime_ns) {}
 
   std::string path_;
   std::byte* data_;
   uint64_t size_;
+  int64_t mtime_ns_;
 };
+
+// The modification time of the file at `path`, in nanoseconds since the
+// epoch.
+absl::StatusOr<int64_t> FileModificationTimeNs(const std::string& path);
 
 }  // namespace graft
 
