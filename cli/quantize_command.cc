@@ -40,6 +40,8 @@ struct QuantizeArgs {
   std::string report_svg;
   std::optional<double> min_sqnr;
   bool lower = false;
+  std::optional<double> smooth_quant;
+  bool bias_correction = false;
 };
 
 // Calibration and evaluation samples. Random ones are held out by seed; of
@@ -132,6 +134,8 @@ absl::Status RunQuantize(const QuantizeArgs& args) {
   std::string note;
   RETURN_IF_ERROR(Samples(args, module, options, note));
   options.min_sqnr = args.min_sqnr;
+  options.smooth_quant_alpha = args.smooth_quant;
+  options.bias_correction = args.bias_correction;
   if (!args.report && args.report_svg.empty() && !args.min_sqnr.has_value()) {
     options.evaluation.clear();
   }
@@ -157,6 +161,19 @@ absl::Status RunQuantize(const QuantizeArgs& args) {
     absl::StrAppend(&text, "; skipped ", result.prepared.skipped.size());
   }
   absl::StrAppend(&text, "\n");
+  if (args.smooth_quant.has_value()) {
+    absl::StrAppend(&text, "smoothed ", result.smoothed.smoothed.size(), " activations (alpha ",
+                    *args.smooth_quant, "): ", result.smoothed.folded,
+                    " folded into the maker's weights, ", result.smoothed.inserted,
+                    " by a new mul\n");
+    for (const std::string& line : result.smoothed.smoothed) {
+      absl::StrAppend(&text, "  ", line, "\n");
+    }
+  }
+  if (args.bias_correction) {
+    absl::StrAppend(&text, "bias correction: ", result.converted.bias_corrected.size(),
+                    " calls\n");
+  }
   if (result.accuracy.has_value()) {
     absl::StrAppend(&text, "accuracy ", note, ":\n", result.accuracy->ToString());
   }
@@ -205,6 +222,12 @@ Command AddQuantizeCommand(CLI::App& graft) {
   app->add_flag("--lower", args->lower,
                 "Also fuse dequantize -> linear into int8 products (quantize-lower) and print "
                 "the audit: what did not fuse, the share of multiply-accumulates in int8");
+  app->add_option("--smooth-quant", args->smooth_quant,
+                  "SmoothQuant with ALPHA in [0, 1] (0.5 is usual): move activation outliers "
+                  "into the weights before calibrating")
+      ->check(CLI::Range(0.0, 1.0));
+  app->add_flag("--bias-correction", args->bias_correction,
+                "Subtract from each quantized call's bias the mean error its int8 weight adds");
   app->add_option("--min-sqnr", args->min_sqnr,
                   "Return the worst calls to float, one at a time, until the model's output "
                   "SQNR reaches DB");

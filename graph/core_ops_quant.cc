@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "graph/core_ops_internal.h"
 #include "graph/quant_ops.h"
+#include "support/status_macros.h"
 #include "graph/type_rules.h"
 
 namespace graft::core_ops {
@@ -153,13 +154,11 @@ absl::StatusOr<TensorType> Observe(const InferContext& ctx) {
   return t;
 }
 
-absl::StatusOr<TensorType> QuantizedLinear(const InferContext& ctx) {
-  TensorType x = ctx.Type("input");
+// The int8 weight [out, in], its per-output scales and the optional f32
+// bias of a quantized linear layer whose input is `x`.
+absl::Status CheckInt8Weight(const InferContext& ctx, const TensorType& x) {
   TensorType w = ctx.Type("weight");
   TensorType scales = ctx.Type("weight_scales");
-  if ((x.dtype != DType::kI8 && x.dtype != DType::kU8) || x.rank() < 1) {
-    return ctx.Error(absl::StrCat("input ", x.ToString(), " must be i8 or u8 with a dim"));
-  }
   if (w.dtype != DType::kI8 || w.rank() != 2 || rules::DimsConflict(w.shape[1], x.shape.back())) {
     return ctx.Error(absl::StrCat("weight ", w.ToString(), " must be i8[out, ",
                                   x.shape.back().ToString(), "]"));
@@ -176,6 +175,26 @@ absl::StatusOr<TensorType> QuantizedLinear(const InferContext& ctx) {
                                     w.shape[0].ToString(), "]"));
     }
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TensorType> DynamicQuantizedLinear(const InferContext& ctx) {
+  TensorType x = ctx.Type("input");
+  if (x.dtype != DType::kF32 || x.rank() < 1) {
+    return ctx.Error(absl::StrCat("input ", x.ToString(), " must be f32 with a dim"));
+  }
+  RETURN_IF_ERROR(CheckInt8Weight(ctx, x));
+  x.shape.back() = ctx.Type("weight").shape[0];
+  return x;
+}
+
+absl::StatusOr<TensorType> QuantizedLinear(const InferContext& ctx) {
+  TensorType x = ctx.Type("input");
+  if ((x.dtype != DType::kI8 && x.dtype != DType::kU8) || x.rank() < 1) {
+    return ctx.Error(absl::StrCat("input ", x.ToString(), " must be i8 or u8 with a dim"));
+  }
+  RETURN_IF_ERROR(CheckInt8Weight(ctx, x));
+  TensorType w = ctx.Type("weight");
   auto positive = [&](absl::string_view name) -> absl::Status {
     if (ctx.call().IsNone(name)) return absl::OkStatus();
     const double v = ctx.call().Float(name);
@@ -257,6 +276,13 @@ void RegisterQuantOps(OpRegistry& r) {
           .summary = "a linear layer on int8 values (quantize-lower): i8/u8 input, i8 "
                      "weight with per-output scales, an optional ReLU, an f32 result or "
                      "one quantized again"});
+  Add(r, {.name = std::string(kDynamicQuantizedLinearOp),
+          .params = {Param("input", K::kTensor), Param("weight", K::kTensor),
+                     Param("weight_scales", K::kTensor), Optional("bias", K::kTensor)},
+          .traits = {.kind = OpKind::kContraction, .flops = LastDimContractionFlops},
+          .infer = One(DynamicQuantizedLinear),
+          .summary = "a linear layer whose f32 input is quantized to int8 per row as it "
+                     "runs (quantize-dynamic): i8 weight with per-output scales, f32 result"});
 }
 
 }  // namespace graft::core_ops

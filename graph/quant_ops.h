@@ -38,6 +38,23 @@ inline constexpr absl::string_view kObserveOp = "graft::observe";
 // as it is.
 inline constexpr absl::string_view kQuantizedLinearOp = "graft::quantized_linear";
 
+// A linear layer with dynamic quantization of its input, made by
+// quantize-dynamic from linear (or matmul by a constant): no calibration,
+// the input's scale is taken from each row as the layer runs.
+//
+//   graft::dynamic_quantized_linear(input: Tensor, weight: Tensor,
+//                                   weight_scales: Tensor,
+//                                   bias: Tensor? = None)
+//
+// input f32 [.., in]; weight i8 [out, in] with one scale per output
+// (weight_scales f32 [out]); bias f32 [out]. Each row r of the input is
+// quantized to symmetric int8 with s[r] = max_k |input[r, k]| / 127
+// (rounding to nearest even; a zero row has s = 1), then
+//   y[r, o] = s[r] * weight_scales[o] * sum_k q[r, k] * weight[o, k] + bias[o]
+// summed in 32-bit integers, in f32.
+inline constexpr absl::string_view kDynamicQuantizedLinearOp =
+    "graft::dynamic_quantized_linear";
+
 }  // namespace graft
 
 #endif  // GRAFT_GRAPH_QUANT_OPS_H_

@@ -11,6 +11,7 @@
 #include "passes/partition.h"
 #include "passes/pass_registry.h"
 #include "passes/quantize/convert.h"
+#include "passes/quantize/dynamic.h"
 #include "passes/quantize/equalize.h"
 #include "passes/quantize/lower.h"
 #include "passes/quantize/prepare.h"
@@ -128,6 +129,17 @@ void RegisterBuiltinPasses(PassRegistry& r) {
           [](const PassOptions& o) -> absl::StatusOr<std::unique_ptr<Pass>> {
             ASSIGN_OR_RETURN(std::unique_ptr<quantize::WeightOnlyPass> p,
                              quantize::WeightOnlyPass::FromOptions(o));
+            return std::unique_ptr<Pass>(std::move(p));
+          }});
+  MustRegister(
+      r, {"quantize-dynamic",
+          "Dynamic quantization: linear layers and matmuls by a constant read int8 weights "
+          "and quantize their input per row as they run; no calibration "
+          "(docs/quantization.md).",
+          "skip=GLOB;GLOB... (calls kept float)",
+          [](const PassOptions& o) -> absl::StatusOr<std::unique_ptr<Pass>> {
+            ASSIGN_OR_RETURN(std::unique_ptr<quantize::DynamicPass> p,
+                             quantize::DynamicPass::FromOptions(o));
             return std::unique_ptr<Pass>(std::move(p));
           }});
   MustRegister(r, {"equalize-layers",

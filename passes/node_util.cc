@@ -89,6 +89,17 @@ void EraseIfDead(Graph& graph, Node* node) {
   }
 }
 
+const Tensor* PrivateConstant(const Module& module, const Node* node) {
+  const Tensor* t = AttrTensor(module, node);
+  if (t == nullptr || node->num_uses() != 1) return nullptr;
+  for (const Node* other : module.graph().nodes()) {
+    if (other != node && other->op() == OpCode::kGetAttr && other->target() == node->target()) {
+      return nullptr;
+    }
+  }
+  return t;
+}
+
 Node* SoleUser(const Node& node) {
   std::vector<Node*> users = node.users();
   return users.size() == 1 && node.num_uses() == 1 ? users[0] : nullptr;

@@ -51,6 +51,11 @@ CallOperands WithParam(const Node& node, absl::string_view param,
 // missing tensors.
 const Tensor* AttrTensor(const Module& module, const Node* node);
 
+// The tensor a get_attr node reads when nothing else reads it: the node has
+// one use and no other get_attr reads the same tensor; else null. A pass
+// may then change the tensor in place of that one use.
+const Tensor* PrivateConstant(const Module& module, const Node* node);
+
 // The only user of `node` when it has exactly one use, else null.
 Node* SoleUser(const Node& node);
 

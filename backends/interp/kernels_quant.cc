@@ -238,6 +238,54 @@ absl::StatusOr<Value> QuantizedLinear(const KernelContext& ctx) {
   return Value(y);
 }
 
+// Each row quantized to symmetric int8 by its own largest magnitude, the
+// products summed in 32 bits, then scaled by the row's and the output's
+// scales.
+absl::StatusOr<Value> DynamicQuantizedLinear(const KernelContext& ctx) {
+  ASSIGN_OR_RETURN(Tensor x, ctx.Input("input"));
+  ASSIGN_OR_RETURN(Tensor w, ctx.Input("weight"));
+  ASSIGN_OR_RETURN(Tensor scales, ctx.Input("weight_scales"));
+  ASSIGN_OR_RETURN(std::optional<Tensor> bias, ctx.OptionalInput("bias"));
+  if (x.dtype() != DType::kF32 || w.dtype() != DType::kI8 || w.rank() != 2 || x.rank() < 1 ||
+      x.dims().back() != w.dim(1) || scales.dtype() != DType::kF32 ||
+      scales.NumElements() != w.dim(0) ||
+      (bias.has_value() && (bias->dtype() != DType::kF32 || bias->NumElements() != w.dim(0)))) {
+    return KernelError("dynamic_quantized_linear: input ", x.TypeString(), ", weight ",
+                       w.TypeString(), " and weight_scales ", scales.TypeString(),
+                       " do not fit");
+  }
+  const int64_t in = w.dim(1), out = w.dim(0);
+  int64_t rows = 1;
+  for (int64_t d = 0; d + 1 < x.rank(); ++d) rows *= x.dim(d);
+  std::vector<int64_t> dims = x.dims();
+  dims.back() = out;
+  Tensor y(DType::kF32, dims);
+  const float* xd = x.data<float>();
+  const int8_t* wd = w.data<int8_t>();
+  const float* sd = scales.data<float>();
+  const float* bd = bias.has_value() ? bias->data<float>() : nullptr;
+  std::vector<int32_t> q(in);
+  for (int64_t r = 0; r < rows; ++r) {
+    float largest = 0;
+    for (int64_t k = 0; k < in; ++k) {
+      if (std::isfinite(xd[r * in + k])) largest = std::max(largest, std::fabs(xd[r * in + k]));
+    }
+    const float row_scale = largest > 0 ? largest / 127.0f : 1.0f;
+    for (int64_t k = 0; k < in; ++k) {
+      const float v = std::nearbyint(xd[r * in + k] / row_scale);
+      q[k] = std::isnan(v) ? 0 : static_cast<int32_t>(std::clamp(v, -127.0f, 127.0f));
+    }
+    for (int64_t o = 0; o < out; ++o) {
+      int32_t sum = 0;
+      for (int64_t k = 0; k < in; ++k) sum += q[k] * wd[o * in + k];
+      float v = row_scale * sd[o] * static_cast<float>(sum);
+      if (bd != nullptr) v += bd[o];
+      y.data<float>()[r * out + o] = v;
+    }
+  }
+  return Value(y);
+}
+
 }  // namespace
 
 void RegisterQuantKernels(KernelTable& t) {
@@ -249,6 +297,7 @@ void RegisterQuantKernels(KernelTable& t) {
   });
   t.Add("quantize_per_tensor", QuantizePerTensor);
   t.Add(std::string(kQuantizedLinearOp), QuantizedLinear);
+  t.Add(std::string(kDynamicQuantizedLinearOp), DynamicQuantizedLinear);
   t.Add("quantize_per_channel", QuantizePerChannel);
   t.Add("dequantize", Dequantize);
 }

@@ -108,7 +108,8 @@ namespace {
 
 class Converter {
  public:
-  Converter(Module& module, const QuantConfig& config) : module_(module), config_(config) {}
+  Converter(Module& module, const QuantConfig& config, const InputMeans* means)
+      : module_(module), config_(config), means_(means) {}
 
   absl::StatusOr<ConvertReport> Run() {
     RETURN_IF_ERROR(config_.Validate());
@@ -226,9 +227,119 @@ class Converter {
       InferAndSetType(dequantized);
       weights_[key] = dequantized;
     }
+    if (means_ != nullptr) {
+      auto mean = means_->find(n->name());
+      if (mean != means_->end()) {
+        RETURN_IF_ERROR(CorrectBias(n, *tensor, QuantizeWeight(*tensor, axis), mean->second));
+      }
+    }
     Node* float_weight = const_cast<Node*>(w);
     n->ReplaceInputWith(float_weight, dequantized);
     replaced_.push_back(float_weight);
+    return absl::OkStatus();
+  }
+
+  // The mean shift of each output channel that the weight's rounding
+  // error `error` (the weight's dims) makes, given the input channels'
+  // means; empty when the call's layout is not one this knows.
+  std::vector<double> MeanShift(const Node& n, const Tensor& error,
+                                const std::vector<double>& mean) const {
+    const std::vector<double> e = error.ToDoubles();
+    const int64_t in = static_cast<int64_t>(mean.size());
+    std::vector<double> shift;
+    if (n.is_call("conv2d") && error.rank() == 4) {
+      absl::StatusOr<OpCall> bound = OpCall::Bind(n);
+      const int64_t out = error.dim(0), per_group = error.dim(1);
+      const int64_t window = error.dim(2) * error.dim(3);
+      const int64_t groups = bound.ok() ? bound->Int("groups") : 1;
+      if (groups <= 0 || per_group * groups != in || out % groups != 0) return {};
+      shift.assign(out, 0.0);
+      for (int64_t o = 0; o < out; ++o) {
+        const int64_t first = (o / (out / groups)) * per_group;
+        for (int64_t c = 0; c < per_group; ++c) {
+          for (int64_t k = 0; k < window; ++k) {
+            shift[o] += e[(o * per_group + c) * window + k] * mean[first + c];
+          }
+        }
+      }
+      return shift;
+    }
+    if (error.rank() != 2) return {};
+    // matmul's [in, out] weight, or graft::linear_activation's in_out one.
+    const bool in_out = n.is_call("matmul") || WeightAxis(n) == 1;
+    const int64_t out = in_out ? error.dim(1) : error.dim(0);
+    if ((in_out ? error.dim(0) : error.dim(1)) != in) return {};
+    shift.assign(out, 0.0);
+    for (int64_t o = 0; o < out; ++o) {
+      for (int64_t i = 0; i < in; ++i) shift[o] += e[in_out ? i * out + o : o * in + i] * mean[i];
+    }
+    return shift;
+  }
+
+  // The constant f32 vector of `out` elements that `add` adds to
+  // `product`, or null.
+  Node* BiasOfAdd(const Node& add, const Node& product, int64_t out) const {
+    absl::StatusOr<OpCall> bound = OpCall::Bind(add);
+    if (!bound.ok()) return nullptr;
+    for (const char* param : {"input", "other"}) {
+      Node* operand = bound->TensorNode(param);
+      const Tensor* t = AttrTensor(module_, operand);
+      if (operand != &product && t != nullptr && t->dtype() == DType::kF32 && t->rank() == 1 &&
+          t->NumElements() == out) {
+        return operand;
+      }
+    }
+    return nullptr;
+  }
+
+  // Subtracts from `n`'s bias (or, for a matmul, from the constant an add
+  // after it adds) the mean shift its quantized weight makes.
+  absl::Status CorrectBias(Node* n, const Tensor& weight, const QuantizedWeight& q,
+                           const std::vector<double>& mean) {
+    ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(*n));
+    Node* target = n;  // The call whose bias takes the correction.
+    if (call.schema().ParamIndex("bias") < 0) {
+      // matmul: the constant that an add after it adds (ONNX's MatMul, Add).
+      target = SoleUser(*n);
+      if (target == nullptr || !target->is_call("add")) return absl::OkStatus();
+    }
+    Tensor error = DequantizeWeight(q);
+    const std::vector<double> w = weight.ToDoubles();
+    for (int64_t i = 0; i < error.NumElements(); ++i) {
+      error.data<float>()[i] = static_cast<float>(error.data<float>()[i] - w[i]);
+    }
+    const std::vector<double> shift = MeanShift(*n, error, mean);
+    if (shift.empty()) return absl::OkStatus();
+    const int64_t out = static_cast<int64_t>(shift.size());
+    Tensor bias(DType::kF32, {out});
+    Node* old = target == n ? call.TensorNode("bias") : BiasOfAdd(*target, *n, out);
+    if (target != n && old == nullptr) return absl::OkStatus();
+    if (old != nullptr) {
+      const Tensor* t = AttrTensor(module_, old);
+      if (t == nullptr || t->dtype() != DType::kF32 || t->NumElements() != out) {
+        return absl::OkStatus();  // A computed bias: nothing to fold into.
+      }
+      std::copy_n(t->data<float>(), out, bias.data<float>());
+    } else if (!call.IsNone("bias")) {
+      return absl::OkStatus();
+    }
+    for (int64_t o = 0; o < out; ++o) {
+      bias.data<float>()[o] = static_cast<float>(bias.data<float>()[o] - shift[o]);
+    }
+    // A tensor of its own: another call may share the old bias.
+    const std::string name = module_.UniqueTensorName(n->name() + "_corrected_bias");
+    module_.SetTensor(name, bias);
+    auto at = module_.graph().InsertingBefore(n);
+    Node* corrected = module_.graph().GetAttr(name, bias.type());
+    if (old != nullptr) {
+      target->ReplaceInputWith(old, corrected);
+      replaced_.push_back(old);
+    } else {
+      CallOperands operands = WithParam(*n, "bias", Argument(corrected));
+      n->SetArgs(std::move(operands.args));
+      n->SetKwargs(std::move(operands.kwargs));
+    }
+    report_.bias_corrected.push_back(n->name());
     return absl::OkStatus();
   }
 
@@ -254,6 +365,7 @@ class Converter {
 
   Module& module_;
   const QuantConfig& config_;
+  const InputMeans* means_;
   ConvertReport report_;
   absl::flat_hash_map<std::pair<std::string, int64_t>, Node*> weights_;
   absl::flat_hash_set<const Node*> quantized_;
@@ -262,8 +374,9 @@ class Converter {
 
 }  // namespace
 
-absl::StatusOr<ConvertReport> Convert(Module& module, const QuantConfig& config) {
-  return Converter(module, config).Run();
+absl::StatusOr<ConvertReport> Convert(Module& module, const QuantConfig& config,
+                                      const InputMeans* bias_correction) {
+  return Converter(module, config, bias_correction).Run();
 }
 
 absl::StatusOr<std::unique_ptr<ConvertPass>> ConvertPass::FromOptions(const PassOptions& options) {

@@ -1,6 +1,7 @@
 #ifndef GRAFT_PASSES_QUANTIZE_CONVERT_H_
 #define GRAFT_PASSES_QUANTIZE_CONVERT_H_
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,7 +36,17 @@ const Node* WeightNode(const Node& call);
 struct ConvertReport {
   std::vector<std::string> quantized;  // Calls that read quantized values.
   int quantize_ops = 0;                // quantize/dequantize pairs made.
+  // Calls whose bias took the bias correction (given a bias if they had none).
+  std::vector<std::string> bias_corrected;
 };
+
+// Bias correction (Nagel et al., 2019, from the weights' error): per
+// quantized call (by name), the mean of each input channel of the float
+// activation it reads, over calibration data (the last dim for linear, dim
+// 1 for conv2d). A quantized weight Wq = W + E shifts the call's result by
+// E . mean on average; Convert subtracts that from the call's bias (a call
+// without one gets one). matmul has no bias and is left alone.
+using InputMeans = std::map<std::string, std::vector<double>>;
 
 // The reference graph of a calibrated module (Prepare, then calibration,
 // which wrote scale and zero point into every graft::observe): each
@@ -44,8 +55,10 @@ struct ConvertReport {
 // each constant weight is stored as int8 with its scales and dequantized
 // where it is read. Every backend runs the result. Calls the config does
 // not quantize (skip globs, added after calibration to keep a call float)
-// read the float values. An observer without a scale is an error.
-absl::StatusOr<ConvertReport> Convert(Module& module, const QuantConfig& config);
+// read the float values. An observer without a scale is an error. With
+// `bias_correction`, the calls it names get their bias corrected.
+absl::StatusOr<ConvertReport> Convert(Module& module, const QuantConfig& config,
+                                      const InputMeans* bias_correction = nullptr);
 
 // `quantize-convert{ops=OP;OP,skip=GLOB;GLOB,per-tensor=false}`: the same
 // ops as the prepare step (calls of other ops read float values).

@@ -17,14 +17,8 @@ namespace {
 // this call reads, or null.
 const Node* OwnConstant(const Module& module, const OpCall& call, absl::string_view param) {
   const Node* n = call.TensorNode(param);
-  const Tensor* t = AttrTensor(module, n);
-  if (t == nullptr || t->dtype() != DType::kF32 || n->num_uses() != 1) return nullptr;
-  // A tensor read by two get_attr nodes is shared too.
-  int readers = 0;
-  for (const Node* other : module.graph().nodes()) {
-    readers += other->op() == OpCode::kGetAttr && other->target() == n->target();
-  }
-  return readers == 1 ? n : nullptr;
+  const Tensor* t = PrivateConstant(module, n);
+  return t != nullptr && t->dtype() == DType::kF32 ? n : nullptr;
 }
 
 }  // namespace

@@ -23,9 +23,9 @@ bool Skipped(const WeightOnlyConfig& config, const Node& n) {
   return false;
 }
 
-// The f32 constant 2-D weight of a linear layer ([out, in]) or of a
-// matmul by a constant ([in, out]), or null.
-Node* WeightOf(const Module& module, const Node& n) {
+}  // namespace
+
+Node* ConstantLinearWeight(const Module& module, const Node& n) {
   if (!n.is_call("linear") && !n.is_call("matmul") && n.target() != kLinearActivationOp) {
     return nullptr;
   }
@@ -40,7 +40,16 @@ Node* WeightOf(const Module& module, const Node& n) {
   return w;
 }
 
-}  // namespace
+Tensor WeightOutIn(const Node& call, const Tensor& weight) {
+  if (!call.is_call("matmul")) return weight;
+  Tensor t(DType::kF32, {weight.dim(1), weight.dim(0)});
+  for (int64_t i = 0; i < weight.dim(0); ++i) {
+    for (int64_t j = 0; j < weight.dim(1); ++j) {
+      t.data<float>()[j * weight.dim(0) + i] = weight.data<float>()[i * weight.dim(1) + j];
+    }
+  }
+  return t;
+}
 
 absl::StatusOr<WeightOnlyReport> QuantizeWeightsOnly(Module& module,
                                                      const WeightOnlyConfig& config) {
@@ -58,22 +67,13 @@ absl::StatusOr<WeightOnlyReport> QuantizeWeightsOnly(Module& module,
   Graph& graph = module.graph();
   std::vector<Node*> calls;
   for (Node* n : graph.nodes()) {
-    if (WeightOf(module, *n) != nullptr && !Skipped(config, *n)) calls.push_back(n);
+    if (ConstantLinearWeight(module, *n) != nullptr && !Skipped(config, *n)) calls.push_back(n);
   }
   for (Node* n : calls) {
-    Node* w = WeightOf(module, *n);
+    Node* w = ConstantLinearWeight(module, *n);
     // A matmul's [in, out] weight is grouped as its transpose, [out, in].
     const bool in_out = n->is_call("matmul");
-    const Tensor& stored = *AttrTensor(module, w);
-    Tensor t = stored;
-    if (in_out) {
-      t = Tensor(DType::kF32, {stored.dim(1), stored.dim(0)});
-      for (int64_t i = 0; i < stored.dim(0); ++i) {
-        for (int64_t j = 0; j < stored.dim(1); ++j) {
-          t.data<float>()[j * stored.dim(0) + i] = stored.data<float>()[i * stored.dim(1) + j];
-        }
-      }
-    }
+    const Tensor t = WeightOutIn(*n, *AttrTensor(module, w));
     const int64_t out = t.dim(0), in = t.dim(1);
     int64_t group = config.group_size == 0 || config.group_size >= in ? in : config.group_size;
     if (in % group != 0) {

@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "graph/module.h"
+#include "graph/tensor.h"
 #include "passes/pass.h"
 
 namespace graft::passes::quantize {
@@ -27,6 +28,13 @@ struct WeightOnlyReport {
   // per output instead.
   std::vector<std::string> per_channel;
 };
+
+// The f32 constant 2-D weight of a linear layer (linear, or
+// graft::linear_activation with an [out, in] weight: [out, in]) or of a
+// matmul by a constant ([in, out]), or null.
+Node* ConstantLinearWeight(const Module& module, const Node& call);
+// That weight as [out, in] (a matmul's transposed).
+Tensor WeightOutIn(const Node& call, const Tensor& weight);
 
 // Each linear (and graft::linear_activation with an [out, in] weight, and
 // matmul by an [in, out] constant, grouped as its transpose) whose weight

@@ -202,6 +202,7 @@ std::vector<PassCase> Cases() {
       // Lossy by design: only a gross error (a misplaced or transposed
       // weight) fails here; tests/quantize/ measures its SQNR.
       {"quantize-weights", "quantize-weights{group=16}", 0.2, true},
+      {"quantize-dynamic", "quantize-dynamic", 0.2, true},
   };
 }
 

@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "backends/interp/interpreter.h"
 #include "passes/quantize/convert.h"
+#include "passes/quantize/dynamic.h"
 #include "passes/quantize/lower.h"
 #include "passes/quantize/equalize.h"
 #include "passes/quantize/prepare.h"
@@ -460,6 +461,49 @@ TEST(Accuracy, MinSqnrReturnsTheWorstCallsToFloat) {
   ASSERT_FALSE(some.accuracy->kept_float.empty());
   EXPECT_THAT(some.accuracy->kept_float_reasons[0], HasSubstr("the lowest"));
   EXPECT_LT(some.accuracy->nodes.size(), all.accuracy->nodes.size());
+}
+
+// The op itself, on numbers worked out by hand: row 0's largest magnitude
+// is 127 (scale 1), -64.5 rounds to -64 (to even), the sum is
+// 127*2 + (-64)*(-1) = 318, times 0.5, plus 1; row 1 is zeros: the bias.
+TEST(Dynamic, TheOpQuantizesEachRowByItsOwnRange) {
+  Module m = Parse(R"(
+tensor w : i8[1,2] = [2, -1]
+tensor s : f32[1] = [0.5]
+tensor b : f32[1] = [1.0]
+
+graph():
+    %x : f32[2,2] = placeholder[target=x]
+    %w = get_attr[target=w]
+    %s = get_attr[target=s]
+    %b = get_attr[target=b]
+    %y = call_function[target=graft::dynamic_quantized_linear](args = (%x, %w, %s), kwargs = {bias: %b})
+    return y
+)");
+  interp::Interpreter interpreter(m);
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> y,
+                       interpreter.Run({Tensor::FromVector<float>(DType::kF32, {2, 2},
+                                                                   {127.0f, -64.5f, 0.0f, 0.0f})}));
+  EXPECT_THAT(y[0].span<float>(), ::testing::ElementsAre(160.0f, 1.0f));
+}
+
+TEST(Dynamic, LinearsAndConstantMatmulsNeedNoCalibration) {
+  const Module original = LoadTestModel("gpt2_block_opset17");
+  Module m = original.Clone();
+  ASSERT_OK_AND_ASSIGN(passes::quantize::DynamicReport report,
+                       passes::quantize::QuantizeDynamic(m, {}));
+  // The block's four weight products; attention's two products of
+  // activations stay float.
+  EXPECT_EQ(report.quantized.size(), 4u);
+  EXPECT_EQ(CountCalls(m, "graft::dynamic_quantized_linear"), 4);
+  EXPECT_EQ(CountCalls(m, "matmul"), 2);
+  ASSERT_OK_AND_ASSIGN(std::vector<Sample> eval, RandomSamples(original, 4, 999));
+  ASSERT_OK_AND_ASSIGN(AccuracyReport accuracy, MeasureAccuracy(original, m, eval, {}));
+  std::printf("dynamic int8 GPT-2-style block: %.1f dB\n", accuracy.model_sqnr);
+  EXPECT_GE(accuracy.model_sqnr, 37);
+  Module bad = original.Clone();
+  EXPECT_THAT(passes::quantize::QuantizeDynamic(bad, {"nothing*"}).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'nothing*' matches no")));
 }
 
 TEST(Calibration, AFolderOfTheWrongShapeNamesTheFile) {
