@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "backends/memory_plan.h"
+#include "graph/quant_ops.h"
 #include "backends/bias_into_linear.h"
 #include "backends/inline_submodules.h"
 #include "graph/collective_ops.h"
@@ -200,7 +201,8 @@ class ProgramBuilder {
     } else {
       for (const Node* input : node.unique_inputs()) step.inputs.push_back(input);
     }
-    const bool conv = target_.channels_last_convs && node.is_call("conv2d") &&
+    const bool conv = target_.channels_last_convs &&
+                      (node.is_call("conv2d") || node.is_call(kQuantizedConv2dOp)) &&
                       ConvRunsChannelsLast(node);
     const bool any_layout = step.kind == StepKind::kPointwise ||
                             step.kind == StepKind::kBatchNorm ||

@@ -112,8 +112,11 @@ std::optional<int64_t> LastDimContractionFlops(const Node& node) {
   return 2 * *out * input->shape.back().value();
 }
 
-std::optional<int64_t> Conv2dFlops(const Node& node) {
-  std::optional<TensorType> weight = StaticArgType(node, 1);
+namespace {
+
+// conv2d's FLOPs with its weight the positional argument `weight_arg`.
+std::optional<int64_t> ConvFlops(const Node& node, int weight_arg) {
+  std::optional<TensorType> weight = StaticArgType(node, weight_arg);
   std::optional<int64_t> out = StaticResultElements(node);
   if (!weight.has_value() || weight->rank() != 4 || !out.has_value()) {
     return std::nullopt;
@@ -121,6 +124,12 @@ std::optional<int64_t> Conv2dFlops(const Node& node) {
   return 2 * *out * weight->shape[1].value() * weight->shape[2].value() *
          weight->shape[3].value();
 }
+
+}  // namespace
+
+std::optional<int64_t> Conv2dFlops(const Node& node) { return ConvFlops(node, 1); }
+
+std::optional<int64_t> QuantizedConv2dFlops(const Node& node) { return ConvFlops(node, 3); }
 
 ParamSpec Param(std::string name, ParamKind kind) {
   return ParamSpec{.name = std::move(name), .kind = kind};

@@ -47,6 +47,11 @@ ParamSpec Defaulted(std::string name, ParamKind kind, Argument default_value);
 // linear ops) or the weight's in_channels * kh * kw (conv2d).
 std::optional<int64_t> LastDimContractionFlops(const Node& node);
 std::optional<int64_t> Conv2dFlops(const Node& node);
+std::optional<int64_t> QuantizedConv2dFlops(const Node& node);  // Its weight is argument 3.
+// conv2d's result type (of the input's dtype) from its input, weight,
+// bias, stride, padding, dilation and groups, the dtypes unchecked: the
+// shape rule conv2d and graft::quantized_conv2d share.
+absl::StatusOr<TensorType> Conv2dShape(const InferContext& ctx);
 
 // One function per table of docs/ops.md.
 void RegisterElementwiseOps(OpRegistry& registry);

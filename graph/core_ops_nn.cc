@@ -178,6 +178,16 @@ absl::StatusOr<int64_t> ChannelDim(const InferContext& ctx,
 }
 
 absl::StatusOr<TensorType> Conv2d(const InferContext& ctx) {
+  for (const char* p : {"weight", "bias"}) {
+    absl::Status status = RequireSameDType(ctx, "input", p);
+    if (!status.ok()) return status;
+  }
+  return Conv2dShape(ctx);
+}
+
+}  // namespace
+
+absl::StatusOr<TensorType> Conv2dShape(const InferContext& ctx) {
   TensorType x = ctx.Type("input");
   TensorType w = ctx.Type("weight");
   absl::StatusOr<int64_t> c = ChannelDim(ctx, x);
@@ -186,10 +196,6 @@ absl::StatusOr<TensorType> Conv2d(const InferContext& ctx) {
     return ctx.Error(absl::StrCat("weight ", w.ToString(),
                                   " must be 4-D [out_channels, "
                                   "in_channels/groups, kh, kw]"));
-  }
-  for (const char* p : {"weight", "bias"}) {
-    absl::Status status = RequireSameDType(ctx, "input", p);
-    if (!status.ok()) return status;
   }
   int64_t groups = ctx.call().Int("groups");
   if (groups < 1) {
@@ -242,6 +248,8 @@ absl::StatusOr<TensorType> Conv2d(const InferContext& ctx) {
   }
   return TensorType{x.dtype, std::move(shape)};
 }
+
+namespace {
 
 absl::StatusOr<TensorType> Pool(const InferContext& ctx, bool average) {
   TensorType x = ctx.Type("input");

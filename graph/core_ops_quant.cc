@@ -188,41 +188,65 @@ absl::StatusOr<TensorType> DynamicQuantizedLinear(const InferContext& ctx) {
   return x;
 }
 
-absl::StatusOr<TensorType> QuantizedLinear(const InferContext& ctx) {
-  TensorType x = ctx.Type("input");
-  if ((x.dtype != DType::kI8 && x.dtype != DType::kU8) || x.rank() < 1) {
-    return ctx.Error(absl::StrCat("input ", x.ToString(), " must be i8 or u8 with a dim"));
-  }
-  RETURN_IF_ERROR(CheckInt8Weight(ctx, x));
-  TensorType w = ctx.Type("weight");
+// The scales, zero points and activation of an int8 product on input `x`,
+// and the dtype of its result (f32, or quantized again).
+absl::StatusOr<DType> CheckQuantizedProduct(const InferContext& ctx, const TensorType& x) {
   auto positive = [&](absl::string_view name) -> absl::Status {
     if (ctx.call().IsNone(name)) return absl::OkStatus();
     const double v = ctx.call().Float(name);
     if (v > 0 && std::isfinite(v)) return absl::OkStatus();
     return ctx.Error(absl::StrCat(name, " must be positive and finite, got ", v));
   };
-  absl::Status status = positive("input_scale");
-  if (status.ok()) status = positive("output_scale");
-  if (status.ok()) status = CheckZeroPoint(ctx, "input_zero_point", x.dtype);
-  if (!status.ok()) return status;
+  RETURN_IF_ERROR(positive("input_scale"));
+  RETURN_IF_ERROR(positive("output_scale"));
+  RETURN_IF_ERROR(CheckZeroPoint(ctx, "input_zero_point", x.dtype));
   const std::string& activation = ctx.call().String("activation");
   if (activation != "none" && activation != "relu") {
     return ctx.Error(absl::StrCat("activation must be \"none\" or \"relu\", got \"", activation,
                                   "\""));
   }
-  TensorType out = x;
-  out.dtype = ctx.call().GetDType("output_dtype");
-  if (ctx.call().IsNone("output_scale") != (out.dtype == DType::kF32)) {
+  const DType out = ctx.call().GetDType("output_dtype");
+  if (ctx.call().IsNone("output_scale") != (out == DType::kF32)) {
     return ctx.Error("output_scale goes with an i8 or u8 output_dtype, and only with one");
   }
-  if (out.dtype != DType::kF32 && out.dtype != DType::kI8 && out.dtype != DType::kU8) {
-    return ctx.Error(absl::StrCat("output_dtype must be f32, i8 or u8, got ", DTypeName(out.dtype)));
+  if (out != DType::kF32 && out != DType::kI8 && out != DType::kU8) {
+    return ctx.Error(absl::StrCat("output_dtype must be f32, i8 or u8, got ", DTypeName(out)));
   }
-  if (out.dtype != DType::kF32) {
-    status = CheckZeroPoint(ctx, "output_zero_point", out.dtype);
-    if (!status.ok()) return status;
+  if (out != DType::kF32) RETURN_IF_ERROR(CheckZeroPoint(ctx, "output_zero_point", out));
+  return out;
+}
+
+absl::StatusOr<TensorType> QuantizedLinear(const InferContext& ctx) {
+  TensorType x = ctx.Type("input");
+  if ((x.dtype != DType::kI8 && x.dtype != DType::kU8) || x.rank() < 1) {
+    return ctx.Error(absl::StrCat("input ", x.ToString(), " must be i8 or u8 with a dim"));
   }
-  out.shape.back() = w.shape[0];
+  RETURN_IF_ERROR(CheckInt8Weight(ctx, x));
+  ASSIGN_OR_RETURN(DType dtype, CheckQuantizedProduct(ctx, x));
+  TensorType out = x;
+  out.dtype = dtype;
+  out.shape.back() = ctx.Type("weight").shape[0];
+  return out;
+}
+
+absl::StatusOr<TensorType> QuantizedConv2d(const InferContext& ctx) {
+  TensorType x = ctx.Type("input");
+  if (x.dtype != DType::kI8 && x.dtype != DType::kU8) {
+    return ctx.Error(absl::StrCat("input ", x.ToString(), " must be i8 or u8"));
+  }
+  TensorType w = ctx.Type("weight");
+  TensorType scales = ctx.Type("weight_scales");
+  if (w.dtype != DType::kI8) return ctx.Error(absl::StrCat("weight ", w.ToString(), " must be i8"));
+  ASSIGN_OR_RETURN(TensorType out, Conv2dShape(ctx));
+  if (scales.dtype != DType::kF32 || scales.rank() != 1 ||
+      rules::DimsConflict(scales.shape[0], w.shape[0])) {
+    return ctx.Error(absl::StrCat("weight_scales ", scales.ToString(), " must be f32[",
+                                  w.shape[0].ToString(), "]"));
+  }
+  if (ctx.IsTensor("bias") && ctx.Type("bias").dtype != DType::kF32) {
+    return ctx.Error(absl::StrCat("bias ", ctx.Type("bias").ToString(), " must be f32"));
+  }
+  ASSIGN_OR_RETURN(out.dtype, CheckQuantizedProduct(ctx, x));
   return out;
 }
 
@@ -276,6 +300,21 @@ void RegisterQuantOps(OpRegistry& r) {
           .summary = "a linear layer on int8 values (quantize-lower): i8/u8 input, i8 "
                      "weight with per-output scales, an optional ReLU, an f32 result or "
                      "one quantized again"});
+  Add(r, {.name = std::string(kQuantizedConv2dOp),
+          .params = {Param("input", K::kTensor), Param("input_scale", K::kFloat),
+                     Param("input_zero_point", K::kInt), Param("weight", K::kTensor),
+                     Param("weight_scales", K::kTensor), Optional("bias", K::kTensor),
+                     Defaulted("stride", K::kIntList, 1), Defaulted("padding", K::kIntList, 0),
+                     Defaulted("dilation", K::kIntList, 1), Defaulted("groups", K::kInt, 1),
+                     Defaulted("activation", K::kString, Argument("none")),
+                     Optional("output_scale", K::kFloat),
+                     Defaulted("output_zero_point", K::kInt, Argument(int64_t{0})),
+                     Defaulted("output_dtype", K::kDType, DType::kF32)},
+          .traits = {.kind = OpKind::kContraction, .flops = QuantizedConv2dFlops},
+          .infer = One(QuantizedConv2d),
+          .summary = "a 2-D convolution on int8 values (quantize-lower): i8/u8 input, i8 "
+                     "weight with per-output-channel scales, an optional ReLU, an f32 result "
+                     "or one quantized again"});
   Add(r, {.name = std::string(kDynamicQuantizedLinearOp),
           .params = {Param("input", K::kTensor), Param("weight", K::kTensor),
                      Param("weight_scales", K::kTensor), Optional("bias", K::kTensor)},

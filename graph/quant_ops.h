@@ -38,6 +38,27 @@ inline constexpr absl::string_view kObserveOp = "graft::observe";
 // as it is.
 inline constexpr absl::string_view kQuantizedLinearOp = "graft::quantized_linear";
 
+// A convolution on quantized values, made by quantize-lower from
+// dequantize -> conv2d: backends run it as one int8 convolution.
+//
+//   graft::quantized_conv2d(input: Tensor, input_scale: float,
+//                           input_zero_point: int, weight: Tensor,
+//                           weight_scales: Tensor, bias: Tensor? = None,
+//                           stride: int[] = 1, padding: int[] = 0,
+//                           dilation: int[] = 1, groups: int = 1,
+//                           activation: str = "none",
+//                           output_scale: float? = None,
+//                           output_zero_point: int = 0,
+//                           output_dtype: dtype = f32)
+//
+// conv2d's shapes and window arguments; input i8 or u8 (NCHW), weight i8
+// [out, in/groups, kh, kw] with one scale per output channel, bias f32
+// [out]. The sums (input - input_zero_point) * weight run in int32 (padding
+// counts as the zero point: a real 0), then as quantized_linear: scaled by
+// input_scale * weight_scales[o], bias added, the activation, an f32
+// result or one quantized to output_dtype.
+inline constexpr absl::string_view kQuantizedConv2dOp = "graft::quantized_conv2d";
+
 // A linear layer with dynamic quantization of its input, made by
 // quantize-dynamic from linear (or matmul by a constant): no calibration,
 // the input's scale is taken from each row as the layer runs.

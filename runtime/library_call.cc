@@ -409,24 +409,51 @@ std::unique_ptr<LibraryCall> CreateMatmul(const MatmulSpec& spec) {
                                          flops);
 }
 
-// dst[M, N] = activation(src_scale * w_scales[n] *
-//   sum_k (src[M, K] - src_zero_point) * w[N, K] + bias[N]): u8 or s8
-// activations times s8 weights (VNNI on CPUs that have it), int32 sums
-// scaled into f32.
-struct QuantizedMatmulSpec {
-  memory::dims src, weights, dst;  // weights as [K, N], stored [N, K].
+// What an int8 product (matmul or convolution) takes beyond its shapes:
+// u8 or s8 activations times constant s8 weights (VNNI on CPUs that have
+// it), int32 sums scaled into f32 or quantized again.
+struct Int8Params {
   DnnlType src_type = DnnlType::s8;
   int src_operand = 0;
   const void* weights_tensor = nullptr;
   const PackedWeights* packed_weights = nullptr;
-  const float* bias = nullptr;  // Constant, f32 [N]; null: none.
-  std::vector<float> scales;  // One per N: the int32 sums' scale.
+  const float* bias = nullptr;  // Constant, f32, one per output; null: none.
+  std::vector<float> scales;    // One per output: the int32 sums' scale.
   int32_t src_zero_point = 0;
   // A quantized result (u8 or s8): its scale and zero point.
   DnnlType dst_type = DnnlType::f32;
   float dst_scale = 1;
   int32_t dst_zero_point = 0;
   dnnl::algorithm activation = dnnl::algorithm::undef;
+
+  // Output scales (per output, mask `output_mask`), zero points and the
+  // activation.
+  dnnl::primitive_attr Attr(int output_mask) const {
+    dnnl::primitive_attr attr = Activation(activation);
+    // Into a quantized result: the sums' scale over the result's.
+    std::vector<float> output_scales = scales;
+    for (float& s : output_scales) s /= dst_scale;
+    attr.set_output_scales(output_mask, output_scales);
+    if (src_zero_point != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {src_zero_point});
+    if (dst_zero_point != 0) attr.set_zero_points(DNNL_ARG_DST, 0, {dst_zero_point});
+    return attr;
+  }
+
+  // oneDNN 2 adds the bias to the sums before it scales them: the bias
+  // divided by each output's scale, once. Empty without a bias.
+  std::vector<float> ScaledBias() const {
+    std::vector<float> scaled;
+    if (bias != nullptr) {
+      for (size_t j = 0; j < scales.size(); ++j) scaled.push_back(bias[j] / scales[j]);
+    }
+    return scaled;
+  }
+};
+
+// dst[M, N] = activation(src_scale * w_scales[n] *
+//   sum_k (src[M, K] - src_zero_point) * w[N, K] + bias[N]).
+struct QuantizedMatmulSpec : Int8Params {
+  memory::dims src, weights, dst;  // weights as [K, N], stored [N, K].
 };
 
 std::unique_ptr<LibraryCall> CreateQuantizedMatmul(const QuantizedMatmulSpec& spec) {
@@ -438,21 +465,8 @@ std::unique_ptr<LibraryCall> CreateQuantizedMatmul(const QuantizedMatmulSpec& sp
   args[1].packed = spec.packed_weights;
   const memory::desc packed(spec.weights, DnnlType::s8, Tag::any);
   const memory::desc bias = Plain({1, spec.dst.back()});
-  dnnl::primitive_attr attr = Activation(spec.activation);
-  // Into a quantized result: the sums' scale over the result's.
-  std::vector<float> output_scales = spec.scales;
-  for (float& s : output_scales) s /= spec.dst_scale;
-  attr.set_output_scales(/*mask=*/1 << 1, output_scales);
-  if (spec.src_zero_point != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {spec.src_zero_point});
-  if (spec.dst_zero_point != 0) attr.set_zero_points(DNNL_ARG_DST, 0, {spec.dst_zero_point});
-  // oneDNN 2 adds the bias to the sums before it scales them: the bias is
-  // divided by each output's scale here, once.
-  std::vector<float> scaled_bias;
-  if (spec.bias != nullptr) {
-    for (int64_t j = 0; j < spec.dst.back(); ++j) {
-      scaled_bias.push_back(spec.bias[j] / spec.scales[j]);
-    }
-  }
+  const dnnl::primitive_attr attr = spec.Attr(/*output_mask=*/1 << 1);
+  const std::vector<float> scaled_bias = spec.ScaledBias();
   dnnl::matmul::primitive_desc pd =
       spec.bias != nullptr
           ? dnnl::matmul::primitive_desc(
@@ -466,6 +480,65 @@ std::unique_ptr<LibraryCall> CreateQuantizedMatmul(const QuantizedMatmulSpec& sp
   });
   const double flops = 2.0 * spec.dst[0] * spec.dst[1] * spec.src[1];
   return std::make_unique<PrimitiveCall>("int8 matmul", dnnl::matmul(pd), std::move(args), flops);
+}
+
+// out[N, O, OH, OW] = conv2d on int8 values, scaled as QuantizedMatmulSpec;
+// NCHW or NHWC activations, weights [O, C/g, KH, KW].
+struct QuantizedConvSpec : Int8Params {
+  memory::dims src, weights, dst, stride, padding, dilation;
+  bool src_channels_last = false, dst_channels_last = false;
+  int64_t groups = 1;
+};
+
+// oneDNN's form of a convolution's weights ([G, O/G, C/G, KH, KW] when
+// grouped) and dilation (it counts the gaps).
+memory::dims GroupedWeights(memory::dims weights, int64_t groups) {
+  if (groups > 1) {
+    weights[0] /= groups;
+    weights.insert(weights.begin(), groups);
+  }
+  return weights;
+}
+memory::dims GapDilation(memory::dims dilation) {
+  for (auto& d : dilation) d -= 1;
+  return dilation;
+}
+memory::desc ActivationLayout(const memory::dims& dims, DnnlType type, bool channels_last) {
+  return channels_last ? memory::desc(dims, type, Tag::nhwc) : Plain(dims, type);
+}
+
+std::unique_ptr<LibraryCall> CreateQuantizedConv(const QuantizedConvSpec& spec) {
+  const memory::dims weights = GroupedWeights(spec.weights, spec.groups);
+  std::vector<PrimitiveArg> args{
+      {DNNL_ARG_SRC, ActivationLayout(spec.src, spec.src_type, spec.src_channels_last),
+       1 + spec.src_operand},
+      {DNNL_ARG_WEIGHTS, Plain(weights, DnnlType::s8), -1, spec.weights_tensor},
+      {DNNL_ARG_DST, ActivationLayout(spec.dst, spec.dst_type, spec.dst_channels_last), 0}};
+  args[1].packed = spec.packed_weights;
+  const memory::desc packed(weights, DnnlType::s8, Tag::any);
+  const memory::desc bias = Plain({spec.dst[1]});
+  const std::vector<float> scaled_bias = spec.ScaledBias();
+  const memory::dims dilation = GapDilation(spec.dilation);
+  auto desc = spec.bias != nullptr
+                  ? dnnl::convolution_forward::desc(
+                        dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                        args[0].desc, packed, bias, args[2].desc, spec.stride, dilation,
+                        spec.padding, spec.padding)
+                  : dnnl::convolution_forward::desc(
+                        dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                        args[0].desc, packed, args[2].desc, spec.stride, dilation, spec.padding,
+                        spec.padding);
+  dnnl::convolution_forward::primitive_desc pd(desc, spec.Attr(/*output_mask=*/1 << 1),
+                                               Engine());
+  if (spec.bias != nullptr) args.push_back({DNNL_ARG_BIAS, bias, -1, scaled_bias.data()});
+  args.push_back(ScratchpadArg(pd.scratchpad_desc()));
+  PackConstants(args, [&](int arg) {
+    return arg == DNNL_ARG_BIAS ? pd.bias_desc() : pd.weights_desc();
+  });
+  double flops = 2.0 * spec.weights[1] * spec.weights[2] * spec.weights[3];
+  for (int64_t d : spec.dst) flops *= d;
+  return std::make_unique<PrimitiveCall>("int8 convolution", dnnl::convolution_forward(pd),
+                                         std::move(args), flops);
 }
 
 // out[N, O, OH, OW] = activation(conv2d(x[N, C, H, W], w[O, C/g, KH, KW]) +
@@ -547,21 +620,14 @@ std::optional<dnnl::convolution_forward::primitive_desc> WinogradConv(
 }
 
 std::unique_ptr<LibraryCall> CreateConv(const ConvSpec& spec) {
-  memory::dims weights = spec.weights;
-  if (spec.groups > 1) {
-    weights[0] /= spec.groups;
-    weights.insert(weights.begin(), spec.groups);
-  }
-  memory::dims dilation = spec.dilation;
-  for (auto& d : dilation) d -= 1;  // oneDNN counts the gaps.
-  auto layout = [](const memory::dims& dims, bool channels_last) {
-    return channels_last ? memory::desc(dims, DnnlType::f32, Tag::nhwc) : Plain(dims);
-  };
+  const memory::dims weights = GroupedWeights(spec.weights, spec.groups);
+  const memory::dims dilation = GapDilation(spec.dilation);
   std::vector<PrimitiveArg> args{
-      {DNNL_ARG_SRC, layout(spec.src, spec.src_channels_last), 1 + spec.src_operand},
+      {DNNL_ARG_SRC, ActivationLayout(spec.src, DnnlType::f32, spec.src_channels_last),
+       1 + spec.src_operand},
       {DNNL_ARG_WEIGHTS, Plain(weights), 1 + spec.weights_operand,
        spec.constant_weights},
-      {DNNL_ARG_DST, layout(spec.dst, spec.dst_channels_last), 0}};
+      {DNNL_ARG_DST, ActivationLayout(spec.dst, DnnlType::f32, spec.dst_channels_last), 0}};
   const bool constant = spec.constant_weights != nullptr || spec.packed_weights != nullptr;
   args[1].packed = spec.packed_weights;
   if (constant) args[1].buffer = -1;
@@ -703,6 +769,48 @@ absl::StatusOr<std::unique_ptr<LibraryCall>> CreateMatmulCall(
   return CreateMatmul(spec);
 }
 
+// A convolution's window and layouts (ConvSpec, QuantizedConvSpec).
+template <typename ConvolutionSpec>
+void FillWindow(const LibraryCallSpec& s, ConvolutionSpec& spec) {
+  spec.stride = Dims(s.stride);
+  spec.padding = Dims(s.padding);
+  spec.dilation = Dims(s.dilation);
+  spec.groups = s.groups;
+  spec.src_channels_last = s.src_channels_last;
+  spec.dst_channels_last = s.dst_channels_last;
+}
+
+// The Int8Params of a spec whose weights have `weight_elements` values and
+// whose result `outputs` channels.
+absl::Status FillInt8Params(const LibraryCallSpec& s, absl::Span<const ConstantBuffer> state,
+                            absl::Span<const PackedWeights> packed, int64_t weight_elements,
+                            int64_t outputs, Int8Params& p) {
+  p.src_type = s.src_dtype == DType::kU8 ? DnnlType::u8 : DnnlType::s8;
+  p.src_operand = s.src_operand;
+  ASSIGN_OR_RETURN(p.packed_weights, PackedOf(s, packed));
+  if (p.packed_weights == nullptr || s.weights_state >= 0) {
+    ASSIGN_OR_RETURN(p.weights_tensor,
+                     Constant(state, s.weights_state, weight_elements, "int8 weights"));
+  }
+  if (s.bias_state >= 0) {
+    ASSIGN_OR_RETURN(const void* bias, Constant(state, s.bias_state, outputs * 4, "bias"));
+    p.bias = static_cast<const float*>(bias);
+  }
+  if (static_cast<int64_t>(s.scales.size()) != outputs) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(s.label, ": ", s.scales.size(), " scales for ", outputs, " outputs"));
+  }
+  p.scales = s.scales;
+  p.src_zero_point = s.src_zero_point;
+  if (s.dst_dtype != DType::kF32) {
+    p.dst_type = s.dst_dtype == DType::kU8 ? DnnlType::u8 : DnnlType::s8;
+    p.dst_scale = s.dst_scale;
+    p.dst_zero_point = s.dst_zero_point;
+  }
+  p.activation = ActivationAlgorithm(s.activation);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<LibraryCall>> CreateQuantizedMatmulCall(
     const LibraryCallSpec& s, absl::Span<const ConstantBuffer> state,
     absl::Span<const PackedWeights> packed) {
@@ -710,27 +818,21 @@ absl::StatusOr<std::unique_ptr<LibraryCall>> CreateQuantizedMatmulCall(
   spec.src = Dims(s.src);
   spec.weights = Dims(s.weights);
   spec.dst = Dims(s.dst);
-  spec.src_type = s.src_dtype == DType::kU8 ? DnnlType::u8 : DnnlType::s8;
-  spec.src_operand = s.src_operand;
-  ASSIGN_OR_RETURN(spec.packed_weights, PackedOf(s, packed));
-  if (spec.packed_weights == nullptr || s.weights_state >= 0) {
-    ASSIGN_OR_RETURN(spec.weights_tensor,
-                     Constant(state, s.weights_state, Volume(spec.weights), "int8 weights"));
-  }
-  const int64_t n = spec.dst.back();
-  if (s.bias_state >= 0) {
-    ASSIGN_OR_RETURN(const void* bias, Constant(state, s.bias_state, n * 4, "bias"));
-    spec.bias = static_cast<const float*>(bias);
-  }
-  spec.scales = s.scales;
-  spec.src_zero_point = s.src_zero_point;
-  if (s.dst_dtype != DType::kF32) {
-    spec.dst_type = s.dst_dtype == DType::kU8 ? DnnlType::u8 : DnnlType::s8;
-    spec.dst_scale = s.dst_scale;
-    spec.dst_zero_point = s.dst_zero_point;
-  }
-  spec.activation = ActivationAlgorithm(s.activation);
+  RETURN_IF_ERROR(
+      FillInt8Params(s, state, packed, Volume(spec.weights), spec.dst.back(), spec));
   return CreateQuantizedMatmul(spec);
+}
+
+absl::StatusOr<std::unique_ptr<LibraryCall>> CreateQuantizedConvCall(
+    const LibraryCallSpec& s, absl::Span<const ConstantBuffer> state,
+    absl::Span<const PackedWeights> packed) {
+  QuantizedConvSpec spec;
+  spec.src = Dims(s.src);
+  spec.weights = Dims(s.weights);
+  spec.dst = Dims(s.dst);
+  FillWindow(s, spec);
+  RETURN_IF_ERROR(FillInt8Params(s, state, packed, Volume(spec.weights), spec.dst[1], spec));
+  return CreateQuantizedConv(spec);
 }
 
 absl::StatusOr<std::unique_ptr<LibraryCall>> CreateConvCall(
@@ -738,12 +840,7 @@ absl::StatusOr<std::unique_ptr<LibraryCall>> CreateConvCall(
     absl::Span<const PackedWeights> packed) {
   ConvSpec spec;
   RETURN_IF_ERROR(FillFloatProduct(s, state, packed, spec));
-  spec.stride = Dims(s.stride);
-  spec.padding = Dims(s.padding);
-  spec.dilation = Dims(s.dilation);
-  spec.groups = s.groups;
-  spec.src_channels_last = s.src_channels_last;
-  spec.dst_channels_last = s.dst_channels_last;
+  FillWindow(s, spec);
   return CreateConv(spec);
 }
 
@@ -763,6 +860,8 @@ absl::StatusOr<std::unique_ptr<LibraryCall>> PrepareLibraryCall(
         return CreateQuantizedMatmulCall(spec, state, packed);
       case LibraryCallKind::kConv:
         return CreateConvCall(spec, state, packed);
+      case LibraryCallKind::kQuantizedConv:
+        return CreateQuantizedConvCall(spec, state, packed);
     }
   } catch (const dnnl::error& e) {
     return absl::InternalError(absl::StrCat("oneDNN: ", e.what()));

@@ -33,6 +33,10 @@ enum class LibraryCallKind : uint8_t {
   // A product with a dim of size 0 (no library has a primitive for it):
   // the result is the bias alone through the activation, or nothing.
   kEmptyProduct = 3,
+  // dst = conv2d on int8 values, summed and scaled as kQuantizedMatmul
+  // (scales per output channel), NCHW or NHWC, constant s8 weights
+  // [O, C/groups, KH, KW].
+  kQuantizedConv = 4,
 };
 
 struct LibraryCallSpec {
@@ -53,14 +57,14 @@ struct LibraryCallSpec {
   // kMatmul.
   bool weights_transposed = false;  // Stored [N, K] (linear's weight).
   bool bf16 = false;  // Multiply in bf16 (constant weights), f32 results.
-  // kQuantizedMatmul.
+  // kQuantizedMatmul and kQuantizedConv.
   DType src_dtype = DType::kI8;  // kI8 or kU8.
   DType dst_dtype = DType::kF32;  // kF32, kI8 or kU8.
   int32_t bias_state = -1;  // A constant f32 bias [N]; -1: none.
   std::vector<float> scales;  // One per N: the int32 sums' scale.
   int32_t src_zero_point = 0, dst_zero_point = 0;
   float dst_scale = 1;
-  // kConv.
+  // kConv and kQuantizedConv.
   std::vector<int64_t> stride, padding, dilation;
   int64_t groups = 1;
   bool src_channels_last = false, dst_channels_last = false;

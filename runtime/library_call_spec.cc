@@ -63,11 +63,19 @@ absl::Status Check(const ByteReader& in, const LibraryCallSpec& s) {
       return CheckOperand(in, s.bias_operand, s.operand_count, true, "bias");
     }
     case LibraryCallKind::kQuantizedMatmul:
+    case LibraryCallKind::kQuantizedConv: {
+      const bool conv = s.kind == LibraryCallKind::kQuantizedConv;
       for (const auto* dims : {&s.src, &s.weights, &s.dst}) {
-        RETURN_IF_ERROR(CheckDims(in, *dims, 2, 2, "int8 product's dims"));
+        RETURN_IF_ERROR(CheckDims(in, *dims, conv ? 4 : 2, conv ? 4 : 2, "int8 product's dims"));
       }
-      if (s.scales.size() != static_cast<size_t>(s.dst.back())) {
-        return in.Error("an int8 product needs one scale per output column");
+      if (conv) {
+        for (const auto* v : {&s.stride, &s.padding, &s.dilation}) {
+          RETURN_IF_ERROR(CheckDims(in, *v, 2, 2, "convolution's window"));
+        }
+        if (s.groups < 1 || s.groups > kMaxDim) return in.Error("bad convolution groups");
+      }
+      if (s.scales.size() != static_cast<size_t>(conv ? s.dst[1] : s.dst.back())) {
+        return in.Error("an int8 product needs one scale per output channel");
       }
       if ((s.src_dtype != DType::kI8 && s.src_dtype != DType::kU8) ||
           (s.dst_dtype != DType::kF32 && s.dst_dtype != DType::kI8 &&
@@ -78,6 +86,7 @@ absl::Status Check(const ByteReader& in, const LibraryCallSpec& s) {
         return in.Error("an int8 product without constant weights");
       }
       return CheckOperand(in, s.src_operand, s.operand_count, false, "input");
+    }
   }
   return in.Error(absl::StrCat("unknown library call kind ", static_cast<int>(s.kind)));
 }

@@ -209,6 +209,15 @@ std::string DimsString(absl::Span<const int64_t> dims);
 
 // Reads an int-like element of an index tensor (i32 or i64; others refused).
 absl::Status CheckIndexDType(const Tensor& index, absl::string_view what);
+
+// An int[] parameter of a 2-D op (stride, padding, ...): one value
+// (repeated) or two, each at least `min_value`.
+absl::StatusOr<std::array<int64_t, 2>> Pair(const KernelContext& ctx, absl::string_view name,
+                                            int64_t min_value);
+// Views a [C,H,W] or [N,C,H,W] input as 4-D; `batched` says which it was.
+absl::StatusOr<Tensor> As4D(const Tensor& x, bool& batched);
+// Back to the input's rank.
+Tensor From4D(const Tensor& out, bool batched);
 int64_t IndexAt(const Tensor& index, int64_t i);
 
 }  // namespace graft::interp

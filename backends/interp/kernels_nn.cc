@@ -142,49 +142,6 @@ absl::StatusOr<Value> Linear(const KernelContext& ctx) {
   return Value(CastTensor(out, x.dtype()));
 }
 
-// An int[] parameter of a 2-D op: one value (repeated) or two.
-absl::StatusOr<std::array<int64_t, 2>> Pair(const KernelContext& ctx,
-                                            absl::string_view name,
-                                            int64_t min_value) {
-  std::vector<int64_t> v = ctx.call().Ints(name);
-  if (v.size() != 1 && v.size() != 2) {
-    return KernelError(name, " must have 1 or 2 values, got ", v.size());
-  }
-  std::array<int64_t, 2> out = {v[0], v.size() == 2 ? v[1] : v[0]};
-  for (int64_t e : out) {
-    if (e < min_value) {
-      return KernelError(name, " must be at least ", min_value, ", got ", e);
-    }
-    // Keeps window arithmetic far from overflow.
-    if (e > (int64_t{1} << 30)) {
-      return KernelError(name, " ", e, " is too large");
-    }
-  }
-  return out;
-}
-
-// Views a [C,H,W] or [N,C,H,W] input as 4-D; `batched` says which it was.
-absl::StatusOr<Tensor> As4D(const Tensor& x, bool& batched) {
-  if (x.rank() == 4) {
-    batched = true;
-    return x;
-  }
-  if (x.rank() == 3) {
-    batched = false;
-    std::vector<int64_t> dims = x.dims();
-    dims.insert(dims.begin(), 1);
-    return x.Reshaped(dims);
-  }
-  return KernelError("expects a 3-D [C,H,W] or 4-D [N,C,H,W] input, got ",
-                     x.TypeString());
-}
-
-Tensor From4D(const Tensor& out, bool batched) {
-  if (batched) return out;
-  std::vector<int64_t> dims(out.dims().begin() + 1, out.dims().end());
-  return out.Reshaped(dims);
-}
-
 absl::Status RequireFloat(const Tensor& t, absl::string_view what) {
   if (!IsFloatingPoint(t.dtype())) {
     return KernelError(what, " must be floating point, got ", t.TypeString(),

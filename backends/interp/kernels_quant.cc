@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "backends/interp/elementwise.h"
@@ -178,6 +179,59 @@ absl::StatusOr<Value> Dequantize(const KernelContext& ctx) {
   return Value(out);
 }
 
+// How an int8 product (quantized_linear, quantized_conv2d) turns the int32
+// sum of output channel o into its result: times input_scale *
+// weight_scales[o], plus bias[o], the activation, then f32 or quantized
+// again.
+class Int8Epilogue {
+ public:
+  static absl::StatusOr<Int8Epilogue> Of(const KernelContext& ctx, const Tensor& scales,
+                                         const std::optional<Tensor>& bias) {
+    Int8Epilogue e;
+    e.input_scale_ = ctx.call().Float("input_scale");
+    e.scales_ = scales.data<float>();
+    e.bias_ = bias.has_value() ? bias->data<float>() : nullptr;
+    e.relu_ = ctx.call().String("activation") == "relu";
+    e.dtype_ = ctx.call().GetDType("output_dtype");
+    if (e.dtype_ != DType::kF32) {
+      ASSIGN_OR_RETURN(QRange range, QuantRange(e.dtype_));
+      e.range_ = range;
+      e.out_scale_ = ctx.call().Float("output_scale");
+      e.out_zero_point_ = ctx.call().Int("output_zero_point");
+    }
+    return e;
+  }
+
+  DType dtype() const { return dtype_; }
+
+  void Write(Tensor& y, int64_t at, int64_t o, int32_t sum) const {
+    double v = input_scale_ * scales_[o] * sum;
+    if (bias_ != nullptr) v += bias_[o];
+    if (relu_) v = std::max(v, 0.0);
+    if (range_.has_value()) {
+      y.SetFromDouble(at, static_cast<double>(Quantize(static_cast<float>(v), out_scale_,
+                                                       out_zero_point_, *range_)));
+    } else {
+      y.data<float>()[at] = static_cast<float>(v);
+    }
+  }
+
+ private:
+  double input_scale_ = 1;
+  const float* scales_ = nullptr;
+  const float* bias_ = nullptr;
+  bool relu_ = false;
+  DType dtype_ = DType::kF32;
+  std::optional<QRange> range_;
+  double out_scale_ = 1;
+  int64_t out_zero_point_ = 0;
+};
+
+// An i8 or u8 value as an int.
+int32_t IntAt(const Tensor& t, int64_t i) {
+  return t.dtype() == DType::kU8 ? int32_t{t.data<uint8_t>()[i]} : int32_t{t.data<int8_t>()[i]};
+}
+
 // Integer products summed in 32 bits (as int8 hardware does; |sum| stays
 // below 2^31 for any in < 2^16), then scaled.
 absl::StatusOr<Value> QuantizedLinear(const KernelContext& ctx) {
@@ -194,48 +248,84 @@ absl::StatusOr<Value> QuantizedLinear(const KernelContext& ctx) {
   const int64_t in = w.dim(1), out = w.dim(0);
   int64_t rows = 1;
   for (int64_t d = 0; d + 1 < x.rank(); ++d) rows *= x.dim(d);
-  const double input_scale = ctx.call().Float("input_scale");
   const int32_t zero_point = static_cast<int32_t>(ctx.call().Int("input_zero_point"));
   std::vector<int64_t> dims = x.dims();
   dims.back() = out;
-  const bool relu = ctx.call().String("activation") == "relu";
-  const DType out_dtype = ctx.call().GetDType("output_dtype");
-  std::optional<QRange> out_range;
-  double out_scale = 1;
-  int64_t out_zero_point = 0;
-  if (out_dtype != DType::kF32) {
-    ASSIGN_OR_RETURN(QRange range, QuantRange(out_dtype));
-    out_range = range;
-    out_scale = ctx.call().Float("output_scale");
-    out_zero_point = ctx.call().Int("output_zero_point");
-  }
-  Tensor y(out_dtype, dims);
+  ASSIGN_OR_RETURN(Int8Epilogue epilogue, Int8Epilogue::Of(ctx, scales, bias));
+  Tensor y(epilogue.dtype(), dims);
   const int8_t* wd = w.data<int8_t>();
-  const float* sd = scales.data<float>();
-  const float* bd = bias.has_value() ? bias->data<float>() : nullptr;
   std::vector<int32_t> row(in);
   for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t k = 0; k < in; ++k) {
-      const int32_t v = x.dtype() == DType::kU8 ? x.data<uint8_t>()[r * in + k]
-                                                 : x.data<int8_t>()[r * in + k];
-      row[k] = v - zero_point;
-    }
+    for (int64_t k = 0; k < in; ++k) row[k] = IntAt(x, r * in + k) - zero_point;
     for (int64_t o = 0; o < out; ++o) {
       int32_t sum = 0;
       for (int64_t k = 0; k < in; ++k) sum += row[k] * wd[o * in + k];
-      double v = input_scale * sd[o] * sum;
-      if (bd != nullptr) v += bd[o];
-      if (relu) v = std::max(v, 0.0);
-      if (out_range.has_value()) {
-        y.SetFromDouble(r * out + o, static_cast<double>(Quantize(
-                                         static_cast<float>(v), out_scale, out_zero_point,
-                                         *out_range)));
-      } else {
-        y.data<float>()[r * out + o] = static_cast<float>(v);
-      }
+      epilogue.Write(y, r * out + o, o, sum);
     }
   }
   return Value(y);
+}
+
+// Direct loops over the window; padding reads as the zero point (a real 0).
+absl::StatusOr<Value> QuantizedConv2d(const KernelContext& ctx) {
+  ASSIGN_OR_RETURN(Tensor x_in, ctx.Input("input"));
+  ASSIGN_OR_RETURN(Tensor w, ctx.Input("weight"));
+  ASSIGN_OR_RETURN(Tensor scales, ctx.Input("weight_scales"));
+  ASSIGN_OR_RETURN(std::optional<Tensor> bias, ctx.OptionalInput("bias"));
+  bool batched = true;
+  ASSIGN_OR_RETURN(Tensor x, As4D(x_in, batched));
+  ASSIGN_OR_RETURN(auto stride, Pair(ctx, "stride", 1));
+  ASSIGN_OR_RETURN(auto padding, Pair(ctx, "padding", 0));
+  ASSIGN_OR_RETURN(auto dilation, Pair(ctx, "dilation", 1));
+  const int64_t groups = ctx.call().Int("groups");
+  if ((x.dtype() != DType::kI8 && x.dtype() != DType::kU8) || w.dtype() != DType::kI8 ||
+      w.rank() != 4 || groups < 1 || x.dim(1) % groups != 0 || w.dim(0) % groups != 0 ||
+      w.dim(1) != x.dim(1) / groups || scales.dtype() != DType::kF32 ||
+      scales.NumElements() != w.dim(0) ||
+      (bias.has_value() && (bias->dtype() != DType::kF32 || bias->NumElements() != w.dim(0)))) {
+    return KernelError("quantized_conv2d: input ", x_in.TypeString(), ", weight ",
+                       w.TypeString(), ", weight_scales ", scales.TypeString(),
+                       " and groups=", groups, " do not fit");
+  }
+  const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), wd = x.dim(3);
+  const int64_t oc = w.dim(0), cg = w.dim(1), kh = w.dim(2), kw = w.dim(3);
+  const auto [sh, sw] = stride;
+  const auto [ph, pw] = padding;
+  const auto [dh, dw] = dilation;
+  const int64_t eff_h = h + 2 * ph - dh * (kh - 1) - 1;
+  const int64_t eff_w = wd + 2 * pw - dw * (kw - 1) - 1;
+  if (kh < 1 || kw < 1 || eff_h < 0 || eff_w < 0) {
+    return KernelError("quantized_conv2d: kernel ", kh, "x", kw, " is larger than the padded input");
+  }
+  const int64_t oh = eff_h / sh + 1, ow = eff_w / sw + 1, ocg = oc / groups;
+  const int32_t zero_point = static_cast<int32_t>(ctx.call().Int("input_zero_point"));
+  ASSIGN_OR_RETURN(Int8Epilogue epilogue, Int8Epilogue::Of(ctx, scales, bias));
+  Tensor y(epilogue.dtype(), {n, oc, oh, ow});
+  const int8_t* wdata = w.data<int8_t>();
+  for (int64_t b = 0; b < n; ++b) {
+    for (int64_t o = 0; o < oc; ++o) {
+      const int64_t first = (o / ocg) * cg;  // The group's first input channel.
+      for (int64_t yy = 0; yy < oh; ++yy) {
+        for (int64_t xx = 0; xx < ow; ++xx) {
+          int32_t sum = 0;
+          for (int64_t ci = 0; ci < cg; ++ci) {
+            for (int64_t ki = 0; ki < kh; ++ki) {
+              const int64_t iy = yy * sh - ph + ki * dh;
+              if (iy < 0 || iy >= h) continue;
+              for (int64_t kj = 0; kj < kw; ++kj) {
+                const int64_t ix = xx * sw - pw + kj * dw;
+                if (ix < 0 || ix >= wd) continue;
+                const int32_t v = IntAt(x, ((b * c + first + ci) * h + iy) * wd + ix) - zero_point;
+                sum += v * wdata[((o * cg + ci) * kh + ki) * kw + kj];
+              }
+            }
+          }
+          epilogue.Write(y, ((b * oc + o) * oh + yy) * ow + xx, o, sum);
+        }
+      }
+    }
+  }
+  return Value(From4D(y, batched));
 }
 
 // Each row quantized to symmetric int8 by its own largest magnitude, the
@@ -297,6 +387,7 @@ void RegisterQuantKernels(KernelTable& t) {
   });
   t.Add("quantize_per_tensor", QuantizePerTensor);
   t.Add(std::string(kQuantizedLinearOp), QuantizedLinear);
+  t.Add(std::string(kQuantizedConv2dOp), QuantizedConv2d);
   t.Add(std::string(kDynamicQuantizedLinearOp), DynamicQuantizedLinear);
   t.Add("quantize_per_channel", QuantizePerChannel);
   t.Add("dequantize", Dequantize);

@@ -116,30 +116,25 @@ void Conv2dSpec(const Step& step, const OpCall& call, LibraryCallSpec& spec) {
   spec.dst_channels_last = step.channels_last;
 }
 
-absl::Status QuantizedLinearSpec(const Program& program, const Step& step,
-                                 const OpCall& call, LibraryCallSpec& spec) {
+// What the int8 products (quantized_linear, quantized_conv2d) share: the
+// weight and its scales as constants, one scale per output channel for the
+// int32 sums, the zero points, a result quantized again or not, a constant
+// bias, the activation.
+absl::Status Int8ProductSpec(const Program& program, const Step& step, const OpCall& call,
+                             int64_t outputs, LibraryCallSpec& spec) {
   const Node* input = call.TensorNode("input");
   const Node* weight = call.TensorNode("weight");
-  const Tensor* weights = ConstantOf(program, weight);
   const Tensor* scales = ConstantOf(program, call.TensorNode("weight_scales"));
-  const int weights_operand = OperandOf(step, weight);
-  if (weights == nullptr || scales == nullptr || StateSlotOf(step, weights_operand) < 0) {
-    return absl::UnimplementedError("quantized_linear whose weight or scales are not constants");
+  spec.weights_operand = OperandOf(step, weight);
+  spec.weights_state = StateSlotOf(step, spec.weights_operand);
+  if (ConstantOf(program, weight) == nullptr || scales == nullptr || spec.weights_state < 0 ||
+      scales->NumElements() != outputs) {
+    return absl::UnimplementedError("an int8 product whose weight or scales are not constants");
   }
-  std::vector<int64_t> in = DimsOf(*input);
-  const int64_t k = in.back(), n = weights->dim(0);
-  int64_t m = 1;
-  for (size_t i = 0; i + 1 < in.size(); ++i) m *= in[i];
-  spec.kind = LibraryCallKind::kQuantizedMatmul;
-  spec.src = {m, k};
-  spec.weights = {k, n};
-  spec.dst = {m, n};
   spec.src_dtype = input->type()->dtype == DType::kU8 ? DType::kU8 : DType::kI8;
   spec.src_operand = OperandOf(step, input);
-  spec.weights_operand = weights_operand;
-  spec.weights_state = StateSlotOf(step, weights_operand);
   const double input_scale = call.Float("input_scale");
-  for (int64_t j = 0; j < n; ++j) {
+  for (int64_t j = 0; j < outputs; ++j) {
     const float s = static_cast<float>(input_scale * scales->data<float>()[j]);
     // The bias is divided by it (oneDNN 2's order): no zero, no sign flip.
     if (!(s > 0) || !std::isfinite(s)) {
@@ -155,20 +150,41 @@ absl::Status QuantizedLinearSpec(const Program& program, const Step& step,
     spec.dst_scale = static_cast<float>(call.Float("output_scale"));
     spec.dst_zero_point = static_cast<int32_t>(call.Int("output_zero_point"));
   }
+  spec.bias_operand = -1;  // A constant, read once.
   if (!call.IsNone("bias")) {
     const Node* bias = call.TensorNode("bias");
     const Tensor* constant = ConstantOf(program, bias);
     spec.bias_state = StateSlotOf(step, OperandOf(step, bias));
     if (constant == nullptr || constant->dtype() != DType::kF32 || spec.bias_state < 0) {
-      return absl::UnimplementedError("quantized_linear with a bias that is not an f32 constant");
+      return absl::UnimplementedError("an int8 product with a bias that is not an f32 constant");
     }
   }
   // The op's own ReLU, or one the step absorbed after an f32 result.
   spec.activation = call.String("activation") == "relu" ? "relu" : step.activation;
   if (Volume(spec.src) == 0 || Volume(spec.dst) == 0) {
-    return absl::UnimplementedError("an empty quantized_linear");
+    return absl::UnimplementedError("an empty int8 product");
   }
   return absl::OkStatus();
+}
+
+absl::Status QuantizedLinearSpec(const Program& program, const Step& step,
+                                 const OpCall& call, LibraryCallSpec& spec) {
+  std::vector<int64_t> in = DimsOf(*call.TensorNode("input"));
+  const int64_t k = in.back(), n = DimsOf(*call.TensorNode("weight"))[0];
+  int64_t m = 1;
+  for (size_t i = 0; i + 1 < in.size(); ++i) m *= in[i];
+  spec.kind = LibraryCallKind::kQuantizedMatmul;
+  spec.src = {m, k};
+  spec.weights = {k, n};
+  spec.dst = {m, n};
+  return Int8ProductSpec(program, step, call, n, spec);
+}
+
+absl::Status QuantizedConvSpec(const Program& program, const Step& step, const OpCall& call,
+                               LibraryCallSpec& spec) {
+  Conv2dSpec(step, call, spec);
+  spec.kind = LibraryCallKind::kQuantizedConv;
+  return Int8ProductSpec(program, step, call, spec.dst[1], spec);
 }
 
 absl::Status CheckF32(const Step& step) {
@@ -242,6 +258,8 @@ absl::StatusOr<LibraryCallSpec> LibraryCallSpecOf(const Program& program, const 
   spec.activation = step.activation;
   if (node.is_call(kQuantizedLinearOp)) {
     RETURN_IF_ERROR(QuantizedLinearSpec(program, step, call, spec));
+  } else if (node.is_call(kQuantizedConv2dOp)) {
+    RETURN_IF_ERROR(QuantizedConvSpec(program, step, call, spec));
   } else {
     RETURN_IF_ERROR(FloatSpec(program, step, call, spec));
   }

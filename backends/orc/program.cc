@@ -13,10 +13,14 @@
 namespace graft::orc {
 namespace {
 
+bool IsInt8Product(const Node& node) {
+  return node.is_call(kQuantizedLinearOp) || node.is_call(kQuantizedConv2dOp);
+}
+
 bool IsLibraryCall(const Node& node) {
   return node.is_call("linear") || node.is_call("matmul") ||
          node.is_call("graft::linear_activation") || node.is_call("conv2d") ||
-         node.is_call(kQuantizedLinearOp);
+         IsInt8Product(node);
 }
 
 absl::Status CheckDType(const Node& node, DType dtype) {
@@ -56,7 +60,7 @@ absl::Status CanLowerCall(const Node& node) {
       node.is_call("argmax")) {
     // Checked below for the ops with conditions.
   } else if (IsLibraryCall(node)) {
-    if (node.is_call(kQuantizedLinearOp)) {
+    if (IsInt8Product(node)) {
       // Without VNNI, oneDNN sums u8 x s8 pairs through saturating int16
       // (255 * 127 * 2 > 32767): the interpreter's exact sums instead.
       if (!__builtin_cpu_supports("avx512vnni") && !__builtin_cpu_supports("avxvnni")) {
@@ -76,7 +80,7 @@ absl::Status CanLowerCall(const Node& node) {
         const Node* n = call.TensorNode(param);
         if (n != nullptr && n->op() != OpCode::kGetAttr) {
           return absl::UnimplementedError(
-              absl::StrCat("quantized_linear whose ", param, " is not a constant"));
+              absl::StrCat(op, " whose ", param, " is not a constant"));
         }
       }
     }
@@ -87,7 +91,7 @@ absl::Status CanLowerCall(const Node& node) {
     // The oneDNN calls take f32 only (library_calls.cc), but for the int8
     // product: refuse the rest here, so that they fall back instead of
     // failing the compile.
-    for (const Node* n : node.is_call(kQuantizedLinearOp) ? std::vector<Node*>{} : node.inputs()) {
+    for (const Node* n : IsInt8Product(node) ? std::vector<Node*>{} : node.inputs()) {
       if (n->type().has_value() && n->type()->dtype != DType::kF32) {
         return absl::UnimplementedError(absl::StrCat(
             op, " on ", DTypeName(n->type()->dtype), " tensors (oneDNN calls take f32)"));
@@ -158,7 +162,7 @@ absl::StatusOr<Program> BuildProgram(const Module& module,
       .absorbs_activation =
           [](const Node& call, absl::string_view) {
             // An int8 product with its own activation applies only that.
-            if (call.is_call(kQuantizedLinearOp)) {
+            if (IsInt8Product(call)) {
               absl::StatusOr<OpCall> bound = OpCall::Bind(call);
               if (!bound.ok() || bound->String("activation") != "none") return false;
             }

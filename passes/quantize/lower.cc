@@ -53,7 +53,8 @@ std::optional<Weight> WeightOf(const Module& module, const Node* dq, int64_t axi
   const Tensor* values = AttrTensor(module, call->TensorNode("input"));
   const Tensor* scales = AttrTensor(module, call->TensorNode("scale"));
   const Tensor* zeros = AttrTensor(module, call->TensorNode("zero_point"));
-  if (values == nullptr || values->dtype() != DType::kI8 || values->rank() != 2 ||
+  if (values == nullptr || values->dtype() != DType::kI8 ||
+      (values->rank() != 2 && values->rank() != 4) ||
       scales == nullptr || scales->dtype() != DType::kF32 || zeros == nullptr) {
     return std::nullopt;
   }
@@ -81,7 +82,9 @@ class Lowerer {
     RETURN_IF_ERROR(PropagateShapes(module_).status());
     std::vector<Node*> calls;
     for (Node* n : module_.graph().nodes()) {
-      if (n->is_call("linear") || n->is_call("matmul")) calls.push_back(n);
+      if (n->is_call("linear") || n->is_call("matmul") || n->is_call("conv2d")) {
+        calls.push_back(n);
+      }
     }
     for (Node* n : calls) Fuse(n);
     module_.graph().Cleanup();
@@ -94,12 +97,12 @@ class Lowerer {
   void Fuse(Node* n) {
     absl::StatusOr<OpCall> call = OpCall::Bind(*n);
     if (!call.ok()) return;
-    const bool matmul = n->is_call("matmul");
+    const bool matmul = n->is_call("matmul"), conv = n->is_call("conv2d");
     Node* input_dq = call->TensorNode("input");
     Node* weight_dq = call->TensorNode(matmul ? "other" : "weight");
     std::optional<Activation> a = ActivationOf(input_dq);
     std::optional<Weight> w = WeightOf(module_, weight_dq, matmul ? 1 : 0);
-    if (!a.has_value() || !w.has_value()) return;
+    if (!a.has_value() || !w.has_value() || (w->values->rank() == 4) != conv) return;
     Graph& graph = module_.graph();
     auto at = graph.InsertingBefore(n);
     Node* weight;
@@ -119,7 +122,13 @@ class Lowerer {
     if (!matmul && call->TensorNode("bias") != nullptr) {
       kwargs.emplace_back("bias", Argument(call->TensorNode("bias")));
     }
-    Node* q = graph.CallFunction(kQuantizedLinearOp, std::move(args), std::move(kwargs));
+    if (conv) {
+      for (const char* param : {"stride", "padding", "dilation", "groups"}) {
+        kwargs.emplace_back(param, call->Get(param));
+      }
+    }
+    Node* q = graph.CallFunction(conv ? kQuantizedConv2dOp : kQuantizedLinearOp, std::move(args),
+                                 std::move(kwargs));
     InferAndSetType(q);
     if (!q->type().has_value() || q->type() != n->type()) {
       (void)graph.EraseNode(q);
@@ -165,7 +174,9 @@ class Lowerer {
         std::optional<OpCost> cost = CostOf(*n);
         const int64_t macs = cost.has_value() ? cost->flops / 2 : 0;
         report_.total_macs += macs;
-        if (n->target() == kQuantizedLinearOp) report_.int8_macs += macs;
+        if (n->target() == kQuantizedLinearOp || n->target() == kQuantizedConv2dOp) {
+          report_.int8_macs += macs;
+        }
       }
       if (!n->is_call("dequantize")) continue;
       for (const Node* user : n->users()) {

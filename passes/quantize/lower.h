@@ -15,7 +15,7 @@ namespace graft::passes::quantize {
 // What Lower fused, what it could not, and how much of the model's
 // multiply-accumulate work now runs on int8 values: the lowering audit.
 struct LowerReport {
-  std::vector<std::string> lowered;  // Calls now graft::quantized_linear.
+  std::vector<std::string> lowered;  // Calls now quantized_linear or quantized_conv2d.
   // Each dequantize that still feeds a float call: "%dq -> %call (op): why".
   std::vector<std::string> unfused;
   int64_t int8_macs = 0, total_macs = 0;
@@ -26,14 +26,15 @@ struct LowerReport {
 };
 
 // Fuses the reference graph's dequantize -> linear (and matmul by a
-// constant) into graft::quantized_linear (graph/quant_ops.h), an int8
-// matrix product that backends run natively: the activation's quantized
-// values (per tensor) times the int8 weight (per output channel), with the
-// scales applied to the int32 sums. A matmul's [in, out] weight is stored
-// transposed. Where the product's only reader is (ReLU ->) quantize, the
-// product writes the quantized values itself, so a chain of lowered layers
-// passes int8 from one to the next. What does not fit (a product of two activations, conv2d,
-// a per-channel activation) stays as it was and is listed in the report.
+// constant) into graft::quantized_linear, and dequantize -> conv2d into
+// graft::quantized_conv2d (graph/quant_ops.h): int8 products that backends
+// run natively, the activation's quantized values (per tensor) times the
+// int8 weight (per output channel), with the scales applied to the int32
+// sums. A matmul's [in, out] weight is stored transposed. Where the
+// product's only reader is (ReLU ->) quantize, the product writes the
+// quantized values itself, so a chain of lowered layers passes int8 from
+// one to the next. What does not fit (a product of two activations, a
+// per-channel activation) stays as it was and is listed in the report.
 absl::StatusOr<LowerReport> Lower(Module& module);
 
 // `quantize-lower`.

@@ -21,6 +21,8 @@
 #include "graph/parser.h"
 #include "gtest/gtest.h"
 #include "onnx/onnx_import.h"
+#include "passes/quantize/lower.h"
+#include "quantize/quantize_model.h"
 #include "runtime/artifact.h"
 #include "runtime/compiled_model.h"
 #include "runtime/cpu_features.h"
@@ -141,6 +143,37 @@ TEST(CompiledModel, RunsAsTheJitDoesOnEveryModel) {
     fs::remove(path);
   }
   EXPECT_EQ(compiled, static_cast<int>(files.size()));
+}
+
+// int8 matrix products and convolutions keep their packed s8 weights in
+// the file as the float ones do.
+TEST(CompiledModel, Int8ProductsRunAsTheJitDoes) {
+  backend_test::FindSourceDir();
+  if (backend_test::SourceDir().empty() || !HaveOnnx()) GTEST_SKIP() << "no test models";
+  for (const char* name : {"cnn", "mlp"}) {
+    SCOPED_TRACE(name);
+    ASSERT_OK_AND_ASSIGN(
+        Module module,
+        LoadModel(backend_test::SourceDir() + "/tests/onnx_models/" + name + "/model.onnx"));
+    quantize::QuantizeOptions options;
+    ASSERT_OK_AND_ASSIGN(options.calibration, quantize::RandomSamples(module, 4, 1));
+    ASSERT_OK_AND_ASSIGN(quantize::QuantizeResult q, quantize::QuantizeModel(module, options));
+    ASSERT_OK_AND_ASSIGN(passes::quantize::LowerReport audit, passes::quantize::Lower(q.module));
+    ASSERT_EQ(audit.int8_macs, audit.total_macs);
+    if (!Orc().CanRun(*q.module.graph().FindNode(audit.lowered[0]), {}).ok()) {
+      GTEST_SKIP() << "this CPU runs int8 products on the interpreter (no VNNI)";
+    }
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> reference, Interp().Compile(q.module, {}));
+    const std::vector<Tensor> inputs = RandomInputs(reference->input_signature(), FreshSeed());
+    const std::string path = TempPath(absl::StrCat(name, "_int8.gcx"));
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> jit, CompileAndWrite(q.module, inputs, path));
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> want, jit->Run(inputs));
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<runtime::CompiledModel> model,
+                         runtime::CompiledModel::Load(path));
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> got, model->Run(inputs));
+    ExpectBitwiseEqual(got, want);
+    fs::remove(path);
+  }
 }
 
 TEST(CompiledModel, ConcurrentRunsAgree) {

@@ -1,5 +1,6 @@
 // Quantized models on the orc backend: the int8 products quantize-lower
-// makes (graft::quantized_linear, oneDNN's int8 matmul) and the reference
+// makes (graft::quantized_linear and graft::quantized_conv2d, oneDNN's int8
+// matmul and convolution) and the reference
 // graph's quantize/dequantize, against the interpreter, with nothing
 // falling back.
 
@@ -21,9 +22,14 @@
 namespace graft::orc_test {
 namespace {
 
-// `model` quantized (u8 after ReLUs, s8 elsewhere) and lowered.
-Module Int8(const Module& model) {
+// `model` quantized (u8 after ReLUs, s8 elsewhere; or affine u8
+// everywhere) and lowered.
+Module Int8(const Module& model, bool affine = false) {
   quantize::QuantizeOptions options;
+  if (affine) {
+    options.config.activation_dtype = DType::kU8;
+    options.config.symmetric_activations = false;
+  }
   absl::StatusOr<std::vector<quantize::Sample>> samples =
       quantize::RandomSamples(model, 4, std::random_device{}(), {{"batch", 3}});
   EXPECT_OK(samples.status());
@@ -40,12 +46,15 @@ Module Int8(const Module& model) {
 TEST(OrcQuantized, Int8ModelsMatchTheInterpreter) {
   backend_test::FindSourceDir();
   if (backend_test::SourceDir().empty()) GTEST_SKIP() << "GRAFT_SOURCE_DIR is not set";
-  for (const char* name : {"mlp", "gpt2_block_opset17", "gpt2_block_opset13"}) {
+  for (const char* name : {"mlp", "gpt2_block_opset17", "gpt2_block_opset13", "cnn", "cnn+affine"}) {
     SCOPED_TRACE(name);
+    const std::string model = std::string(name).substr(0, std::string(name).find('+'));
     absl::StatusOr<Module> m =
-        LoadModel(backend_test::SourceDir() + "/tests/onnx_models/" + name + "/model.onnx");
+        LoadModel(backend_test::SourceDir() + "/tests/onnx_models/" + model + "/model.onnx");
     if (!m.ok()) GTEST_SKIP() << m.status();
-    const Module lowered = Int8(*m);
+    // The affine case has zero points, which the int8 convolutions take
+    // from the padding too.
+    const Module lowered = Int8(*m, /*affine=*/std::string(name).find("affine") != std::string::npos);
     const std::vector<Tensor> inputs =
         backend_test::RandomInputs(PlaceholderSignature(lowered.graph()), std::random_device{}());
     // Exact int32 sums on both sides; the scaling differs in rounding only.

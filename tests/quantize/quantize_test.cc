@@ -272,7 +272,7 @@ graph():
 // sums scaled once instead of float sums of dequantized values): at least
 // 60 dB apart. The audit lists what did not fuse.
 TEST(Lower, Int8ProductsAgreeWithTheReferenceGraph) {
-  for (const char* name : {"mlp", "gpt2_block_opset17"}) {
+  for (const char* name : {"mlp", "gpt2_block_opset17", "cnn"}) {
     SCOPED_TRACE(name);
     backend_test::FindSourceDir();
     absl::StatusOr<Module> m =
@@ -286,7 +286,14 @@ TEST(Lower, Int8ProductsAgreeWithTheReferenceGraph) {
     std::printf("%s", audit.ToString().c_str());
     EXPECT_FALSE(audit.lowered.empty());
     EXPECT_GT(audit.int8_macs, 0);
-    EXPECT_GT(CountCalls(lowered, kQuantizedLinearOp), 0);
+    EXPECT_GT(CountCalls(lowered, kQuantizedLinearOp) + CountCalls(lowered, kQuantizedConv2dOp),
+              0);
+    if (std::string(name) == "cnn") {
+      // Every convolution and the classifier: all of the work in int8.
+      EXPECT_EQ(CountCalls(lowered, "conv2d"), 0);
+      EXPECT_GT(CountCalls(lowered, kQuantizedConv2dOp), 0);
+      EXPECT_EQ(audit.int8_macs, audit.total_macs);
+    }
     ASSERT_OK_AND_ASSIGN(std::vector<Sample> eval, RandomSamples(*m, 2, 7));
     interp::Interpreter reference(r.module), int8(lowered);
     for (const Sample& s : eval) {
