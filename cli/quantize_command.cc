@@ -36,6 +36,7 @@ struct QuantizeArgs {
   std::string observer = "minmax";
   std::string dtype = "int8";
   std::vector<std::string> skip;
+  std::vector<std::string> overrides;
   bool report = false;
   std::string report_svg;
   std::optional<double> min_sqnr;
@@ -131,6 +132,11 @@ absl::Status RunQuantize(const QuantizeArgs& args) {
   config.activation_dtype = args.dtype == "uint8" ? DType::kU8 : DType::kI8;
   config.symmetric_activations = args.dtype != "uint8";
   ASSIGN_OR_RETURN(config.calibrator, passes::quantize::ParseCalibrator(args.observer));
+  for (const std::string& text : args.overrides) {
+    ASSIGN_OR_RETURN(passes::quantize::ActivationOverride o,
+                     passes::quantize::ParseActivationOverride(text));
+    config.overrides.push_back(std::move(o));
+  }
   std::string note;
   RETURN_IF_ERROR(Samples(args, module, options, note));
   options.min_sqnr = args.min_sqnr;
@@ -214,6 +220,9 @@ Command AddQuantizeCommand(CLI::App& graft) {
       ->check(CLI::IsMember({"int8", "uint8", "fp8"}))
       ->capture_default_str();
   app->add_option("--skip", args->skip, "GLOB: calls whose names match stay float (repeatable)");
+  app->add_option("--override", args->overrides,
+                  "GLOB:dtype=int8|uint8,observer=NAME: how the activations made by nodes "
+                  "whose names match are quantized (repeatable; the first match wins)");
   app->add_flag("--report", args->report,
                 "Print each quantized call's weight and output SQNR and the model's");
   app->add_option("--report-svg", args->report_svg,

@@ -5,9 +5,11 @@
 #include <memory>
 #include <system_error>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "backends/interp/interpreter.h"
 #include "graph/graph.h"
+#include "graph/op_registry.h"
 #include "graph/quant_ops.h"
 #include "graph/random_tensor.h"
 #include "serialize/npy.h"
@@ -171,6 +173,8 @@ absl::StatusOr<CalibrationStats> Calibrate(const Module& prepared,
 
 absl::Status ApplyCalibration(Module& prepared, const CalibrationStats& stats,
                               const passes::quantize::QuantConfig& config) {
+  RETURN_IF_ERROR(config.Validate());
+  absl::flat_hash_set<const passes::quantize::ActivationOverride*> used;
   for (Node* n : prepared.graph().nodes()) {
     if (!n->is_call(kObserveOp)) continue;
     auto it = stats.observers.find(n->name());
@@ -178,17 +182,34 @@ absl::Status ApplyCalibration(Module& prepared, const CalibrationStats& stats,
       return absl::FailedPreconditionError(
           absl::StrCat(n->Ref(), " saw no values in calibration"));
     }
+    // The value's own settings, where an override names it.
+    ASSIGN_OR_RETURN(OpCall observe, OpCall::Bind(*n));
+    const Node* value = observe.TensorNode("input");
+    const passes::quantize::ActivationOverride* o =
+        value == nullptr ? nullptr : config.OverrideFor(value->name());
+    if (o != nullptr) used.insert(o);
+    const passes::quantize::Calibrator calibrator =
+        o != nullptr && o->calibrator.has_value() ? *o->calibrator : config.calibrator;
+    const bool own_dtype = o != nullptr && o->dtype.has_value();
+    const DType dtype = own_dtype ? *o->dtype : config.activation_dtype;
+    const bool symmetric = own_dtype ? dtype == DType::kI8 : config.symmetric_activations;
     const passes::quantize::RangeObserver& observer = it->second;
-    passes::quantize::QuantParams p = observer.Params(config.calibrator, config.activation_dtype,
-                                                      config.symmetric_activations);
-    if (config.unsigned_when_nonnegative && config.activation_dtype == DType::kI8 &&
+    passes::quantize::QuantParams p = observer.Params(calibrator, dtype, symmetric);
+    if (!own_dtype && config.unsigned_when_nonnegative && dtype == DType::kI8 &&
         observer.min() >= 0) {
-      const auto range = observer.Range(config.calibrator, DType::kU8, /*symmetric=*/false);
+      const auto range = observer.Range(calibrator, DType::kU8, /*symmetric=*/false);
       p = passes::quantize::ParamsForRange(0, range.second, DType::kU8, /*symmetric=*/false);
     }
     n->SetKwarg("scale", Argument(p.scale));
     n->SetKwarg("zero_point", Argument(p.zero_point));
     n->SetKwarg("dtype", Argument(p.dtype));
+  }
+  for (const passes::quantize::ActivationOverride& o : config.overrides) {
+    if (!used.contains(&o)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "override '", o.glob, "' matches no quantized activation (a value a quantized call "
+          "reads or writes, named by the node that makes it)"));
+    }
   }
   return absl::OkStatus();
 }

@@ -2,16 +2,31 @@
 #define GRAFT_PASSES_QUANTIZE_QUANT_CONFIG_H_
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "graph/dtype.h"
 #include "graph/node.h"
 #include "passes/pass.h"
 #include "passes/quantize/range_observer.h"
 
 namespace graft::passes::quantize {
+
+// How one activation is quantized, where it differs from the config's
+// defaults: the values made by nodes whose names match `glob`.
+struct ActivationOverride {
+  std::string glob;                      // fnmatch, on the value's node name.
+  std::optional<DType> dtype;            // kI8 (symmetric) or kU8 (affine).
+  std::optional<Calibrator> calibrator;  // How its range is chosen.
+};
+
+// Reads "GLOB:KEY=VALUE,KEY=VALUE" with keys dtype (int8, uint8) and
+// observer (minmax, percentile, entropy, mse); errors name the text.
+absl::StatusOr<ActivationOverride> ParseActivationOverride(absl::string_view text);
 
 // What post-training quantization quantizes, and how (docs/quantization.md).
 struct QuantConfig {
@@ -38,7 +53,13 @@ struct QuantConfig {
   // Off for cuBLASLt, whose int8 kernels take s8 only.
   bool unsigned_when_nonnegative = true;
   Calibrator calibrator = Calibrator::kMinMax;
+  // Per-activation settings; the first override whose glob matches a value
+  // applies to it. An override that matches no observed value is an error
+  // (ApplyCalibration), as a skip glob that matches nothing is.
+  std::vector<ActivationOverride> overrides;
 
+  // The override for the value made by node `name`, or null.
+  const ActivationOverride* OverrideFor(const std::string& name) const;
   // Checks the settings (dtypes, op names).
   absl::Status Validate() const;
   // Whether `node` is a call the config quantizes (op listed, not skipped,

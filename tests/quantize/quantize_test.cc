@@ -513,6 +513,47 @@ TEST(Dynamic, LinearsAndConstantMatmulsNeedNoCalibration) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'nothing*' matches no")));
 }
 
+// The quantize step that reads value `name` in a converted module.
+const Node* QuantizeOf(const Module& m, const std::string& name) {
+  for (const Node* n : m.graph().nodes()) {
+    if (n->is_call("quantize_per_tensor") && n->arg(0).is_node() &&
+        n->arg(0).node()->name() == name) {
+      return n;
+    }
+  }
+  return nullptr;
+}
+
+TEST(Overrides, AnActivationTakesItsOwnDtypeAndObserver) {
+  Module m = Parse(kPerceptron);
+  QuantizeOptions options;
+  ASSERT_OK_AND_ASSIGN(options.calibration, RandomSamples(m, 8, 1, {{"batch", 4}}));
+  ASSERT_OK_AND_ASSIGN(QuantizeResult plain, QuantizeModel(m, options));
+  ASSERT_NE(QuantizeOf(plain.module, "x"), nullptr);
+  EXPECT_EQ(QuantizeOf(plain.module, "x")->arg(3).dtype_value(), DType::kI8);
+  ASSERT_OK_AND_ASSIGN(passes::quantize::ActivationOverride o,
+                       passes::quantize::ParseActivationOverride("x:dtype=uint8,observer=percentile"));
+  options.config.overrides = {o};
+  ASSERT_OK_AND_ASSIGN(QuantizeResult r, QuantizeModel(m, options));
+  // x, uniform in [-1, 1): affine u8, its zero point near the middle.
+  const Node* q = QuantizeOf(r.module, "x");
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(q->arg(3).dtype_value(), DType::kU8);
+  EXPECT_GT(q->arg(2).int_value(), 100);
+  EXPECT_LT(q->arg(2).int_value(), 156);
+  // The other activation keeps the defaults.
+  EXPECT_EQ(QuantizeOf(r.module, "relu")->arg(1).number(),
+            QuantizeOf(plain.module, "relu")->arg(1).number());
+  options.config.overrides[0].glob = "nothing*";
+  EXPECT_THAT(QuantizeModel(m, options).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("override 'nothing*' matches no quantized activation")));
+  for (const char* bad : {"x", "x:dtype=int4", "x:observer=best", ":dtype=int8", "x:colour=red"}) {
+    EXPECT_THAT(passes::quantize::ParseActivationOverride(bad).status(),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("override"))) << bad;
+  }
+}
+
 TEST(Calibration, AFolderOfTheWrongShapeNamesTheFile) {
   Module m = Parse(kPerceptron);
   const std::string dir = ::testing::TempDir() + "/calib_wrong_shape";
