@@ -482,6 +482,79 @@ std::unique_ptr<LibraryCall> CreateQuantizedMatmul(const QuantizedMatmulSpec& sp
   return std::make_unique<PrimitiveCall>("int8 matmul", dnnl::matmul(pd), std::move(args), flops);
 }
 
+// The int32 sums src[M, K] (s8) times weights [K, N] (constant s8, stored
+// [N, K]) into dst[M, N] (s32): buffers[1] the src, buffers[0] the dst.
+std::unique_ptr<LibraryCall> CreateInt32Matmul(const memory::dims& src,
+                                               const memory::dims& weights,
+                                               const memory::dims& dst,
+                                               const void* weights_tensor,
+                                               const PackedWeights* packed_weights) {
+  const memory::desc stored(weights, DnnlType::s8, memory::dims{1, weights[0]});
+  std::vector<PrimitiveArg> args{{DNNL_ARG_SRC, Plain(src, DnnlType::s8), 1},
+                                 {DNNL_ARG_WEIGHTS, stored, -1, weights_tensor},
+                                 {DNNL_ARG_DST, Plain(dst, DnnlType::s32), 0}};
+  args[1].packed = packed_weights;
+  const memory::desc packed(weights, DnnlType::s8, Tag::any);
+  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(args[0].desc, packed, args[2].desc),
+                                  Activation(dnnl::algorithm::undef), Engine());
+  args.push_back(ScratchpadArg(pd.scratchpad_desc()));
+  PackConstants(args, [&](int) { return pd.weights_desc(); });
+  const double flops = 2.0 * dst[0] * dst[1] * src[1];
+  return std::make_unique<PrimitiveCall>("int8 matmul", dnnl::matmul(pd), std::move(args), flops);
+}
+
+// graft::dynamic_quantized_linear: each f32 row quantized to s8 by its own
+// largest magnitude, here, with the interpreter's arithmetic; the int32
+// sums by oneDNN; the scaling here again.
+class DynamicInt8Call : public LibraryCall {
+ public:
+  DynamicInt8Call(std::unique_ptr<LibraryCall> sums, int64_t m, int64_t k, int64_t n,
+                  int src_operand, std::vector<float> scales, std::vector<float> bias)
+      : sums_(std::move(sums)), m_(m), k_(k), n_(n), src_operand_(src_operand),
+        scales_(std::move(scales)), bias_(std::move(bias)) {}
+
+  std::optional<PackedWeights> packed_weights() const override {
+    return sums_->packed_weights();
+  }
+
+  absl::Status Run(void* const* buffers) const override {
+    const float* x = static_cast<const float*>(buffers[1 + src_operand_]);
+    float* y = static_cast<float*>(buffers[0]);
+    std::vector<int8_t> q(static_cast<size_t>(m_ * k_));
+    std::vector<float> row_scale(static_cast<size_t>(m_));
+    std::vector<int32_t> sums(static_cast<size_t>(m_ * n_));
+    for (int64_t r = 0; r < m_; ++r) {
+      const float* row = x + r * k_;
+      float largest = 0;
+      for (int64_t i = 0; i < k_; ++i) {
+        if (std::isfinite(row[i])) largest = std::max(largest, std::fabs(row[i]));
+      }
+      const float s = largest > 0 ? largest / 127.0f : 1.0f;
+      row_scale[r] = s;
+      for (int64_t i = 0; i < k_; ++i) {
+        const float v = std::nearbyint(row[i] / s);
+        q[r * k_ + i] = std::isnan(v) ? 0 : static_cast<int8_t>(std::clamp(v, -127.0f, 127.0f));
+      }
+    }
+    void* inner[2] = {sums.data(), q.data()};
+    RETURN_IF_ERROR(sums_->Run(inner));
+    for (int64_t r = 0; r < m_; ++r) {
+      for (int64_t o = 0; o < n_; ++o) {
+        float v = row_scale[r] * scales_[o] * static_cast<float>(sums[r * n_ + o]);
+        if (!bias_.empty()) v += bias_[o];
+        y[r * n_ + o] = v;
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  std::unique_ptr<LibraryCall> sums_;
+  int64_t m_, k_, n_;
+  int src_operand_;
+  std::vector<float> scales_, bias_;
+};
+
 // out[N, O, OH, OW] = conv2d on int8 values, scaled as QuantizedMatmulSpec;
 // NCHW or NHWC activations, weights [O, C/g, KH, KW].
 struct QuantizedConvSpec : Int8Params {
@@ -823,6 +896,26 @@ absl::StatusOr<std::unique_ptr<LibraryCall>> CreateQuantizedMatmulCall(
   return CreateQuantizedMatmul(spec);
 }
 
+absl::StatusOr<std::unique_ptr<LibraryCall>> CreateDynamicQuantizedMatmulCall(
+    const LibraryCallSpec& s, absl::Span<const ConstantBuffer> state,
+    absl::Span<const PackedWeights> packed) {
+  const memory::dims src = Dims(s.src), weights = Dims(s.weights), dst = Dims(s.dst);
+  ASSIGN_OR_RETURN(const PackedWeights* packed_weights, PackedOf(s, packed));
+  const void* weights_tensor = nullptr;
+  if (packed_weights == nullptr || s.weights_state >= 0) {
+    ASSIGN_OR_RETURN(weights_tensor,
+                     Constant(state, s.weights_state, Volume(weights), "int8 weights"));
+  }
+  std::vector<float> bias;
+  if (s.bias_state >= 0) {
+    ASSIGN_OR_RETURN(const void* b, Constant(state, s.bias_state, dst[1] * 4, "bias"));
+    bias.assign(static_cast<const float*>(b), static_cast<const float*>(b) + dst[1]);
+  }
+  return std::make_unique<DynamicInt8Call>(
+      CreateInt32Matmul(src, weights, dst, weights_tensor, packed_weights), src[0], src[1],
+      dst[1], s.src_operand, s.scales, std::move(bias));
+}
+
 absl::StatusOr<std::unique_ptr<LibraryCall>> CreateQuantizedConvCall(
     const LibraryCallSpec& s, absl::Span<const ConstantBuffer> state,
     absl::Span<const PackedWeights> packed) {
@@ -862,6 +955,8 @@ absl::StatusOr<std::unique_ptr<LibraryCall>> PrepareLibraryCall(
         return CreateConvCall(spec, state, packed);
       case LibraryCallKind::kQuantizedConv:
         return CreateQuantizedConvCall(spec, state, packed);
+      case LibraryCallKind::kDynamicQuantizedMatmul:
+        return CreateDynamicQuantizedMatmulCall(spec, state, packed);
     }
   } catch (const dnnl::error& e) {
     return absl::InternalError(absl::StrCat("oneDNN: ", e.what()));

@@ -37,6 +37,11 @@ enum class LibraryCallKind : uint8_t {
   // (scales per output channel), NCHW or NHWC, constant s8 weights
   // [O, C/groups, KH, KW].
   kQuantizedConv = 4,
+  // dst[M, N] = s[m] * scales[n] * sum_k q[m, k] * w[n, k] + bias[n]: the
+  // f32 src quantized per row to s8 as the call runs (s[m] its largest
+  // magnitude over 127), times constant s8 weights stored [N, K]
+  // (graft::dynamic_quantized_linear).
+  kDynamicQuantizedMatmul = 5,
 };
 
 struct LibraryCallSpec {

@@ -62,6 +62,18 @@ absl::Status Check(const ByteReader& in, const LibraryCallSpec& s) {
                                    s.weights_state >= 0 || s.packed_index >= 0, "weight"));
       return CheckOperand(in, s.bias_operand, s.operand_count, true, "bias");
     }
+    case LibraryCallKind::kDynamicQuantizedMatmul:
+      for (const auto* dims : {&s.src, &s.weights, &s.dst}) {
+        RETURN_IF_ERROR(CheckDims(in, *dims, 2, 2, "int8 product's dims"));
+      }
+      if (s.src[1] != s.weights[0] || s.src[0] != s.dst[0] || s.weights[1] != s.dst[1] ||
+          s.scales.size() != static_cast<size_t>(s.dst[1])) {
+        return in.Error("a dynamic int8 product whose dims or scales do not agree");
+      }
+      if (s.weights_state < 0 && s.packed_index < 0) {
+        return in.Error("an int8 product without constant weights");
+      }
+      return CheckOperand(in, s.src_operand, s.operand_count, false, "input");
     case LibraryCallKind::kQuantizedMatmul:
     case LibraryCallKind::kQuantizedConv: {
       const bool conv = s.kind == LibraryCallKind::kQuantizedConv;

@@ -180,6 +180,43 @@ absl::Status QuantizedLinearSpec(const Program& program, const Step& step,
   return Int8ProductSpec(program, step, call, n, spec);
 }
 
+// graft::dynamic_quantized_linear: f32 rows quantized as the call runs,
+// times constant s8 weights with one scale per output.
+absl::Status DynamicQuantizedLinearSpec(const Program& program, const Step& step,
+                                        const OpCall& call, LibraryCallSpec& spec) {
+  const Node* input = call.TensorNode("input");
+  const Node* weight = call.TensorNode("weight");
+  const Tensor* scales = ConstantOf(program, call.TensorNode("weight_scales"));
+  std::vector<int64_t> in = DimsOf(*input);
+  const int64_t k = in.back(), n = DimsOf(*weight)[0];
+  int64_t m = 1;
+  for (size_t i = 0; i + 1 < in.size(); ++i) m *= in[i];
+  spec.kind = LibraryCallKind::kDynamicQuantizedMatmul;
+  spec.src = {m, k};
+  spec.weights = {k, n};
+  spec.dst = {m, n};
+  spec.src_operand = OperandOf(step, input);
+  spec.weights_operand = OperandOf(step, weight);
+  spec.weights_state = StateSlotOf(step, spec.weights_operand);
+  if (ConstantOf(program, weight) == nullptr || scales == nullptr || spec.weights_state < 0 ||
+      scales->NumElements() != n) {
+    return absl::UnimplementedError("a dynamic int8 product whose weight or scales are not constants");
+  }
+  spec.scales.assign(scales->data<float>(), scales->data<float>() + n);
+  if (!call.IsNone("bias")) {
+    const Node* bias = call.TensorNode("bias");
+    const Tensor* constant = ConstantOf(program, bias);
+    spec.bias_state = StateSlotOf(step, OperandOf(step, bias));
+    if (constant == nullptr || constant->dtype() != DType::kF32 || spec.bias_state < 0) {
+      return absl::UnimplementedError("a dynamic int8 product with a bias that is not an f32 constant");
+    }
+  }
+  if (Volume(spec.src) == 0 || Volume(spec.dst) == 0) {
+    return absl::UnimplementedError("an empty int8 product");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status QuantizedConvSpec(const Program& program, const Step& step, const OpCall& call,
                                LibraryCallSpec& spec) {
   Conv2dSpec(step, call, spec);
@@ -260,6 +297,8 @@ absl::StatusOr<LibraryCallSpec> LibraryCallSpecOf(const Program& program, const 
     RETURN_IF_ERROR(QuantizedLinearSpec(program, step, call, spec));
   } else if (node.is_call(kQuantizedConv2dOp)) {
     RETURN_IF_ERROR(QuantizedConvSpec(program, step, call, spec));
+  } else if (node.is_call(kDynamicQuantizedLinearOp)) {
+    RETURN_IF_ERROR(DynamicQuantizedLinearSpec(program, step, call, spec));
   } else {
     RETURN_IF_ERROR(FloatSpec(program, step, call, spec));
   }

@@ -13,8 +13,10 @@
 namespace graft::orc {
 namespace {
 
+// The products whose int8 sums oneDNN makes (with VNNI).
 bool IsInt8Product(const Node& node) {
-  return node.is_call(kQuantizedLinearOp) || node.is_call(kQuantizedConv2dOp);
+  return node.is_call(kQuantizedLinearOp) || node.is_call(kQuantizedConv2dOp) ||
+         node.is_call(kDynamicQuantizedLinearOp);
 }
 
 bool IsLibraryCall(const Node& node) {
@@ -161,7 +163,10 @@ absl::StatusOr<Program> BuildProgram(const Module& module,
       // oneDNN's post-ops work on f32 results.
       .absorbs_activation =
           [](const Node& call, absl::string_view) {
-            // An int8 product with its own activation applies only that.
+            // The dynamic product scales its sums itself, with no
+            // activation; an int8 product with its own activation applies
+            // only that.
+            if (call.is_call(kDynamicQuantizedLinearOp)) return false;
             if (IsInt8Product(call)) {
               absl::StatusOr<OpCall> bound = OpCall::Bind(call);
               if (!bound.ok() || bound->String("activation") != "none") return false;
