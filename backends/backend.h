@@ -133,6 +133,14 @@ class Backend {
   virtual absl::StatusOr<std::unique_ptr<Executable>> DeserializeExecutable(
       absl::string_view bytes, const Module& module,
       const CompileOptions& options) const;
+  // The same for bytes that `keep_alive` keeps (a mapped disk cache entry,
+  // 64-byte aligned): the executable may keep pointers into them and hold
+  // `keep_alive` for as long. By default, DeserializeExecutable.
+  virtual absl::StatusOr<std::unique_ptr<Executable>> DeserializeMapped(
+      absl::string_view bytes, std::shared_ptr<const void> keep_alive, const Module& module,
+      const CompileOptions& options) const {
+    return DeserializeExecutable(bytes, module, options);
+  }
 
   // Writes `executable` (compiled by this backend, for fixed input shapes)
   // as a compiled model file (.gcx) that graft::runtime loads and runs with

@@ -45,13 +45,16 @@ CompileCacheStats CompileCache::stats() const {
   return stats;
 }
 
+// Entries from this size on are written in the background.
+constexpr size_t kBackgroundStoreBytes = size_t{4} << 20;
+
 absl::StatusOr<std::shared_ptr<Executable>> CompileCache::LoadFromDisk(
     Backend& backend, const std::string& key, const Module& module,
     const CompileOptions& options) {
-  std::optional<std::string> bytes = disk_->Load(key);
-  if (!bytes.has_value()) return nullptr;
+  std::optional<DiskEntry> entry = disk_->Map(key);
+  if (!entry.has_value()) return nullptr;
   absl::StatusOr<std::unique_ptr<Executable>> loaded =
-      backend.DeserializeExecutable(*bytes, module, options);
+      backend.DeserializeMapped(entry->payload, entry->keep_alive, module, options);
   // An entry the backend cannot read is rebuilt like a damaged one.
   if (!loaded.ok()) {
     disk_->Discard(key);
@@ -93,7 +96,13 @@ absl::StatusOr<std::shared_ptr<Executable>> CompileCache::GetOrCompile(
     if (use_disk && entry.report.breaks.empty()) {
       absl::StatusOr<std::string> bytes =
           backend.SerializeExecutable(*entry.executable);
-      if (bytes.ok()) disk_->Store(key, *bytes);
+      // A large entry (packed weights) takes longer to write than to
+      // compile: it is written while the caller runs the executable.
+      if (bytes.ok() && bytes->size() >= kBackgroundStoreBytes) {
+        disk_->StoreInBackground(key, *std::move(bytes));
+      } else if (bytes.ok()) {
+        disk_->Store(key, *bytes);
+      }
     }
   }
   const double seconds = SecondsSince(start);

@@ -1,6 +1,7 @@
 #include "backends/disk_cache.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -26,10 +27,13 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr char kMagic[8] = {'G', 'R', 'A', 'F', 'T', 'C', 'C', '\0'};
-constexpr uint32_t kFormatVersion = 1;
+// 2: the payload starts at a multiple of kPayloadAlignment.
+constexpr uint32_t kFormatVersion = 2;
+constexpr uint64_t kPayloadAlignment = 64;
 constexpr absl::string_view kEntrySuffix = ".entry";
 
-// Fixed-size header of an entry file; key and payload follow.
+// Fixed-size header of an entry file; the key follows, then zeros up to
+// the next multiple of kPayloadAlignment, then the payload.
 struct EntryHeader {
   char magic[8];
   uint32_t version;
@@ -43,6 +47,29 @@ uint64_t EntryChecksum(absl::string_view key, absl::string_view payload) {
   FingerprintBuilder b;
   b.AddString(key).AddString(payload);
   return b.Finish().low;
+}
+
+uint64_t PayloadOffset(uint32_t key_bytes) {
+  const uint64_t end = sizeof(EntryHeader) + uint64_t{key_bytes};
+  return (end + kPayloadAlignment - 1) / kPayloadAlignment * kPayloadAlignment;
+}
+
+// A whole file mapped read-only; null if it cannot be.
+std::shared_ptr<const void> MapWholeFile(const std::string& path, uint64_t& size) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return nullptr;
+  struct stat st;
+  void* data = MAP_FAILED;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+    size = static_cast<uint64_t>(st.st_size);
+    data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  }
+  ::close(fd);
+  if (data == MAP_FAILED) return nullptr;
+  const uint64_t bytes = size;
+  return std::shared_ptr<const void>(data, [bytes](const void* p) {
+    ::munmap(const_cast<void*>(p), bytes);
+  });
 }
 
 bool IsEntry(const fs::directory_entry& e) {
@@ -79,6 +106,71 @@ DiskCache::DiskCache(std::string dir, uint64_t max_bytes)
         std::fprintf(stderr, "graft: warning: %s\n", message.c_str());
       }) {}
 
+namespace {
+
+// Background stores not yet written, of every DiskCache in the process: a
+// load waits for all of them, so that two caches over one directory in one
+// process (two graft::Jit functions, say) see each other's entries as soon
+// as a second process would.
+struct PendingStores {
+  std::mutex mu;
+  std::condition_variable cv;
+  int64_t count = 0;
+};
+
+PendingStores& Pending() {
+  static auto* pending = new PendingStores();
+  return *pending;
+}
+
+}  // namespace
+
+DiskCache::~DiskCache() {
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    stopping_ = true;
+  }
+  queue_cv_.notify_all();
+  if (writer_.joinable()) writer_.join();
+}
+
+void DiskCache::StoreInBackground(std::string key, std::string payload) {
+  {
+    std::lock_guard<std::mutex> lock(Pending().mu);
+    ++Pending().count;
+  }
+  std::lock_guard<std::mutex> lock(queue_mu_);
+  queue_.emplace_back(std::move(key), std::move(payload));
+  if (!writer_.joinable()) writer_ = std::thread([this] { WriteQueued(); });
+  queue_cv_.notify_all();
+}
+
+void DiskCache::WriteQueued() {
+  std::unique_lock<std::mutex> lock(queue_mu_);
+  while (true) {
+    queue_cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // Stopping, with everything written.
+    std::pair<std::string, std::string> entry = std::move(queue_.front());
+    queue_.pop_front();
+    ++writing_;
+    lock.unlock();
+    Store(entry.first, entry.second);
+    {
+      std::lock_guard<std::mutex> pending_lock(Pending().mu);
+      --Pending().count;
+    }
+    Pending().cv.notify_all();
+    lock.lock();
+    --writing_;
+    queue_cv_.notify_all();
+  }
+}
+
+void DiskCache::WaitForStores() const {
+  std::unique_lock<std::mutex> lock(Pending().mu);
+  Pending().cv.wait(lock, [] { return Pending().count == 0; });
+}
+
 std::string DiskCache::DefaultDir() {
   if (const char* dir = std::getenv("GRAFT_CACHE_DIR"); dir && *dir) {
     return dir;
@@ -113,30 +205,37 @@ void DiskCache::Warn(const std::string& what) {
 }
 
 std::optional<std::string> DiskCache::Load(absl::string_view key) {
+  std::optional<DiskEntry> entry = Map(key);
+  if (!entry.has_value()) return std::nullopt;
+  return std::string(entry->payload);
+}
+
+std::optional<DiskEntry> DiskCache::Map(absl::string_view key) {
+  WaitForStores();
   const std::string path = EntryPath(key);
   if (::access(path.c_str(), F_OK) != 0) return std::nullopt;
-  absl::StatusOr<std::string> bytes = ReadFile(path);
-  if (!bytes.ok()) return std::nullopt;
+  uint64_t size = 0;
+  std::shared_ptr<const void> mapping = MapWholeFile(path, size);
+  if (mapping == nullptr) return std::nullopt;
+  const char* bytes = static_cast<const char*>(mapping.get());
   EntryHeader h;
-  bool good = bytes->size() >= sizeof(h);
+  bool good = size >= sizeof(h);
   if (good) {
-    std::memcpy(&h, bytes->data(), sizeof(h));
+    std::memcpy(&h, bytes, sizeof(h));
     // Compared without adding, which a damaged header could overflow.
-    const uint64_t rest = bytes->size() - sizeof(h);
     good = std::memcmp(h.magic, kMagic, sizeof(kMagic)) == 0 &&
-           h.version == kFormatVersion && h.key_bytes <= rest &&
-           h.payload_bytes == rest - h.key_bytes;
+           h.version == kFormatVersion && PayloadOffset(h.key_bytes) <= size &&
+           h.payload_bytes == size - PayloadOffset(h.key_bytes);
   }
   if (good) {
-    absl::string_view stored_key(bytes->data() + sizeof(h), h.key_bytes);
-    absl::string_view payload(bytes->data() + sizeof(h) + h.key_bytes,
-                              h.payload_bytes);
+    absl::string_view stored_key(bytes + sizeof(h), h.key_bytes);
+    absl::string_view payload(bytes + PayloadOffset(h.key_bytes), h.payload_bytes);
     good = EntryChecksum(stored_key, payload) == h.checksum;
     // A different key under the same name is a hash collision, not damage.
     if (good && stored_key != key) return std::nullopt;
     if (good) {
       ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);  // Recently used.
-      return std::string(payload);
+      return DiskEntry{std::move(mapping), payload};
     }
   }
   Discard(key);
@@ -162,10 +261,14 @@ void DiskCache::Store(absl::string_view key, absl::string_view payload) {
   h.key_bytes = static_cast<uint32_t>(key.size());
   h.payload_bytes = payload.size();
   h.checksum = EntryChecksum(key, payload);
-  absl::StatusOr<AtomicFile> file = AtomicFile::Create(EntryPath(key));
+  // Not synced to disk: a lost or torn entry is found by its checksum and
+  // rebuilt, and waiting for the disk would slow every first compile.
+  absl::StatusOr<AtomicFile> file =
+      AtomicFile::Create(EntryPath(key), AtomicFile::Durability::kCache);
   absl::Status s = file.status();
   if (s.ok()) s = file->Write(&h, sizeof(h));
   if (s.ok()) s = file->Write(key);
+  if (s.ok()) s = file->PadTo(PayloadOffset(h.key_bytes));
   if (s.ok()) s = file->Write(payload);
   if (s.ok()) s = file->Finish();
   if (s.ok()) s = file->Publish();
@@ -207,6 +310,7 @@ void DiskCache::Evict() {
 }
 
 absl::StatusOr<DiskCacheInfo> DiskCache::Info() const {
+  WaitForStores();
   DiskCacheInfo info{dir_, 0, 0, max_bytes_};
   ASSIGN_OR_RETURN(std::vector<fs::directory_entry> files, Files(entries_dir_));
   for (const fs::directory_entry& e : files) {
@@ -221,6 +325,12 @@ absl::StatusOr<DiskCacheInfo> DiskCache::Info() const {
 }
 
 absl::Status DiskCache::Clear() {
+  WaitForStores();
+  // Entries of older formats, which this graft never reads.
+  for (uint32_t v = 1; v < kFormatVersion; ++v) {
+    std::error_code ignored;
+    fs::remove_all(absl::StrCat(dir_, "/v", v), ignored);
+  }
   ASSIGN_OR_RETURN(std::vector<fs::directory_entry> files, Files(entries_dir_));
   for (const fs::directory_entry& e : files) {
     std::error_code ec;

@@ -2,10 +2,16 @@
 #define GRAFT_BACKENDS_DISK_CACHE_H_
 
 #include <atomic>
+#include <condition_variable>
+#include <deque>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -21,9 +27,18 @@ struct DiskCacheInfo {
   uint64_t max_bytes = 0;
 };
 
+// A cache entry's payload as it lies in the mapped entry file, kept alive
+// by `keep_alive`; 64-byte aligned, so that a backend can use large parts
+// of it in place (packed weights).
+struct DiskEntry {
+  std::shared_ptr<const void> keep_alive;
+  absl::string_view payload;
+};
+
 // Compiled code kept on disk between processes: one file per key under
-// DIR/v1/, each with a header (magic, format version, lengths, a checksum
-// of key and payload) and the full key, so a damaged, truncated or
+// DIR/v2/, each with a header (magic, format version, lengths, a checksum
+// of key and payload), the full key and the payload at a 64-byte aligned
+// offset, so a damaged, truncated or
 // colliding entry is detected, removed and rebuilt, never trusted. Entries
 // are written to a temporary file and renamed into place, so readers and
 // concurrent writers of one key only ever see a whole entry. The total size
@@ -36,6 +51,10 @@ class DiskCache {
   static constexpr uint64_t kDefaultMaxBytes = uint64_t{2} << 30;  // 2 GiB.
 
   explicit DiskCache(std::string dir, uint64_t max_bytes = kDefaultMaxBytes);
+  // Finishes the stores still being written.
+  ~DiskCache();
+  DiskCache(const DiskCache&) = delete;
+  DiskCache& operator=(const DiskCache&) = delete;
 
   // $GRAFT_CACHE_DIR, else $XDG_CACHE_HOME/graft, else ~/.cache/graft.
   static std::string DefaultDir();
@@ -44,14 +63,22 @@ class DiskCache {
 
   // The payload stored under `key`, or nullopt.
   std::optional<std::string> Load(absl::string_view key);
+  // The same, mapped rather than read (checked as Load checks it).
+  std::optional<DiskEntry> Map(absl::string_view key);
   // Stores `payload` under `key`, then evicts down to the size bound.
   void Store(absl::string_view key, absl::string_view payload);
+  // The same, written by a thread of the cache's own while the caller goes
+  // on (a large entry takes a while to write). Loads, Info and Clear wait
+  // for the background stores of every DiskCache of the process; the
+  // destructor for its own.
+  void StoreInBackground(std::string key, std::string payload);
   // Removes the entry of `key` and counts it as damaged: for an entry whose
   // checks passed but whose payload its reader refused.
   void Discard(absl::string_view key);
 
   absl::StatusOr<DiskCacheInfo> Info() const;
-  // Removes every entry (and stray temporary files); the directory stays.
+  // Removes every entry (and stray temporary files, and the entries of
+  // older formats); the directory stays.
   absl::Status Clear();
 
   const std::string& dir() const { return dir_; }
@@ -66,6 +93,9 @@ class DiskCache {
   std::string EntryPath(absl::string_view key) const;
   void Warn(const std::string& what);
   void Evict();
+  // Waits until every background store of the process is written.
+  void WaitForStores() const;
+  void WriteQueued();
 
   std::string dir_;
   std::string entries_dir_;
@@ -73,6 +103,14 @@ class DiskCache {
   std::atomic<int64_t> damaged_{0};
   std::atomic<bool> warned_{false};
   std::function<void(const std::string&)> warn_;
+
+  // Background stores: the queue, and the one thread that writes it.
+  mutable std::mutex queue_mu_;
+  mutable std::condition_variable queue_cv_;
+  std::deque<std::pair<std::string, std::string>> queue_;
+  int writing_ = 0;  // Stores taken from the queue and not yet written.
+  bool stopping_ = false;
+  std::thread writer_;
 };
 
 }  // namespace graft

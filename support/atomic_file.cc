@@ -44,7 +44,7 @@ bool WriteAll(int fd, const char* p, size_t size, int64_t offset) {
 
 }  // namespace
 
-absl::StatusOr<AtomicFile> AtomicFile::Create(std::string path) {
+absl::StatusOr<AtomicFile> AtomicFile::Create(std::string path, Durability durability) {
   // The pid and a counter keep concurrent writers (processes, threads) of
   // the same destination apart.
   static std::atomic<uint64_t> counter{0};
@@ -55,13 +55,14 @@ absl::StatusOr<AtomicFile> AtomicFile::Create(std::string path) {
       ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   // The message names the file the user asked for, not the temporary one.
   if (fd < 0) return ErrnoError("cannot write", path, errno);
-  return AtomicFile(std::move(path), std::move(temp), fd);
+  return AtomicFile(std::move(path), std::move(temp), fd, durability);
 }
 
 AtomicFile::AtomicFile(AtomicFile&& other) noexcept
     : path_(std::move(other.path_)),
       temp_(std::move(other.temp_)),
       fd_(other.fd_),
+      durability_(other.durability_),
       size_(other.size_),
       finished_(other.finished_),
       published_(other.published_) {
@@ -115,7 +116,7 @@ absl::Status AtomicFile::Finish() {
   }
   const int fd = fd_;
   fd_ = -1;
-  if (::fsync(fd) != 0) {
+  if (durability_ == Durability::kDurable && ::fsync(fd) != 0) {
     const int err = errno;
     ::close(fd);
     return ErrnoError("cannot write", path_, err);

@@ -22,7 +22,14 @@ namespace graft {
 // before the .gpb).
 class AtomicFile {
  public:
-  static absl::StatusOr<AtomicFile> Create(std::string path);
+  // kDurable: Finish() flushes the data to disk (fsync), so a published
+  // file survives a crash whole. kCache: it does not, for files whose loss
+  // or damage costs only speed (compile cache entries, checked when read):
+  // a large entry would otherwise wait for the disk.
+  enum class Durability { kDurable, kCache };
+
+  static absl::StatusOr<AtomicFile> Create(std::string path,
+                                           Durability durability = Durability::kDurable);
 
   AtomicFile(AtomicFile&& other) noexcept;
   AtomicFile& operator=(AtomicFile&&) = delete;
@@ -39,7 +46,7 @@ class AtomicFile {
   absl::Status WriteAt(uint64_t offset, absl::string_view data);
   uint64_t size() const { return size_; }
 
-  // Flushes the data to disk and closes the temporary file.
+  // Flushes the data to disk (when durable) and closes the temporary file.
   absl::Status Finish();
   // Renames the finished temporary file over the destination.
   absl::Status Publish();
@@ -48,13 +55,14 @@ class AtomicFile {
   const std::string& temp_path() const { return temp_; }
 
  private:
-  AtomicFile(std::string path, std::string temp, int fd)
-      : path_(std::move(path)), temp_(std::move(temp)), fd_(fd) {}
+  AtomicFile(std::string path, std::string temp, int fd, Durability durability)
+      : path_(std::move(path)), temp_(std::move(temp)), fd_(fd), durability_(durability) {}
   absl::Status Fail(absl::string_view what, int err);
 
   std::string path_;
   std::string temp_;
   int fd_ = -1;
+  Durability durability_ = Durability::kDurable;
   uint64_t size_ = 0;
   bool finished_ = false;
   bool published_ = false;

@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "backends/orc/cache_entry.h"
 #include "backends/orc/llvm_jit.h"
 #include "backends/orc/compiled_model_writer.h"
 #include "backends/orc/orc_executable.h"
@@ -26,8 +27,6 @@ int graft_link_orc_backend = 0;
 
 namespace graft::orc {
 namespace {
-
-constexpr char kMagic[] = "graft-orc-executable 1\n";
 
 absl::StatusOr<int> ThreadsOption(const CompileOptions& options) {
   for (const auto& [key, value] : options.options) {
@@ -124,24 +123,31 @@ absl::StatusOr<std::string> OrcBackend::SerializeExecutable(
     return absl::UnimplementedError(
         "only executables compiled for fixed input shapes are written to disk");
   }
-  return absl::StrCat(kMagic, ProgramHash(program->program()), "\n",
-                      program->object());
+  OrcCacheEntry entry;
+  entry.program_hash = ProgramHash(program->program());
+  entry.object = program->object();
+  for (const auto& call : program->library_calls()) {
+    entry.packed.push_back(call->packed_weights());
+  }
+  return EncodeOrcCacheEntry(entry);
 }
 
 absl::StatusOr<std::unique_ptr<Executable>> OrcBackend::DeserializeExecutable(
     absl::string_view bytes, const Module& module,
     const CompileOptions& options) const {
+  // The packed weights must outlive the executable: a copy it owns.
+  auto copy = std::make_shared<const std::string>(bytes);
+  return DeserializeMapped(*copy, copy, module, options);
+}
+
+absl::StatusOr<std::unique_ptr<Executable>> OrcBackend::DeserializeMapped(
+    absl::string_view bytes, std::shared_ptr<const void> keep_alive, const Module& module,
+    const CompileOptions& options) const {
   RETURN_IF_ERROR(CheckDevice(options));
   ASSIGN_OR_RETURN(int threads, ThreadsOption(options));
   ASSIGN_OR_RETURN(ProgramOptions program_options, ProgramOptionsOf(options));
   program_options.threads = ResolveThreads(threads);
-  const absl::string_view magic(kMagic);
-  const size_t hash_end = bytes.find('\n', magic.size());
-  if (!absl::StartsWith(bytes, magic) || hash_end == absl::string_view::npos) {
-    return absl::DataLossError("not an orc executable");
-  }
-  const absl::string_view hash = bytes.substr(magic.size(), hash_end - magic.size());
-  const std::string object(bytes.substr(hash_end + 1));
+  ASSIGN_OR_RETURN(OrcCacheEntry entry, DecodeOrcCacheEntry(bytes));
   std::vector<ValueSignature> inputs = PlaceholderSignature(module.graph());
   RETURN_IF_ERROR(NarrowSignature(inputs, options.input_types));
   std::vector<TensorType> types;
@@ -151,12 +157,16 @@ absl::StatusOr<std::unique_ptr<Executable>> OrcBackend::DeserializeExecutable(
   }
   // The object is only used for the very program it was compiled from.
   ASSIGN_OR_RETURN(Program program, BuildProgram(module, types, program_options));
-  if (ProgramHash(program) != hash) {
+  if (ProgramHash(program) != entry.program_hash) {
     return absl::DataLossError("the cached object was compiled from another program");
+  }
+  if (entry.packed.size() != program.library_steps.size()) {
+    return absl::DataLossError("the cached weights are for another program");
   }
   auto executable = std::make_unique<OrcExecutable>(module, std::move(inputs),
                                                     threads, program_options);
-  RETURN_IF_ERROR(executable->CompileNow(&object));
+  const CompiledProgram::Prepacked prepacked{std::move(entry.packed), std::move(keep_alive)};
+  RETURN_IF_ERROR(executable->CompileNow(&entry.object, &prepacked));
   return std::unique_ptr<Executable>(std::move(executable));
 }
 

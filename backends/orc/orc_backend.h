@@ -28,6 +28,9 @@ class OrcBackend : public Backend {
   absl::StatusOr<std::unique_ptr<Executable>> DeserializeExecutable(
       absl::string_view bytes, const Module& module,
       const CompileOptions& options) const override;
+  absl::StatusOr<std::unique_ptr<Executable>> DeserializeMapped(
+      absl::string_view bytes, std::shared_ptr<const void> keep_alive, const Module& module,
+      const CompileOptions& options) const override;
   absl::Status WriteCompiledModel(const Executable& executable,
                                   const std::string& path) const override;
 };

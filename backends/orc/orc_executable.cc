@@ -12,8 +12,9 @@
 namespace graft::orc {
 
 absl::StatusOr<std::unique_ptr<CompiledProgram>> CompiledProgram::Create(
-    Program program, const std::string* object) {
+    Program program, const std::string* object, const Prepacked* prepacked) {
   std::unique_ptr<CompiledProgram> c(new CompiledProgram());
+  if (prepacked != nullptr) c->prepacked_alive_ = prepacked->keep_alive;
   c->program_ = std::move(program);
   const Program& p = c->program_;
   if (object != nullptr) {
@@ -31,13 +32,20 @@ absl::StatusOr<std::unique_ptr<CompiledProgram>> CompiledProgram::Create(
   // made, by the OpenMP setting of the thread that makes it: make them
   // with the threads the runs will have.
   runtime::ScopedLibraryThreads library_threads(p.options.threads);
-  for (int index : p.library_steps) {
-    const Step& step = p.steps[index];
+  for (size_t i = 0; i < p.library_steps.size(); ++i) {
+    const Step& step = p.steps[p.library_steps[i]];
     const Node* node = step.node;
     absl::StatusOr<runtime::LibraryCallSpec> spec = LibraryCallSpecOf(p, step);
+    std::vector<runtime::PackedWeights> packed;
+    if (spec.ok() && prepacked != nullptr && i < prepacked->weights.size() &&
+        prepacked->weights[i].has_value()) {
+      packed.push_back(*prepacked->weights[i]);
+      spec->packed_index = 0;
+    }
     absl::StatusOr<std::unique_ptr<runtime::LibraryCall>> call =
-        spec.ok() ? runtime::PrepareLibraryCall(*spec, constants)
+        spec.ok() ? runtime::PrepareLibraryCall(*spec, constants, packed)
                   : absl::StatusOr<std::unique_ptr<runtime::LibraryCall>>(spec.status());
+    if (spec.ok()) spec->packed_index = -1;  // The spec as compiled, for model files.
     if (!call.ok()) {
       return absl::Status(call.status().code(),
                           absl::StrCat("%", node->name(), " (", node->target(),
@@ -100,7 +108,8 @@ OrcExecutable::OrcExecutable(const Module& module,
       options_(options),
       runs_here_(RunsHere(options.target_cpu)) {}
 
-absl::Status OrcExecutable::CompileNow(const std::string* object) {
+absl::Status OrcExecutable::CompileNow(const std::string* object,
+                                       const CompiledProgram::Prepacked* prepacked) {
   if (!AllConcrete(inputs_)) {
     return absl::FailedPreconditionError("the inputs' shapes are not all fixed");
   }
@@ -108,7 +117,7 @@ absl::Status OrcExecutable::CompileNow(const std::string* object) {
   for (const ValueSignature& s : inputs_) types.push_back(*s.type);
   ASSIGN_OR_RETURN(Program program, BuildProgram(*module_, types, options_));
   ASSIGN_OR_RETURN(std::unique_ptr<CompiledProgram> compiled,
-                   CompiledProgram::Create(std::move(program), object));
+                   CompiledProgram::Create(std::move(program), object, prepacked));
   programs_.Put(types, std::move(compiled));
   return absl::OkStatus();
 }

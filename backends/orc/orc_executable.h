@@ -3,6 +3,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <shared_mutex>
 #include <string>
@@ -23,10 +24,19 @@ namespace graft::orc {
 // everything one run needs.
 class CompiledProgram {
  public:
+  // What the disk cache gives besides the object: per library call, its
+  // weights already packed (used in place where the layout is the one
+  // oneDNN picks here), and what keeps their bytes alive.
+  struct Prepacked {
+    std::vector<std::optional<runtime::PackedWeights>> weights;
+    std::shared_ptr<const void> keep_alive;
+  };
+
   // Compiles `program` with LLVM, or loads `object` when it is given (from
   // the disk cache).
   static absl::StatusOr<std::unique_ptr<CompiledProgram>> Create(
-      Program program, const std::string* object = nullptr);
+      Program program, const std::string* object = nullptr,
+      const Prepacked* prepacked = nullptr);
 
   ~CompiledProgram();
 
@@ -49,6 +59,8 @@ class CompiledProgram {
 
   Program program_;
   std::string object_;
+  std::shared_ptr<const void> prepacked_alive_;  // Before the calls that use it.
+
   std::unique_ptr<LoadedObject> loaded_;
   std::vector<runtime::LibraryCallSpec> specs_;
   std::vector<std::unique_ptr<runtime::LibraryCall>> calls_;
@@ -67,7 +79,8 @@ class OrcExecutable : public Executable {
                 int threads, ProgramOptions options);
   // Compiles for the signature's types now; fails unless they are all
   // known and constant.
-  absl::Status CompileNow(const std::string* object = nullptr);
+  absl::Status CompileNow(const std::string* object = nullptr,
+                          const CompiledProgram::Prepacked* prepacked = nullptr);
 
   absl::StatusOr<std::vector<Tensor>> Run(absl::Span<const Tensor> inputs) override;
   const std::vector<ValueSignature>& input_signature() const override {

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "backends/disk_cache.h"
 #include "gmock/gmock.h"
 #include "graph/parser.h"
 #include "gtest/gtest.h"
@@ -252,6 +254,40 @@ TEST(DiskCache, EvictsLeastRecentlyUsed) {
   EXPECT_FALSE(cache.Load("a").has_value());
 }
 
+// Background stores: a load waits for the stores queued before it, the
+// destructor for all of them; payloads come back 64-byte aligned.
+TEST(DiskCache, BackgroundStoresAreSeenByLoadsAndFinishedOnDestruction) {
+  const std::string dir = FreshDir("background");
+  std::string big(3 << 20, '\0');
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i * 7);
+  {
+    DiskCache cache(dir);
+    cache.StoreInBackground("first", big);
+    std::optional<DiskEntry> entry = cache.Map("first");
+    ASSERT_TRUE(entry.has_value());
+    EXPECT_EQ(entry->payload, big);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(entry->payload.data()) % 64, 0u);
+    for (int i = 0; i < 5; ++i) cache.StoreInBackground(absl::StrCat("k", i), big.substr(i));
+  }
+  DiskCache reopened(dir);
+  for (int i = 0; i < 5; ++i) {
+    std::optional<std::string> got = reopened.Load(absl::StrCat("k", i));
+    ASSERT_TRUE(got.has_value()) << i;
+    EXPECT_EQ(*got, big.substr(i));
+  }
+  ASSERT_OK(reopened.Clear());
+}
+
+// graft cache clear also removes the entries of an older format.
+TEST(DiskCache, ClearRemovesOlderFormats) {
+  const std::string dir = FreshDir("older");
+  fs::create_directories(dir + "/v1");
+  std::ofstream(dir + "/v1/old.entry") << "an entry of format 1";
+  DiskCache cache(dir);
+  ASSERT_OK(cache.Clear());
+  EXPECT_FALSE(fs::exists(dir + "/v1"));
+}
+
 TEST(DiskCache, DefaultDirFollowsTheEnvironment) {
   const char* before = std::getenv("GRAFT_CACHE_DIR");
   const std::string saved = before == nullptr ? "" : before;
@@ -295,11 +331,11 @@ TEST(DiskCache, UnreadableEntriesAreDiscardedAndCounted) {
 TEST(DiskCache, AnUnreadableDirectoryIsAnError) {
   const std::string base = FreshDir("unsearchable");
   fs::create_directories(base);
-  std::ofstream(base + "/v1") << "a file where the entries' folder should be";
+  std::ofstream(base + "/v2") << "a file where the entries' folder should be";
   DiskCache cache(base);
   EXPECT_THAT(cache.Info(),
               testing::StatusIs(absl::StatusCode::kPermissionDenied,
-                                HasSubstr("cannot read " + base + "/v1")));
+                                HasSubstr("cannot read " + base + "/v2")));
   EXPECT_THAT(cache.Clear(),
               testing::StatusIs(absl::StatusCode::kPermissionDenied));
 }

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <memory>
 #include <random>
@@ -16,6 +17,7 @@
 #include "backends/compile_cache.h"
 #include "backends/disk_cache.h"
 #include "backends/fallback_executable.h"
+#include "backends/orc/cache_entry.h"
 #include "backends/interp/constant_evaluator.h"
 #include "gmock/gmock.h"
 #include "graph/parser.h"
@@ -229,6 +231,30 @@ TEST_F(OrcDiskCache, SecondCacheLoadsFromDisk) {
   fs::remove_all(dir);
 }
 
+// The entry keeps the weights as oneDNN packed them, so that a new process
+// maps them instead of packing them again; its results are the same bits.
+TEST_F(OrcDiskCache, PackedWeightsTravelWithTheEntry) {
+  const std::string dir = FreshDir("packed");
+  CompileCacheStats stats;
+  std::vector<Tensor> out;
+  ASSERT_NO_FATAL_FAILURE(CompileThrough(dir, stats, out));
+  std::optional<std::string> bytes = DiskCache(dir).Load(CompileCache::Key(Orc(), module_, {}));
+  ASSERT_TRUE(bytes.has_value());
+  ASSERT_OK_AND_ASSIGN(orc::OrcCacheEntry entry, orc::DecodeOrcCacheEntry(*bytes));
+  ASSERT_EQ(entry.packed.size(), 2u);  // fc and fc2.
+  for (const auto& packed : entry.packed) {
+    ASSERT_TRUE(packed.has_value());
+    EXPECT_GE(packed->bytes, 16u * 4u * 4u);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(packed->data) % 64,
+              reinterpret_cast<uintptr_t>(bytes->data()) % 64);
+  }
+  std::vector<Tensor> again;
+  ASSERT_NO_FATAL_FAILURE(CompileThrough(dir, stats, again));
+  EXPECT_EQ(stats.disk_hits, 1);
+  for (size_t i = 0; i < out.size(); ++i) EXPECT_TRUE(out[i].BitwiseEqual(again[i]));
+  fs::remove_all(dir);
+}
+
 // Bytes flipped in the stored file, at its start, middle and end: each is
 // found, thrown away and rebuilt, and the rebuilt entry loads again.
 TEST_F(OrcDiskCache, DamagedFileIsRebuilt) {
@@ -267,8 +293,8 @@ TEST_F(OrcDiskCache, WholeEntriesWithBadContentsAreRebuilt) {
   const std::string key = CompileCache::Key(Orc(), module_, {});
   std::optional<std::string> good = DiskCache(dir).Load(key);
   ASSERT_TRUE(good.has_value());
-  const size_t header = good->find('\n', good->find('\n') + 1) + 1;
-  ASSERT_GT(good->size(), header + 64);
+  ASSERT_OK_AND_ASSIGN(orc::OrcCacheEntry entry, orc::DecodeOrcCacheEntry(*good));
+  ASSERT_GT(entry.object.size(), 64u);
 
   // The other module's entry, made through a cache of its own.
   Module other = Parse(kOtherModule);
@@ -281,19 +307,28 @@ TEST_F(OrcDiskCache, WholeEntriesWithBadContentsAreRebuilt) {
       DiskCache(other_dir).Load(CompileCache::Key(Orc(), other, {}));
   ASSERT_TRUE(foreign.has_value());
 
-  std::string truncated = good->substr(0, header + (good->size() - header) / 2);
-  std::string bad_magic = *good;
-  for (size_t i = header; i < header + 16; ++i) bad_magic[i] ^= 0x5a;
-  std::string bad_hash = *good;
-  bad_hash[good->find('\n') + 3] ^= 0x01;
-  std::string empty_object = good->substr(0, header);
+  auto with = [&](const std::function<void(orc::OrcCacheEntry&)>& change) {
+    orc::OrcCacheEntry copy = entry;
+    change(copy);
+    return orc::EncodeOrcCacheEntry(copy);
+  };
+  const std::string truncated = good->substr(0, good->size() / 2);
+  const std::string bad_object = with([](orc::OrcCacheEntry& e) {
+    for (size_t i = 0; i < 16; ++i) e.object[i] ^= 0x5a;
+  });
+  const std::string bad_hash = with([](orc::OrcCacheEntry& e) { e.program_hash[3] ^= 0x01; });
+  const std::string no_object = with([](orc::OrcCacheEntry& e) { e.object.clear(); });
+  const std::string more_calls =
+      with([](orc::OrcCacheEntry& e) { e.packed.push_back(std::nullopt); });
   for (const auto& [what, bytes] :
        std::vector<std::pair<std::string, std::string>>{
-           {"truncated object", truncated},
-           {"damaged object header", bad_magic},
+           {"truncated entry", truncated},
+           {"damaged object header", bad_object},
            {"hash of another program", bad_hash},
-           {"no object", empty_object},
+           {"no object", no_object},
+           {"weights for more library calls than the program has", more_calls},
            {"another module's entry", *foreign},
+           {"an entry of the previous format", "graft-orc-executable 1\nabc\nxyz"},
            {"not an orc entry", "graft-orc-executable 2\nxyz\n"}}) {
     SCOPED_TRACE(what);
     DiskCache(dir).Store(key, bytes);
