@@ -72,7 +72,10 @@ inline constexpr absl::string_view kQuantizedConv2dOp = "graft::quantized_conv2d
 // quantized to symmetric int8 with s[r] = max_k |input[r, k]| / 127
 // (rounding to nearest even; a zero row has s = 1), then
 //   y[r, o] = s[r] * weight_scales[o] * sum_k q[r, k] * weight[o, k] + bias[o]
-// summed in 32-bit integers, in f32.
+// summed in 32-bit integers, in f32 (at most 133143 input features, which
+// keeps the sums from overflowing). Non-finite inputs are not carried
+// through: NaN quantizes to 0 and infinities to +-127, so a row holding
+// one gives finite results where the float layer would not.
 inline constexpr absl::string_view kDynamicQuantizedLinearOp =
     "graft::dynamic_quantized_linear";
 

@@ -1,6 +1,8 @@
 #include "quantize/quantize_model.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -63,6 +65,8 @@ absl::StatusOr<passes::quantize::InputMeans> InputChannelMeans(
     const Module& prepared, const Module& base, const QuantizeOptions& options) {
   std::vector<ChannelAxis> values;
   std::map<std::string, std::string> input_of;  // call -> activation
+  std::map<std::string, int> axis_of;            // activation -> channel axis
+  std::set<std::string> conflicting;
   for (const Node* n : prepared.graph().nodes()) {
     if (!options.config.Quantizes(*n)) continue;
     absl::StatusOr<OpCall> call = OpCall::Bind(*n);
@@ -71,12 +75,22 @@ absl::StatusOr<passes::quantize::InputMeans> InputChannelMeans(
     ASSIGN_OR_RETURN(OpCall observe, OpCall::Bind(*observer));
     const Node* activation = observe.TensorNode("input");
     if (activation == nullptr || base.graph().FindNode(activation->name()) == nullptr) continue;
+    // Channels: dim -3 of a conv2d's [N,]C,H,W input, the last of a
+    // linear's. A value read both ways is left alone (one axis per value).
+    const int axis = n->is_call("conv2d") ? -3 : -1;
+    auto [it, fresh] = axis_of.emplace(activation->name(), axis);
+    if (!fresh && it->second != axis) {
+      conflicting.insert(activation->name());
+      continue;
+    }
     input_of[n->name()] = activation->name();
-    values.push_back({activation->name(), n->is_call("conv2d") ? 1 : -1});
+    if (fresh) values.push_back({activation->name(), axis});
   }
   ASSIGN_OR_RETURN(auto stats, CollectChannelStats(base, options.calibration, values));
   passes::quantize::InputMeans means;
-  for (const auto& [call, activation] : input_of) means[call] = stats[activation].Mean();
+  for (const auto& [call, activation] : input_of) {
+    if (!conflicting.contains(activation)) means[call] = stats[activation].Mean();
+  }
   return means;
 }
 

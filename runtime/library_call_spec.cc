@@ -1,5 +1,6 @@
 // The byte form of LibraryCallSpec, for compiled model files.
 
+#include <cmath>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -85,6 +86,19 @@ absl::Status Check(const ByteReader& in, const LibraryCallSpec& s) {
           RETURN_IF_ERROR(CheckDims(in, *v, 2, 2, "convolution's window"));
         }
         if (s.groups < 1 || s.groups > kMaxDim) return in.Error("bad convolution groups");
+        // Channels: weights [O, C/groups, KH, KW], src [N, C, ..], dst [N, O, ..].
+        if (s.weights[0] % s.groups != 0 || s.weights[1] * s.groups != s.src[1] ||
+            s.weights[0] != s.dst[1] || s.src[0] != s.dst[0]) {
+          return in.Error("an int8 convolution whose channels do not agree");
+        }
+      }
+      for (float scale : s.scales) {
+        if (!(scale > 0) || !std::isfinite(scale)) {
+          return in.Error("an int8 product with a scale that is not positive and finite");
+        }
+      }
+      if (s.dst_dtype != DType::kF32 && (!(s.dst_scale > 0) || !std::isfinite(s.dst_scale))) {
+        return in.Error("an int8 product whose result scale is not positive and finite");
       }
       if (s.scales.size() != static_cast<size_t>(conv ? s.dst[1] : s.dst.back())) {
         return in.Error("an int8 product needs one scale per output channel");

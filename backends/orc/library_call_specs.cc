@@ -191,6 +191,9 @@ absl::Status DynamicQuantizedLinearSpec(const Program& program, const Step& step
   const int64_t k = in.back(), n = DimsOf(*weight)[0];
   int64_t m = 1;
   for (size_t i = 0; i + 1 < in.size(); ++i) m *= in[i];
+  if (k > ((int64_t{1} << 31) - 1) / (127 * 127)) {
+    return absl::UnimplementedError("a dynamic int8 product whose int32 sums could overflow");
+  }
   spec.kind = LibraryCallKind::kDynamicQuantizedMatmul;
   spec.src = {m, k};
   spec.weights = {k, n};

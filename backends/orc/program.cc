@@ -77,6 +77,16 @@ absl::Status CanLowerCall(const Node& node) {
           return absl::UnimplementedError("an empty int8 product");
         }
       }
+      // oneDNN 2 has no fast int8 convolution on NCHW data, and an
+      // unbatched input cannot run channels-last here.
+      if (node.is_call(kQuantizedConv2dOp)) {
+        ASSIGN_OR_RETURN(OpCall conv, OpCall::Bind(node));
+        const Node* input = conv.TensorNode("input");
+        if (input != nullptr && input->type().has_value() && input->type()->rank() != 4) {
+          return absl::UnimplementedError(
+              "an unbatched int8 convolution (give the input a batch dim of 1)");
+        }
+      }
       // The int8 call packs its weight, scales and bias once: constants.
       for (const char* param : {"weight", "weight_scales", "bias"}) {
         const Node* n = call.TensorNode(param);

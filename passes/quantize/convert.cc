@@ -297,6 +297,12 @@ class Converter {
   absl::Status CorrectBias(Node* n, const Tensor& weight, const QuantizedWeight& q,
                            const std::vector<double>& mean) {
     ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(*n));
+    // f32 layers only: a bias of another dtype (or a new f32 one beside
+    // bf16 values) would not fit the call.
+    if (weight.dtype() != DType::kF32 || !n->type().has_value() ||
+        n->type()->dtype != DType::kF32) {
+      return absl::OkStatus();
+    }
     Node* target = n;  // The call whose bias takes the correction.
     if (call.schema().ParamIndex("bias") < 0) {
       // matmul: the constant that an add after it adds (ONNX's MatMul, Add).

@@ -45,7 +45,9 @@ struct ConvertReport {
 // activation it reads, over calibration data (the last dim for linear, dim
 // 1 for conv2d). A quantized weight Wq = W + E shifts the call's result by
 // E . mean on average; Convert subtracts that from the call's bias (a call
-// without one gets one). matmul has no bias and is left alone.
+// without one gets one; a matmul, the constant an add after it adds). f32
+// layers only. For conv2d the mean is taken as every window's, which the
+// windows at a zero-padded border are not.
 using InputMeans = std::map<std::string, std::vector<double>>;
 
 // The reference graph of a calibrated module (Prepare, then calibration,

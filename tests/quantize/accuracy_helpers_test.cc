@@ -217,5 +217,26 @@ TEST(BiasCorrection, TakesTheWeightsMeanErrorOutOfTheBias) {
   EXPECT_TRUE(plain.converted.bias_corrected.empty());
 }
 
+// A bf16 or f16 layer keeps its dtype: bias correction leaves it alone
+// rather than giving it an f32 bias it cannot add.
+TEST(BiasCorrection, LeavesHalfPrecisionLayersAlone) {
+  Module m = Parse(R"(
+tensor w : f16[8,16] = random(seed=1)
+
+graph():
+    %x : f16[4,16] = placeholder[target=x]
+    %w = get_attr[target=w]
+    %y = call_function[target=linear](args = (%x, %w), kwargs = {})
+    return y
+)");
+  ASSERT_OK(passes::PropagateShapes(m).status());
+  QuantizeOptions options;
+  options.calibration = Samples(m, 4, 1);
+  options.bias_correction = true;
+  ASSERT_OK_AND_ASSIGN(QuantizeResult r, QuantizeModel(m, options));
+  EXPECT_TRUE(r.converted.bias_corrected.empty());
+  EXPECT_EQ(r.converted.quantized.size(), 1u);
+}
+
 }  // namespace
 }  // namespace graft::quantize
