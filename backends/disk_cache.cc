@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "graph/file_io.h"
 #include "support/atomic_file.h"
+#include "support/cache_dir.h"
 #include "support/fingerprint.h"
 #include "support/status_macros.h"
 
@@ -171,16 +172,7 @@ void DiskCache::WaitForStores() const {
   Pending().cv.wait(lock, [] { return Pending().count == 0; });
 }
 
-std::string DiskCache::DefaultDir() {
-  if (const char* dir = std::getenv("GRAFT_CACHE_DIR"); dir && *dir) {
-    return dir;
-  }
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
-    return absl::StrCat(xdg, "/graft");
-  }
-  const char* home = std::getenv("HOME");
-  return absl::StrCat(home && *home ? home : "/tmp", "/.cache/graft");
-}
+std::string DiskCache::DefaultDir() { return DefaultCacheDir(); }
 
 uint64_t DiskCache::DefaultMaxBytes() {
   uint64_t mb = 0;
@@ -326,11 +318,14 @@ absl::StatusOr<DiskCacheInfo> DiskCache::Info() const {
 
 absl::Status DiskCache::Clear() {
   WaitForStores();
-  // Entries of older formats, which this graft never reads.
+  // Entries of older formats, which this graft never reads, and the hashes
+  // of model files (support/file_hash_memo.h), which live beside them.
   for (uint32_t v = 1; v < kFormatVersion; ++v) {
     std::error_code ignored;
     fs::remove_all(absl::StrCat(dir_, "/v", v), ignored);
   }
+  std::error_code ignored;
+  fs::remove_all(absl::StrCat(dir_, "/file-hashes"), ignored);
   ASSIGN_OR_RETURN(std::vector<fs::directory_entry> files, Files(entries_dir_));
   for (const fs::directory_entry& e : files) {
     std::error_code ec;

@@ -54,8 +54,17 @@ absl::StatusOr<std::shared_ptr<Storage>> Storage::AllocateOn(
 const Fingerprint& Storage::ContentFingerprint() const {
   std::call_once(hashed_, [this] {
     content_ = FingerprintBuilder().AddBytes(data_, size_).Finish();
+    if (on_hashed_) on_hashed_(content_);
   });
   return content_;
+}
+
+std::shared_ptr<Storage> Storage::WrapWithHashHook(
+    void* data, size_t bytes, std::shared_ptr<void> keep_alive,
+    std::function<void(const Fingerprint&)> on_hashed) {
+  std::shared_ptr<Storage> storage = Wrap(data, bytes, std::move(keep_alive));
+  storage->on_hashed_ = std::move(on_hashed);
+  return storage;
 }
 
 Storage::~Storage() {

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -36,6 +37,12 @@ class Storage {
   static std::shared_ptr<Storage> WrapWithKnownContent(
       void* data, size_t bytes, std::shared_ptr<void> keep_alive,
       const Fingerprint& content);
+  // The same, for bytes whose hash is not known yet: `on_hashed` is called
+  // with it when ContentFingerprint() first computes it (to remember it
+  // for the file the bytes are mapped from).
+  static std::shared_ptr<Storage> WrapWithHashHook(
+      void* data, size_t bytes, std::shared_ptr<void> keep_alive,
+      std::function<void(const Fingerprint&)> on_hashed);
   // Uninitialized memory of `allocator`'s device, freed through it.
   static absl::StatusOr<std::shared_ptr<Storage>> AllocateOn(
       std::shared_ptr<DeviceAllocator> allocator, size_t bytes);
@@ -70,6 +77,7 @@ class Storage {
   std::shared_ptr<DeviceAllocator> allocator_;
   mutable std::once_flag hashed_;
   mutable Fingerprint content_;
+  std::function<void(const Fingerprint&)> on_hashed_;
 };
 
 // A dense, C-ordered tensor with a static shape. Copies share storage

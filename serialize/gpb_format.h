@@ -23,7 +23,7 @@ namespace graft {
 // own major version (newer minors only add fields it can ignore) and
 // refuses another major version.
 inline constexpr uint32_t kGpbFormatMajor = 1;
-inline constexpr uint32_t kGpbFormatMinor = 1;
+inline constexpr uint32_t kGpbFormatMinor = 0;
 
 // Tensors of at most this many bytes are stored inline in the .gpb by
 // default; larger ones go to the side file, where they are mapped, not

@@ -30,14 +30,8 @@ constexpr int kRecursionLimit = 256;
 // and the like.
 class ModuleReader {
  public:
-  // `trust_content_hashes`: the side file is as it was when the model was
-  // written (its modification time is the recorded one), so the tensors'
-  // recorded content hashes stand for their bytes.
-  ModuleReader(absl::string_view file, std::shared_ptr<MappedFile> side_file,
-               bool trust_content_hashes)
-      : file_(file),
-        side_file_(std::move(side_file)),
-        trust_content_hashes_(trust_content_hashes) {}
+  ModuleReader(absl::string_view file, std::shared_ptr<MappedFile> side_file)
+      : file_(file), side_file_(std::move(side_file)) {}
 
   // Reads one module; `path` is its dotted submodule path (empty for the
   // top). Recursion follows submodule nesting, bounded by kMaxModuleDepth.
@@ -72,7 +66,6 @@ class ModuleReader {
 
   std::string file_;
   std::shared_ptr<MappedFile> side_file_;
-  bool trust_content_hashes_;
   // The graph being read, and the index of the node being read in it.
   const proto::Graph* graph_ = nullptr;
   int index_ = 0;
@@ -208,12 +201,22 @@ absl::StatusOr<std::shared_ptr<Storage>> ModuleReader::ExternalStorage(
                               " + ", length, ") ends past the end of ",
                               side_file_->path(), " (", size, " bytes)"));
   }
-  if (trust_content_hashes_ && ext.has_content()) {
-    return Storage::WrapWithKnownContent(
-        side_file_->data() + offset, length, side_file_,
-        Fingerprint{ext.content().high(), ext.content().low()});
+  // Large weights take their hash from this machine's memo of the same,
+  // unchanged file, or leave it there once a fingerprint computes it.
+  const FileHashMemo& memo = FileHashMemo::Default();
+  const FileIdentity& identity = side_file_->identity();
+  if (std::optional<Fingerprint> known = memo.Find(identity, offset, length)) {
+    return Storage::WrapWithKnownContent(side_file_->data() + offset, length, side_file_,
+                                         *known);
   }
-  return Storage::Wrap(side_file_->data() + offset, length, side_file_);
+  if (length < FileHashMemo::kMinRegionBytes) {
+    return Storage::Wrap(side_file_->data() + offset, length, side_file_);
+  }
+  return Storage::WrapWithHashHook(
+      side_file_->data() + offset, length, side_file_,
+      [&memo, identity, offset, length](const Fingerprint& hash) {
+        memo.Record(identity, offset, length, hash);
+      });
 }
 
 absl::Status ModuleReader::ReadGraph(const proto::Graph& graph,
@@ -552,13 +555,7 @@ absl::StatusOr<LoadedModel> ModelFromProto(
     }
     loaded.info.metadata.emplace_back(entry.key(), entry.value());
   }
-  // A side file that was changed after the save (in place, or copied
-  // without its times) has its tensors hashed again when a fingerprint
-  // needs them.
-  const bool trust_content_hashes =
-      side_file != nullptr && model.data_file().mtime_ns() != 0 &&
-      model.data_file().mtime_ns() == side_file->mtime_ns();
-  ModuleReader reader(name, std::move(side_file), trust_content_hashes);
+  ModuleReader reader(name, std::move(side_file));
   if (absl::Status s =
           reader.ReadModule(model.graph(), model.tensors(), model.submodules(),
                             "", 0, &loaded.module);

@@ -9,11 +9,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/arena.h"
-#include "serialize/mapped_file.h"
 #include "serialize/side_file.h"
 #include "serialize/utf8.h"
 #include "support/atomic_file.h"
-#include "support/fingerprint.h"
 #include "support/status_macros.h"
 
 namespace graft {
@@ -126,12 +124,6 @@ absl::Status ProtoBuilder::AddTensor(const std::string& name,
   proto::ExternalData* ext = out->mutable_external();
   ext->set_offset(offset);
   ext->set_length(bytes);
-  // Hashed afresh, not taken from the storage's memo, which does not see
-  // bytes written in place after it was made.
-  const Fingerprint content =
-      FingerprintBuilder().AddBytes(t.raw_data(), bytes).Finish();
-  ext->mutable_content()->set_high(content.high);
-  ext->mutable_content()->set_low(content.low);
   return absl::OkStatus();
 }
 
@@ -365,12 +357,9 @@ absl::Status WriteGpbFile(const Module& module, const std::string& path,
     side.emplace(std::move(file));
     ASSIGN_OR_RETURN(uint64_t id, WriteSideFile(layout, *side));
     RETURN_IF_ERROR(side->Finish());
-    // Renaming it into place keeps this time.
-    ASSIGN_OR_RETURN(int64_t mtime_ns, FileModificationTimeNs(side->temp_path()));
     proto::DataFile* data_file = model->mutable_data_file();
     data_file->set_size(layout.size);
     data_file->set_id(id);
-    data_file->set_mtime_ns(mtime_ns);
   }
   ASSIGN_OR_RETURN(std::string bytes, SerializeModelProto(*model, path));
   ASSIGN_OR_RETURN(AtomicFile gpb, AtomicFile::Create(path));

@@ -13,10 +13,6 @@
 namespace graft {
 namespace {
 
-int64_t ModificationTimeNs(const struct stat& st) {
-  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 +
-         st.st_mtim.tv_nsec;
-}
 
 absl::Status OpenError(absl::string_view path, absl::string_view what,
                        absl::string_view reason) {
@@ -52,10 +48,10 @@ absl::StatusOr<std::shared_ptr<MappedFile>> MappedFile::Open(
     return OpenError(path, what, "it is not a regular file");
   }
   const uint64_t size = static_cast<uint64_t>(st.st_size);
-  const int64_t mtime_ns = ModificationTimeNs(st);
+  const FileIdentity identity = FileIdentity::Of(st);
   if (size == 0) {
     return std::shared_ptr<MappedFile>(
-        new MappedFile(path, nullptr, 0, mtime_ns));
+        new MappedFile(path, nullptr, 0, identity));
   }
   if (size > static_cast<uint64_t>(SIZE_MAX)) {
     return OpenError(path, what, "it is too large to map");
@@ -70,20 +66,11 @@ absl::StatusOr<std::shared_ptr<MappedFile>> MappedFile::Open(
                      absl::StrCat("cannot map it: ", std::strerror(errno)));
   }
   return std::shared_ptr<MappedFile>(
-      new MappedFile(path, static_cast<std::byte*>(data), size, mtime_ns));
+      new MappedFile(path, static_cast<std::byte*>(data), size, identity));
 }
 
 MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(data_, static_cast<size_t>(size_));
-}
-
-absl::StatusOr<int64_t> FileModificationTimeNs(const std::string& path) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot stat ", path, ": ", std::strerror(errno)));
-  }
-  return ModificationTimeNs(st);
 }
 
 }  // namespace graft

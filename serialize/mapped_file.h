@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "support/file_hash_memo.h"
 
 namespace graft {
 
@@ -40,24 +41,18 @@ class MappedFile {
     return absl::string_view(reinterpret_cast<const char*>(data_), size_);
   }
   const std::string& path() const { return path_; }
-  // The file's modification time when it was opened, in nanoseconds since
-  // the epoch.
-  int64_t mtime_ns() const { return mtime_ns_; }
+  // The file's identity when it was opened (support/file_hash_memo.h).
+  const FileIdentity& identity() const { return identity_; }
 
  private:
-  MappedFile(std::string path, std::byte* data, uint64_t size,
-             int64_t mtime_ns)
-      : path_(std::move(path)), data_(data), size_(size), mtime_ns_(mtime_ns) {}
+  MappedFile(std::string path, std::byte* data, uint64_t size, const FileIdentity& identity)
+      : path_(std::move(path)), data_(data), size_(size), identity_(identity) {}
 
   std::string path_;
   std::byte* data_;
   uint64_t size_;
-  int64_t mtime_ns_;
+  FileIdentity identity_;
 };
-
-// The modification time of the file at `path`, in nanoseconds since the
-// epoch.
-absl::StatusOr<int64_t> FileModificationTimeNs(const std::string& path);
 
 }  // namespace graft
 

@@ -60,9 +60,9 @@ std::string VarintField(int field, uint64_t value) {
 TEST(GpbVersionTest, WritesTheCurrentVersion) {
   proto::Model model = ValidProto();
   EXPECT_EQ(model.format_major(), 1u);
-  EXPECT_EQ(model.format_minor(), 1u);
+  EXPECT_EQ(model.format_minor(), 0u);
   EXPECT_EQ(kGpbFormatMajor, 1u);
-  EXPECT_EQ(kGpbFormatMinor, 1u);
+  EXPECT_EQ(kGpbFormatMinor, 0u);
 }
 
 TEST(GpbVersionTest, NewerMajorVersionIsRefusedNamingBoth) {
@@ -74,7 +74,7 @@ TEST(GpbVersionTest, NewerMajorVersionIsRefusedNamingBoth) {
   ASSERT_FALSE(loaded.ok());
   EXPECT_EQ(loaded.status().message(),
             "future.gpb: the file has format version 2.3, but this graft "
-            "reads format 1.x (up to 1.1): use a newer graft to read it");
+            "reads format 1.x (up to 1.0): use a newer graft to read it");
 }
 
 TEST(GpbVersionTest, NewerMajorVersionIsRefusedEvenIfTheRestDoesNotParse) {
@@ -122,7 +122,7 @@ TEST(GpbVersionTest, FileWithoutAVersionIsNotAModel) {
   ASSERT_FALSE(loaded.ok());
   EXPECT_EQ(loaded.status().message(),
             "plain.gpb: not a graft model: it has no format version (graft "
-            "writes 1.1)");
+            "writes 1.0)");
   // An empty file parses as an empty message: the same answer.
   loaded = ParseGpb("", "empty.gpb", nullptr);
   ASSERT_FALSE(loaded.ok());
@@ -148,7 +148,7 @@ TEST(GpbVersionTest, JsonVersionsFollowTheSameRules) {
   absl::StatusOr<LoadedModel> loaded = ModuleFromJson(future, "future.json");
   ASSERT_FALSE(loaded.ok());
   EXPECT_THAT(loaded.status().message(),
-              HasSubstr("future.json: the file has format version 2.1, but "
+              HasSubstr("future.json: the file has format version 2.0, but "
                         "this graft reads format 1.x"));
 
   // A newer major version whose structure changed: still the version error.
@@ -160,8 +160,7 @@ TEST(GpbVersionTest, JsonVersionsFollowTheSameRules) {
 
   // A newer minor version with a field this graft does not know: loads.
   std::string minor = *json;
-  minor.replace(minor.find("\"format_minor\": 1"), 17, "\"format_minor\": 4");
-  minor.insert(1, "\"some_new_field\": {\"x\": 1},\n");
+  minor.insert(1, "\"some_new_field\": {\"x\": 1},\n\"format_minor\": 4,\n");
   loaded = ModuleFromJson(minor, "minor.json");
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   EXPECT_EQ(loaded->info.format_minor, 4u);
