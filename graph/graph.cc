@@ -137,8 +137,10 @@ Node* Graph::CreateNode(OpCode op, absl::string_view target,
   }
   const size_t name_hash = NameTable::Hash(node->name_);
   names_.Prefetch(name_hash);
-  node->args_.assign(std::make_move_iterator(args.begin()),
-                     std::make_move_iterator(args.end()));
+  // Moved one by one into the fresh node's (empty) inline storage: absl's
+  // generic Assign costs more per node, and it is every node's path.
+  node->args_.reserve(args.size());
+  for (Argument& a : args) node->args_.push_back(std::move(a));
   node->kwargs_ = std::move(kwargs);
   node->AddUses();
   Link(node, insert_before_);
@@ -319,7 +321,15 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline Node* CopyNodeInto(
   }
   Node* copy = graph.CreateNode(node.op(), node.target(), std::move(args),
                                 std::move(kwargs), node.name());
-  copy->meta() = node.meta();
+  // Member by member, inlined here: NodeMeta's own copy is out of line,
+  // and every node of a copied graph comes through.
+  NodeMeta& to = copy->meta();
+  const NodeMeta& from = node.meta();
+  to.type = from.type;
+  to.tuple_types = from.tuple_types;
+  to.location = from.location;
+  to.provenance = from.provenance;
+  to.entries = from.entries;
   return copy;
 }
 
