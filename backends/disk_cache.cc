@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -132,18 +133,37 @@ DiskCache::~DiskCache() {
     stopping_ = true;
   }
   queue_cv_.notify_all();
-  if (writer_.joinable()) writer_.join();
+  if (!writer_.joinable()) return;
+  if (writer_pid_ == ::getpid()) {
+    writer_.join();
+  } else {
+    // A forked child: the writer thread is its parent's, not here to join.
+    new std::thread(std::move(writer_));  // Released, never joined.
+  }
 }
 
 void DiskCache::StoreInBackground(std::string key, std::string payload) {
   {
-    std::lock_guard<std::mutex> lock(Pending().mu);
-    ++Pending().count;
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    // In a forked child the writer thread does not exist: write now.
+    const bool writer_usable = !writer_.joinable() || writer_pid_ == ::getpid();
+    if (writer_usable) {
+      try {
+        if (!writer_.joinable()) {
+          writer_ = std::thread([this] { WriteQueued(); });
+          writer_pid_ = ::getpid();
+        }
+        queue_.emplace_back(std::move(key), std::move(payload));
+        std::lock_guard<std::mutex> pending(Pending().mu);
+        ++Pending().count;
+        queue_cv_.notify_all();
+        return;
+      } catch (const std::exception&) {
+        // No thread or no memory for the queue: written now instead.
+      }
+    }
   }
-  std::lock_guard<std::mutex> lock(queue_mu_);
-  queue_.emplace_back(std::move(key), std::move(payload));
-  if (!writer_.joinable()) writer_ = std::thread([this] { WriteQueued(); });
-  queue_cv_.notify_all();
+  Store(key, payload);
 }
 
 void DiskCache::WriteQueued() {
@@ -281,8 +301,18 @@ void DiskCache::Evict() {
   uint64_t total = 0;
   absl::StatusOr<std::vector<fs::directory_entry>> files = Files(entries_dir_);
   if (!files.ok()) return;
+  const auto stale = fs::file_time_type::clock::now() - std::chrono::minutes(30);
   for (const fs::directory_entry& e : *files) {
-    if (!IsEntry(e)) continue;
+    if (!IsEntry(e)) {
+      // A temporary file of a write that never finished (the process ended
+      // first) would otherwise stay for good, outside the size bound.
+      std::error_code time_ec, remove_ec;
+      if (e.path().filename().string().find(".tmp.") != std::string::npos &&
+          e.last_write_time(time_ec) < stale && !time_ec) {
+        fs::remove(e.path(), remove_ec);
+      }
+      continue;
+    }
     std::error_code size_ec, time_ec;
     const uint64_t bytes = e.file_size(size_ec);
     const fs::file_time_type used = e.last_write_time(time_ec);

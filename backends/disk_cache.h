@@ -111,6 +111,7 @@ class DiskCache {
   int writing_ = 0;  // Stores taken from the queue and not yet written.
   bool stopping_ = false;
   std::thread writer_;
+  int writer_pid_ = 0;  // The process the writer thread belongs to.
 };
 
 }  // namespace graft

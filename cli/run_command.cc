@@ -121,13 +121,16 @@ absl::StatusOr<std::string> CompareOutputs(absl::string_view reference_name,
     // A quantized graph's values may land one step apart where two
     // backends' float inputs to a rounding differ in the last bit: judged
     // by SQNR (DESIGN section 5), not by the largest difference.
-    const double sqnr = quantized && IsFloatingPoint(a.dtype()) ? quantize::Sqnr(b, a) : 0;
-    const bool bad =
-        nan_mismatch || (quantized ? sqnr < kQuantizedCheckSqnr : relative > tolerance);
+    // Integer outputs (quantized values themselves) must agree exactly.
+    const bool by_sqnr = quantized && IsFloatingPoint(a.dtype());
+    const double sqnr = by_sqnr ? quantize::Sqnr(b, a) : 0;
+    const bool bad = nan_mismatch || (by_sqnr                     ? sqnr < kQuantizedCheckSqnr
+                                      : IsFloatingPoint(a.dtype()) ? relative > tolerance
+                                                                   : max_error != 0);
     failed |= bad;
     absl::StrAppend(&text, "  ", names[i], ": max abs error ", max_error,
                     ", max |ref| ", max_ref, " (relative ", relative, ")",
-                    quantized ? absl::StrFormat(", SQNR %.1f dB", sqnr) : "",
+                    by_sqnr ? absl::StrFormat(", SQNR %.1f dB", sqnr) : "",
                     nan_mismatch ? ", NaN in one only" : "",
                     bad ? "  MISMATCH" : "", "\n");
   }

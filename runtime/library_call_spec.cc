@@ -71,6 +71,15 @@ absl::Status Check(const ByteReader& in, const LibraryCallSpec& s) {
           s.scales.size() != static_cast<size_t>(s.dst[1])) {
         return in.Error("a dynamic int8 product whose dims or scales do not agree");
       }
+      // The int32 sums of s8 x s8 terms must not overflow.
+      if (s.src[1] > ((int64_t{1} << 31) - 1) / (127 * 127)) {
+        return in.Error("a dynamic int8 product with too many terms per sum");
+      }
+      for (float scale : s.scales) {
+        if (!(scale > 0) || !std::isfinite(scale)) {
+          return in.Error("an int8 product with a scale that is not positive and finite");
+        }
+      }
       if (s.weights_state < 0 && s.packed_index < 0) {
         return in.Error("an int8 product without constant weights");
       }

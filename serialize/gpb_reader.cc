@@ -203,19 +203,18 @@ absl::StatusOr<std::shared_ptr<Storage>> ModuleReader::ExternalStorage(
   }
   // Large weights take their hash from this machine's memo of the same,
   // unchanged file, or leave it there once a fingerprint computes it.
-  const FileHashMemo& memo = FileHashMemo::Default();
+  std::byte* data = side_file_->data() + offset;
+  if (length < FileHashMemo::kMinRegionBytes) return Storage::Wrap(data, length, side_file_);
+  FileHashMemo memo = FileHashMemo::Default();
   const FileIdentity& identity = side_file_->identity();
-  if (std::optional<Fingerprint> known = memo.Find(identity, offset, length)) {
-    return Storage::WrapWithKnownContent(side_file_->data() + offset, length, side_file_,
-                                         *known);
-  }
-  if (length < FileHashMemo::kMinRegionBytes) {
-    return Storage::Wrap(side_file_->data() + offset, length, side_file_);
+  if (std::optional<Fingerprint> known = memo.Find(identity, offset, length, data)) {
+    return Storage::WrapWithKnownContent(data, length, side_file_, *known);
   }
   return Storage::WrapWithHashHook(
-      side_file_->data() + offset, length, side_file_,
-      [&memo, identity, offset, length](const Fingerprint& hash) {
-        memo.Record(identity, offset, length, hash);
+      data, length, side_file_,
+      [memo = std::move(memo), path = side_file_->path(), identity, offset, length,
+       data](const Fingerprint& hash) {
+        memo.Record(path, identity, offset, length, hash, data);
       });
 }
 

@@ -1,6 +1,11 @@
 #include "support/file_hash_memo.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <ctime>
 #include <cstddef>
 #include <cstring>
 #include <filesystem>
@@ -17,7 +22,32 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr char kMagic[8] = {'G', 'R', 'A', 'F', 'T', 'F', 'H', '1'};
+// The format and the hash in one: records of XXH3-128 (FingerprintBuilder).
+constexpr char kMagic[8] = {'G', 'F', 'H', 'X', 'X', 'H', '3', '1'};
+constexpr uint64_t kPage = 4096;
+constexpr int kSamples = 64;
+
+// A hash of up to kSamples pages spread evenly over `length` bytes, read
+// by `read(offset, size, out)` (false: unreadable).
+template <typename Read>
+std::optional<Fingerprint> SampleHash(uint64_t length, Read read) {
+  FingerprintBuilder b;
+  std::vector<char> page(kPage);
+  for (int i = 0; i < kSamples; ++i) {
+    const uint64_t at = length <= kPage ? 0 : (length - kPage) / (kSamples - 1) * i;
+    const uint64_t n = std::min(kPage, length - at);
+    if (!read(at, n, page.data())) return std::nullopt;
+    b.AddBytes(page.data(), n);
+  }
+  return b.Finish();
+}
+
+std::optional<Fingerprint> MemorySamples(const void* data, uint64_t length) {
+  return SampleHash(length, [data](uint64_t at, uint64_t n, char* out) {
+    std::memcpy(out, static_cast<const char*>(data) + at, n);
+    return true;
+  });
+}
 
 // One memo file: what it is for, the hash, and a checksum of both.
 struct MemoRecord {
@@ -26,6 +56,7 @@ struct MemoRecord {
   uint64_t offset;
   uint64_t length;
   Fingerprint hash;
+  Fingerprint samples;  // SampleHash of the region.
   uint64_t checksum;
 };
 
@@ -45,9 +76,10 @@ FileIdentity FileIdentity::Of(const struct stat& st) {
   return id;
 }
 
-const FileHashMemo& FileHashMemo::Default() {
-  static const FileHashMemo* memo = new FileHashMemo(DefaultCacheDir() + "/file-hashes");
-  return *memo;
+FileHashMemo FileHashMemo::Default() {
+  const char* on = std::getenv("GRAFT_FILE_HASH_MEMO");
+  if (on != nullptr && std::string(on) == "0") return FileHashMemo("");
+  return FileHashMemo(DefaultCacheDir() + "/file-hashes");
 }
 
 std::string FileHashMemo::PathOf(const FileIdentity& file, uint64_t offset,
@@ -59,8 +91,8 @@ std::string FileHashMemo::PathOf(const FileIdentity& file, uint64_t offset,
 }
 
 std::optional<Fingerprint> FileHashMemo::Find(const FileIdentity& file, uint64_t offset,
-                                              uint64_t length) const {
-  if (length < kMinRegionBytes) return std::nullopt;
+                                              uint64_t length, const void* data) const {
+  if (dir_.empty() || length < kMinRegionBytes) return std::nullopt;
   std::ifstream in(PathOf(file, offset, length), std::ios::binary);
   MemoRecord r;
   if (!in.read(reinterpret_cast<char*>(&r), sizeof(r)) || in.peek() != EOF) return std::nullopt;
@@ -68,12 +100,37 @@ std::optional<Fingerprint> FileHashMemo::Find(const FileIdentity& file, uint64_t
       !(r.file == file) || r.offset != offset || r.length != length) {
     return std::nullopt;  // Damaged, or for a file that has changed since.
   }
+  // The times say nothing of writes through a shared mapping: the pages
+  // sampled when the record was made must still be there.
+  if (MemorySamples(data, length) != r.samples) return std::nullopt;
   return r.hash;
 }
 
-void FileHashMemo::Record(const FileIdentity& file, uint64_t offset, uint64_t length,
-                          const Fingerprint& hash) const {
-  if (length < kMinRegionBytes) return;
+void FileHashMemo::Record(const std::string& path, const FileIdentity& file, uint64_t offset,
+                          uint64_t length, const Fingerprint& hash, const void* data) const {
+  if (dir_.empty() || length < kMinRegionBytes) return;
+  // Only a file that has not changed for a while, and is as it was when it
+  // was opened: a file still being written could change within the same
+  // timestamp tick.
+  struct stat st;
+  struct timespec now;
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  const int64_t now_ns = static_cast<int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+  if (::stat(path.c_str(), &st) != 0 || !(FileIdentity::Of(st) == file) ||
+      file.ctime_ns > now_ns - 2'000'000'000) {
+    return;
+  }
+  // The bytes hashed must be the file's (not a process's own writes into
+  // its private mapping): their sampled pages, read from the file.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  const std::optional<Fingerprint> from_file =
+      SampleHash(length, [fd, offset](uint64_t at, uint64_t n, char* out) {
+        return ::pread(fd, out, n, static_cast<off_t>(offset + at)) == static_cast<ssize_t>(n);
+      });
+  ::close(fd);
+  const std::optional<Fingerprint> in_memory = MemorySamples(data, length);
+  if (!from_file.has_value() || from_file != in_memory) return;
   std::error_code ec;
   fs::create_directories(dir_, ec);
   if (ec) return;
@@ -84,6 +141,7 @@ void FileHashMemo::Record(const FileIdentity& file, uint64_t offset, uint64_t le
   r.offset = offset;
   r.length = length;
   r.hash = hash;
+  r.samples = *in_memory;
   r.checksum = ChecksumOf(r);
   absl::StatusOr<AtomicFile> out =
       AtomicFile::Create(PathOf(file, offset, length), AtomicFile::Durability::kCache);

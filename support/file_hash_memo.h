@@ -28,7 +28,17 @@ struct FileIdentity {
 // the file identity they were taken with. A module loaded again from the
 // same unchanged file then takes its weights' hashes from here instead of
 // reading 100 MB to fingerprint it. Nothing in the model files is trusted:
-// the memo is written only by this machine's own hashing. Best effort: a
+// the memo is written only by this machine's own hashing.
+//
+// File times are not proof of content: writes through a shared mapping to
+// pages already dirty move neither time, and some filesystems keep coarse
+// or settable times. So a record also keeps a hash of 64 pages spread over
+// the region, checked against the file on every use; a record is written
+// only for a file whose change time is at least two seconds old and whose
+// sampled pages in memory match the file's (a process that wrote into the
+// loaded tensor first does not record its own bytes). A change that
+// touches none of the sampled pages while keeping every time would still
+// be missed: set GRAFT_FILE_HASH_MEMO=0 to hash every time. Best effort: a
 // folder that cannot be written costs the hashing, nothing else.
 class FileHashMemo {
  public:
@@ -38,13 +48,16 @@ class FileHashMemo {
   static constexpr int kMaxFiles = 4096;
 
   explicit FileHashMemo(std::string dir) : dir_(std::move(dir)) {}
-  // DefaultCacheDir()/file-hashes.
-  static const FileHashMemo& Default();
+  // DefaultCacheDir()/file-hashes, as the environment says now; disabled
+  // (finds and records nothing) when GRAFT_FILE_HASH_MEMO is 0.
+  static FileHashMemo Default();
 
-  std::optional<Fingerprint> Find(const FileIdentity& file, uint64_t offset,
-                                  uint64_t length) const;
-  void Record(const FileIdentity& file, uint64_t offset, uint64_t length,
-              const Fingerprint& hash) const;
+  // `data`: the region's bytes as mapped from the file now.
+  std::optional<Fingerprint> Find(const FileIdentity& file, uint64_t offset, uint64_t length,
+                                  const void* data) const;
+  // `hash`: of `data`, the region as the caller holds it; `path` the file.
+  void Record(const std::string& path, const FileIdentity& file, uint64_t offset,
+              uint64_t length, const Fingerprint& hash, const void* data) const;
 
   const std::string& dir() const { return dir_; }
 
@@ -52,7 +65,7 @@ class FileHashMemo {
   std::string PathOf(const FileIdentity& file, uint64_t offset, uint64_t length) const;
   void Trim() const;
 
-  std::string dir_;
+  std::string dir_;  // Empty: disabled.
 };
 
 }  // namespace graft

@@ -1,5 +1,7 @@
 #include "backends/orc/orc_backend.h"
 
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <thread>
 #include <utility>
@@ -135,9 +137,15 @@ absl::StatusOr<std::string> OrcBackend::SerializeExecutable(
 absl::StatusOr<std::unique_ptr<Executable>> OrcBackend::DeserializeExecutable(
     absl::string_view bytes, const Module& module,
     const CompileOptions& options) const {
-  // The packed weights must outlive the executable: a copy it owns.
-  auto copy = std::make_shared<const std::string>(bytes);
-  return DeserializeMapped(*copy, copy, module, options);
+  // The packed weights must outlive the executable: a copy it owns,
+  // 64-byte aligned as a mapped entry is.
+  const size_t size = (bytes.size() + 63) / 64 * 64;
+  void* data = std::aligned_alloc(64, size == 0 ? 64 : size);
+  if (data == nullptr) return absl::ResourceExhaustedError("no memory for a cache entry");
+  std::shared_ptr<void> copy(data, [](void* p) { std::free(p); });
+  if (!bytes.empty()) std::memcpy(data, bytes.data(), bytes.size());
+  return DeserializeMapped(absl::string_view(static_cast<const char*>(data), bytes.size()),
+                           std::move(copy), module, options);
 }
 
 absl::StatusOr<std::unique_ptr<Executable>> OrcBackend::DeserializeMapped(

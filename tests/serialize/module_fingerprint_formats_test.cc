@@ -6,7 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -87,28 +89,72 @@ void ChangeSideFileInPlace(const std::string& side, bool keep_mtime) {
   ASSERT_EQ(::close(fd), 0);
 }
 
+// Points the cache directory (and so the memo) at a fresh folder for one
+// test, so that the developer's own cache is left alone.
+class ScopedCacheDir {
+ public:
+  ScopedCacheDir() : dir_(testing_util::MakeTempDir("cache")) {
+    const char* before = std::getenv("GRAFT_CACHE_DIR");
+    if (before != nullptr) before_ = before;
+    setenv("GRAFT_CACHE_DIR", dir_.c_str(), 1);
+  }
+  ~ScopedCacheDir() {
+    if (before_.has_value()) {
+      setenv("GRAFT_CACHE_DIR", before_->c_str(), 1);
+    } else {
+      unsetenv("GRAFT_CACHE_DIR");
+    }
+  }
+
+ private:
+  std::string dir_;
+  std::optional<std::string> before_;
+};
+
+// The memo records only files whose change time is two seconds old.
+void WaitUntilSettled() { std::this_thread::sleep_for(std::chrono::milliseconds(2100)); }
+
 // The first fingerprint of a loaded .gpb hashes its weights and leaves the
 // hash in the memo; the next load of the same file takes it from there.
 TEST(ModuleFingerprintFormats, TheMemoRemembersTheWeightsOfAnUnchangedFile) {
+  ScopedCacheDir cache;
   const Module original = testing_util::ParseOrDie(kLargeWeightModel);
   const std::string path = SaveInFreshDir(original);
   const std::string side = SideFilePath(path);
   const uint64_t offset = kSideFileHeaderSize, length = 512 * 512 * 4;
-  const FileHashMemo& memo = FileHashMemo::Default();
-  EXPECT_FALSE(memo.Find(IdentityOf(side), offset, length).has_value());
-  ASSERT_OK_AND_ASSIGN(Module loaded, LoadModel(path));
+  const FileHashMemo memo = FileHashMemo::Default();
   const Fingerprint want = ModuleFingerprint(original);
+  {
+    // Just written: not recorded yet (it could still be changing).
+    ASSERT_OK_AND_ASSIGN(Module loaded, LoadModel(path));
+    EXPECT_EQ(ModuleFingerprint(loaded), want);
+    const void* data = loaded.tensors().at("w").value.raw_data();
+    EXPECT_FALSE(memo.Find(IdentityOf(side), offset, length, data).has_value());
+  }
+  WaitUntilSettled();
+  ASSERT_OK_AND_ASSIGN(Module loaded, LoadModel(path));
   EXPECT_EQ(ModuleFingerprint(loaded), want);
-  std::optional<Fingerprint> remembered = memo.Find(IdentityOf(side), offset, length);
+  const void* data = loaded.tensors().at("w").value.raw_data();
+  std::optional<Fingerprint> remembered = memo.Find(IdentityOf(side), offset, length, data);
   ASSERT_TRUE(remembered.has_value()) << "memo at " << memo.dir();
   EXPECT_EQ(*remembered, original.tensors().at("w").value.storage()->ContentFingerprint());
   ASSERT_OK_AND_ASSIGN(Module again, LoadModel(path));
   EXPECT_EQ(ModuleFingerprint(again), want);
+  // Bytes a process wrote into its own copy before hashing are not
+  // recorded for the file.
+  std::filesystem::remove_all(memo.dir());
+  ASSERT_OK_AND_ASSIGN(Module written, LoadModel(path));
+  written.tensors().at("w").value.data<float>()[0] += 1.0f;
+  EXPECT_NE(ModuleFingerprint(written), want);
+  EXPECT_FALSE(memo.Find(IdentityOf(side), offset, length,
+                         written.tensors().at("w").value.raw_data())
+                   .has_value());
 }
 
 // Bytes changed behind the file's back are seen, even with its
 // modification time set back: the change time moved.
 TEST(ModuleFingerprintFormats, ASideFileChangedAfterItWasHashedIsHashedAgain) {
+  ScopedCacheDir cache;
   for (bool keep_mtime : {false, true}) {
     SCOPED_TRACE(keep_mtime ? "modification time set back" : "plain rewrite");
     const Module original = testing_util::ParseOrDie(kLargeWeightModel);
@@ -127,30 +173,49 @@ TEST(ModuleFingerprintFormats, ASideFileChangedAfterItWasHashedIsHashedAgain) {
 }
 
 // The memo itself: what it finds is what was recorded for that very file,
-// region and identity; a damaged record is not trusted.
-TEST(FileHashMemo, FindsOnlyWhatWasRecordedForTheSameIdentity) {
+// region and identity, with the sampled pages unchanged; a damaged record
+// is not trusted.
+TEST(FileHashMemo, FindsOnlyWhatWasRecordedForTheSameFileAndBytes) {
   const std::string dir = testing_util::MakeTempDir("memo");
-  const FileHashMemo memo(dir + "/hashes");
-  FileIdentity file{1, 2, 3 << 20, 100, 200};
+  const std::string file = dir + "/data";
   const uint64_t mib = FileHashMemo::kMinRegionBytes;
+  std::string bytes(3 * mib, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 31 + 7);
+  std::ofstream(file, std::ios::binary) << bytes;
+  const FileHashMemo memo(dir + "/hashes");
   const Fingerprint hash{0x1234, 0x5678};
-  memo.Record(file, 64, mib, hash);
-  ASSERT_TRUE(memo.Find(file, 64, mib).has_value());
-  EXPECT_EQ(*memo.Find(file, 64, mib), hash);
-  EXPECT_FALSE(memo.Find(file, 128, mib).has_value());
-  FileIdentity touched = file;
+  memo.Record(file, IdentityOf(file), 64, mib, hash, bytes.data() + 64);
+  EXPECT_FALSE(memo.Find(IdentityOf(file), 64, mib, bytes.data() + 64).has_value())
+      << "a file changed less than two seconds ago is not recorded";
+  WaitUntilSettled();
+  const FileIdentity id = IdentityOf(file);
+  memo.Record(file, id, 64, mib, hash, bytes.data() + 64);
+  ASSERT_TRUE(memo.Find(id, 64, mib, bytes.data() + 64).has_value());
+  EXPECT_EQ(*memo.Find(id, 64, mib, bytes.data() + 64), hash);
+  EXPECT_FALSE(memo.Find(id, 128, mib, bytes.data() + 128).has_value());
+  FileIdentity touched = id;
   touched.ctime_ns += 1;
-  EXPECT_FALSE(memo.Find(touched, 64, mib).has_value());
+  EXPECT_FALSE(memo.Find(touched, 64, mib, bytes.data() + 64).has_value());
+  // The same times but other bytes in a sampled page (a write through a
+  // shared mapping moves no time): not found.
+  std::string other = bytes;
+  other[64] ^= 1;
+  EXPECT_FALSE(memo.Find(id, 64, mib, other.data() + 64).has_value());
+  // Memory that differs from the file is not recorded for it.
+  std::string written = bytes;
+  written[1024] ^= 1;
+  memo.Record(file, id, 1024, mib, hash, written.data() + 1024);
+  EXPECT_FALSE(memo.Find(id, 1024, mib, bytes.data() + 1024).has_value());
   // Small regions are not remembered: hashing them is cheap.
-  memo.Record(file, 64, 1000, hash);
-  EXPECT_FALSE(memo.Find(file, 64, 1000).has_value());
+  memo.Record(file, id, 64, 1000, hash, bytes.data() + 64);
+  EXPECT_FALSE(memo.Find(id, 64, 1000, bytes.data() + 64).has_value());
   // A damaged record is ignored.
   for (const auto& entry : std::filesystem::directory_iterator(dir + "/hashes")) {
     std::fstream f(entry.path(), std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(60);
     f.put('\x7f');
   }
-  EXPECT_FALSE(memo.Find(file, 64, mib).has_value());
+  EXPECT_FALSE(memo.Find(id, 64, mib, bytes.data() + 64).has_value());
 }
 
 }  // namespace
