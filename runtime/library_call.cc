@@ -131,15 +131,49 @@ bool IsPlainBlocked(const dnnl_memory_desc_t& d) {
       return false;
     }
   }
+  // Each dim's block size (the product of its inner blocks), which must
+  // divide its padded size.
+  int64_t block[DNNL_MAX_NDIMS];
+  std::fill(block, block + DNNL_MAX_NDIMS, 1);
+  int64_t inner = 1;
+  for (int i = 0; i < b.inner_nblks; ++i) {
+    block[b.inner_idxs[i]] *= b.inner_blks[i];
+    inner *= b.inner_blks[i];
+    if (block[b.inner_idxs[i]] > 4096 || inner > 4096 * 4096) return false;
+  }
   for (int i = 0; i < d.ndims; ++i) {
     const int64_t limit = int64_t{1} << 40;
     if (d.dims[i] <= 0 || d.dims[i] > limit || d.padded_dims[i] < d.dims[i] ||
         d.padded_dims[i] > limit || d.padded_offsets[i] < 0 || b.strides[i] < 0 ||
-        b.strides[i] > (int64_t{1} << 50)) {
+        b.strides[i] > (int64_t{1} << 50) || d.padded_dims[i] % block[i] != 0) {
       return false;
     }
   }
   return d.offset0 == 0;
+}
+
+// The number of elements a plain blocked layout reaches: one past its
+// largest offset. oneDNN's own size of a layout whose strides overlap can
+// be smaller, and a reorder from it would read past the bytes.
+int64_t BlockedExtent(const dnnl_memory_desc_t& d) {
+  const dnnl_blocking_desc_t& b = d.format_desc.blocking;
+  int64_t block[DNNL_MAX_NDIMS];
+  std::fill(block, block + DNNL_MAX_NDIMS, 1);
+  int64_t inner = 1;
+  for (int i = 0; i < b.inner_nblks; ++i) {
+    block[b.inner_idxs[i]] *= b.inner_blks[i];
+    inner *= b.inner_blks[i];
+  }
+  // Within the limits IsPlainBlocked checks, nothing below overflows:
+  // 32 dims of at most 2^40 blocks times strides of at most 2^50 can, so
+  // the sum saturates instead.
+  int64_t last = inner - 1;
+  for (int i = 0; i < d.ndims; ++i) {
+    const int64_t blocks = d.padded_dims[i] / block[i];
+    if (blocks > 1 && b.strides[i] > (INT64_MAX - last) / (blocks - 1)) return INT64_MAX;
+    last += (blocks - 1) * b.strides[i];
+  }
+  return last + 1;
 }
 
 // One argument of a primitive: a step buffer, or a module tensor
@@ -294,6 +328,9 @@ std::optional<memory::desc> PackedLayout(const PackedWeights& packed) {
   if (packed.layout.size() != sizeof(desc.data)) return std::nullopt;
   std::memcpy(&desc.data, packed.layout.data(), sizeof(desc.data));
   if (!IsPlainBlocked(desc.data) || desc.get_size() != packed.bytes) return std::nullopt;
+  const int64_t element = static_cast<int64_t>(dnnl_data_type_size(desc.data.data_type));
+  const int64_t extent = BlockedExtent(desc.data);
+  if (extent > static_cast<int64_t>(packed.bytes) / element) return std::nullopt;
   return desc;
 }
 
