@@ -304,6 +304,11 @@ absl::StatusOr<std::vector<TensorType>> Split(const InferContext& ctx) {
         return ctx.Error(absl::StrCat("sections ", IntsToString(pieces),
                                       " must not be negative"));
       }
+      // Compared before adding: sections from a file may be huge.
+      if (p > std::numeric_limits<int64_t>::max() - sum) {
+        return ctx.Error(absl::StrCat("sections ", IntsToString(pieces),
+                                      " sum past the largest size"));
+      }
       sum += p;
     }
     if (pieces.empty()) return ctx.Error("sections must not be empty");

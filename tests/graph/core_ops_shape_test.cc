@@ -243,6 +243,9 @@ TEST_F(JoinSplitTest, SplitErrors) {
               HasSubstr("split size must be positive"));
   EXPECT_THAT(ErrorOf(InferAll("split", {x, 2}, {{"dim", 2}})),
               HasSubstr("split: dim 2 out of range for rank 2"));
+  // Sections from a file whose sum would overflow (an ONNX fuzzer's find).
+  EXPECT_THAT(ErrorOf(InferAll("split", {x, Ints({9151314442816848000, 72057594037927935})})),
+              HasSubstr("sum past the largest size"));
 }
 
 TEST_F(JoinSplitTest, GetitemReadsSplitResults) {
