@@ -1,6 +1,8 @@
 #ifndef GRAFT_GRAPH_QUANT_OPS_H_
 #define GRAFT_GRAPH_QUANT_OPS_H_
 
+#include <cstdint>
+
 #include "absl/strings/string_view.h"
 
 namespace graft {
@@ -78,6 +80,10 @@ inline constexpr absl::string_view kQuantizedConv2dOp = "graft::quantized_conv2d
 // one gives finite results where the float layer would not.
 inline constexpr absl::string_view kDynamicQuantizedLinearOp =
     "graft::dynamic_quantized_linear";
+
+// The most s8 x s8 terms (each at most 127 * 127 in magnitude) an int32
+// sum holds: the input features a dynamic int8 product may have.
+inline constexpr int64_t kMaxInt8SumTerms = ((int64_t{1} << 31) - 1) / (127 * 127);
 
 }  // namespace graft
 

@@ -111,6 +111,26 @@ memory::desc Plain(const memory::dims& dims, DnnlType type = DnnlType::f32) {
   return memory::desc(dims, type, strides);
 }
 
+// Each dim's block size in a blocked layout (the product of its inner
+// blocks), and the product of all of them; both capped at kBlockCap, past
+// which no layout graft accepts goes (inner blocks of at most 4096 each,
+// so a product below the cap times one more stays far from overflow).
+constexpr int64_t kBlockCap = int64_t{4096} * 4096 + 1;
+struct DimBlocks {
+  int64_t block[DNNL_MAX_NDIMS];
+  int64_t inner = 1;
+};
+DimBlocks BlocksOf(const dnnl_blocking_desc_t& b) {
+  DimBlocks blocks;
+  std::fill(blocks.block, blocks.block + DNNL_MAX_NDIMS, 1);
+  for (int i = 0; i < b.inner_nblks; ++i) {
+    int64_t& dim = blocks.block[b.inner_idxs[i]];
+    dim = std::min(dim * b.inner_blks[i], kBlockCap);
+    blocks.inner = std::min(blocks.inner * b.inner_blks[i], kBlockCap);
+  }
+  return blocks;
+}
+
 // A layout of plain blocks that oneDNN can reorder from: no extras, no
 // special format, indices and counts in range. Layouts read from a file
 // are checked so before oneDNN sees them.
@@ -131,17 +151,12 @@ bool IsPlainBlocked(const dnnl_memory_desc_t& d) {
       return false;
     }
   }
-  // Each dim's block size (the product of its inner blocks), which must
-  // divide its padded size.
-  int64_t block[DNNL_MAX_NDIMS];
-  std::fill(block, block + DNNL_MAX_NDIMS, 1);
-  int64_t inner = 1;
-  for (int i = 0; i < b.inner_nblks; ++i) {
-    block[b.inner_idxs[i]] *= b.inner_blks[i];
-    inner *= b.inner_blks[i];
-    if (block[b.inner_idxs[i]] > 4096 || inner > 4096 * 4096) return false;
-  }
+  // Each dim's block size must divide its padded size.
+  const DimBlocks blocks = BlocksOf(b);
+  if (blocks.inner >= kBlockCap) return false;
+  const int64_t* block = blocks.block;
   for (int i = 0; i < d.ndims; ++i) {
+    if (block[i] > 4096) return false;
     const int64_t limit = int64_t{1} << 40;
     if (d.dims[i] <= 0 || d.dims[i] > limit || d.padded_dims[i] < d.dims[i] ||
         d.padded_dims[i] > limit || d.padded_offsets[i] < 0 || b.strides[i] < 0 ||
@@ -157,13 +172,9 @@ bool IsPlainBlocked(const dnnl_memory_desc_t& d) {
 // be smaller, and a reorder from it would read past the bytes.
 int64_t BlockedExtent(const dnnl_memory_desc_t& d) {
   const dnnl_blocking_desc_t& b = d.format_desc.blocking;
-  int64_t block[DNNL_MAX_NDIMS];
-  std::fill(block, block + DNNL_MAX_NDIMS, 1);
-  int64_t inner = 1;
-  for (int i = 0; i < b.inner_nblks; ++i) {
-    block[b.inner_idxs[i]] *= b.inner_blks[i];
-    inner *= b.inner_blks[i];
-  }
+  const DimBlocks blocks = BlocksOf(b);
+  const int64_t* block = blocks.block;
+  const int64_t inner = blocks.inner;
   // Within the limits IsPlainBlocked checks, nothing below overflows:
   // 32 dims of at most 2^40 blocks times strides of at most 2^50 can, so
   // the sum saturates instead.

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "graph/quant_ops.h"
 #include "runtime/library_call.h"
 #include "support/status_macros.h"
 
@@ -72,7 +73,7 @@ absl::Status Check(const ByteReader& in, const LibraryCallSpec& s) {
         return in.Error("a dynamic int8 product whose dims or scales do not agree");
       }
       // The int32 sums of s8 x s8 terms must not overflow.
-      if (s.src[1] > ((int64_t{1} << 31) - 1) / (127 * 127)) {
+      if (s.src[1] > kMaxInt8SumTerms) {
         return in.Error("a dynamic int8 product with too many terms per sum");
       }
       for (float scale : s.scales) {

@@ -328,9 +328,6 @@ absl::StatusOr<Value> QuantizedConv2d(const KernelContext& ctx) {
   return Value(From4D(y, batched));
 }
 
-// The most s8 x s8 terms (each at most 127 * 127) an int32 sum holds.
-constexpr int64_t kMaxInt8Terms = ((int64_t{1} << 31) - 1) / (127 * 127);
-
 // Each row quantized to symmetric int8 by its own largest magnitude, the
 // products summed in 32 bits, then scaled by the row's and the output's
 // scales.
@@ -348,10 +345,10 @@ absl::StatusOr<Value> DynamicQuantizedLinear(const KernelContext& ctx) {
                        " do not fit");
   }
   const int64_t in = w.dim(1), out = w.dim(0);
-  if (in > kMaxInt8Terms) {
+  if (in > kMaxInt8SumTerms) {
     return KernelError("dynamic_quantized_linear: ", in,
                        " input features could overflow the int32 sums (at most ",
-                       kMaxInt8Terms, ")");
+                       kMaxInt8SumTerms, ")");
   }
   int64_t rows = 1;
   for (int64_t d = 0; d + 1 < x.rank(); ++d) rows *= x.dim(d);

@@ -116,6 +116,34 @@ void Conv2dSpec(const Step& step, const OpCall& call, LibraryCallSpec& spec) {
   spec.dst_channels_last = step.channels_last;
 }
 
+// An int8 linear layer's product: src [M, K] (the input's rows), weights
+// [K, N] (stored [N, K]), dst [M, N]; returns N.
+int64_t Int8LinearShape(const OpCall& call, LibraryCallSpec& spec) {
+  std::vector<int64_t> in = DimsOf(*call.TensorNode("input"));
+  const int64_t k = in.back(), n = DimsOf(*call.TensorNode("weight"))[0];
+  int64_t m = 1;
+  for (size_t i = 0; i + 1 < in.size(); ++i) m *= in[i];
+  spec.src = {m, k};
+  spec.weights = {k, n};
+  spec.dst = {m, n};
+  return n;
+}
+
+// An int8 product's bias, an f32 constant read once (its state slot), if
+// it has one.
+absl::Status Int8Bias(const Program& program, const Step& step, const OpCall& call,
+                      LibraryCallSpec& spec) {
+  spec.bias_operand = -1;
+  if (call.IsNone("bias")) return absl::OkStatus();
+  const Node* bias = call.TensorNode("bias");
+  const Tensor* constant = ConstantOf(program, bias);
+  spec.bias_state = StateSlotOf(step, OperandOf(step, bias));
+  if (constant == nullptr || constant->dtype() != DType::kF32 || spec.bias_state < 0) {
+    return absl::UnimplementedError("an int8 product with a bias that is not an f32 constant");
+  }
+  return absl::OkStatus();
+}
+
 // What the int8 products (quantized_linear, quantized_conv2d) share: the
 // weight and its scales as constants, one scale per output channel for the
 // int32 sums, the zero points, a result quantized again or not, a constant
@@ -150,15 +178,7 @@ absl::Status Int8ProductSpec(const Program& program, const Step& step, const OpC
     spec.dst_scale = static_cast<float>(call.Float("output_scale"));
     spec.dst_zero_point = static_cast<int32_t>(call.Int("output_zero_point"));
   }
-  spec.bias_operand = -1;  // A constant, read once.
-  if (!call.IsNone("bias")) {
-    const Node* bias = call.TensorNode("bias");
-    const Tensor* constant = ConstantOf(program, bias);
-    spec.bias_state = StateSlotOf(step, OperandOf(step, bias));
-    if (constant == nullptr || constant->dtype() != DType::kF32 || spec.bias_state < 0) {
-      return absl::UnimplementedError("an int8 product with a bias that is not an f32 constant");
-    }
-  }
+  RETURN_IF_ERROR(Int8Bias(program, step, call, spec));
   // The op's own ReLU, or one the step absorbed after an f32 result.
   spec.activation = call.String("activation") == "relu" ? "relu" : step.activation;
   if (Volume(spec.src) == 0 || Volume(spec.dst) == 0) {
@@ -169,14 +189,8 @@ absl::Status Int8ProductSpec(const Program& program, const Step& step, const OpC
 
 absl::Status QuantizedLinearSpec(const Program& program, const Step& step,
                                  const OpCall& call, LibraryCallSpec& spec) {
-  std::vector<int64_t> in = DimsOf(*call.TensorNode("input"));
-  const int64_t k = in.back(), n = DimsOf(*call.TensorNode("weight"))[0];
-  int64_t m = 1;
-  for (size_t i = 0; i + 1 < in.size(); ++i) m *= in[i];
   spec.kind = LibraryCallKind::kQuantizedMatmul;
-  spec.src = {m, k};
-  spec.weights = {k, n};
-  spec.dst = {m, n};
+  const int64_t n = Int8LinearShape(call, spec);
   return Int8ProductSpec(program, step, call, n, spec);
 }
 
@@ -187,17 +201,11 @@ absl::Status DynamicQuantizedLinearSpec(const Program& program, const Step& step
   const Node* input = call.TensorNode("input");
   const Node* weight = call.TensorNode("weight");
   const Tensor* scales = ConstantOf(program, call.TensorNode("weight_scales"));
-  std::vector<int64_t> in = DimsOf(*input);
-  const int64_t k = in.back(), n = DimsOf(*weight)[0];
-  int64_t m = 1;
-  for (size_t i = 0; i + 1 < in.size(); ++i) m *= in[i];
-  if (k > ((int64_t{1} << 31) - 1) / (127 * 127)) {
+  spec.kind = LibraryCallKind::kDynamicQuantizedMatmul;
+  const int64_t n = Int8LinearShape(call, spec);
+  if (spec.src[1] > kMaxInt8SumTerms) {
     return absl::UnimplementedError("a dynamic int8 product whose int32 sums could overflow");
   }
-  spec.kind = LibraryCallKind::kDynamicQuantizedMatmul;
-  spec.src = {m, k};
-  spec.weights = {k, n};
-  spec.dst = {m, n};
   spec.src_operand = OperandOf(step, input);
   spec.weights_operand = OperandOf(step, weight);
   spec.weights_state = StateSlotOf(step, spec.weights_operand);
@@ -206,14 +214,7 @@ absl::Status DynamicQuantizedLinearSpec(const Program& program, const Step& step
     return absl::UnimplementedError("a dynamic int8 product whose weight or scales are not constants");
   }
   spec.scales.assign(scales->data<float>(), scales->data<float>() + n);
-  if (!call.IsNone("bias")) {
-    const Node* bias = call.TensorNode("bias");
-    const Tensor* constant = ConstantOf(program, bias);
-    spec.bias_state = StateSlotOf(step, OperandOf(step, bias));
-    if (constant == nullptr || constant->dtype() != DType::kF32 || spec.bias_state < 0) {
-      return absl::UnimplementedError("a dynamic int8 product with a bias that is not an f32 constant");
-    }
-  }
+  RETURN_IF_ERROR(Int8Bias(program, step, call, spec));
   if (Volume(spec.src) == 0 || Volume(spec.dst) == 0) {
     return absl::UnimplementedError("an empty int8 product");
   }
