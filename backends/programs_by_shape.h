@@ -2,15 +2,12 @@
 #define GRAFT_BACKENDS_PROGRAMS_BY_SHAPE_H_
 
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
-#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "absl/strings/str_cat.h"
 #include "backends/backend.h"
 #include "graph/tensor_type.h"
 
@@ -39,39 +36,54 @@ class ProgramsByShape {
 
   absl::StatusOr<const Compiled*> Get(const std::vector<TensorType>& types,
                                       const Build& build) {
-    const std::string key = Key(types);
     {
       std::shared_lock lock(mu_);
-      auto it = programs_.find(key);
-      if (it != programs_.end()) return it->second.get();
+      if (const Compiled* found = Find(types)) return found;
     }
     absl::StatusOr<std::unique_ptr<Compiled>> compiled = build(types);
     if (!compiled.ok()) return compiled.status();
     std::unique_lock lock(mu_);
-    auto [it, inserted] = programs_.emplace(key, *std::move(compiled));
-    return it->second.get();
+    // Another thread may have compiled the same types meanwhile.
+    if (const Compiled* found = Find(types)) return found;
+    programs_.push_back({types, *std::move(compiled)});
+    return programs_.back().compiled.get();
   }
 
   void Put(const std::vector<TensorType>& types, std::unique_ptr<Compiled> compiled) {
     std::unique_lock lock(mu_);
-    programs_[Key(types)] = std::move(compiled);
+    for (Entry& e : programs_) {
+      if (e.types == types) {
+        e.compiled = std::move(compiled);
+        return;
+      }
+    }
+    programs_.push_back({types, std::move(compiled)});
   }
 
   // The one program, when exactly one was compiled; else null.
   const Compiled* only() const {
     std::shared_lock lock(mu_);
-    return programs_.size() == 1 ? programs_.begin()->second.get() : nullptr;
+    return programs_.size() == 1 ? programs_.front().compiled.get() : nullptr;
   }
 
  private:
-  static std::string Key(const std::vector<TensorType>& types) {
-    std::string key;
-    for (const TensorType& t : types) absl::StrAppend(&key, t.ToString(), ";");
-    return key;
+  struct Entry {
+    std::vector<TensorType> types;
+    std::unique_ptr<Compiled> compiled;
+  };
+
+  // A linear search comparing types directly: a run at a known size (every
+  // run after the first) costs no string building or allocation; models
+  // are compiled for a handful of sizes.
+  const Compiled* Find(const std::vector<TensorType>& types) const {
+    for (const Entry& e : programs_) {
+      if (e.types == types) return e.compiled.get();
+    }
+    return nullptr;
   }
 
   mutable std::shared_mutex mu_;
-  std::map<std::string, std::unique_ptr<Compiled>> programs_;
+  std::vector<Entry> programs_;
 };
 
 }  // namespace graft

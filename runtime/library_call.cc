@@ -274,7 +274,14 @@ class PrimitiveCall : public LibraryCall {
                                     bound->converted.at(i));
         }
       }
-      primitive_.execute(ThreadStream(), bound->args);
+      // The C call with arguments built once: the C++ one copies a map
+      // into a fresh vector on every call.
+      const dnnl_status_t executed =
+          dnnl_primitive_execute(primitive_.get(), ThreadStream().get(),
+                                 static_cast<int>(bound->args.size()), bound->args.data());
+      if (executed != dnnl_success) {
+        throw dnnl::error(executed, "could not execute a primitive");
+      }
       for (size_t i = 0; i < args_.size(); ++i) {
         if (args_[i].convert && args_[i].convert_after) {
           args_[i].convert->execute(ThreadStream(), bound->converted.at(i),
@@ -292,7 +299,7 @@ class PrimitiveCall : public LibraryCall {
   struct Bound {
     std::vector<memory> memories;
     std::unordered_map<size_t, memory> converted;  // By argument index.
-    std::unordered_map<int, memory> args;
+    std::vector<dnnl_exec_arg_t> args;  // The C handles of those two.
   };
 
   std::unique_ptr<Bound> TakeBound() const {
@@ -311,11 +318,12 @@ class PrimitiveCall : public LibraryCall {
                                 : a.scratchpad ? memory(a.desc, Engine())
                                                : memory(a.desc, Engine(), nullptr));
       if (a.converted) {
-        auto [it, inserted] = bound->converted.emplace(i, memory(*a.converted, Engine()));
-        bound->args.emplace(a.dnnl_arg, it->second);
-      } else {
-        bound->args.emplace(a.dnnl_arg, bound->memories.back());
+        bound->converted.emplace(i, memory(*a.converted, Engine()));
       }
+    }
+    for (size_t i = 0; i < args_.size(); ++i) {
+      const memory& m = args_[i].converted ? bound->converted.at(i) : bound->memories[i];
+      bound->args.push_back({args_[i].dnnl_arg, m.get()});
     }
     return bound;
   }

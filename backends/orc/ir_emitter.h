@@ -89,6 +89,11 @@ class IrEmitter {
   // compares as unsigned, so that true > false.
   llvm::Value* Maximum(llvm::Value* a, llvm::Value* b, bool reassoc = false,
                        bool is_unsigned = false);
+  // NaN-propagating maximum of floats that may return either zero of
+  // -0 and +0: x86's vmaxps and a NaN check (three instructions where
+  // llvm.maximum, which orders signed zeros, takes six). For pooling
+  // windows, where PyTorch's result for mixed zeros depends on the order.
+  llvm::Value* MaximumAnyZero(llvm::Value* a, llvm::Value* b, bool is_unsigned);
   llvm::Value* Minimum(llvm::Value* a, llvm::Value* b, bool reassoc = false,
                        bool is_unsigned = false);
   llvm::Value* ReassocAdd(llvm::Value* a, llvm::Value* b);
@@ -97,7 +102,7 @@ class IrEmitter {
   llvm::Value* Call(const std::string& function, DType compute,
                     std::vector<llvm::Value*> args);
   llvm::Value* LibmCall(const std::string& name, llvm::Value* x);
-  llvm::Value* OddRational(llvm::Value* x, double clamp,
+  llvm::Value* OddRational(llvm::Value* x, double clamp, double saturate,
                            const std::vector<double>& numerator,
                            const std::vector<double>& denominator);
   llvm::Value* TanhF32(llvm::Value* x);

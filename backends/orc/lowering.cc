@@ -578,7 +578,7 @@ class StepEmitter {
       }
     };
     auto combine = [&](llvm::Value* a, llvm::Value* v) {
-      return is_max ? ir_.Maximum(a, v, false, IsUnsignedInt(t)) : b().CreateFAdd(a, v);
+      return is_max ? ir_.MaximumAnyZero(a, v, IsUnsignedInt(t)) : b().CreateFAdd(a, v);
     };
     auto divide = [&](llvm::Value* v, const Window& win) {
       return is_max ? v
