@@ -231,11 +231,28 @@ void IrEmitter::Map(
     dims.push_back(1);
     for (View* v : views) v->strides.push_back(0);
   }
-  Loops(dims, [&](const std::vector<llvm::Value*>& index) {
+  auto element = [&](const std::vector<llvm::Value*>& index) {
     std::vector<llvm::Value*> loaded;
     for (const View& v : ins) loaded.push_back(Load(v, index));
     Store(out, index, f(loaded));
-  });
+  };
+  // A short innermost dim (an NHWC image's 3 channels) is written out, so
+  // that the loop around it vectorizes, with interleaved loads and
+  // stores, instead of a 3-wide loop of gathers.
+  constexpr int64_t kUnrollInnermost = 4;
+  if (dims.size() >= 2 && dims.back() <= kUnrollInnermost) {
+    const int64_t inner = dims.back();
+    dims.pop_back();
+    Loops(dims, [&](std::vector<llvm::Value*> index) {
+      index.push_back(nullptr);
+      for (int64_t j = 0; j < inner; ++j) {
+        index.back() = b_.getInt64(j);
+        element(index);
+      }
+    });
+    return;
+  }
+  Loops(dims, element);
 }
 
 llvm::Value* IrEmitter::Slot(DType dtype, llvm::Value* initial) {

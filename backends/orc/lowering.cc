@@ -1,6 +1,7 @@
 #include "backends/orc/lowering.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -600,6 +601,10 @@ class StepEmitter {
                                         i64(ow)),
                           i[2]),
             i64(c));
+        if (is_max && kernel[0] * kernel[1] <= kMaxTapsInRegisters) {
+          MaxPoolPixelInRegisters(win.begin, kernel, dil, {h, w, c}, image, row, load);
+          return;
+        }
         ir_.Loop(c, [&](llvm::Value* k) {
           ir_.StoreAt(args_[0], t, b().CreateAdd(row, k), init);
         });
@@ -635,6 +640,48 @@ class StepEmitter {
       ir_.StoreAt(args_[0], t, at, divide(b().CreateLoad(reg, acc), win));
     });
     return absl::OkStatus();
+  }
+
+  // Up to this many taps, an NHWC max pool keeps each output pixel's
+  // maxima in registers.
+  static constexpr int64_t kMaxTapsInRegisters = 25;
+
+  // One NHWC output pixel of a max pool: each tap's bounds are checked
+  // once, a tap outside the input reads pixel (0, 0) instead and is masked
+  // to -inf, so the loop over channels is straight-line code that
+  // vectorizes with the running maxima in registers (no branch, load and
+  // store of the output per tap). `hwc`: the input's height, width and
+  // channels; `image`, `row`: offsets of the input image and the output
+  // pixel.
+  void MaxPoolPixelInRegisters(const std::vector<llvm::Value*>& begin,
+                               const std::vector<int64_t>& kernel,
+                               const std::vector<int64_t>& dil,
+                               const std::array<int64_t, 3>& hwc, llvm::Value* image,
+                               llvm::Value* row,
+                               const std::function<llvm::Value*(llvm::Value*)>& load) {
+    auto i64 = [&](int64_t v) { return b().getInt64(v); };
+    const DType t = out_dtype();
+    std::vector<std::pair<llvm::Value*, llvm::Value*>> taps;  // (inside, pixel)
+    for (int64_t ky = 0; ky < kernel[0]; ++ky) {
+      for (int64_t kx = 0; kx < kernel[1]; ++kx) {
+        llvm::Value* y = b().CreateAdd(begin[0], i64(ky * dil[0]));
+        llvm::Value* x = b().CreateAdd(begin[1], i64(kx * dil[1]));
+        llvm::Value* inside = b().CreateAnd(b().CreateICmpULT(y, i64(hwc[0])),
+                                            b().CreateICmpULT(x, i64(hwc[1])));
+        llvm::Value* at = b().CreateAdd(b().CreateMul(y, i64(hwc[1])), x);
+        at = b().CreateSelect(inside, at, i64(0));
+        taps.emplace_back(inside, b().CreateAdd(image, b().CreateMul(at, i64(hwc[2]))));
+      }
+    }
+    llvm::Value* const lowest = Extreme(t, false);
+    ir_.Loop(hwc[2], [&](llvm::Value* k) {
+      llvm::Value* acc = lowest;
+      for (const auto& [inside, pixel] : taps) {
+        llvm::Value* v = b().CreateSelect(inside, load(b().CreateAdd(pixel, k)), lowest);
+        acc = ir_.MaximumAnyZero(acc, v, IsUnsignedInt(t));
+      }
+      ir_.StoreAt(args_[0], t, b().CreateAdd(row, k), acc);
+    });
   }
 
   // Per tensor or per channel of `axis`: a scalar, or a tensor of one

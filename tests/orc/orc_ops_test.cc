@@ -1064,6 +1064,34 @@ TEST(OrcReduce, Pooling) {
   }
 }
 
+// After a convolution, pooling reads channels-last (NHWC) values: windows
+// that cross the border, dilated and uneven ones, and NaN, which wins
+// whichever tap it is in.
+TEST(OrcReduce, MaxPoolChannelsLastWithNaN) {
+  ORC_TEST_SEED(rng);
+  for (int64_t channels : {3, 8, 17}) {
+    SCOPED_TRACE(channels);
+    ModuleBuilder b(rng);
+    Node* x = b.In(DType::kF32, {2, 4, 9, 7}, -2, 2);
+    Node* w = b.Const(DType::kF32, {channels, 4, 1, 1}, -1, 1);
+    std::vector<double> holes(2 * channels * 9 * 7, 0.0);
+    for (size_t i = 0; i < holes.size(); i += 29) holes[i] = NAN;
+    Node* nans = b.In(interp_test::T(DType::kF32, {2, channels, 9, 7}, holes));
+    Node* act = b.Call("add", {b.Call("conv2d", {x, w}), nans});
+    std::vector<Node*> out;
+    const std::vector<Kwargs> windows = {
+        {{"kernel_size", Ints({3})}, {"stride", Ints({2})}, {"padding", Ints({1})}},
+        {{"kernel_size", Ints({3, 2})}, {"stride", Ints({1, 2})}, {"padding", Ints({1, 0})}},
+        {{"kernel_size", Ints({3})}, {"stride", Ints({2})}, {"ceil_mode", true}},
+        {{"kernel_size", Ints({3})}, {"padding", Ints({1})}, {"dilation", Ints({2, 1})}},
+        {{"kernel_size", Ints({6})}},  // More taps than kept in registers.
+    };
+    for (const Kwargs& k : windows) out.push_back(b.Call("max_pool2d", {act}, k));
+    b.Out(out);
+    ExpectOrcMatchesInterp(b, kReduceTol);  // The convolutions round differently.
+  }
+}
+
 TEST(OrcReduce, MaxPoolOnIntegers) {
   ORC_TEST_SEED(rng);
   struct Input {
