@@ -231,6 +231,7 @@ class Emitter {
       case StepKind::kCollective:
         return absl::OkStatus();  // NCCL, from the executable.
       case StepKind::kQuantize:
+      case StepKind::kMatmul:  // Every matmul is a cuBLASLt call here.
         break;
     }
     return absl::UnimplementedError("the cuda backend has no kernel for this step");

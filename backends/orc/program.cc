@@ -19,7 +19,39 @@ bool IsInt8Product(const Node& node) {
          node.is_call(kDynamicQuantizedLinearOp);
 }
 
+// Up to this many multiply-adds, an f32 matmul of two computed values
+// (attention's scores and mixing over a short sequence) runs as generated
+// loops: a oneDNN call costs about 0.6 us more than its work there.
+constexpr int64_t kGeneratedMatmulMacs = int64_t{1} << 17;
+
+// A matmul the backend generates code for: a small f32 one, or any f64
+// one (oneDNN's products are f32).
+bool IsGeneratedMatmul(const Node& node) {
+  if (!node.is_call("matmul") || !node.type().has_value() || !IsStatic(node.type()->shape)) {
+    return false;
+  }
+  const std::vector<Node*> operands = node.inputs();
+  if (operands.size() != 2) return false;
+  const Node* a = operands[0];
+  const Node* b = operands[1];
+  for (const Node* n : {a, b}) {
+    if (!n->type().has_value() || !IsStatic(n->type()->shape) ||
+        n->type()->dtype != node.type()->dtype) {
+      return false;
+    }
+  }
+  if (node.type()->dtype == DType::kF64) return true;
+  // A constant f32 operand goes to oneDNN, which packs it once.
+  if (node.type()->dtype != DType::kF32 || a->op() == OpCode::kGetAttr ||
+      b->op() == OpCode::kGetAttr) {
+    return false;
+  }
+  const int64_t k = a->type()->shape.back().value();
+  return NumElements(node.type()->shape) * k <= kGeneratedMatmulMacs;
+}
+
 bool IsLibraryCall(const Node& node) {
+  if (IsGeneratedMatmul(node)) return false;
   return node.is_call("linear") || node.is_call("matmul") ||
          node.is_call("graft::linear_activation") || node.is_call("conv2d") ||
          IsInt8Product(node);
@@ -59,7 +91,7 @@ absl::Status CanLowerCall(const Node& node) {
       node.is_call("batch_norm") || node.is_call("max_pool2d") ||
       node.is_call("avg_pool2d") || node.is_call("adaptive_avg_pool2d") ||
       IsQuantizeOp(node) || IsIndexOp(node) || IsCreateOp(node) ||
-      node.is_call("argmax")) {
+      node.is_call("argmax") || IsGeneratedMatmul(node)) {
     // Checked below for the ops with conditions.
   } else if (IsLibraryCall(node)) {
     if (IsInt8Product(node)) {

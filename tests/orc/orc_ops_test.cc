@@ -837,14 +837,20 @@ TEST(OrcGemm, Matmul) {
                         Case{{7}, {7, 3}}, Case{{2, 5, 7}, {7}},
                         Case{{7}, {7}}, Case{{7}, {4, 7, 3}},
                         Case{{33, 130}, {130, 65}}, Case{{1, 1}, {1, 1}},
-                        Case{{0, 7}, {7, 3}}, Case{{4, 0}, {0, 3}}}) {
-    SCOPED_TRACE(absl::StrCat(DimsText(c.a), " @ ", DimsText(c.b)));
-    ModuleBuilder b(rng);
-    Node* x = b.In(DType::kF32, c.a, -1, 1);
-    Node* y = b.In(DType::kF32, c.b, -1, 1);
-    Node* cy = b.Const(DType::kF32, c.b, -1, 1);
-    b.Out({b.Call("matmul", {x, y}), b.Call("matmul", {x, cy})});
-    ExpectOrcMatchesInterp(b, kReduceTol);
+                        Case{{0, 7}, {7, 3}}, Case{{4, 0}, {0, 3}},
+                        // Small products of computed values are generated
+                        // loops: a long K is summed in a loop, not written out.
+                        Case{{2, 4, 16, 16}, {2, 4, 16, 16}}, Case{{2, 3, 40}, {2, 40, 5}},
+                        Case{{3, 33}, {4, 33, 17}}}) {
+    for (DType dtype : {DType::kF32, DType::kF64}) {  // f64: generated, any size.
+      SCOPED_TRACE(absl::StrCat(DTypeName(dtype), DimsText(c.a), " @ ", DimsText(c.b)));
+      ModuleBuilder b(rng);
+      Node* x = b.In(dtype, c.a, -1, 1);
+      Node* y = b.In(dtype, c.b, -1, 1);
+      Node* cy = b.Const(dtype, c.b, -1, 1);
+      b.Out({b.Call("matmul", {x, y}), b.Call("matmul", {x, cy})});
+      ExpectOrcMatchesInterp(b, kReduceTol);
+    }
   }
 }
 
