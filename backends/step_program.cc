@@ -10,6 +10,7 @@
 #include "backends/memory_plan.h"
 #include "graph/quant_ops.h"
 #include "backends/bias_into_linear.h"
+#include "passes/recognize_composites.h"
 #include "backends/inline_submodules.h"
 #include "graph/collective_ops.h"
 #include "graph/dtype.h"
@@ -402,10 +403,12 @@ absl::StatusOr<StepProgram> BuildStepProgram(
   p.input_types = input_types;
   RETURN_IF_ERROR(InlineSubmodules(*p.module));
   RETURN_IF_ERROR(passes::PropagateShapes(*p.module).status());
-  // Inference rewrites every compiled program wants: batch norms folded
-  // into the convolution or linear before them, then pointwise groups fused
-  // into one loop each.
+  // Inference rewrites every compiled program wants: spelled-out layer
+  // norms and GELUs made ops again (a GELU can then ride in the product
+  // before it), batch norms folded into the convolution or linear before
+  // them, then pointwise groups fused into one loop each.
   passes::PassContext context;
+  RETURN_IF_ERROR(passes::RecognizeCompositesPass().Run(*p.module, context).status());
   RETURN_IF_ERROR(passes::FoldBatchNormPass().Run(*p.module, context).status());
   RETURN_IF_ERROR(passes::PropagateShapes(*p.module).status());
   RETURN_IF_ERROR(FoldBiasIntoLinear(*p.module).status());

@@ -8,6 +8,7 @@
 #include "passes/fold_constants.h"
 #include "passes/fuse_elementwise.h"
 #include "passes/fuse_linear_activation.h"
+#include "passes/recognize_composites.h"
 #include "passes/partition.h"
 #include "passes/pass_registry.h"
 #include "passes/quantize/convert.h"
@@ -90,6 +91,10 @@ void RegisterBuiltinPasses(PassRegistry& r) {
                    "Folds an inference batch_norm into the conv2d or linear "
                    "before it, when their parameters are module tensors.",
                    "", Simple<FoldBatchNormPass>()});
+  MustRegister(r, {"recognize-composites",
+                   "Puts back gelu and layer_norm where a model spells them out in "
+                   "primitive ops (ONNX before opsets 20 and 17).",
+                   "", Simple<RecognizeCompositesPass>()});
   MustRegister(r, {"fuse-linear-activation",
                    "Fuses linear or matmul (+ bias) followed by relu or gelu "
                    "into one graft::linear_activation.",

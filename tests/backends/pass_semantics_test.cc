@@ -179,6 +179,8 @@ std::vector<PassCase> Cases() {
       {"canonicalize", "canonicalize", 1e-5, true},
       {"substitute", "substitute{file=" + table + "}", 1e-5, true},
       {"decompose", "decompose", 1e-4, true},
+      // What decompose spells out, put back.
+      {"recognize-composites", "decompose,recognize-composites", 1e-4, true},
       {"fold-batchnorm", "fold-batchnorm", 1e-4, true},
       {"fuse-linear-activation", "fuse-linear-activation", 1e-5, true},
       {"fuse-elementwise", "fuse-elementwise", 1e-5, true},
