@@ -1,6 +1,8 @@
 #ifndef GRAFT_BACKENDS_DISK_CACHE_H_
 #define GRAFT_BACKENDS_DISK_CACHE_H_
 
+#include <sys/stat.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -63,7 +65,10 @@ class DiskCache {
 
   // The payload stored under `key`, or nullopt.
   std::optional<std::string> Load(absl::string_view key);
-  // The same, mapped rather than read (checked as Load checks it).
+  // The same, mapped rather than read (checked as Load checks it). A
+  // large payload is hashed in full once per entry file; from then on
+  // the file-hash memo in the cache directory vouches for the unchanged
+  // file (same inode, size and times), checking a sample of its pages.
   std::optional<DiskEntry> Map(absl::string_view key);
   // Stores `payload` under `key`, then evicts down to the size bound.
   void Store(absl::string_view key, absl::string_view payload);
@@ -84,6 +89,12 @@ class DiskCache {
   const std::string& dir() const { return dir_; }
   // Entries found damaged (and removed) by Load so far.
   int64_t damaged() const { return damaged_.load(); }
+  // Payloads hashed in full to check an entry so far: once per entry
+  // file, after which the file-hash memo vouches for it (see Map).
+  int64_t full_checks() const { return full_checks_.load(); }
+  // How old an entry must be before the memo may vouch for it (default
+  // 60 s: written back to the disk by then).
+  void set_vouch_after_seconds(int64_t seconds) { vouch_after_seconds_ = seconds; }
   // Where the one warning goes; stderr by default.
   void set_warning_sink(std::function<void(const std::string&)> sink) {
     warn_ = std::move(sink);
@@ -91,6 +102,9 @@ class DiskCache {
 
  private:
   std::string EntryPath(absl::string_view key) const;
+  bool ChecksumHolds(const std::string& path, const struct stat& st,
+                     uint64_t payload_offset, absl::string_view key,
+                     absl::string_view payload, uint64_t checksum) const;
   void Warn(const std::string& what);
   void Evict();
   // Waits until every background store of the process is written.
@@ -101,6 +115,8 @@ class DiskCache {
   std::string entries_dir_;
   uint64_t max_bytes_;
   std::atomic<int64_t> damaged_{0};
+  mutable std::atomic<int64_t> full_checks_{0};
+  int64_t vouch_after_seconds_ = 60;
   std::atomic<bool> warned_{false};
   std::function<void(const std::string&)> warn_;
 

@@ -76,10 +76,12 @@ FileIdentity FileIdentity::Of(const struct stat& st) {
   return id;
 }
 
-FileHashMemo FileHashMemo::Default() {
+FileHashMemo FileHashMemo::Default() { return In(DefaultCacheDir()); }
+
+FileHashMemo FileHashMemo::In(const std::string& cache_dir) {
   const char* on = std::getenv("GRAFT_FILE_HASH_MEMO");
   if (on != nullptr && std::string(on) == "0") return FileHashMemo("");
-  return FileHashMemo(DefaultCacheDir() + "/file-hashes");
+  return FileHashMemo(cache_dir + "/file-hashes");
 }
 
 std::string FileHashMemo::PathOf(const FileIdentity& file, uint64_t offset,

@@ -51,6 +51,8 @@ class FileHashMemo {
   // DefaultCacheDir()/file-hashes, as the environment says now; disabled
   // (finds and records nothing) when GRAFT_FILE_HASH_MEMO is 0.
   static FileHashMemo Default();
+  // The memo in `cache_dir`/file-hashes, or disabled as Default() is.
+  static FileHashMemo In(const std::string& cache_dir);
 
   // `data`: the region's bytes as mapped from the file now.
   std::optional<Fingerprint> Find(const FileIdentity& file, uint64_t offset, uint64_t length,

@@ -5,9 +5,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -151,6 +153,38 @@ TEST(CompileCache, DamagedEntryIsRebuilt) {
     ASSERT_OK(next.GetOrCompile(backend, m, {}));
     EXPECT_EQ(next.stats().disk_hits, 1);
   }
+}
+
+// A large entry is hashed in full once; then the file-hash memo vouches
+// for it while the file is unchanged, and any write (which moves the
+// file's change time) makes it hashed, and found damaged, again.
+TEST(DiskCache, VouchedEntriesAreHashedOnceUntilTheyChange) {
+  const std::string dir = FreshDir("vouched");
+  std::string payload(3 << 20, 'p');
+  for (size_t i = 0; i < payload.size(); i += 4093) payload[i] = static_cast<char>(i);
+  DiskCache cache(dir);
+  cache.set_vouch_after_seconds(0);
+  cache.Store("k", payload);
+  // The memo records only files whose change time is two seconds old.
+  std::this_thread::sleep_for(std::chrono::milliseconds(2100));
+  for (int use = 0; use < 3; ++use) {
+    std::optional<DiskEntry> entry = cache.Map("k");
+    ASSERT_TRUE(entry.has_value());
+    EXPECT_EQ(entry->payload, payload);
+  }
+  EXPECT_EQ(cache.full_checks(), 1);
+  EXPECT_EQ(cache.damaged(), 0);
+  // One byte in the middle of the payload.
+  std::vector<std::string> files = FilesIn(dir + "/v2");
+  ASSERT_THAT(files, SizeIs(1));
+  {
+    std::fstream f(files[0], std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-static_cast<std::streamoff>(payload.size() / 2), std::ios::end);
+    f.put('!');
+  }
+  EXPECT_FALSE(cache.Map("k").has_value());
+  EXPECT_EQ(cache.full_checks(), 2);
+  EXPECT_EQ(cache.damaged(), 1);
 }
 
 TEST(DiskCache, ConcurrentWritersLeaveOneGoodEntry) {
