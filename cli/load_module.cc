@@ -8,8 +8,10 @@ namespace graft::cli {
 // command that reads a MODEL takes what LoadModel takes.
 std::string KnownModelExtensions() { return graft::KnownModelExtensions(); }
 
-absl::StatusOr<Module> LoadModule(absl::string_view path) {
-  return LoadModel(std::string(path));
+absl::StatusOr<Module> LoadModule(absl::string_view path, const InputShapeHints& shapes) {
+  ModelLoadOptions options;
+  options.shapes = shapes;
+  return LoadModel(std::string(path), options);
 }
 
 }  // namespace graft::cli

@@ -340,16 +340,42 @@ absl::Status RunCompiledModel(const RunArgs& args) {
   return absl::OkStatus();
 }
 
+// The model. When its file leaves sizes open that graft cannot keep
+// symbolic (an ONNX export with dynamic axes whose reshapes need them),
+// it is read again with the sizes of the given inputs and --dim.
+// `dims` is emptied when the sizes went into the model itself.
+absl::StatusOr<Module> LoadWithInputSizes(const std::string& path,
+                                          const std::vector<GivenInput>& given,
+                                          SymbolBindings& dims) {
+  absl::StatusOr<Module> module = LoadModule(path);
+  auto needs_sizes = [&] {
+    return !module.ok() && absl::StrContains(module.status().message(), "input_shapes");
+  };
+  if (needs_sizes() && (!given.empty() || !dims.empty())) {
+    InputShapeHints shapes;
+    for (const GivenInput& g : given) shapes.input_shapes[g.name] = g.tensor.dims();
+    for (const auto& [symbol, size] : dims) shapes.dim_values[symbol] = size;
+    module = LoadModule(path, shapes);
+    if (module.ok()) dims.clear();
+  }
+  if (needs_sizes()) {
+    return absl::Status(module.status().code(),
+                        absl::StrCat(module.status().message(),
+                                     "; here: --input NAME=FILE.npy or --dim SYMBOL=SIZE"));
+  }
+  return module;
+}
+
 absl::Status RunRun(const RunArgs& args) {
   if (absl::EndsWith(args.model, ".gcx")) return RunCompiledModel(args);
-  ASSIGN_OR_RETURN(Module module, LoadModule(args.model));
+  ASSIGN_OR_RETURN(std::vector<GivenInput> given, ReadGivenInputs(args.inputs));
+  ASSIGN_OR_RETURN(SymbolBindings dims, ParseDims(args.dims));
+  ASSIGN_OR_RETURN(Module module, LoadWithInputSizes(args.model, given, dims));
   ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend,
                    CreateBackend(args.backend));
 
   const std::vector<ValueSignature> placeholders =
       PlaceholderSignature(module.graph());
-  ASSIGN_OR_RETURN(std::vector<GivenInput> given, ReadGivenInputs(args.inputs));
-  ASSIGN_OR_RETURN(SymbolBindings dims, ParseDims(args.dims));
   ASSIGN_OR_RETURN(
       BoundInputs inputs,
       BindInputs(placeholders, given,

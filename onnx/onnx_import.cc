@@ -84,7 +84,12 @@ namespace {
   absl::Status s = RegisterModelReader(
       {.extension = ".onnx",
        .format_name = "ONNX",
-       .read = [](const std::string& path) { return ImportOnnxFile(path); }});
+       .read = [](const std::string& path, const InputShapeHints& shapes) {
+         OnnxImportOptions options;
+         options.input_shapes = shapes.input_shapes;
+         options.dim_values = shapes.dim_values;
+         return ImportOnnxFile(path, options);
+       }});
   return s.ok();
 }();
 

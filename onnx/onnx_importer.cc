@@ -175,7 +175,11 @@ absl::StatusOr<TensorType> OnnxImporter::InputType(
         absl::StrCat("input '", name, "': ", dtype.status().message()));
   }
   const OnnxImportOptions& options = state_.options();
+  // By the ONNX name, or by graft's placeholder name for it.
   auto given = options.input_shapes.find(name);
+  if (given == options.input_shapes.end()) {
+    given = options.input_shapes.find(SanitizeName(name, "input"));
+  }
   Shape shape;
   if (given != options.input_shapes.end()) {
     const std::vector<int64_t>& dims = given->second;
@@ -216,6 +220,9 @@ absl::StatusOr<TensorType> OnnxImporter::InputType(
       shape.push_back(Dim(d.dim_value()));
     } else if (d.has_dim_param() && !d.dim_param().empty()) {
       auto value = options.dim_values.find(d.dim_param());
+      if (value == options.dim_values.end()) {
+        value = options.dim_values.find(SanitizeName(d.dim_param(), "dim"));
+      }
       if (value != options.dim_values.end()) {
         if (value->second < 0) {
           return error(absl::StrCat("gets the negative size ", value->second,
@@ -255,8 +262,10 @@ absl::Status OnnxImporter::AddInputs() {
     v->node = node;
     v->type = *type;
   }
+  std::set<std::string> placeholder_names;
+  for (const std::string& name : inputs) placeholder_names.insert(SanitizeName(name, "input"));
   for (const auto& [name, dims] : state_.options().input_shapes) {
-    if (!inputs.contains(name)) {
+    if (!inputs.contains(name) && !placeholder_names.contains(name)) {
       std::vector<std::string> names(inputs.begin(), inputs.end());
       return absl::InvalidArgumentError(absl::StrCat(
           "OnnxImportOptions::input_shapes names '", name,

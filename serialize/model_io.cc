@@ -184,7 +184,7 @@ absl::StatusOr<LoadedModel> LoadModelWithInfo(const std::string& path,
         return absl::InternalError(
             absl::StrCat("cannot read '", path, "': no reader registered"));
       }
-      module = reader->read(path);
+      module = reader->read(path, options.shapes);
       break;
     }
   }

@@ -13,7 +13,9 @@
 // Any other extension is an error that lists the known ones.
 
 #include <functional>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -48,15 +50,25 @@ absl::StatusOr<ModelFormat> OutputModelFormatForPath(absl::string_view path);
 // registered ones, sorted (".graft, .gpb, .json, .onnx").
 std::string KnownModelExtensions();
 
+// Sizes a model file may leave open (an ONNX input's symbolic dims), given
+// by whoever loads it: shapes by input name (the file's name or graft's
+// placeholder name for it), sizes by the name of a symbolic dim. Formats
+// whose files fix their shapes (graft's own) ignore them.
+struct InputShapeHints {
+  std::map<std::string, std::vector<int64_t>> input_shapes;
+  std::map<std::string, int64_t> dim_values;
+};
+
 struct ModelLoadOptions {
   // For .gpb and .json: run the verifier on the loaded module (see
   // GpbReadOptions). Text files are not verified: the parser checks what
   // the text decides, and a hand-written file may use ops registered later.
   GpbReadOptions binary;
   ParseOptions text;
-  // A registered format is read with its defaults; its own entry point
-  // takes its options (for .onnx, ImportOnnxFile and OnnxImportOptions in
-  // onnx/onnx_import.h: input shapes, sizes of symbolic dims).
+  // For a registered format (.onnx): what its reader takes besides its
+  // defaults. Its own entry point takes all its options (ImportOnnxFile
+  // and OnnxImportOptions in onnx/onnx_import.h).
+  InputShapeHints shapes;
 };
 
 struct ModelSaveOptions {
@@ -95,7 +107,9 @@ struct ModelReader {
   std::string extension;
   // For messages: "ONNX".
   std::string format_name;
-  std::function<absl::StatusOr<Module>(const std::string& path)> read;
+  std::function<absl::StatusOr<Module>(const std::string& path,
+                                       const InputShapeHints& shapes)>
+      read;
 };
 
 // Fails if `reader` has no read function, if its extension does not start

@@ -146,16 +146,16 @@ TEST(OnnxImport, SymbolicBatchFoldsToReshapeWithOneInferredDim) {
 }
 
 // The attention head split: x.view(*x.shape[:2], heads, head_dim).
-ModelBuilder HeadSplit(std::vector<std::string> dims) {
+ModelBuilder HeadSplit(std::vector<std::string> dims, const std::string& x = "x") {
   ModelBuilder b;
-  b.Input("x", TP::FLOAT, dims);
-  b.Node("Shape", {"x"}, {"s"});
+  b.Input(x, TP::FLOAT, dims);
+  b.Node("Shape", {x}, {"s"});
   b.IntsConstant("start", {0});
   b.IntsConstant("end", {2});
   b.Node("Slice", {"s", "start", "end"}, {"lead"});
   b.IntsConstant("heads", {2, 4});
   AttrInt(b.Node("Concat", {"lead", "heads"}, {"shape"}), "axis", 0);
-  b.Node("Reshape", {"x", "shape"}, {"y"});
+  b.Node("Reshape", {x, "shape"}, {"y"});
   b.Output("y");
   return b;
 }
@@ -190,6 +190,21 @@ TEST(OnnxImport, TwoSymbolicDimsNeedStaticShapes) {
   shapes.input_shapes = {{"x", {1, 5, 8}}};
   ONNX_ASSERT_OK_AND_ASSIGN(fixed2, b.Import(shapes));
   EXPECT_EQ(fixed2.graph().placeholders()[0]->type()->ToString(), "f32[1,5,8]");
+}
+
+// Sizes may name an input as graft names its placeholder ("/embed/x:0" is
+// embed_x_0), and a symbolic dim as graft names it: what a user of `graft run`
+// sees.
+TEST(OnnxImport, SizesMayUseGraftsNames) {
+  ModelBuilder b = HeadSplit({"batch-size", "seq", "8"}, "/embed/x:0");
+  OnnxImportOptions by_placeholder;
+  by_placeholder.input_shapes = {{"embed_x_0", {2, 3, 8}}};
+  ONNX_ASSERT_OK_AND_ASSIGN(a, b.Import(by_placeholder));
+  EXPECT_EQ(a.graph().FindNode("y")->type()->ToString(), "f32[2,3,2,4]");
+  OnnxImportOptions by_symbol;
+  by_symbol.dim_values = {{"batch_size", 4}, {"seq", 5}};
+  ONNX_ASSERT_OK_AND_ASSIGN(c, b.Import(by_symbol));
+  EXPECT_EQ(c.graph().FindNode("y")->type()->ToString(), "f32[4,5,2,4]");
 }
 
 TEST(OnnxImport, InputShapeOptionsAreChecked) {

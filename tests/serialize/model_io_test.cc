@@ -159,7 +159,8 @@ TEST(ModelIoTest, RegisteredReader) {
   static const absl::Status registered = RegisterModelReader(
       {.extension = ".testmodel",
        .format_name = "Test",
-       .read = [](const std::string& path) -> absl::StatusOr<Module> {
+       .read = [](const std::string& path,
+                  const InputShapeHints&) -> absl::StatusOr<Module> {
          ++test_model_reads;
          if (absl::EndsWith(path, "bad.testmodel")) {
            return absl::InvalidArgumentError(path + ": bad test model");
@@ -192,7 +193,7 @@ TEST(ModelIoTest, RegisteredReader) {
 
   // One reader per extension, graft's own formats are taken, and an
   // extension is a dot and a name.
-  auto read = [](const std::string&) -> absl::StatusOr<Module> {
+  auto read = [](const std::string&, const InputShapeHints&) -> absl::StatusOr<Module> {
     return Module();
   };
   EXPECT_THAT(RegisterModelReader({".testmodel", "Again", read}),
