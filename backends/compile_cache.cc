@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "graph/module_fingerprint.h"
+#include "support/build_id.h"
 #include "support/status_macros.h"
 
 namespace graft {
@@ -23,8 +24,10 @@ std::string CompileCache::Key(const Backend& backend, const Module& module,
   // Readable fields first; the full key is also what a disk entry stores.
   // The fingerprint leaves node names out, but an executable reports its
   // outputs by name, so those names are part of the key.
+  // The build ID too: two builds of one version may generate different
+  // code, and an entry must only be used by the build that made it.
   std::string key = absl::StrCat(
-      "graft ", GRAFT_VERSION_STRING, "|backend ", backend.name(), "|",
+      "graft ", GRAFT_VERSION_STRING, " build ", BuildId(), "|backend ", backend.name(), "|",
       backend.CacheIdentity(options), "|module ",
       ModuleFingerprint(module).ToHex(), "|", options.KeyString(), "|outputs");
   for (const ValueSignature& s : OutputSignature(module.graph())) {
