@@ -257,14 +257,14 @@ std::optional<DiskEntry> DiskCache::Map(absl::string_view key) {
   if (good) {
     absl::string_view stored_key(bytes + sizeof(h), h.key_bytes);
     absl::string_view payload(bytes + PayloadOffset(h.key_bytes), h.payload_bytes);
+    // Marking the entry used changes its identity: no memo record then.
+    const bool mark_used = SecondsSince(st.st_mtim) >= kMarkUsedEverySeconds;
     good = ChecksumHolds(path, st, PayloadOffset(h.key_bytes), stored_key, payload,
-                         h.checksum);
+                         h.checksum, /*may_record=*/!mark_used);
     // A different key under the same name is a hash collision, not damage.
     if (good && stored_key != key) return std::nullopt;
     if (good) {
-      if (SecondsSince(st.st_mtim) >= kMarkUsedEverySeconds) {
-        ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);  // Recently used.
-      }
+      if (mark_used) ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);
       return DiskEntry{std::move(mapping), payload};
     }
   }
@@ -278,7 +278,8 @@ std::optional<DiskEntry> DiskCache::Map(absl::string_view key) {
 // sample of its pages on every use.
 bool DiskCache::ChecksumHolds(const std::string& path, const struct stat& st,
                               uint64_t payload_offset, absl::string_view key,
-                              absl::string_view payload, uint64_t checksum) const {
+                              absl::string_view payload, uint64_t checksum,
+                              bool may_record) const {
   const FileIdentity file = FileIdentity::Of(st);
   const Fingerprint vouched{checksum, kVouchedTag};
   const FileHashMemo memo = FileHashMemo::In(dir_);
@@ -290,7 +291,7 @@ bool DiskCache::ChecksumHolds(const std::string& path, const struct stat& st,
   // Only an entry old enough to be on the disk (the kernel writes dirty
   // pages back after 30 s by default), so that a crash cannot leave the
   // memo vouching for pages that never reached it.
-  if (SecondsSince(st.st_ctim) >= vouch_after_seconds_) {
+  if (may_record && SecondsSince(st.st_ctim) >= vouch_after_seconds_) {
     memo.Record(path, file, payload_offset, payload.size(), vouched, payload.data());
   }
   return true;

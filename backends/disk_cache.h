@@ -104,7 +104,8 @@ class DiskCache {
   std::string EntryPath(absl::string_view key) const;
   bool ChecksumHolds(const std::string& path, const struct stat& st,
                      uint64_t payload_offset, absl::string_view key,
-                     absl::string_view payload, uint64_t checksum) const;
+                     absl::string_view payload, uint64_t checksum,
+                     bool may_record) const;
   void Warn(const std::string& what);
   void Evict();
   // Waits until every background store of the process is written.

@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "backends/backend.h"
 #include "backends/compile_cache.h"
 #include "backends/disk_cache.h"
@@ -340,10 +341,20 @@ absl::Status RunCompiledModel(const RunArgs& args) {
   return absl::OkStatus();
 }
 
+// An importer's message in the words of graft run's command line.
+absl::Status InCommandLineWords(const absl::Status& status) {
+  const std::string text = absl::StrReplaceAll(
+      status.message(), {{"OnnxImportOptions::input_shapes or dim_values",
+                          "--input NAME=FILE.npy or --dim SYMBOL=SIZE"},
+                         {"OnnxImportOptions::input_shapes", "--input"}});
+  return absl::Status(status.code(), text);
+}
+
 // The model. When its file leaves sizes open that graft cannot keep
 // symbolic (an ONNX export with dynamic axes whose reshapes need them),
-// it is read again with the sizes of the given inputs and --dim.
-// `dims` is emptied when the sizes went into the model itself.
+// it is read again with the sizes of --dim (given inputs are then checked
+// against them as usual), else of the given --input files. `dims` is
+// emptied when its sizes went into the model itself.
 absl::StatusOr<Module> LoadWithInputSizes(const std::string& path,
                                           const std::vector<GivenInput>& given,
                                           SymbolBindings& dims) {
@@ -351,18 +362,15 @@ absl::StatusOr<Module> LoadWithInputSizes(const std::string& path,
   auto needs_sizes = [&] {
     return !module.ok() && absl::StrContains(module.status().message(), "input_shapes");
   };
-  if (needs_sizes() && (!given.empty() || !dims.empty())) {
-    InputShapeHints shapes;
+  InputShapeHints shapes;
+  for (const auto& [symbol, size] : dims) shapes.dim_values[symbol] = size;
+  if (needs_sizes() && !dims.empty()) module = LoadModule(path, shapes);
+  if (needs_sizes() && !given.empty()) {
     for (const GivenInput& g : given) shapes.input_shapes[g.name] = g.tensor.dims();
-    for (const auto& [symbol, size] : dims) shapes.dim_values[symbol] = size;
     module = LoadModule(path, shapes);
-    if (module.ok()) dims.clear();
   }
-  if (needs_sizes()) {
-    return absl::Status(module.status().code(),
-                        absl::StrCat(module.status().message(),
-                                     "; here: --input NAME=FILE.npy or --dim SYMBOL=SIZE"));
-  }
+  if (!module.ok()) return InCommandLineWords(module.status());
+  if (!shapes.dim_values.empty() || !shapes.input_shapes.empty()) dims.clear();
   return module;
 }
 

@@ -2,11 +2,13 @@
 
 #include <elf.h>
 #include <link.h>
+#include <sys/stat.h>
 
 #include <cstdint>
 #include <cstring>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 
 namespace graft {
 namespace {
@@ -48,7 +50,17 @@ int FindBuildId(struct dl_phdr_info* info, size_t, void* data) {
       at = next;
     }
   }
-  return 1;  // The object, without a build ID.
+  // The object, without a build ID: its file's identity, which any
+  // relink changes too.
+  struct stat st;
+  const char* file = info->dlpi_name != nullptr && info->dlpi_name[0] != '\0'
+                         ? info->dlpi_name
+                         : "/proc/self/exe";
+  if (::stat(file, &st) == 0) {
+    search->id = absl::StrCat("file-", st.st_dev, "-", st.st_ino, "-", st.st_size, "-",
+                              st.st_mtim.tv_sec, ".", st.st_mtim.tv_nsec);
+  }
+  return 1;
 }
 
 }  // namespace

@@ -8,8 +8,9 @@ namespace graft {
 // The GNU build ID (hex) of the binary graft's code was linked into: the
 // executable, or the shared library that holds graft. Any rebuild that
 // changes the code changes it, so caches of generated code key on it (two
-// builds of one version number may generate different code). Empty where
-// the linker wrote none.
+// builds of one version number may generate different code). Where the
+// linker wrote none: the binary file's device, inode, size and
+// modification time.
 const std::string& BuildId();
 
 }  // namespace graft

@@ -423,8 +423,10 @@ llvm::Value* IrEmitter::OddRational(llvm::Value* x, double clamp, double saturat
       b_.CreateFDiv(b_.CreateFMul(horner(numerator), clamped), horner(denominator));
   // Both sides are finite (x is clamped): the division may be a
   // reciprocal estimate (see "reciprocal-estimates" in lowering.cc).
-  llvm::cast<llvm::Instruction>(ratio)->setHasAllowReciprocal(true);
-  llvm::cast<llvm::Instruction>(ratio)->setHasNoInfs(true);
+  if (auto* division = llvm::dyn_cast<llvm::Instruction>(ratio)) {
+    division->setHasAllowReciprocal(true);
+    division->setHasNoInfs(true);
+  }
   llvm::Value* beyond =
       b_.CreateFCmpOGT(b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x), c(saturate));
   ratio = b_.CreateSelect(beyond, b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, c(1), x),

@@ -268,6 +268,8 @@ class StepEmitter {
   // matmul as loops (NumPy rules: 1-D operands, broadcast batch dims):
   // for each row of the result, the columns vectorize.
   void Matmul() {
+    // An empty result has nothing to write (and Loop runs its body once).
+    if (Product(DimsOf(node()), 0, DimsOf(node()).size()) == 0) return;
     const std::vector<Node*> operands = node().inputs();
     std::vector<int64_t> ad = DimsOf(*operands[0]), bd = DimsOf(*operands[1]);
     if (ad.size() == 1) ad.insert(ad.begin(), 1);  // A row [1, K].
@@ -279,7 +281,8 @@ class StepEmitter {
     for (size_t i = 0; i < batch.size(); ++i) {
       for (const std::vector<int64_t>* d : {&a_batch, &b_batch}) {
         const size_t skip = batch.size() - d->size();
-        if (i >= skip) batch[i] = std::max(batch[i], (*d)[i - skip]);
+        // NumPy rules: a size other than 1 wins (0 included).
+        if (i >= skip && (*d)[i - skip] != 1) batch[i] = (*d)[i - skip];
       }
     }
     // Views over (batch..., row, column) index spaces.

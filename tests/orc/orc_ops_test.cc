@@ -841,7 +841,10 @@ TEST(OrcGemm, Matmul) {
                         // Small products of computed values are generated
                         // loops: a long K is summed in a loop, not written out.
                         Case{{2, 4, 16, 16}, {2, 4, 16, 16}}, Case{{2, 3, 40}, {2, 40, 5}},
-                        Case{{3, 33}, {4, 33, 17}}}) {
+                        Case{{3, 33}, {4, 33, 17}},
+                        // Empty results: no columns, no batches.
+                        Case{{4, 7}, {7, 0}}, Case{{0, 4, 7}, {7, 3}},
+                        Case{{0, 2, 3}, {1, 3, 4}}}) {
     for (DType dtype : {DType::kF32, DType::kF64}) {  // f64: generated, any size.
       SCOPED_TRACE(absl::StrCat(DTypeName(dtype), DimsText(c.a), " @ ", DimsText(c.b)));
       ModuleBuilder b(rng);
