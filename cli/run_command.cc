@@ -343,10 +343,13 @@ absl::Status RunCompiledModel(const RunArgs& args) {
 
 // An importer's message in the words of graft run's command line.
 absl::Status InCommandLineWords(const absl::Status& status) {
-  const std::string text = absl::StrReplaceAll(
-      status.message(), {{"OnnxImportOptions::input_shapes or dim_values",
-                          "--input NAME=FILE.npy or --dim SYMBOL=SIZE"},
+  constexpr absl::string_view kHow = "--input NAME=FILE.npy or --dim SYMBOL=SIZE";
+  std::string text = absl::StrReplaceAll(
+      status.message(), {{"OnnxImportOptions::input_shapes or dim_values", kHow},
                          {"OnnxImportOptions::input_shapes", "--input"}});
+  if (absl::EndsWith(text, "give the inputs static shapes")) {
+    absl::StrAppend(&text, " (", kHow, ")");
+  }
   return absl::Status(status.code(), text);
 }
 
@@ -359,18 +362,20 @@ absl::StatusOr<Module> LoadWithInputSizes(const std::string& path,
                                           const std::vector<GivenInput>& given,
                                           SymbolBindings& dims) {
   absl::StatusOr<Module> module = LoadModule(path);
-  auto needs_sizes = [&] {
-    return !module.ok() && absl::StrContains(module.status().message(), "input_shapes");
-  };
+  // Whatever failed may have been for want of sizes (the importer's
+  // reasons vary: a reshape, a Range, an Expand over symbolic dims); with
+  // sizes at hand, the model is read again, and the later error counts.
+  auto needs_sizes = [&] { return !module.ok(); };
+  if (!needs_sizes()) return module;
   InputShapeHints shapes;
   for (const auto& [symbol, size] : dims) shapes.dim_values[symbol] = size;
-  if (needs_sizes() && !dims.empty()) module = LoadModule(path, shapes);
+  if (!dims.empty()) module = LoadModule(path, shapes);
   if (needs_sizes() && !given.empty()) {
     for (const GivenInput& g : given) shapes.input_shapes[g.name] = g.tensor.dims();
     module = LoadModule(path, shapes);
   }
   if (!module.ok()) return InCommandLineWords(module.status());
-  if (!shapes.dim_values.empty() || !shapes.input_shapes.empty()) dims.clear();
+  dims.clear();  // Read with them: the inputs have no symbolic dims left.
   return module;
 }
 

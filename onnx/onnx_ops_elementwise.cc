@@ -304,6 +304,93 @@ absl::Status ConvertPRelu(NodeContext& ctx) {
   return ctx.SetOutput(0, y);
 }
 
+// alpha * (exp(x) - 1) where x <= 0, else x: Elu; Selu scales it by
+// gamma.
+absl::StatusOr<Node*> Elu(NodeContext& ctx, Node* x, double alpha) {
+  ASSIGN_OR_RETURN(Node * positive, ctx.Call("gt", {x, 0.0}));
+  ASSIGN_OR_RETURN(Node * e, ctx.Call("exp", {x}));
+  ASSIGN_OR_RETURN(Node * em1, ctx.Call("sub", {e, 1.0}));
+  ASSIGN_OR_RETURN(Node * scaled, ctx.Call("mul", {em1, alpha}));
+  return ctx.Call("where", {positive, x, scaled});
+}
+
+absl::Status ConvertElu(NodeContext& ctx) {
+  ASSIGN_OR_RETURN(float alpha, ctx.attrs().Float("alpha", 1.0f));
+  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
+  ASSIGN_OR_RETURN(Node * y, Elu(ctx, x, alpha));
+  return ctx.SetOutput(0, y);
+}
+
+absl::Status ConvertSelu(NodeContext& ctx) {
+  ASSIGN_OR_RETURN(float alpha, ctx.attrs().Float("alpha", 1.67326319217681884765625f));
+  ASSIGN_OR_RETURN(float gamma, ctx.attrs().Float("gamma", 1.05070102214813232421875f));
+  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
+  ASSIGN_OR_RETURN(Node * elu, Elu(ctx, x, alpha));
+  ASSIGN_OR_RETURN(Node * y, ctx.Call("mul", {elu, static_cast<double>(gamma)}));
+  return ctx.SetOutput(0, y);
+}
+
+// max(0, x) + min(0, alpha * (exp(x / alpha) - 1)).
+absl::Status ConvertCelu(NodeContext& ctx) {
+  ASSIGN_OR_RETURN(float alpha, ctx.attrs().Float("alpha", 1.0f));
+  if (alpha == 0) return NodeContext::Invalid("alpha must not be 0");
+  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
+  ASSIGN_OR_RETURN(Node * over, ctx.Call("div", {x, static_cast<double>(alpha)}));
+  ASSIGN_OR_RETURN(Node * e, ctx.Call("exp", {over}));
+  ASSIGN_OR_RETURN(Node * em1, ctx.Call("sub", {e, 1.0}));
+  ASSIGN_OR_RETURN(Node * scaled, ctx.Call("mul", {em1, static_cast<double>(alpha)}));
+  ASSIGN_OR_RETURN(Node * negative, ctx.Call("clamp", {scaled, Argument(), 0.0}));
+  ASSIGN_OR_RETURN(Node * positive, ctx.Call("relu", {x}));
+  ASSIGN_OR_RETURN(Node * y, ctx.Call("add", {positive, negative}));
+  return ctx.SetOutput(0, y);
+}
+
+// log(1 + exp(x)) as max(x, 0) + log(1 + exp(-|x|)), which neither
+// overflows for large x nor loses small values.
+absl::Status ConvertSoftplus(NodeContext& ctx) {
+  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
+  ASSIGN_OR_RETURN(Node * a, ctx.Call("abs", {x}));
+  ASSIGN_OR_RETURN(Node * na, ctx.Call("neg", {a}));
+  ASSIGN_OR_RETURN(Node * e, ctx.Call("exp", {na}));
+  ASSIGN_OR_RETURN(Node * one_plus, ctx.Call("add", {e, 1.0}));
+  ASSIGN_OR_RETURN(Node * l, ctx.Call("log", {one_plus}));
+  ASSIGN_OR_RETURN(Node * r, ctx.Call("relu", {x}));
+  ASSIGN_OR_RETURN(Node * y, ctx.Call("add", {r, l}));
+  return ctx.SetOutput(0, y);
+}
+
+// x / (1 + |x|).
+absl::Status ConvertSoftsign(NodeContext& ctx) {
+  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "input"));
+  ASSIGN_OR_RETURN(Node * a, ctx.Call("abs", {x}));
+  ASSIGN_OR_RETURN(Node * d, ctx.Call("add", {a, 1.0}));
+  ASSIGN_OR_RETURN(Node * y, ctx.Call("div", {x, d}));
+  return ctx.SetOutput(0, y);
+}
+
+// 1 where x > 0, -1 where x < 0, else x itself (0, or NaN).
+absl::Status ConvertSign(NodeContext& ctx) {
+  ASSIGN_OR_RETURN(TensorType t, ctx.InputType(0));
+  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "input"));
+  const bool is_float = IsFloatingPoint(t.dtype);
+  const Argument one = is_float ? Argument(1.0) : Argument(int64_t{1});
+  const Argument minus_one = is_float ? Argument(-1.0) : Argument(int64_t{-1});
+  const Argument zero = is_float ? Argument(0.0) : Argument(int64_t{0});
+  ASSIGN_OR_RETURN(Node * negative, ctx.Call("lt", {x, zero}));
+  ASSIGN_OR_RETURN(Node * low, ctx.Call("where", {negative, minus_one, x}));
+  ASSIGN_OR_RETURN(Node * positive, ctx.Call("gt", {x, zero}));
+  ASSIGN_OR_RETURN(Node * y, ctx.Call("where", {positive, one, low}));
+  return ctx.SetOutput(0, y);
+}
+
+absl::Status ConvertTan(NodeContext& ctx) {
+  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "input"));
+  ASSIGN_OR_RETURN(Node * s, ctx.Call("sin", {x}));
+  ASSIGN_OR_RETURN(Node * c, ctx.Call("cos", {x}));
+  ASSIGN_OR_RETURN(Node * y, ctx.Call("div", {s, c}));
+  return ctx.SetOutput(0, y);
+}
+
 absl::Status ConvertIsNaN(NodeContext& ctx) {
   ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
   ASSIGN_OR_RETURN(Node * y, ctx.Call("ne", {x, x}));
@@ -372,6 +459,13 @@ void AddElementwiseConverters(std::vector<OpConverter>& table) {
   table.push_back({.op_type = "HardSigmoid", .convert = ConvertHardSigmoid});
   table.push_back({.op_type = "HardSwish", .convert = ConvertHardSwish});
   table.push_back({.op_type = "PRelu", .convert = ConvertPRelu});
+  table.push_back({.op_type = "Elu", .convert = ConvertElu});
+  table.push_back({.op_type = "Selu", .convert = ConvertSelu});
+  table.push_back({.op_type = "Celu", .convert = ConvertCelu});
+  table.push_back({.op_type = "Softplus", .convert = ConvertSoftplus});
+  table.push_back({.op_type = "Softsign", .convert = ConvertSoftsign});
+  table.push_back({.op_type = "Sign", .convert = ConvertSign});
+  table.push_back({.op_type = "Tan", .convert = ConvertTan});
   table.push_back({.op_type = "IsNaN", .convert = ConvertIsNaN});
   table.push_back({.op_type = "IsInf", .convert = ConvertIsInf});
   table.push_back({.op_type = "Floor", .fold = FoldOnlyUnary});

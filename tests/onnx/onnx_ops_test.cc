@@ -659,6 +659,49 @@ TEST(OnnxOps, ComposedActivations) {
   ExpectTensor(out[3], DType::kBool, {4}, {0, 0, 0, 1});
 }
 
+// Activations ONNX has and graft composes: values from the ONNX definitions
+// (std:: functions here), at the edges (0, +-inf, NaN) too.
+TEST(OnnxOps, MoreComposedActivations) {
+  ModelBuilder b;
+  b.FloatInput("x", {7});
+  AttrFloat(b.Node("Elu", {"x"}, {"elu"}), "alpha", 0.5f);
+  b.Node("Selu", {"x"}, {"selu"});
+  AttrFloat(b.Node("Celu", {"x"}, {"celu"}), "alpha", 2.0f);
+  b.Node("Softplus", {"x"}, {"softplus"});
+  b.Node("Softsign", {"x"}, {"softsign"});
+  b.Node("Sign", {"x"}, {"sign"});
+  b.Node("Tan", {"x"}, {"tan"});
+  const char* outputs[] = {"elu", "selu", "celu", "softplus", "softsign", "sign", "tan"};
+  for (const char* o : outputs) b.Output(o);
+  const std::vector<double> x = {-3, -0.5, 0, 0.25, 40, -INFINITY, NAN};
+  auto out = RunModel(b, {F32({7}, x)});
+  ASSERT_EQ(out.size(), 7u);
+  auto map = [&](auto f) {
+    std::vector<double> y;
+    for (double v : x) y.push_back(f(v));
+    return y;
+  };
+  const double selu_alpha = 1.67326319217681884765625, gamma = 1.05070102214813232421875;
+  ExpectTensor(out[0], DType::kF32, {7},
+               map([](double v) { return v > 0 ? v : 0.5 * std::expm1(v); }), 1e-5);
+  ExpectTensor(out[1], DType::kF32, {7},
+               map([&](double v) { return gamma * (v > 0 ? v : selu_alpha * std::expm1(v)); }),
+               1e-5);
+  ExpectTensor(out[2], DType::kF32, {7},
+               map([](double v) {
+                 return std::isnan(v) ? v : std::max(0.0, v) + std::min(0.0, 2 * std::expm1(v / 2));
+               }),
+               1e-5);
+  ExpectTensor(out[3], DType::kF32, {7}, map([](double v) { return std::log1p(std::exp(v)); }),
+               1e-5);
+  ExpectTensor(out[4], DType::kF32, {7},
+               map([](double v) { return v / (1 + std::abs(v)); }),
+               1e-5);
+  ExpectTensor(out[5], DType::kF32, {7},
+               map([](double v) { return v > 0 ? 1.0 : v < 0 ? -1.0 : v; }));
+  ExpectTensor(out[6], DType::kF32, {7}, map([](double v) { return std::tan(v); }), 1e-5);
+}
+
 TEST(OnnxOps, VariadicMaxMinSum) {
   ModelBuilder b;
   for (const char* n : {"a", "b", "c"}) b.FloatInput(n, {2});
