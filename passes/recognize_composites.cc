@@ -222,7 +222,7 @@ class RecognizeLayerNorm : public RewritePattern {
           KnownType(*x) != KnownType(*root)) {
         continue;
       }
-      const Shape& shape = KnownType(*x)->shape;
+      const Shape shape = KnownType(*x)->shape;
       std::vector<int64_t> normalized;
       for (size_t d = shape.size() - k; d < shape.size(); ++d) {
         if (!shape[d].is_constant()) return false;
