@@ -84,6 +84,7 @@ StepKind KindOfStep(const Node& node, const StepTarget& target) {
   if (IsIndexOp(node)) return StepKind::kIndex;
   if (IsCreateOp(node)) return StepKind::kCreate;
   if (node.is_call("argmax")) return StepKind::kArgmax;
+  if (node.is_call("cumsum")) return StepKind::kScan;
   if (node.is_call("max_pool2d") || node.is_call("avg_pool2d") ||
       node.is_call("adaptive_avg_pool2d")) {
     return StepKind::kPool;

@@ -44,6 +44,7 @@ enum class StepKind : unsigned char {
   kIndex,      // gather, index_select, embedding: may fail (an index out
                // of range), reported by Step::failure.
   kArgmax,
+  kScan,       // cumsum: a running sum along a dim.
   kCreate,     // zeros, full, arange.
   kCopy,       // A value copied into another buffer and layout: an output
                // that must be its own buffer, or a 4-D value converted

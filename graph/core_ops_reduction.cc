@@ -118,6 +118,17 @@ absl::StatusOr<TensorType> Argmax(const InferContext& ctx) {
   return TensorType{DType::kI64, *std::move(shape)};
 }
 
+// The running sum keeps the input's shape; integers and bool sum in i64,
+// as torch.cumsum does.
+absl::StatusOr<TensorType> Cumsum(const InferContext& ctx) {
+  TensorType t = ctx.Type("input");
+  absl::StatusOr<int64_t> dim = rules::NormalizeDim(
+      ctx, ctx.call().Int("dim"), std::max<int64_t>(t.rank(), 1));
+  if (!dim.ok()) return dim.status();
+  if (!IsFloatingPoint(t.dtype)) t.dtype = DType::kI64;
+  return t;
+}
+
 absl::StatusOr<TensorType> Softmax(const InferContext& ctx) {
   TensorType t = ctx.Type("input");
   absl::Status status = RequireFloat(ctx, t);
@@ -233,6 +244,15 @@ void RegisterReductionOps(OpRegistry& r) {
           .infer = One(Argmax),
           .summary = "index of the maximum along dim (flattened when None); "
                      "result i64"});
+  Add(r, {.name = "cumsum",
+          .params = {Param("input", K::kTensor), Param("dim", K::kInt),
+                     Defaulted("exclusive", K::kBool, false),
+                     Defaulted("reverse", K::kBool, false)},
+          .traits = {.kind = OpKind::kOther},
+          .infer = One(Cumsum),
+          .summary = "running sum along dim (torch.cumsum; integers and bool sum in "
+                     "i64); exclusive leaves each element out of its own sum, reverse "
+                     "sums from the end (ONNX's CumSum)"});
   Add(r, {.name = "softmax",
           .params = {Param("input", K::kTensor), Param("dim", K::kInt)},
           .traits = {.kind = OpKind::kReduction},

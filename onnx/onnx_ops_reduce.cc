@@ -89,6 +89,23 @@ absl::Status ConvertArgMax(NodeContext& ctx) {
   return ctx.SetOutput(0, y);
 }
 
+// cumsum along the known axis; an integer sum (i64 in graft) is cast back
+// to the input's dtype, as ONNX keeps it.
+absl::Status ConvertCumSum(NodeContext& ctx) {
+  ASSIGN_OR_RETURN(int64_t exclusive, ctx.attrs().Int("exclusive", 0));
+  ASSIGN_OR_RETURN(int64_t reverse, ctx.attrs().Int("reverse", 0));
+  ASSIGN_OR_RETURN(std::vector<int64_t> axis, ctx.ConstantInts(1, "the axis input"));
+  if (axis.size() != 1) {
+    return NodeContext::Invalid(
+        absl::StrCat("the axis input has ", axis.size(), " values; expected one"));
+  }
+  ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
+  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "x"));
+  ASSIGN_OR_RETURN(Node * y, ctx.Call("cumsum", {x, axis[0], exclusive != 0, reverse != 0}));
+  ASSIGN_OR_RETURN(y, CastIfNeeded(ctx, y, tx.dtype));
+  return ctx.SetOutput(0, y);
+}
+
 }  // namespace
 
 void AddReduceConverters(std::vector<OpConverter>& table) {
@@ -99,6 +116,7 @@ void AddReduceConverters(std::vector<OpConverter>& table) {
   // No product op in graft: only on values known at import time.
   table.push_back({.op_type = "ReduceProd", .fold = FoldReduce});
   table.push_back({.op_type = "ArgMax", .convert = ConvertArgMax});
+  table.push_back({.op_type = "CumSum", .convert = ConvertCumSum});
 }
 
 }  // namespace graft::onnx_import

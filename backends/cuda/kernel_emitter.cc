@@ -232,6 +232,7 @@ class Emitter {
         return absl::OkStatus();  // NCCL, from the executable.
       case StepKind::kQuantize:
       case StepKind::kMatmul:  // Every matmul is a cuBLASLt call here.
+      case StepKind::kScan:    // cumsum falls back (cuda_program.cc).
         break;
     }
     return absl::UnimplementedError("the cuda backend has no kernel for this step");

@@ -207,6 +207,48 @@ absl::StatusOr<Value> Argmax(const KernelContext& ctx) {
   return Value(out);
 }
 
+// Sums in the compute type (double for floats, int64 for integers and
+// bool), in order along dim (from its end with reverse), each element left
+// out of its own sum with exclusive.
+absl::StatusOr<Value> Cumsum(const KernelContext& ctx) {
+  ASSIGN_OR_RETURN(Tensor x, ctx.Input("input"));
+  absl::StatusOr<int64_t> d =
+      NormalizeDim(ctx.call().Int("dim"), std::max<int64_t>(x.rank(), 1));
+  if (!d.ok()) return d.status();
+  const bool exclusive = ctx.call().Bool("exclusive");
+  const bool reverse = ctx.call().Bool("reverse");
+  int64_t outer = 1, len = 1, inner = 1;
+  if (x.rank() > 0) {
+    for (int64_t i = 0; i < *d; ++i) outer *= x.dims()[i];
+    len = x.dims()[*d];
+    for (int64_t i = *d + 1; i < x.rank(); ++i) inner *= x.dims()[i];
+  }
+  Tensor out(IsFloatingPoint(x.dtype()) ? x.dtype() : DType::kI64, x.dims());
+  DispatchDType(x.dtype(), [&](auto in_traits) {
+    using In = decltype(in_traits);
+    using C = typename In::Compute;
+    const auto* p = x.data<typename In::Storage>();
+    DispatchDType(out.dtype(), [&](auto out_traits) {
+      using Out = decltype(out_traits);
+      auto* q = out.data<typename Out::Storage>();
+      for (int64_t a = 0; a < outer; ++a) {
+        for (int64_t c = 0; c < inner; ++c) {
+          C sum = 0;
+          for (int64_t step = 0; step < len; ++step) {
+            const int64_t i = reverse ? len - 1 - step : step;
+            const int64_t at = (a * len + i) * inner + c;
+            const C v = In::Load(p[at]);
+            if (!exclusive) sum += v;
+            q[at] = Out::From(sum);
+            if (exclusive) sum += v;
+          }
+        }
+      }
+    });
+  });
+  return Value(out);
+}
+
 }  // namespace
 
 void RegisterReduceKernels(KernelTable& t) {
@@ -215,6 +257,7 @@ void RegisterReduceKernels(KernelTable& t) {
   t.Add("amax", [](const KernelContext& ctx) { return MinMax(ctx, true); });
   t.Add("amin", [](const KernelContext& ctx) { return MinMax(ctx, false); });
   t.Add("argmax", Argmax);
+  t.Add("cumsum", Cumsum);
 }
 
 }  // namespace graft::interp

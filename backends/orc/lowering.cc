@@ -65,6 +65,8 @@ class StepEmitter {
         return Index();
       case StepKind::kArgmax:
         return Argmax();
+      case StepKind::kScan:
+        return Cumsum();
       case StepKind::kCreate:
         return Create();
       case StepKind::kCollective:
@@ -347,6 +349,55 @@ class StepEmitter {
         });
       });
     });
+  }
+
+  // cumsum: for each slice along dim, in order (from the end with
+  // reverse), each row of the result is the previous row plus the input's
+  // (the row before it with exclusive), so the loop over the dims after
+  // `dim` vectorizes; the first row is the input's (zeros with exclusive).
+  absl::Status Cumsum() {
+    ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node()));
+    const Node* input = step_.inputs[0];
+    std::vector<int64_t> dims = DimsOf(*input);
+    if (dims.empty()) dims.push_back(1);
+    const int64_t d = NormalizeDim(call.Int("dim"), static_cast<int64_t>(dims.size()));
+    const bool exclusive = call.Bool("exclusive"), reverse = call.Bool("reverse");
+    const int64_t outer = Product(dims, 0, d), len = dims[d];
+    const int64_t inner = Product(dims, d + 1, dims.size());
+    if (outer * len * inner == 0) return absl::OkStatus();
+    const DType t = out_dtype(), in_type = input->type()->dtype;
+    llvm::Value* in = Data(input);
+    auto i64 = [&](int64_t v) { return b().getInt64(v); };
+    auto load = [&](llvm::Value* at) {
+      return ir_.Convert(ir_.LoadAt(in, in_type, at), in_type, t);
+    };
+    auto row = [&](llvm::Value* a, llvm::Value* i) {  // Offset of row i.
+      return b().CreateMul(b().CreateAdd(b().CreateMul(a, i64(len)), i), i64(inner));
+    };
+    auto position = [&](int64_t step) { return reverse ? len - 1 - step : step; };
+    ir_.Loop(outer, [&](llvm::Value* a) {
+      llvm::Value* first = row(a, i64(position(0)));
+      ir_.Loop(inner, [&](llvm::Value* c) {
+        llvm::Value* at = b().CreateAdd(first, c);
+        ir_.StoreAt(args_[0], t, at, exclusive ? ir_.Constant(t, 0) : load(at));
+      });
+      if (len == 1) return;
+      ir_.Loop(len - 1, [&](llvm::Value* s) {
+        llvm::Value* step = b().CreateAdd(s, i64(1));
+        llvm::Value* i = reverse ? b().CreateSub(i64(len - 1), step) : step;
+        llvm::Value* prev = reverse ? b().CreateAdd(i, i64(1)) : b().CreateSub(i, i64(1));
+        llvm::Value* here = row(a, i);
+        llvm::Value* before = row(a, prev);
+        ir_.Loop(inner, [&](llvm::Value* c) {
+          llvm::Value* from = b().CreateAdd(before, c);
+          llvm::Value* added = load(exclusive ? from : b().CreateAdd(here, c));
+          llvm::Value* sum = IsFloatingPoint(t) ? b().CreateFAdd(ir_.LoadAt(args_[0], t, from), added)
+                                            : b().CreateAdd(ir_.LoadAt(args_[0], t, from), added);
+          ir_.StoreAt(args_[0], t, b().CreateAdd(here, c), sum);
+        });
+      });
+    });
+    return absl::OkStatus();
   }
 
   absl::Status Reduce() {

@@ -91,7 +91,7 @@ absl::Status CanLowerCall(const Node& node) {
       node.is_call("batch_norm") || node.is_call("max_pool2d") ||
       node.is_call("avg_pool2d") || node.is_call("adaptive_avg_pool2d") ||
       IsQuantizeOp(node) || IsIndexOp(node) || IsCreateOp(node) ||
-      node.is_call("argmax") || IsGeneratedMatmul(node)) {
+      node.is_call("argmax") || node.is_call("cumsum") || IsGeneratedMatmul(node)) {
     // Checked below for the ops with conditions.
   } else if (IsLibraryCall(node)) {
     if (IsInt8Product(node)) {

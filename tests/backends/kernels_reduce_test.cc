@@ -109,5 +109,31 @@ TEST(ReduceKernels, Argmax) {
   EXPECT_FALSE(RunUnary("argmax", F32({0}, {})).ok());
 }
 
+TEST(ReduceKernels, Cumsum) {
+  const Tensor x = F32({2, 3}, {1, 2, 3, 4, 5, 6});
+  GRAFT_ASSERT_OK_AND_ASSIGN(rows, RunUnary("cumsum", x, {1}));
+  ExpectTensor(rows, DType::kF32, {2, 3}, {1, 3, 6, 4, 9, 15});
+  GRAFT_ASSERT_OK_AND_ASSIGN(cols, RunUnary("cumsum", x, {0}));
+  ExpectTensor(cols, DType::kF32, {2, 3}, {1, 2, 3, 5, 7, 9});
+  GRAFT_ASSERT_OK_AND_ASSIGN(excl, RunUnary("cumsum", x, {-1}, {{"exclusive", true}}));
+  ExpectTensor(excl, DType::kF32, {2, 3}, {0, 1, 3, 0, 4, 9});
+  GRAFT_ASSERT_OK_AND_ASSIGN(rev, RunUnary("cumsum", x, {1}, {{"reverse", true}}));
+  ExpectTensor(rev, DType::kF32, {2, 3}, {6, 5, 3, 15, 11, 6});
+  GRAFT_ASSERT_OK_AND_ASSIGN(
+      both, RunUnary("cumsum", x, {1}, {{"reverse", true}, {"exclusive", true}}));
+  ExpectTensor(both, DType::kF32, {2, 3}, {5, 3, 0, 11, 6, 0});
+  // Integers and bool sum in i64, as torch.cumsum does: no i8 overflow.
+  GRAFT_ASSERT_OK_AND_ASSIGN(i8, RunUnary("cumsum", T(DType::kI8, {3}, {100, 100, 100}), {0}));
+  ExpectTensor(i8, DType::kI64, {3}, {100, 200, 300});
+  GRAFT_ASSERT_OK_AND_ASSIGN(b, RunUnary("cumsum", T(DType::kBool, {3}, {1, 0, 1}), {0}));
+  ExpectTensor(b, DType::kI64, {3}, {1, 1, 2});
+  // A scalar is its own sum; NaN spreads from where it is.
+  GRAFT_ASSERT_OK_AND_ASSIGN(scalar, RunUnary("cumsum", F32({}, {7}), {0}));
+  ExpectTensor(scalar, DType::kF32, {}, {7});
+  GRAFT_ASSERT_OK_AND_ASSIGN(nan, RunUnary("cumsum", F32({3}, {1, kNaN, 3}), {0}));
+  ExpectTensor(nan, DType::kF32, {3}, {1, kNaN, kNaN});
+  EXPECT_FALSE(RunUnary("cumsum", x, {2}).ok());
+}
+
 }  // namespace
 }  // namespace graft::interp_test

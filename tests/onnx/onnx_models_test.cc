@@ -284,9 +284,9 @@ TEST(OnnxModelsTest, ManifestListsEveryCommittedModel) {
   // One TEST below per model; a new model needs a new TEST.
   EXPECT_THAT(
       dirs, ::testing::UnorderedElementsAre("mlp", "cnn", "gpt2_block_opset13",
-                                            "gpt2_block_opset17"));
+                                            "gpt2_block_opset17", "cumsum"));
   ASSERT_EQ(manifest->unsupported.size(), 1u);
-  EXPECT_EQ(manifest->unsupported[0].dir, "cumsum");
+  EXPECT_EQ(manifest->unsupported[0].dir, "round");
 }
 
 // Linear + ReLU + Linear: Gemm with transB, Relu.
@@ -320,6 +320,12 @@ TEST(OnnxModelsTest, Gpt2BlockOpset17) {
   CheckModel(CommittedModelsDir(), "gpt2_block_opset17");
 }
 
+// ReLU then CumSum along dim 1 (the axis a Constant input).
+TEST(OnnxModelsTest, Cumsum) {
+  GRAFT_REQUIRE_ONNX_MODELS();
+  CheckModel(CommittedModelsDir(), "cumsum");
+}
+
 // torchvision's ResNet-18 (random weights): not committed, about 45 MB.
 // Run with
 //   /usr/bin/python3 tests/onnx_models/export_models.py --resnet18 /tmp/r18
@@ -350,7 +356,7 @@ TEST(OnnxModelsTest, UnsupportedOpIsNamed) {
         << path << " imported, but holds " << entry.op_type;
     const std::string message(module.status().message());
     EXPECT_THAT(message, ::testing::HasSubstr(entry.node));
-    // PyTorch's node names contain the op type ("/CumSum"), so the op type
+    // PyTorch's node names contain the op type ("/Round"), so the op type
     // must also appear apart from the node name.
     EXPECT_THAT(absl::StrReplaceAll(message, {{entry.node, ""}}),
                 ::testing::HasSubstr(entry.op_type))

@@ -702,6 +702,29 @@ TEST(OnnxOps, MoreComposedActivations) {
   ExpectTensor(out[6], DType::kF32, {7}, map([](double v) { return std::tan(v); }), 1e-5);
 }
 
+// CumSum with its axis an input, exclusive and reverse; an int32 input
+// keeps its dtype (graft sums in i64 and casts back).
+TEST(OnnxOps, CumSum) {
+  ModelBuilder b;
+  b.FloatInput("x", {2, 3});
+  b.Input("n", TP::INT32, std::vector<int64_t>{3});
+  b.IntsConstant("axis", {1});
+  b.IntsConstant("first", {0});
+  b.Node("CumSum", {"x", "axis"}, {"plain"});
+  onnx::NodeProto* both = b.Node("CumSum", {"x", "first"}, {"both"});
+  AttrInt(both, "exclusive", 1);
+  AttrInt(both, "reverse", 1);
+  b.IntsConstant("zero", {0});
+  b.Node("CumSum", {"n", "zero"}, {"ints"});
+  for (const char* o : {"plain", "both", "ints"}) b.Output(o);
+  auto out = RunModel(b, {F32({2, 3}, {1, 2, 3, 4, 5, 6}),
+                          Tensor::FromVector<int32_t>(DType::kI32, {3}, {5, -2, 7})});
+  ASSERT_EQ(out.size(), 3u);
+  ExpectTensor(out[0], DType::kF32, {2, 3}, {1, 3, 6, 4, 9, 15});
+  ExpectTensor(out[1], DType::kF32, {2, 3}, {4, 5, 6, 0, 0, 0});
+  ExpectTensor(out[2], DType::kI32, {3}, {5, 3, 10});
+}
+
 TEST(OnnxOps, VariadicMaxMinSum) {
   ModelBuilder b;
   for (const char* n : {"a", "b", "c"}) b.FloatInput(n, {2});

@@ -147,10 +147,17 @@ class Gpt2Block(nn.Module):
 
 
 class Cumsum(nn.Module):
-    """ReLU then CumSum: CumSum is outside graft's op set."""
+    """ReLU then CumSum along the second dim."""
 
     def forward(self, x):
         return torch.cumsum(F.relu(x), dim=1)
+
+
+class Round(nn.Module):
+    """ReLU then Round: Round is outside graft's op set."""
+
+    def forward(self, x):
+        return torch.round(F.relu(x))
 
 
 # --- Making the weights non-trivial ----------------------------------------
@@ -323,13 +330,18 @@ def export_committed(out_dir):
         lines.append(model_line(name, ["x"], ["y"]))
 
     torch.manual_seed(4)
-    path = export(Cumsum(), [torch.randn(2, 5)], ["x"], ["y"],
-                  os.path.join(out_dir, "cumsum"), opset=13)
-    cumsum_nodes = [n for op, n in onnx_nodes(path) if op == "CumSum"]
-    if len(cumsum_nodes) != 1 or not cumsum_nodes[0]:
-        sys.exit("expected one named CumSum node in %s, found %r"
-                 % (path, cumsum_nodes))
-    lines.append("unsupported cumsum op CumSum node %s" % cumsum_nodes[0])
+    export(Cumsum(), [torch.randn(2, 5)], ["x"], ["y"],
+           os.path.join(out_dir, "cumsum"), opset=13)
+    lines.append(model_line("cumsum", ["x"], ["y"]))
+
+    torch.manual_seed(6)
+    path = export(Round(), [torch.randn(2, 5)], ["x"], ["y"],
+                  os.path.join(out_dir, "round"), opset=13)
+    round_nodes = [n for op, n in onnx_nodes(path) if op == "Round"]
+    if len(round_nodes) != 1 or not round_nodes[0]:
+        sys.exit("expected one named Round node in %s, found %r"
+                 % (path, round_nodes))
+    lines.append("unsupported round op Round node %s" % round_nodes[0])
 
     write_manifest(out_dir, lines)
 

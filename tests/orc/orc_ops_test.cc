@@ -1101,6 +1101,31 @@ TEST(OrcReduce, MaxPoolChannelsLastWithNaN) {
   }
 }
 
+// Running sums along every dim, forwards and backwards, inclusive and
+// exclusive; integers and bool sum in i64.
+TEST(OrcReduce, Cumsum) {
+  ORC_TEST_SEED(rng);
+  for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kBool}) {
+    for (const Dims& dims : {Dims{2, 5, 3}, Dims{7}, Dims{}, Dims{3, 1, 4}, Dims{2, 0, 3}}) {
+      SCOPED_TRACE(absl::StrCat(DTypeName(dtype), DimsText(dims)));
+      ModuleBuilder b(rng);
+      Node* x = b.In(dtype, dims, -3, 3);
+      std::vector<Node*> out;
+      const int64_t rank = std::max<int64_t>(static_cast<int64_t>(dims.size()), 1);
+      for (int64_t dim = -rank; dim < rank; ++dim) {
+        for (bool exclusive : {false, true}) {
+          for (bool reverse : {false, true}) {
+            out.push_back(b.Call("cumsum", {x, dim},
+                                 {{"exclusive", exclusive}, {"reverse", reverse}}));
+          }
+        }
+      }
+      b.Out(out);
+      ExpectOrcMatchesInterp(b, IsFloatingPoint(dtype) ? kReduceTol : kExact);
+    }
+  }
+}
+
 TEST(OrcReduce, MaxPoolOnIntegers) {
   ORC_TEST_SEED(rng);
   struct Input {
