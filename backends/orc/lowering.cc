@@ -245,15 +245,34 @@ class StepEmitter {
     const View out = Out();
     const View in{Data(input), input->type()->dtype, 0, ContiguousStrides(in_dims)};
     llvm::Value* fill = ir_.Constant(out_dtype(), call.Float("value"));
+    const std::string& mode = call.String("mode");
+    auto i64 = [&](int64_t v) { return b().getInt64(v); };
+    auto clamp = [&](llvm::Value* j, int64_t n) {
+      j = b().CreateSelect(b().CreateICmpSLT(j, i64(0)), i64(0), j);
+      return b().CreateSelect(b().CreateICmpSGT(j, i64(n - 1)), i64(n - 1), j);
+    };
     ir_.Loops(dims, [&](const std::vector<llvm::Value*>& index) {
       llvm::Value* inside = b().getInt1(true);
       std::vector<llvm::Value*> in_index;
       for (size_t k = 0; k < dims.size(); ++k) {
-        llvm::Value* i = b().CreateSub(index[k], b().getInt64(before[k]));
-        inside = b().CreateAnd(inside, b().CreateICmpULT(i, b().getInt64(in_dims[k])));
+        llvm::Value* i = b().CreateSub(index[k], i64(before[k]));
+        const int64_t n = in_dims[k];
+        if (mode == "reflect") {
+          // Mirrored at the edges without repeating them (PyTorch's pads
+          // are shorter than the dim); clamped so a load stays inside.
+          i = b().CreateSelect(b().CreateICmpSLT(i, i64(0)), b().CreateNeg(i), i);
+          i = b().CreateSelect(b().CreateICmpSGT(i, i64(n - 1)),
+                               b().CreateSub(i64(2 * (n - 1)), i), i);
+          in_index.push_back(clamp(i, n));
+          continue;
+        }
+        if (mode == "replicate") {
+          in_index.push_back(clamp(i, n));
+          continue;
+        }
+        inside = b().CreateAnd(inside, b().CreateICmpULT(i, i64(n)));
         // Clamped, so the load stays inside the input either way.
-        in_index.push_back(b().CreateSelect(
-            b().CreateICmpULT(i, b().getInt64(in_dims[k])), i, b().getInt64(0)));
+        in_index.push_back(b().CreateSelect(b().CreateICmpULT(i, i64(n)), i, i64(0)));
       }
       llvm::Value* v = in_dims.empty() || Product(in_dims, 0, in_dims.size()) > 0
                            ? ir_.Load(in, in_index)

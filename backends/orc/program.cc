@@ -147,11 +147,7 @@ absl::Status CanLowerCall(const Node& node) {
       return absl::UnimplementedError("slice with a step below 1");
     }
   } else if (node.is_call("pad")) {
-    ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node));
-    if (call.String("mode") != "constant") {
-      return absl::UnimplementedError(
-          absl::StrCat("pad mode '", call.String("mode"), "'"));
-    }
+    // Every mode (constant, reflect, replicate).
   } else if (node.is_call("split")) {
     for (const Node* user : node.users()) {
       if (!user->is_call("getitem")) {
