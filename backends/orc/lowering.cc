@@ -524,8 +524,18 @@ class StepEmitter {
     };
     ForEachRow(rows, [&](llvm::Value* start) {
       llvm::Value* max = ir_.Slot(t, ir_.Constant(t, -std::numeric_limits<double>::infinity()));
+      // The shift only keeps exp from overflowing: a NaN in the row makes
+      // every result NaN whatever the shift, so the maximum may ignore
+      // NaN (one vmaxps a step instead of a NaN-propagating sequence).
       ForRow(rows, start, [&](llvm::Value* at) {
-        b().CreateStore(ir_.Maximum(b().CreateLoad(reg, max), load(at), true), max);
+        llvm::Value* next = b().CreateBinaryIntrinsic(llvm::Intrinsic::maxnum,
+                                                      b().CreateLoad(reg, max), load(at));
+        if (auto* i = llvm::dyn_cast<llvm::Instruction>(next)) {
+          i->setHasNoNaNs(true);
+          i->setHasAllowReassoc(true);
+          i->setHasNoSignedZeros(true);
+        }
+        b().CreateStore(next, max);
       });
       llvm::Value* m = b().CreateLoad(reg, max);
       llvm::Value* sum = ir_.Slot(t, ir_.Constant(t, 0));

@@ -747,6 +747,26 @@ TEST(OrcReduce, SoftmaxAlongEveryDim) {
   }
 }
 
+// Rows with NaN, masked (-inf) entries, only -inf, and +inf: the NaN
+// pattern must be the interpreter's (PyTorch's) whatever the shift.
+TEST(OrcReduce, SoftmaxOnSpecialValues) {
+  ORC_TEST_SEED(rng);
+  const double inf = INFINITY;
+  const std::vector<double> rows = {1,    NAN,  2,    -0.5,  // NaN spreads.
+                                    -inf, 0,    1,    -inf,  // Masked.
+                                    -inf, -inf, -inf, -inf,  // All masked: NaN.
+                                    inf,  1,    0,    2,     // +inf: NaN.
+                                    3,    3,    3,    3};
+  for (DType dtype : {DType::kF32, DType::kF64}) {
+    SCOPED_TRACE(DTypeName(dtype));
+    ModuleBuilder b(rng);
+    Node* x = b.In(interp_test::T(dtype, {5, 4}, rows));
+    b.Out({b.Call("softmax", {x, int64_t{-1}}), b.Call("log_softmax", {x, int64_t{-1}}),
+           b.Call("softmax", {x, int64_t{0}})});
+    ExpectOrcMatchesInterp(b, kReduceTol);
+  }
+}
+
 TEST(OrcReduce, LayerNorm) {
   ORC_TEST_SEED(rng);
   struct Case {
