@@ -5,21 +5,11 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "graph/op_traits.h"
+#include "passes/node_util.h"
 #include "passes/outline.h"
 #include "support/status_macros.h"
 
 namespace graft::passes {
-namespace {
-
-// True when every use of `producer` is by `user`.
-bool OnlyUser(const Node* producer, const Node* user) {
-  for (const Use& u : producer->uses()) {
-    if (u.user != user) return false;
-  }
-  return producer->has_uses();
-}
-
-}  // namespace
 
 absl::StatusOr<bool> FuseElementwisePass::Run(Module& module,
                                               PassContext& ctx) {
@@ -35,7 +25,7 @@ absl::StatusOr<bool> FuseElementwisePass::Run(Module& module,
     if (inserted) ++num_groups;
     const int64_t group = it->second;
     for (Node* in : n->unique_inputs()) {
-      if (KindOf(*in) == OpKind::kPointwise && OnlyUser(in, n)) group_of[in] = group;
+      if (KindOf(*in) == OpKind::kPointwise && AllUsesBy(in, n)) group_of[in] = group;
     }
   }
   // Members in graph order.

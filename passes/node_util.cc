@@ -105,6 +105,13 @@ Node* SoleUser(const Node& node) {
   return users.size() == 1 && node.num_uses() == 1 ? users[0] : nullptr;
 }
 
+bool AllUsesBy(const Node* node, const Node* user) {
+  for (const Use& u : node->uses()) {
+    if (u.user != user) return false;
+  }
+  return node->has_uses();
+}
+
 bool RemoveUnreadTensors(Module& module) {
   absl::flat_hash_set<std::string> read;
   for (const Node* n : module.graph().nodes()) {

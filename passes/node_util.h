@@ -59,6 +59,10 @@ const Tensor* PrivateConstant(const Module& module, const Node* node);
 // The only user of `node` when it has exactly one use, else null.
 Node* SoleUser(const Node& node);
 
+// Whether `node` has uses and every one is by `user` (a product of a value
+// by itself uses it twice).
+bool AllUsesBy(const Node* node, const Node* user);
+
 // Removes the module's tensors that no get_attr reads; returns whether any
 // went.
 bool RemoveUnreadTensors(Module& module);

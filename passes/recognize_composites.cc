@@ -28,16 +28,6 @@ bool IsPlainCall(const Node* n, absl::string_view op, size_t num_args) {
   return n->is_call(op) && n->num_args() == num_args && n->kwargs().empty();
 }
 
-// Whether every use of `n` is by `user` (a product of n by itself uses it
-// twice).
-bool UsedOnlyBy(const Node* n, const Node* user) {
-  if (n->num_uses() == 0) return false;
-  for (const Use& use : n->uses()) {
-    if (use.user != user) return false;
-  }
-  return true;
-}
-
 // The factors of a product, through the mul nodes (and divisions by a
 // literal) that only the product reads: its other factors, with repeats,
 // and the product of its literal factors.
@@ -47,7 +37,7 @@ struct Factors {
 };
 
 void CollectFactors(Node* n, const Node* user, Factors& f) {
-  const bool inner = user == nullptr || UsedOnlyBy(n, user);
+  const bool inner = user == nullptr || AllUsesBy(n, user);
   if (inner && IsPlainCall(n, "mul", 2)) {
     const Argument& a = n->arg(0);
     const Argument& b = n->arg(1);
@@ -208,7 +198,7 @@ class RecognizeLayerNorm : public RewritePattern {
       if (x == nullptr) continue;
       Node* square = var->num_args() > 0 && var->arg(0).is_node() ? var->arg(0).node() : nullptr;
       if (square == nullptr || !IsSquareOf(square, centered) ||
-          !UsedOnlyBy(square, var)) {
+          !AllUsesBy(square, var)) {
         continue;
       }
       // The centered value feeds only the square and the root.
@@ -244,7 +234,7 @@ class RecognizeLayerNorm : public RewritePattern {
     }
     Node* x = centered->arg(0).node();
     Node* mean = centered->arg(1).node();
-    return mean->is_call("mean") && UsedOnlyBy(mean, centered) ? x : nullptr;
+    return mean->is_call("mean") && AllUsesBy(mean, centered) ? x : nullptr;
   }
 
   static bool IsSquareOf(const Node* square, const Node* c) {
