@@ -183,6 +183,10 @@ void RegisterElementwiseOps(OpRegistry& r) {
   AddUnary(r, {"neg", "elementwise negation, -x", "-input"}, Neg);
   AddUnary(r, {"abs", "elementwise absolute value", "abs(input)"}, Same);
   AddUnary(r, {"relu", "elementwise max(x, 0)", "max(input, 0)"}, Same);
+  AddUnary(r, {"floor", "elementwise round down", "floor(input)"}, Same);
+  AddUnary(r, {"ceil", "elementwise round up", "ceil(input)"}, Same);
+  AddUnary(r, {"round", "elementwise round to nearest, halves to even",
+               "round(input)"}, Same);
   for (NamedOp op : {
            NamedOp{"exp", "elementwise e^x", "exp(input)"},
            NamedOp{"log", "elementwise natural logarithm", "log(input)"},

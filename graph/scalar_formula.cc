@@ -146,7 +146,8 @@ class FormulaParser {
     if (!Eat(")")) return Error("',' or ')'");
     const bool unary = name == "exp" || name == "log" || name == "sqrt" ||
                        name == "sin" || name == "cos" || name == "tanh" ||
-                       name == "erf" || name == "abs";
+                       name == "erf" || name == "abs" || name == "floor" ||
+                       name == "ceil" || name == "round";
     const bool binary = name == "pow" || name == "max" || name == "min";
     if (!unary && !binary) return Error("a known function");
     if (args.size() != (unary ? 1u : 2u)) {
@@ -219,6 +220,10 @@ double EvaluateScalarFormula(
       if (f == "tanh") return std::tanh(x);
       if (f == "erf") return std::erf(x);
       if (f == "abs") return std::fabs(x);
+      if (f == "floor") return std::floor(x);
+      if (f == "ceil") return std::ceil(x);
+      // Halves to even, as torch.round and ONNX Round.
+      if (f == "round") return std::nearbyint(x);
       return std::numeric_limits<double>::quiet_NaN();
     }
   }

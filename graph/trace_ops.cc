@@ -155,6 +155,9 @@ Argument OptionalInt(const std::optional<int64_t>& v) {
   }
 GRAFT_TRACE_UNARY(neg)
 GRAFT_TRACE_UNARY(abs)
+GRAFT_TRACE_UNARY(floor)
+GRAFT_TRACE_UNARY(ceil)
+GRAFT_TRACE_UNARY(round)
 GRAFT_TRACE_UNARY(exp)
 GRAFT_TRACE_UNARY(log)
 GRAFT_TRACE_UNARY(sqrt)

@@ -31,6 +31,9 @@ using Loc = std::source_location;
 // ---- Elementwise, one input ----
 Proxy neg(const Proxy& input, Loc location = Loc::current());
 Proxy abs(const Proxy& input, Loc location = Loc::current());
+Proxy floor(const Proxy& input, Loc location = Loc::current());
+Proxy ceil(const Proxy& input, Loc location = Loc::current());
+Proxy round(const Proxy& input, Loc location = Loc::current());
 Proxy exp(const Proxy& input, Loc location = Loc::current());
 Proxy log(const Proxy& input, Loc location = Loc::current());
 Proxy sqrt(const Proxy& input, Loc location = Loc::current());

@@ -84,6 +84,21 @@ absl::StatusOr<float> NodeAttributes::Float(absl::string_view name,
   return a == nullptr ? default_value : a->f();
 }
 
+absl::StatusOr<std::optional<float>> NodeAttributes::OptionalFloat(
+    absl::string_view name) {
+  ASSIGN_OR_RETURN(const AP* a, Typed(name, AP::FLOAT));
+  if (a == nullptr) return std::optional<float>();
+  return std::optional<float>(a->f());
+}
+
+absl::StatusOr<std::optional<std::vector<std::string>>> NodeAttributes::Strings(
+    absl::string_view name) {
+  ASSIGN_OR_RETURN(const AP* a, Typed(name, AP::STRINGS));
+  if (a == nullptr) return std::optional<std::vector<std::string>>();
+  return std::optional<std::vector<std::string>>(
+      std::vector<std::string>(a->strings().begin(), a->strings().end()));
+}
+
 absl::StatusOr<std::string> NodeAttributes::String(
     absl::string_view name, absl::string_view default_value) {
   ASSIGN_OR_RETURN(const AP* a, Typed(name, AP::STRING));

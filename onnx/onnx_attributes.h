@@ -33,6 +33,9 @@ class NodeAttributes {
   absl::StatusOr<int64_t> Int(absl::string_view name, int64_t default_value);
   absl::StatusOr<std::optional<int64_t>> OptionalInt(absl::string_view name);
   absl::StatusOr<float> Float(absl::string_view name, float default_value);
+  absl::StatusOr<std::optional<float>> OptionalFloat(absl::string_view name);
+  absl::StatusOr<std::optional<std::vector<std::string>>> Strings(
+      absl::string_view name);
   absl::StatusOr<std::string> String(absl::string_view name,
                                      absl::string_view default_value);
   absl::StatusOr<std::optional<std::vector<int64_t>>> Ints(

@@ -836,6 +836,10 @@ absl::StatusOr<FoldValue> Folder::Unary(absl::string_view op,
       e.f = std::floor(e.f);
     } else if (is_float && op == "Ceil") {
       e.f = std::ceil(e.f);
+    } else if (is_float && op == "Round") {
+      e.f = std::nearbyint(e.f);  // Halves to even.
+    } else if (op == "Floor" || op == "Ceil" || op == "Round") {
+      // Integers are whole already.
     } else {
       return absl::UnimplementedError(
           absl::StrCat("cannot evaluate ", op, " on ", DTypeName(x.dtype)));

@@ -108,7 +108,7 @@ class Folder {
   absl::StatusOr<FoldValue> Range(const FoldValue& start,
                                   const FoldValue& limit,
                                   const FoldValue& delta) const;
-  // Unary: Neg Abs Not Identity Sqrt Reciprocal Floor Ceil Relu.
+  // Unary: Neg Abs Not Identity Sqrt Reciprocal Floor Ceil Round Relu.
   absl::StatusOr<FoldValue> Unary(absl::string_view op,
                                   const FoldValue& x) const;
   // Binary with broadcasting: Add Sub Mul Div Mod Pow Max Min Equal Less

@@ -16,6 +16,10 @@ const absl::flat_hash_map<std::string, OpConverter>& Table() {
     AddNnConverters(all);
     AddShapeConverters(all);
     AddReduceConverters(all);
+    AddConvTransposeConverters(all);
+    AddResizeConverters(all);
+    AddRearrangeConverters(all);
+    AddRecurrentConverters(all);
     auto* map = new absl::flat_hash_map<std::string, OpConverter>();
     for (OpConverter& c : all) {
       std::string name = c.op_type;

@@ -51,6 +51,10 @@ void AddElementwiseConverters(std::vector<OpConverter>& table);
 void AddNnConverters(std::vector<OpConverter>& table);
 void AddShapeConverters(std::vector<OpConverter>& table);
 void AddReduceConverters(std::vector<OpConverter>& table);
+void AddConvTransposeConverters(std::vector<OpConverter>& table);
+void AddResizeConverters(std::vector<OpConverter>& table);
+void AddRearrangeConverters(std::vector<OpConverter>& table);
+void AddRecurrentConverters(std::vector<OpConverter>& table);
 
 }  // namespace graft::onnx_import
 

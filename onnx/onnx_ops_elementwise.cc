@@ -33,7 +33,8 @@ const absl::flat_hash_map<std::string, std::string>& CoreOps() {
       {"Less", "lt"},         {"Greater", "gt"},
       {"LessOrEqual", "le"},  {"GreaterOrEqual", "ge"},
       {"And", "logical_and"}, {"Or", "logical_or"},
-      {"Xor", "ne"},
+      {"Xor", "ne"},          {"Floor", "floor"},
+      {"Ceil", "ceil"},       {"Round", "round"},
   };
   return *ops;
 }
@@ -415,10 +416,8 @@ absl::Status ConvertIsInf(NodeContext& ctx) {
   return ctx.SetOutput(0, y);
 }
 
-// Operators graft has no op for, evaluated only on known values (shape
-// arithmetic): Floor, Ceil, Mod.
-absl::StatusOr<bool> FoldOnlyUnary(NodeContext& ctx) { return FoldUnary(ctx); }
-
+// Mod has no op in graft: it is evaluated only on known values (shape
+// arithmetic).
 absl::StatusOr<bool> FoldMod(NodeContext& ctx) {
   ASSIGN_OR_RETURN(int64_t fmod, ctx.attrs().Int("fmod", 0));
   if (fmod != 0) {
@@ -431,7 +430,8 @@ absl::StatusOr<bool> FoldMod(NodeContext& ctx) {
 
 void AddElementwiseConverters(std::vector<OpConverter>& table) {
   for (const char* op : {"Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Erf",
-                         "Neg", "Abs", "Reciprocal", "Sin", "Cos", "Not"}) {
+                         "Neg", "Abs", "Reciprocal", "Sin", "Cos", "Not",
+                         "Floor", "Ceil", "Round"}) {
     table.push_back(
         {.op_type = op, .fold = FoldUnary, .convert = ConvertUnary});
   }
@@ -468,8 +468,6 @@ void AddElementwiseConverters(std::vector<OpConverter>& table) {
   table.push_back({.op_type = "Tan", .convert = ConvertTan});
   table.push_back({.op_type = "IsNaN", .convert = ConvertIsNaN});
   table.push_back({.op_type = "IsInf", .convert = ConvertIsInf});
-  table.push_back({.op_type = "Floor", .fold = FoldOnlyUnary});
-  table.push_back({.op_type = "Ceil", .fold = FoldOnlyUnary});
   table.push_back({.op_type = "Mod", .fold = FoldMod});
 }
 

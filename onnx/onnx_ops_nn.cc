@@ -38,20 +38,6 @@ struct Window {
   }
 };
 
-absl::StatusOr<std::vector<int64_t>> IntsAttr(NodeContext& ctx,
-                                              absl::string_view name,
-                                              size_t size, int64_t fill) {
-  ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> v,
-                   ctx.attrs().Ints(name));
-  if (!v.has_value()) return std::vector<int64_t>(size, fill);
-  if (v->size() != size) {
-    return NodeContext::Invalid(absl::StrCat("attribute '", name, "' ",
-                                             IntsToString(*v), " must have ",
-                                             size, " entries"));
-  }
-  return *v;
-}
-
 // Reads kernel_shape, strides, dilations, pads and auto_pad. `kernel` is
 // the weight's spatial size for convolutions, empty for pooling (which
 // takes kernel_shape).
@@ -392,6 +378,71 @@ absl::Status ConvertLayerNorm(NodeContext& ctx) {
   return ctx.SetOutput(0, y);
 }
 
+// x normalized over its dims from 2 on (biased variance), separately for
+// each [n, c]: layer_norm over those dims.
+absl::StatusOr<Node*> NormalizeTrailingDims(NodeContext& ctx, Node* x, double eps) {
+  ASSIGN_OR_RETURN(TensorType t, ctx.TypeOf(x));
+  if (t.rank() < 3) {
+    return NodeContext::Invalid(
+        absl::StrCat("input ", t.ToString(), " must have a batch, a channel and spatial dims"));
+  }
+  TensorType tail{t.dtype, Shape(t.shape.begin() + 2, t.shape.end())};
+  ASSIGN_OR_RETURN(std::vector<int64_t> normalized, StaticDimsOf(tail, "the normalized dims"));
+  return ctx.Call("layer_norm", {x, Argument::IntList(normalized), Argument(), Argument(), eps});
+}
+
+// scale * x + bias with scale and bias [C] applied along dim 1 of a
+// rank-`rank` value.
+absl::StatusOr<Node*> PerChannelAffine(NodeContext& ctx, Node* x, int64_t rank, int scale_input,
+                                       int bias_input) {
+  std::vector<int64_t> shape(rank - 1, 1);
+  shape[0] = -1;
+  for (int i : {scale_input, bias_input}) {
+    if (!ctx.HasInput(i)) continue;
+    ASSIGN_OR_RETURN(Node * v, ctx.Input(i, i == scale_input ? "scale" : "B"));
+    ASSIGN_OR_RETURN(v, ctx.Call("reshape", {v, Argument::IntList(shape)}));
+    ASSIGN_OR_RETURN(x, ctx.Call(i == scale_input ? "mul" : "add", {x, v}));
+  }
+  return x;
+}
+
+absl::Status ConvertInstanceNorm(NodeContext& ctx) {
+  ASSIGN_OR_RETURN(float eps, ctx.attrs().Float("epsilon", 1e-5f));
+  ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
+  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "input"));
+  ASSIGN_OR_RETURN(Node * y, NormalizeTrailingDims(ctx, x, eps));
+  ASSIGN_OR_RETURN(y, PerChannelAffine(ctx, y, tx.rank(), 1, 2));
+  return ctx.SetOutput(0, y);
+}
+
+// The channels in num_groups groups, each normalized over its channels and
+// the spatial dims; scale and bias are per channel from opset 21 and per
+// group in opset 18 to 20.
+absl::Status ConvertGroupNorm(NodeContext& ctx) {
+  ASSIGN_OR_RETURN(float eps, ctx.attrs().Float("epsilon", 1e-5f));
+  ASSIGN_OR_RETURN(std::optional<int64_t> num_groups, ctx.attrs().OptionalInt("num_groups"));
+  if (!num_groups.has_value()) return NodeContext::Invalid("attribute 'num_groups' is missing");
+  const int64_t groups = *num_groups;
+  ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
+  ASSIGN_OR_RETURN(std::vector<int64_t> dims, StaticDimsOf(tx, "GroupNormalization's input"));
+  if (dims.size() < 3 || groups < 1 || dims[1] % groups != 0) {
+    return NodeContext::Invalid(absl::StrCat("num_groups ", groups, " must divide the channels of ",
+                                             tx.ToString(), " (a batch, channels, spatial dims)"));
+  }
+  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
+  ASSIGN_OR_RETURN(Node * grouped,
+                   ctx.Call("reshape", {x, Argument::IntList({dims[0], groups, -1})}));
+  ASSIGN_OR_RETURN(Node * y, NormalizeTrailingDims(ctx, grouped, eps));
+  if (ctx.opset() < 21) {
+    ASSIGN_OR_RETURN(y, PerChannelAffine(ctx, y, 3, 1, 2));
+    ASSIGN_OR_RETURN(y, ctx.Call("reshape", {y, Argument::IntList(dims)}));
+  } else {
+    ASSIGN_OR_RETURN(y, ctx.Call("reshape", {y, Argument::IntList(dims)}));
+    ASSIGN_OR_RETURN(y, PerChannelAffine(ctx, y, tx.rank(), 1, 2));
+  }
+  return ctx.SetOutput(0, y);
+}
+
 // Inference: the input unchanged, and a mask of all true.
 absl::Status ConvertDropout(NodeContext& ctx) {
   if (ctx.HasInput(2)) {
@@ -435,6 +486,11 @@ void AddNnConverters(std::vector<OpConverter>& table) {
   table.push_back({.op_type = "LayerNormalization",
                    .since_opset = 17,
                    .convert = ConvertLayerNorm,
+                   .ignored_attributes = {"stash_type"}});
+  table.push_back({.op_type = "InstanceNormalization", .convert = ConvertInstanceNorm});
+  table.push_back({.op_type = "GroupNormalization",
+                   .since_opset = 18,
+                   .convert = ConvertGroupNorm,
                    .ignored_attributes = {"stash_type"}});
   table.push_back({.op_type = "Dropout",
                    .convert = ConvertDropout,

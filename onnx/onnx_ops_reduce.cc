@@ -4,6 +4,7 @@
 // noop_with_empty_axes=1. ONNX keeps the input's dtype where graft's sum
 // widens integers to i64 and mean needs floats: casts restore it.
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,49 @@ absl::Status ConvertReduce(NodeContext& ctx) {
   return ctx.SetOutput(0, y);
 }
 
+// ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSum and ReduceLogSumExp as
+// sums of pointwise functions. LogSumExp subtracts the largest element
+// first (where it is finite), as ONNX Runtime does, so that large inputs
+// do not overflow.
+absl::Status ConvertComposedReduce(NodeContext& ctx) {
+  ASSIGN_OR_RETURN(ReduceParams p, ReadReduce(ctx));
+  if (p.noop) return ctx.AliasOutput(0, 0);
+  ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
+  const std::string& op = ctx.op_type();
+  if (!IsFloatingPoint(tx.dtype) && (op == "ReduceL2" || op == "ReduceLogSum" || op == "ReduceLogSumExp")) {
+    return NodeContext::Unsupported(absl::StrCat(op, " of ", DTypeName(tx.dtype), " values is not supported"));
+  }
+  Argument dims = p.axes.empty() ? Argument() : Argument::IntList(p.axes);
+  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "data"));
+  Node* shift = nullptr;
+  if (op == "ReduceL1") {
+    ASSIGN_OR_RETURN(x, ctx.Call("abs", {x}));
+  } else if (op == "ReduceL2" || op == "ReduceSumSquare") {
+    ASSIGN_OR_RETURN(x, ctx.Call("mul", {x, x}));
+  } else if (op == "ReduceLogSumExp") {
+    ASSIGN_OR_RETURN(Node * top, ctx.Call("amax", {x, dims, true}));
+    ASSIGN_OR_RETURN(Node * magnitude, ctx.Call("abs", {top}));
+    ASSIGN_OR_RETURN(Node * finite, ctx.Call("lt", {magnitude, std::numeric_limits<double>::infinity()}));
+    ASSIGN_OR_RETURN(shift, ctx.Call("where", {finite, top, 0.0}));
+    ASSIGN_OR_RETURN(x, ctx.Call("sub", {x, shift}));
+    ASSIGN_OR_RETURN(x, ctx.Call("exp", {x}));
+  }
+  ASSIGN_OR_RETURN(Node * y, ctx.Call("sum", {x, dims, p.keep_dims}));
+  if (op == "ReduceL2") {
+    ASSIGN_OR_RETURN(y, ctx.Call("sqrt", {y}));
+  } else if (op == "ReduceLogSum" || op == "ReduceLogSumExp") {
+    ASSIGN_OR_RETURN(y, ctx.Call("log", {y}));
+  }
+  if (shift != nullptr) {
+    if (!p.keep_dims) {
+      ASSIGN_OR_RETURN(shift, ctx.Call("sum", {shift, dims, false}));  // Drops the size-1 dims.
+    }
+    ASSIGN_OR_RETURN(y, ctx.Call("add", {y, shift}));
+  }
+  ASSIGN_OR_RETURN(y, CastIfNeeded(ctx, y, tx.dtype));
+  return ctx.SetOutput(0, y);
+}
+
 absl::Status ConvertArgMax(NodeContext& ctx) {
   ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().Int("axis", 0));
   ASSIGN_OR_RETURN(int64_t keep, ctx.attrs().Int("keepdims", 1));
@@ -85,6 +129,16 @@ absl::Status ConvertArgMax(NodeContext& ctx) {
     return NodeContext::Unsupported("select_last_index=1 is not supported");
   }
   ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "data"));
+  if (ctx.op_type() == "ArgMin") {
+    // The first smallest is the first largest of the negation (NaN stays
+    // NaN, which both take as the extreme); integers negate in f64, exact
+    // up to 2^53.
+    ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
+    if (!IsFloatingPoint(tx.dtype)) {
+      ASSIGN_OR_RETURN(x, ctx.Call("cast", {x, DType::kF64}));
+    }
+    ASSIGN_OR_RETURN(x, ctx.Call("neg", {x}));
+  }
   ASSIGN_OR_RETURN(Node * y, ctx.Call("argmax", {x, axis, keep != 0}));
   return ctx.SetOutput(0, y);
 }
@@ -115,7 +169,11 @@ void AddReduceConverters(std::vector<OpConverter>& table) {
   }
   // No product op in graft: only on values known at import time.
   table.push_back({.op_type = "ReduceProd", .fold = FoldReduce});
+  for (const char* op : {"ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"}) {
+    table.push_back({.op_type = op, .convert = ConvertComposedReduce});
+  }
   table.push_back({.op_type = "ArgMax", .convert = ConvertArgMax});
+  table.push_back({.op_type = "ArgMin", .convert = ConvertArgMax});
   table.push_back({.op_type = "CumSum", .convert = ConvertCumSum});
 }
 

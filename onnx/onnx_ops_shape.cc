@@ -701,46 +701,6 @@ absl::StatusOr<bool> FoldGather(NodeContext& ctx) {
   return true;
 }
 
-// Negative indices count from the end in ONNX; graft's kernels refuse
-// them. Known indices are fixed here, others at run time with
-// where(idx < 0, idx + n, idx).
-absl::StatusOr<Node*> NonNegativeIndices(NodeContext& ctx, Node* idx, Dim n) {
-  ASSIGN_OR_RETURN(TensorType ti, ctx.TypeOf(idx));
-  if (ti.dtype == DType::kU8) return idx;
-  if (n.is_symbolic()) {
-    return NodeContext::Unsupported(absl::StrCat(
-        "indices computed at run time into the symbolic dim '", n.ToString(),
-        "' are not supported (negative ones could not be resolved); give the "
-        "inputs static shapes"));
-  }
-  ASSIGN_OR_RETURN(Node * neg, ctx.Call("lt", {idx, int64_t{0}}));
-  ASSIGN_OR_RETURN(Node * wrapped, ctx.Call("add", {idx, n.value()}));
-  return ctx.Call("where", {neg, wrapped, idx});
-}
-
-absl::StatusOr<Node*> KnownIndices(NodeContext& ctx, const Tensor& indices,
-                                   Dim n) {
-  Tensor fixed(DType::kI64, indices.dims());
-  for (int64_t k = 0; k < indices.NumElements(); ++k) {
-    int64_t v = indices.dtype() == DType::kI64
-                    ? indices.data<int64_t>()[k]
-                    : static_cast<int64_t>(indices.GetAsDouble(k));
-    if (n.is_constant()) {
-      if (v < -n.value() || v >= n.value()) {
-        return NodeContext::Invalid(absl::StrCat(
-            "index ", v, " is out of range for a dim of size ", n.value()));
-      }
-      if (v < 0) v += n.value();
-    } else if (v < 0) {
-      return NodeContext::Unsupported(absl::StrCat(
-          "the negative index ", v, " into the symbolic dim '", n.ToString(),
-          "' is not supported; give the inputs static shapes"));
-    }
-    fixed.data<int64_t>()[k] = v;
-  }
-  return ctx.ConstantNode(std::move(fixed), "indices");
-}
-
 absl::Status ConvertGather(NodeContext& ctx) {
   ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().Int("axis", 0));
   ASSIGN_OR_RETURN(TensorType td, ctx.InputType(0));

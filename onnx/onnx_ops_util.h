@@ -29,6 +29,26 @@ absl::StatusOr<Node*> ReshapeTo(NodeContext& ctx, Node* node,
 absl::StatusOr<std::vector<int64_t>> StaticDimsOf(const TensorType& type,
                                                   absl::string_view what);
 
+// The integer-list attribute `name`, which must have `size` entries;
+// `size` copies of `fill` when it is absent.
+absl::StatusOr<std::vector<int64_t>> IntsAttr(NodeContext& ctx,
+                                              absl::string_view name,
+                                              size_t size, int64_t fill);
+
+// Negative indices count from the end in ONNX; graft's kernels refuse
+// them. `idx` (computed at run time) with n added to its negative
+// entries, as where(idx < 0, idx + n, idx); n must be static.
+absl::StatusOr<Node*> NonNegativeIndices(NodeContext& ctx, Node* idx, Dim n);
+// Known indices made non-negative (an error for one out of range), as a
+// constant i64 node.
+absl::StatusOr<Node*> KnownIndices(NodeContext& ctx, const Tensor& indices,
+                                   Dim n);
+
+// A constant i64 node of shape `dims` holding `values`.
+absl::StatusOr<Node*> I64Constant(NodeContext& ctx, std::vector<int64_t> dims,
+                                  const std::vector<int64_t>& values,
+                                  absl::string_view suffix);
+
 // "[1,2,3]".
 std::string IntsToString(const std::vector<int64_t>& v);
 

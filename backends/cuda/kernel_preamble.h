@@ -40,6 +40,16 @@ template <> __device__ __forceinline__ float g_erf(float x) { return erff(x); }
 template <class T> __device__ __forceinline__ T g_abs(T x) { return x < (T)0 ? (T)-x : x; }
 template <> __device__ __forceinline__ float g_abs(float x) { return fabsf(x); }
 template <> __device__ __forceinline__ double g_abs(double x) { return fabs(x); }
+// Integers are whole already; round halves to even (rint), as torch.round.
+template <class T> __device__ __forceinline__ T g_floor(T x) { return x; }
+template <> __device__ __forceinline__ float g_floor(float x) { return floorf(x); }
+template <> __device__ __forceinline__ double g_floor(double x) { return floor(x); }
+template <class T> __device__ __forceinline__ T g_ceil(T x) { return x; }
+template <> __device__ __forceinline__ float g_ceil(float x) { return ceilf(x); }
+template <> __device__ __forceinline__ double g_ceil(double x) { return ceil(x); }
+template <class T> __device__ __forceinline__ T g_round(T x) { return x; }
+template <> __device__ __forceinline__ float g_round(float x) { return rintf(x); }
+template <> __device__ __forceinline__ double g_round(double x) { return rint(x); }
 template <class T> __device__ __forceinline__ T g_pow(T a, T b) {
   // Integers: repeated squaring; a negative exponent gives 0 unless |a| is 1.
   if (b < (T)0) return a == (T)1 ? (T)1 : (a == (T)-1 ? ((b & 1) ? (T)-1 : (T)1) : (T)0);

@@ -288,6 +288,11 @@ void RegisterElementwiseKernels(KernelTable& t) {
                                return std::isnan(x) ? x : (x > 0 ? x : 0.0);
                              },
                              [](Int x) { return x > 0 ? x : Int{0}; }}));
+  auto whole = [](Int x) { return x; };
+  t.Add("floor", UnaryKernel({[](double x) { return std::floor(x); }, whole}));
+  t.Add("ceil", UnaryKernel({[](double x) { return std::ceil(x); }, whole}));
+  // nearbyint in the default rounding mode: halves to even, as torch.round.
+  t.Add("round", UnaryKernel({[](double x) { return std::nearbyint(x); }, whole}));
   t.Add("exp", UnaryKernel({[](double x) { return std::exp(x); }}));
   t.Add("log", UnaryKernel({[](double x) { return std::log(x); }}));
   t.Add("sqrt", UnaryKernel({[](double x) { return std::sqrt(x); }}));

@@ -518,7 +518,10 @@ llvm::Value* IrEmitter::Call(const std::string& function, DType compute,
     const bool u = IsUnsigned(compute);
     if (function == "max") return Maximum(args[0], args[1], false, u);
     if (function == "min") return Minimum(args[0], args[1], false, u);
-    if (function == "abs" && u) return args[0];
+    if ((function == "abs" && u) || function == "floor" || function == "ceil" ||
+        function == "round") {
+      return args[0];  // Integers are whole already.
+    }
     if (function == "abs") {
       return b_.CreateSelect(
           b_.CreateICmpSLT(args[0], llvm::ConstantInt::get(args[0]->getType(), 0)),
@@ -538,6 +541,9 @@ llvm::Value* IrEmitter::Call(const std::string& function, DType compute,
   if (function == "sin") return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sin, x);
   if (function == "cos") return b_.CreateUnaryIntrinsic(llvm::Intrinsic::cos, x);
   if (function == "abs") return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+  if (function == "floor") return b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, x);
+  if (function == "ceil") return b_.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, x);
+  if (function == "round") return b_.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, x);
   const bool f32 = x->getType()->isFloatTy();
   if (function == "tanh") return f32 ? TanhF32(x) : LibmCall("tanh", x);
   if (function == "erf") return f32 ? ErfF32(x) : LibmCall("erf", x);

@@ -48,11 +48,14 @@ inline std::vector<std::string> ModelFiles(bool with_onnx) {
     if (e.path().extension() == ".graft") files.push_back(e.path().string());
   }
   if (with_onnx) {
-    for (const auto& e : fs::directory_iterator(root + "/tests/onnx_models")) {
-      const fs::path model = e.path() / "model.onnx";
-      // round holds an op the importer refuses, on purpose.
-      if (fs::exists(model) && !absl::EndsWith(e.path().string(), "round")) {
-        files.push_back(model.string());
+    for (const std::string dir : {"/tests/onnx_models", "/tests/onnx_models/zoo"}) {
+      for (const auto& e : fs::directory_iterator(root + dir)) {
+        const fs::path model = e.path() / "model.onnx";
+        // unsupported_* hold an op the importer refuses, on purpose.
+        if (fs::exists(model) &&
+            !absl::StartsWith(e.path().filename().string(), "unsupported_")) {
+          files.push_back(model.string());
+        }
       }
     }
   }

@@ -386,9 +386,14 @@ TEST(Sharding, EveryRepositoryModelSplitByBatchGivesTheUnshardedResult) {
     passes::ShardReport r =
         ExpectShardedMatches(fixed, 2, inputs, passes::ShardStrategy::kBatch);
     std::printf("%s by batch: %s\n", path.c_str(), r.Summary().c_str());
-    // Only the outputs are gathered: every op of these models works per sample.
-    EXPECT_EQ(r.all_gathers, static_cast<int>(OutputSignature(fixed.graph()).size()));
     EXPECT_EQ(r.all_reduces, 0);
+    // Only the outputs are gathered where every op works per sample and
+    // every output is batch-major. Not so in recurrent (its states are
+    // [directions, batch, ...]) nor in the torch.export zoo (its BERT
+    // builds the attention mask from the whole batch, its U-Net's batch
+    // of 1 stays whole).
+    if (absl::StrContains(path, "/zoo/") || absl::StrContains(path, "/recurrent/")) continue;
+    EXPECT_EQ(r.all_gathers, static_cast<int>(OutputSignature(fixed.graph()).size()));
   }
 }
 

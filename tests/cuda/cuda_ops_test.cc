@@ -49,7 +49,8 @@ TEST(CudaPointwise, FloatOpsBroadcast) {
       Node* cond = b.In(DType::kBool, sa);
       std::vector<Node*> out;
       for (const char* op : {"neg", "abs", "relu", "exp", "sin", "cos", "tanh", "sigmoid",
-                             "silu", "erf", "gelu", "logical_not"}) {
+                             "silu", "erf", "gelu", "logical_not", "floor", "ceil",
+                             "round"}) {
         out.push_back(b.Call(op, {a}));
       }
       for (const char* op : {"log", "sqrt", "rsqrt", "reciprocal"}) {

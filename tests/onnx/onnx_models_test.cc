@@ -282,11 +282,11 @@ TEST(OnnxModelsTest, ManifestListsEveryCommittedModel) {
     }
   }
   // One TEST below per model; a new model needs a new TEST.
-  EXPECT_THAT(
-      dirs, ::testing::UnorderedElementsAre("mlp", "cnn", "gpt2_block_opset13",
-                                            "gpt2_block_opset17", "cumsum"));
+  EXPECT_THAT(dirs, ::testing::UnorderedElementsAre(
+                        "mlp", "cnn", "gpt2_block_opset13", "gpt2_block_opset17", "cumsum",
+                        "unet", "recurrent", "misc"));
   ASSERT_EQ(manifest->unsupported.size(), 1u);
-  EXPECT_EQ(manifest->unsupported[0].dir, "round");
+  EXPECT_EQ(manifest->unsupported[0].dir, "unsupported_nonzero");
 }
 
 // Linear + ReLU + Linear: Gemm with transB, Relu.
@@ -324,6 +324,45 @@ TEST(OnnxModelsTest, Gpt2BlockOpset17) {
 TEST(OnnxModelsTest, Cumsum) {
   GRAFT_REQUIRE_ONNX_MODELS();
   CheckModel(CommittedModelsDir(), "cumsum");
+}
+
+// An encoder/decoder: GroupNorm (InstanceNormalization between Reshapes),
+// InstanceNorm2d, ConvTranspose2d (stride 2; grouped, with output_padding),
+// PixelShuffle (DepthToSpace), nearest, bilinear (align_corners off and
+// on) and bicubic Resize.
+TEST(OnnxModelsTest, Unet) {
+  GRAFT_REQUIRE_ONNX_MODELS();
+  CheckModel(CommittedModelsDir(), "unet");
+}
+
+// A two-layer bidirectional LSTM (batch first), a GRU, an RNN and a
+// ConvTranspose1d; the final states are outputs too.
+TEST(OnnxModelsTest, Recurrent) {
+  GRAFT_REQUIRE_ONNX_MODELS();
+  CheckModel(CommittedModelsDir(), "recurrent");
+}
+
+// Round, Floor, Ceil, Tile, ReduceL2 (F.normalize), ReduceLogSumExp,
+// ArgMin, Einsum, OneHot, ReduceL1.
+TEST(OnnxModelsTest, Misc) {
+  GRAFT_REQUIRE_ONNX_MODELS();
+  CheckModel(CommittedModelsDir(), "misc");
+}
+
+// Models exported by torch.onnx.export's default of PyTorch 2.11 (the
+// torch.export-based exporter, opset 20, weights in external data): a
+// U-Net-like model, an LSTM, and Hugging Face's BERT and GPT-2 at tiny
+// sizes (tests/onnx_models/zoo/manifest.txt).
+TEST(OnnxModelsTest, ExportedByTorchExport) {
+  GRAFT_REQUIRE_ONNX_MODELS();
+  const std::string root = CommittedModelsDir() + "/zoo";
+  absl::StatusOr<Manifest> manifest = ReadManifest(root);
+  ASSERT_TRUE(manifest.ok()) << manifest.status();
+  ASSERT_GE(manifest->models.size(), 4u);
+  for (const ModelEntry& entry : manifest->models) {
+    SCOPED_TRACE(entry.dir);
+    CheckModel(root, entry.dir);
+  }
 }
 
 // torchvision's ResNet-18 (random weights): not committed, about 45 MB.

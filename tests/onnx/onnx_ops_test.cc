@@ -21,17 +21,6 @@ using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::Not;
 
-// Imports and runs `b` on `inputs`, failing the test on any error.
-std::vector<Tensor> RunModel(ModelBuilder& b, std::vector<Tensor> inputs) {
-  absl::StatusOr<Module> m = b.Import();
-  EXPECT_TRUE(m.ok()) << m.status();
-  if (!m.ok()) return {};
-  absl::StatusOr<std::vector<Tensor>> out = RunModule(*m, std::move(inputs));
-  EXPECT_TRUE(out.ok()) << out.status();
-  if (!out.ok()) return {};
-  return *out;
-}
-
 std::vector<std::string> Targets(ModelBuilder& b) {
   absl::StatusOr<Module> m = b.Import();
   EXPECT_TRUE(m.ok()) << m.status();
@@ -97,6 +86,11 @@ TEST(OnnxOps, Unary) {
            {"Neg", {1, -2}, {-1, 2}},
            {"Abs", {-1, 2}, {1, 2}},
            {"Reciprocal", {4, -0.5}, {0.25, -2}},
+           {"Floor", {-1.5, 2.7}, {-2, 2}},
+           {"Ceil", {-1.5, 2.2}, {-1, 3}},
+           // Halves go to the even neighbour.
+           {"Round", {2.5, -3.5}, {2, -4}},
+           {"Round", {0.5, 1.4999}, {0, 1}},
        }) {
     SCOPED_TRACE(c.op);
     ModelBuilder b;

@@ -243,6 +243,17 @@ inline absl::StatusOr<std::vector<Tensor>> RunModule(
   return interpreter.Run(inputs);
 }
 
+// Imports and runs `b` on `inputs`, failing the test on any error.
+inline std::vector<Tensor> RunModel(ModelBuilder& b, std::vector<Tensor> inputs) {
+  absl::StatusOr<Module> m = b.Import();
+  EXPECT_TRUE(m.ok()) << m.status();
+  if (!m.ok()) return {};
+  absl::StatusOr<std::vector<Tensor>> out = RunModule(*m, std::move(inputs));
+  EXPECT_TRUE(out.ok()) << out.status();
+  if (!out.ok()) return {};
+  return *out;
+}
+
 // Expects `t` to have `dtype`, `dims` and (within `tol`, NaN matching NaN,
 // infinities exactly) `values`.
 inline void ExpectTensor(const Tensor& t, DType dtype,

@@ -153,11 +153,82 @@ class Cumsum(nn.Module):
         return torch.cumsum(F.relu(x), dim=1)
 
 
-class Round(nn.Module):
-    """ReLU then Round: Round is outside graft's op set."""
+class Unet(nn.Module):
+    """An encoder/decoder: GroupNorm (exported as InstanceNormalization
+    between reshapes), InstanceNorm2d, ConvTranspose2d (stride 2; grouped
+    with output_padding), PixelShuffle (DepthToSpace), nearest, bilinear
+    (align_corners off and on) and bicubic Resize."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.g1 = nn.GroupNorm(2, 8)
+        self.down = nn.Conv2d(8, 16, 3, stride=2, padding=1)
+        self.n2 = nn.InstanceNorm2d(16, affine=True)
+        self.up = nn.ConvTranspose2d(16, 8, 4, stride=2, padding=1)
+        self.up2 = nn.ConvTranspose2d(16, 4, 3, stride=2, padding=1,
+                                      output_padding=1, groups=2)
+        self.ps = nn.Conv2d(4, 12, 3, padding=1)
+        self.out = nn.Conv2d(6, 2, 1)
 
     def forward(self, x):
-        return torch.round(F.relu(x))
+        a = F.relu(self.g1(self.c1(x)))
+        b = F.relu(self.n2(self.down(a)))
+        u = torch.cat([self.up(b), a], 1)
+        v = self.up2(F.max_pool2d(u, 2))
+        w = F.pixel_shuffle(self.ps(v), 2)
+        n = F.interpolate(x, scale_factor=2, mode="nearest")
+        y = self.out(torch.cat([w, n], 1))
+        z = F.interpolate(y, size=(11, 13), mode="bilinear",
+                          align_corners=False)
+        t = F.interpolate(y, size=(12, 7), mode="bilinear",
+                          align_corners=True)
+        c = F.interpolate(x, scale_factor=2, mode="bicubic",
+                          align_corners=False)
+        return z, t, c
+
+
+class Recurrent(nn.Module):
+    """A two-layer bidirectional LSTM, a GRU (linear_before_reset=1), an
+    RNN, and a ConvTranspose1d."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(6, 8, num_layers=2, bidirectional=True,
+                            batch_first=True)
+        self.gru = nn.GRU(16, 5, batch_first=True)
+        self.rnn = nn.RNN(5, 4)
+        self.up = nn.ConvTranspose1d(4, 3, 3, stride=2)
+
+    def forward(self, x):
+        y, (h, c) = self.lstm(x)
+        g, gh = self.gru(y)
+        r, _ = self.rnn(g.transpose(0, 1))
+        return self.up(r.permute(1, 2, 0)), h, c, gh
+
+
+class Misc(nn.Module):
+    """Round, Floor, Ceil, Tile, ReduceL2 (F.normalize), ReduceLogSumExp,
+    ArgMin, Einsum, OneHot and ReduceL1."""
+
+    def forward(self, x, idx):
+        a = torch.round(x * 3) + torch.floor(x) - torch.ceil(x * 0.7)
+        b = x.repeat(2, 1, 3)
+        c = F.normalize(x, dim=-1)
+        d = torch.logsumexp(x, dim=1)
+        e = torch.argmin(x, dim=-1)
+        g = torch.einsum("bij,bkj->bik", x, x)
+        h = F.one_hot(idx, 7).float()
+        i = x.norm(p=1, dim=2)
+        return a, b, c, d, e, g, h, i
+
+
+class NonZero(nn.Module):
+    """ReLU then NonZero: a result whose shape depends on the values,
+    outside what graft imports."""
+
+    def forward(self, x):
+        return torch.nonzero(F.relu(x))
 
 
 # --- Making the weights non-trivial ----------------------------------------
@@ -175,6 +246,16 @@ def randomize_batch_norms(model, generator):
                 m.running_var.copy_(torch.rand(n, generator=generator) + 0.5)
                 m.weight.copy_(torch.rand(n, generator=generator) + 0.5)
                 m.bias.copy_(torch.rand(n, generator=generator) - 0.5)
+
+
+def randomize_affine_norms(model, generator):
+    """GroupNorm's and InstanceNorm's default weight 1 and bias 0 would hide
+    a swapped or missing scale/bias."""
+    for m in model.modules():
+        if isinstance(m, (nn.GroupNorm, nn.InstanceNorm2d)) and m.affine:
+            with torch.no_grad():
+                m.weight.copy_(torch.rand(m.weight.shape, generator=generator) + 0.5)
+                m.bias.copy_(torch.rand(m.bias.shape, generator=generator) - 0.5)
 
 
 def randomize_layer_norms(model, generator):
@@ -334,14 +415,35 @@ def export_committed(out_dir):
            os.path.join(out_dir, "cumsum"), opset=13)
     lines.append(model_line("cumsum", ["x"], ["y"]))
 
+    torch.manual_seed(7)
+    unet = Unet()
+    randomize_affine_norms(unet, torch.Generator().manual_seed(70))
+    outs = ["z", "t", "c"]
+    export(unet, [torch.randn(2, 3, 8, 8)], ["x"], outs,
+           os.path.join(out_dir, "unet"), opset=17)
+    lines.append(model_line("unet", ["x"], outs))
+
+    torch.manual_seed(8)
+    outs = ["y", "h", "c", "gh"]
+    export(Recurrent(), [torch.randn(2, 7, 6)], ["x"], outs,
+           os.path.join(out_dir, "recurrent"), opset=17)
+    lines.append(model_line("recurrent", ["x"], outs))
+
+    torch.manual_seed(9)
+    outs = ["a", "b", "c", "d", "e", "g", "h", "i"]
+    export(Misc(), [torch.randn(2, 5, 6), torch.randint(0, 7, (2, 3))],
+           ["x", "idx"], outs, os.path.join(out_dir, "misc"), opset=17)
+    lines.append(model_line("misc", ["x", "idx"], outs))
+
     torch.manual_seed(6)
-    path = export(Round(), [torch.randn(2, 5)], ["x"], ["y"],
-                  os.path.join(out_dir, "round"), opset=13)
-    round_nodes = [n for op, n in onnx_nodes(path) if op == "Round"]
-    if len(round_nodes) != 1 or not round_nodes[0]:
-        sys.exit("expected one named Round node in %s, found %r"
-                 % (path, round_nodes))
-    lines.append("unsupported round op Round node %s" % round_nodes[0])
+    path = export(NonZero(), [torch.randn(2, 5)], ["x"], ["y"],
+                  os.path.join(out_dir, "unsupported_nonzero"), opset=13)
+    nodes = [n for op, n in onnx_nodes(path) if op == "NonZero"]
+    if len(nodes) != 1 or not nodes[0]:
+        sys.exit("expected one named NonZero node in %s, found %r"
+                 % (path, nodes))
+    lines.append("unsupported unsupported_nonzero op NonZero node %s"
+                 % nodes[0])
 
     write_manifest(out_dir, lines)
 

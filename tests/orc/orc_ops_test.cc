@@ -71,7 +71,8 @@ const std::vector<std::pair<Dims, Dims>>& BinaryShapes() {
 void AddFloatUnaryOps(ModuleBuilder& b, Node* x, Node* p,
                       std::vector<Node*>& out) {
   for (const char* op : {"neg", "abs", "relu", "exp", "sin", "cos", "tanh",
-                         "sigmoid", "silu", "erf", "gelu", "logical_not"}) {
+                         "sigmoid", "silu", "erf", "gelu", "logical_not",
+                         "floor", "ceil", "round"}) {
     out.push_back(b.Call(op, {x}));
   }
   // Positive inputs where the function needs them; the same on x gives NaN
@@ -190,7 +191,7 @@ TEST(OrcPointwise, IntegerOps) {
         out.push_back(b.Call(op, {a, c}));
       }
       out.push_back(b.Call("pow", {small, e}));
-      for (const char* op : {"abs", "neg", "relu", "logical_not"}) {
+      for (const char* op : {"abs", "neg", "relu", "logical_not", "floor", "ceil", "round"}) {
         out.push_back(b.Call(op, {a}));
       }
       // Float results of integer inputs.
@@ -210,6 +211,22 @@ TEST(OrcPointwise, IntegerOps) {
       ExpectOrcMatchesInterp(b, kPointwiseTol);
     }
   }
+}
+
+// floor, ceil and round where they differ: halves (round goes to even),
+// negative zero, values past 2^23 (already whole) and non-finite ones.
+TEST(OrcPointwise, RoundingAtHalvesAndEdges) {
+  ORC_TEST_SEED(rng);
+  std::vector<float> v;
+  for (int k = -9; k <= 9; ++k) v.push_back(k / 2.0f);
+  for (float x : {-0.0f, 0.49999997f, -0.49999997f, 8388609.0f, -12582913.5f,
+                  INFINITY, -INFINITY, NAN}) {
+    v.push_back(x);
+  }
+  ModuleBuilder b(rng);
+  Node* x = b.In(Tensor::FromVector<float>(DType::kF32, {static_cast<int64_t>(v.size())}, v));
+  b.Out({b.Call("floor", {x}), b.Call("ceil", {x}), b.Call("round", {x})});
+  ExpectOrcMatchesInterp(b, kExact);
 }
 
 // Results that overflow their dtype wrap around, as in the interpreter.

@@ -1,0 +1,256 @@
+// Resize (nearest, linear and cubic; every coordinate transformation but
+// tf_crop_and_resize) as what every backend runs already: each resized
+// dim in turn becomes a weighted sum of index_selects along it. Output
+// position o of a dim reads the input at a few positions ("taps") with
+// weights that depend only on o, so they are worked out here, at import
+// time: one tap of weight 1 for nearest, two for linear, four for cubic.
+// The arithmetic of the source coordinate follows ONNX Runtime's (in f32),
+// so that positions exactly between two pixels round as it does.
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "onnx/onnx_ops.h"
+#include "onnx/onnx_ops_util.h"
+
+namespace graft::onnx_import {
+namespace {
+
+struct ResizeParams {
+  std::string mode;         // nearest, linear, cubic.
+  std::string coordinates;  // coordinate_transformation_mode.
+  std::string nearest_mode;
+  float cubic_a = -0.75f;
+  bool exclude_outside = false;
+};
+
+// What one output dim reads: taps[t].index[o] with taps[t].weight[o].
+struct Tap {
+  std::vector<int64_t> index;
+  std::vector<double> weight;
+};
+
+// The input coordinate output position o maps to.
+float SourceCoordinate(const ResizeParams& p, int64_t o, int64_t in, int64_t out, float scale) {
+  const float x = static_cast<float>(o);
+  if (p.coordinates == "asymmetric") return x / scale;
+  if (p.coordinates == "align_corners") {
+    return out == 1 ? 0.0f : x * static_cast<float>(in - 1) / static_cast<float>(out - 1);
+  }
+  if (p.coordinates == "pytorch_half_pixel" && out == 1) return 0.0f;
+  if (p.coordinates == "half_pixel_symmetric") {
+    const float adjustment = static_cast<float>(out) / (scale * static_cast<float>(in));
+    const float center = static_cast<float>(in) / 2;
+    return center * (1 - adjustment) + (x + 0.5f) / scale - 0.5f;
+  }
+  return (x + 0.5f) / scale - 0.5f;  // half_pixel, pytorch_half_pixel.
+}
+
+int64_t NearestIndex(const std::string& mode, float x) {
+  const float f = std::floor(x);
+  if (mode == "floor") return static_cast<int64_t>(f);
+  if (mode == "ceil") return static_cast<int64_t>(std::ceil(x));
+  if (x - f == 0.5f) return static_cast<int64_t>(mode == "round_prefer_ceil" ? f + 1 : f);
+  return static_cast<int64_t>(std::round(x));
+}
+
+// Keys's cubic convolution weights of the four taps around x (t = x -
+// floor(x)), as ONNX Runtime computes them.
+std::vector<double> CubicWeights(double t, double a) {
+  auto far = [a](double d) { return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a; };
+  auto near = [a](double d) { return ((a + 2) * d - (a + 3)) * d * d + 1; };
+  return {far(t + 1), near(t), near(1 - t), far(2 - t)};
+}
+
+std::vector<Tap> TapsOf(const ResizeParams& p, int64_t in, int64_t out, float scale) {
+  const int count = p.mode == "nearest" ? 1 : p.mode == "linear" ? 2 : 4;
+  std::vector<Tap> taps(count);
+  auto clamp = [in](int64_t i) { return std::min(std::max<int64_t>(i, 0), in - 1); };
+  for (int64_t o = 0; o < out; ++o) {
+    float x = SourceCoordinate(p, o, in, out, scale);
+    if (p.mode == "nearest") {
+      taps[0].index.push_back(clamp(NearestIndex(p.nearest_mode, x)));
+      taps[0].weight.push_back(1);
+    } else if (p.mode == "linear") {
+      x = std::max(0.0f, std::min(x, static_cast<float>(in - 1)));
+      const int64_t x1 = std::min(static_cast<int64_t>(x), in - 1);
+      const int64_t x2 = std::min(x1 + 1, in - 1);
+      const double w2 = x1 == x2 ? 0.5 : x - static_cast<float>(x1);
+      taps[0].index.push_back(x1);
+      taps[0].weight.push_back(x1 == x2 ? 0.5 : 1 - w2);
+      taps[1].index.push_back(x2);
+      taps[1].weight.push_back(w2);
+    } else {
+      const float base = std::floor(x);
+      std::vector<double> w = CubicWeights(x - base, p.cubic_a);
+      double kept = 0;
+      for (int t = 0; t < 4; ++t) {
+        const int64_t i = static_cast<int64_t>(base) - 1 + t;
+        if (p.exclude_outside && (i < 0 || i >= in)) w[t] = 0;
+        kept += w[t];
+        taps[t].index.push_back(clamp(i));
+      }
+      for (int t = 0; t < 4; ++t) {
+        taps[t].weight.push_back(p.exclude_outside && kept != 0 ? w[t] / kept : w[t]);
+      }
+    }
+  }
+  return taps;
+}
+
+// x resized along `axis` from `in` to `out`.
+absl::StatusOr<Node*> ResizeDim(NodeContext& ctx, const ResizeParams& p, Node* x,
+                                const TensorType& tx, int64_t axis, int64_t in, int64_t out,
+                                float scale) {
+  Node* sum = nullptr;
+  for (const Tap& tap : TapsOf(p, in, out, scale)) {
+    bool all_zero = true, all_one = true;
+    for (double w : tap.weight) {
+      all_zero = all_zero && w == 0;
+      all_one = all_one && w == 1;
+    }
+    if (all_zero) continue;
+    ASSIGN_OR_RETURN(Node * index, I64Constant(ctx, {out}, tap.index, "index"));
+    ASSIGN_OR_RETURN(Node * term, ctx.Call("index_select", {x, axis, index}));
+    if (!all_one) {
+      std::vector<int64_t> dims(tx.rank() - axis, 1);
+      dims[0] = out;
+      Tensor weight(tx.dtype, dims);
+      for (int64_t o = 0; o < out; ++o) weight.SetFromDouble(o, tap.weight[o]);
+      ASSIGN_OR_RETURN(Node * w, ctx.ConstantNode(std::move(weight), "weight"));
+      ASSIGN_OR_RETURN(term, ctx.Call("mul", {term, w}));
+    }
+    if (sum == nullptr) {
+      sum = term;
+    } else {
+      ASSIGN_OR_RETURN(sum, ctx.Call("add", {sum, term}));
+    }
+  }
+  if (sum == nullptr) return NodeContext::Invalid("every weight of the resize is zero");
+  return sum;
+}
+
+absl::StatusOr<ResizeParams> ReadParams(NodeContext& ctx) {
+  ResizeParams p;
+  ASSIGN_OR_RETURN(p.mode, ctx.attrs().String("mode", "nearest"));
+  ASSIGN_OR_RETURN(p.coordinates, ctx.attrs().String("coordinate_transformation_mode", "half_pixel"));
+  ASSIGN_OR_RETURN(p.nearest_mode, ctx.attrs().String("nearest_mode", "round_prefer_floor"));
+  ASSIGN_OR_RETURN(p.cubic_a, ctx.attrs().Float("cubic_coeff_a", -0.75f));
+  ASSIGN_OR_RETURN(int64_t exclude, ctx.attrs().Int("exclude_outside", 0));
+  ASSIGN_OR_RETURN(float extrapolation, ctx.attrs().Float("extrapolation_value", 0.0f));
+  (void)extrapolation;  // Only tf_crop_and_resize reads it.
+  p.exclude_outside = exclude != 0;
+  if (p.mode != "nearest" && p.mode != "linear" && p.mode != "cubic") {
+    return NodeContext::Invalid(absl::StrCat("mode \"", p.mode, "\" is not nearest, linear or cubic"));
+  }
+  for (const char* known : {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
+                            "align_corners", "asymmetric"}) {
+    if (p.coordinates == known) return p;
+  }
+  if (p.coordinates == "tf_crop_and_resize") {
+    return NodeContext::Unsupported("coordinate_transformation_mode \"tf_crop_and_resize\" is not supported");
+  }
+  return NodeContext::Invalid(
+      absl::StrCat("unknown coordinate_transformation_mode \"", p.coordinates, "\""));
+}
+
+absl::Status ConvertResize(NodeContext& ctx) {
+  ASSIGN_OR_RETURN(ResizeParams p, ReadParams(ctx));
+  if (p.nearest_mode != "round_prefer_floor" && p.nearest_mode != "round_prefer_ceil" &&
+      p.nearest_mode != "floor" && p.nearest_mode != "ceil") {
+    return NodeContext::Invalid(absl::StrCat("unknown nearest_mode \"", p.nearest_mode, "\""));
+  }
+  ASSIGN_OR_RETURN(int64_t antialias, ctx.attrs().Int("antialias", 0));
+  ASSIGN_OR_RETURN(std::string policy, ctx.attrs().String("keep_aspect_ratio_policy", "stretch"));
+  ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
+  ASSIGN_OR_RETURN(std::vector<int64_t> dims, StaticDimsOf(tx, "Resize's input"));
+  const int64_t rank = tx.rank();
+  std::vector<int64_t> axes;
+  ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes_attr, ctx.attrs().Ints("axes"));
+  if (axes_attr.has_value()) {
+    for (int64_t a : *axes_attr) {
+      ASSIGN_OR_RETURN(int64_t n, NormalizeAxis(a, rank));
+      axes.push_back(n);
+    }
+  } else {
+    for (int64_t a = 0; a < rank; ++a) axes.push_back(a);
+  }
+  // Scales (input 2) or sizes (input 3), one per axis.
+  std::vector<float> scales;
+  std::vector<int64_t> sizes;
+  const Tensor* scale_input = ctx.HasInput(2) ? ctx.Constant(2) : nullptr;
+  if (ctx.HasInput(2) && scale_input == nullptr) {
+    return NodeContext::Unsupported("scales computed at run time are not supported");
+  }
+  if (scale_input != nullptr && scale_input->NumElements() > 0) {
+    for (int64_t i = 0; i < scale_input->NumElements(); ++i) {
+      scales.push_back(static_cast<float>(scale_input->GetAsDouble(i)));
+    }
+    if (scales.size() != axes.size()) {
+      return NodeContext::Invalid(absl::StrCat("scales has ", scales.size(), " values for ",
+                                               axes.size(), " axes"));
+    }
+  } else {
+    if (!ctx.HasInput(3)) return NodeContext::Invalid("needs scales or sizes");
+    ASSIGN_OR_RETURN(sizes, ctx.ConstantInts(3, "the sizes input"));
+    if (sizes.size() != axes.size()) {
+      return NodeContext::Invalid(absl::StrCat("sizes has ", sizes.size(), " values for ",
+                                               axes.size(), " axes"));
+    }
+    if (policy != "stretch") {
+      // One scale for every axis, the smaller or larger of the asked ones.
+      float common = policy == "not_larger" ? INFINITY : 0;
+      for (size_t k = 0; k < axes.size(); ++k) {
+        const float s = static_cast<float>(sizes[k]) / static_cast<float>(dims[axes[k]]);
+        common = policy == "not_larger" ? std::min(common, s) : std::max(common, s);
+      }
+      for (size_t k = 0; k < axes.size(); ++k) {
+        sizes[k] = static_cast<int64_t>(std::round(common * static_cast<float>(dims[axes[k]])));
+        scales.push_back(common);
+      }
+    }
+  }
+  // Without keep_aspect_ratio_policy, sizes give each axis its own scale.
+  if (!sizes.empty() && scales.empty()) {
+    for (size_t k = 0; k < axes.size(); ++k) {
+      scales.push_back(static_cast<float>(sizes[k]) / static_cast<float>(dims[axes[k]]));
+    }
+  }
+  ASSIGN_OR_RETURN(Node * y, ctx.Input(0, "X"));
+  TensorType ty = tx;
+  bool changed = false;
+  for (size_t k = 0; k < axes.size(); ++k) {
+    const int64_t a = axes[k], in = dims[a];
+    const float scale = scales[k];
+    const int64_t out =
+        !sizes.empty() ? sizes[k] : static_cast<int64_t>(std::floor(static_cast<float>(in) * scale));
+    if (out < 1 || !(scale > 0) || in < 1) {
+      return NodeContext::Invalid(absl::StrCat("cannot resize dim ", a, " of ", tx.ToString(),
+                                               " to ", out, " (scale ", scale, ")"));
+    }
+    if (out == in && scale == 1) continue;
+    if (p.mode != "nearest" && !IsFloatingPoint(tx.dtype)) {
+      return NodeContext::Unsupported(absl::StrCat(p.mode, " resizing of ", DTypeName(tx.dtype),
+                                                   " values is not supported"));
+    }
+    if (antialias != 0 && p.mode != "nearest" && out < in) {
+      return NodeContext::Unsupported("antialias=1 when shrinking is not supported");
+    }
+    ASSIGN_OR_RETURN(y, ResizeDim(ctx, p, y, ty, a, in, out, scale));
+    ASSIGN_OR_RETURN(ty, ctx.TypeOf(y));
+    changed = true;
+  }
+  if (!changed) return ctx.AliasOutput(0, 0);
+  return ctx.SetOutput(0, y);
+}
+
+}  // namespace
+
+void AddResizeConverters(std::vector<OpConverter>& table) {
+  // roi is read only by tf_crop_and_resize, which is refused.
+  table.push_back({.op_type = "Resize", .convert = ConvertResize});
+}
+
+}  // namespace graft::onnx_import

@@ -1,0 +1,465 @@
+// The ONNX operators graft imports as compositions of its own ops
+// (ConvTranspose, Resize, InstanceNormalization, GroupNormalization,
+// DepthToSpace, SpaceToDepth, Tile, GatherND, OneHot, Einsum, the composed
+// reductions, ArgMin, LSTM, GRU, RNN): small models run on the
+// interpreter, against values worked out by hand from the ONNX operator
+// specifications.
+
+#include "gtest/gtest.h"
+
+#ifdef GRAFT_HAVE_ONNX
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "tests/onnx/onnx_test_util.h"
+
+namespace graft::onnx_test {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string ImportError(ModelBuilder& b) {
+  absl::StatusOr<Module> m = b.Import();
+  EXPECT_FALSE(m.ok());
+  return m.ok() ? "" : std::string(m.status().message());
+}
+
+// --- ConvTranspose -----------------------------------------------------------
+
+// x = [1, 2, 3], w = [1, 10, 100], stride 2: each x[i] stamps x[i] * w at
+// 2i, so y = [1, 10, 102, 20, 203, 30, 300]; pads crop the ends and
+// output_padding adds one more column at the end.
+TEST(OnnxComposedOps, ConvTranspose1d) {
+  for (const auto& [pads, output_padding, want] :
+       std::vector<std::tuple<std::vector<int64_t>, int64_t, std::vector<double>>>{
+           {{0, 0}, 0, {1, 10, 102, 20, 203, 30, 300}},
+           {{1, 1}, 0, {10, 102, 20, 203, 30}},
+           {{1, 1}, 1, {10, 102, 20, 203, 30, 300}},
+           {{0, 2}, 0, {1, 10, 102, 20, 203}},
+       }) {
+    ModelBuilder b;
+    b.FloatInput("x", {1, 1, 3});
+    b.FloatInitializer("w", {1, 1, 3}, {1, 10, 100});
+    onnx::NodeProto* n = b.Node("ConvTranspose", {"x", "w"}, {"y"});
+    AttrInts(n, "strides", {2});
+    AttrInts(n, "pads", pads);
+    AttrInts(n, "output_padding", {output_padding});
+    b.Output("y");
+    auto out = RunModel(b, {F32({1, 1, 3}, {1, 2, 3})});
+    ASSERT_EQ(out.size(), 1u);
+    ExpectTensor(out[0], DType::kF32, {1, 1, static_cast<int64_t>(want.size())}, want);
+  }
+}
+
+// Each input pixel stamps the kernel into its own 2x2 block; bias added.
+TEST(OnnxComposedOps, ConvTranspose2dStrideAndBias) {
+  ModelBuilder b;
+  b.FloatInput("x", {1, 1, 2, 2});
+  b.FloatInitializer("w", {1, 1, 2, 2}, {1, 10, 100, 1000});
+  b.FloatInitializer("bias", {1}, {0.5});
+  AttrInts(b.Node("ConvTranspose", {"x", "w", "bias"}, {"y"}), "strides", {2, 2});
+  b.Output("y");
+  auto out = RunModel(b, {F32({1, 1, 2, 2}, {1, 2, 3, 4})});
+  ASSERT_EQ(out.size(), 1u);
+  std::vector<double> want = {1, 10, 2, 20, 100, 1000, 200, 2000, 3, 30, 4, 40, 300, 3000, 400, 4000};
+  for (double& v : want) v += 0.5;
+  ExpectTensor(out[0], DType::kF32, {1, 1, 4, 4}, want);
+}
+
+// Two groups of one channel each: channel c scales by its own weight. A
+// 3x3 kernel with pads 1 and stride 1 keeps the size; the flipped kernel
+// shows: y[i] = sum_k x[i + 1 - k] w[k].
+TEST(OnnxComposedOps, ConvTransposeGroupsAndFlip) {
+  ModelBuilder b;
+  b.FloatInput("x", {1, 2, 1, 1});
+  b.FloatInitializer("w", {2, 1, 1, 1}, {5, 7});
+  AttrInt(b.Node("ConvTranspose", {"x", "w"}, {"y"}), "group", 2);
+  b.FloatInput("s", {1, 1, 1, 3});
+  b.FloatInitializer("k", {1, 1, 1, 3}, {1, 2, 3});
+  onnx::NodeProto* n = b.Node("ConvTranspose", {"s", "k"}, {"z"});
+  AttrInts(n, "pads", {0, 1, 0, 1});
+  b.Output("y");
+  b.Output("z");
+  auto out = RunModel(b, {F32({1, 2, 1, 1}, {1, 2}), F32({1, 1, 1, 3}, {1, 10, 100})});
+  ASSERT_EQ(out.size(), 2u);
+  ExpectTensor(out[0], DType::kF32, {1, 2, 1, 1}, {5, 14});
+  // Full result [1, 12, 123, 230, 300] with one column cropped each side.
+  ExpectTensor(out[1], DType::kF32, {1, 1, 1, 3}, {12, 123, 230});
+}
+
+// output_shape fixes the pads: SAME_UPPER puts the odd one at the end.
+TEST(OnnxComposedOps, ConvTransposeOutputShape) {
+  ModelBuilder b;
+  b.FloatInput("x", {1, 1, 3});
+  b.FloatInitializer("w", {1, 1, 3}, {1, 10, 100});
+  onnx::NodeProto* n = b.Node("ConvTranspose", {"x", "w"}, {"y"});
+  AttrInts(n, "strides", {2});
+  AttrInts(n, "output_shape", {6});
+  b.Output("y");
+  // Full result has 7 columns; one pad in total, at the beginning (not
+  // SAME_UPPER).
+  auto out = RunModel(b, {F32({1, 1, 3}, {1, 2, 3})});
+  ExpectTensor(out[0], DType::kF32, {1, 1, 6}, {10, 102, 20, 203, 30, 300});
+}
+
+TEST(OnnxComposedOps, ConvTransposeNeedsAKnownWeight) {
+  ModelBuilder b;
+  b.FloatInput("x", {1, 1, 3});
+  b.FloatInput("w", {1, 1, 3});
+  b.Node("ConvTranspose", {"x", "w"}, {"y"});
+  b.Output("y");
+  EXPECT_THAT(ImportError(b), HasSubstr("must be known at import time"));
+}
+
+// --- Resize ------------------------------------------------------------------
+
+ModelBuilder ResizeModel(std::vector<int64_t> in_dims, std::vector<float> scales,
+                         std::vector<int64_t> sizes, const std::string& mode,
+                         const std::string& coordinates, const std::string& nearest = "",
+                         float cubic_a = 0) {
+  ModelBuilder b;
+  b.FloatInput("x", in_dims);
+  std::vector<std::string> inputs = {"x", ""};
+  if (!scales.empty()) {
+    b.FloatInitializer("scales", {static_cast<int64_t>(scales.size())}, scales);
+    inputs.push_back("scales");
+  } else {
+    inputs.push_back("");
+    b.Int64Initializer("sizes", {static_cast<int64_t>(sizes.size())}, sizes);
+    inputs.push_back("sizes");
+  }
+  onnx::NodeProto* n = b.Node("Resize", inputs, {"y"});
+  AttrString(n, "mode", mode);
+  AttrString(n, "coordinate_transformation_mode", coordinates);
+  if (!nearest.empty()) AttrString(n, "nearest_mode", nearest);
+  if (cubic_a != 0) AttrFloat(n, "cubic_coeff_a", cubic_a);
+  b.Output("y");
+  return b;
+}
+
+TEST(OnnxComposedOps, ResizeNearest) {
+  // Asymmetric with floor (PyTorch's nearest): each value twice.
+  ModelBuilder up = ResizeModel({1, 1, 1, 3}, {1, 1, 1, 2}, {}, "nearest", "asymmetric", "floor");
+  ExpectTensor(RunModel(up, {F32({1, 1, 1, 3}, {1, 2, 3})})[0], DType::kF32, {1, 1, 1, 6},
+               {1, 1, 2, 2, 3, 3});
+  // half_pixel from 4 to 3: sources 0.1667, 1.5, 2.8333; 1.5 rounds down
+  // with round_prefer_floor and up with round_prefer_ceil.
+  ModelBuilder down = ResizeModel({1, 4}, {}, {1, 3}, "nearest", "half_pixel");
+  ExpectTensor(RunModel(down, {F32({1, 4}, {10, 20, 30, 40})})[0], DType::kF32, {1, 3}, {10, 20, 40});
+  ModelBuilder ceil = ResizeModel({1, 4}, {}, {1, 3}, "nearest", "half_pixel", "round_prefer_ceil");
+  ExpectTensor(RunModel(ceil, {F32({1, 4}, {10, 20, 30, 40})})[0], DType::kF32, {1, 3}, {10, 30, 40});
+}
+
+TEST(OnnxComposedOps, ResizeLinear) {
+  // half_pixel, 2 -> 4: sources -0.25 (clamped to 0), 0.25, 0.75, 1.25
+  // (clamped to 1).
+  ModelBuilder half = ResizeModel({1, 2}, {1, 2}, {}, "linear", "half_pixel");
+  ExpectTensor(RunModel(half, {F32({1, 2}, {0, 8})})[0], DType::kF32, {1, 4}, {0, 2, 6, 8});
+  // align_corners, 3 -> 5: sources 0, 0.5, 1, 1.5, 2.
+  ModelBuilder corners = ResizeModel({1, 3}, {}, {1, 5}, "linear", "align_corners");
+  ExpectTensor(RunModel(corners, {F32({1, 3}, {0, 4, 16})})[0], DType::kF32, {1, 5}, {0, 2, 4, 10, 16});
+  // Two dims: bilinear is linear along each.
+  ModelBuilder two = ResizeModel({1, 1, 2, 2}, {}, {1, 1, 3, 3}, "linear", "align_corners");
+  ExpectTensor(RunModel(two, {F32({1, 1, 2, 2}, {0, 2, 4, 6})})[0], DType::kF32, {1, 1, 3, 3},
+               {0, 1, 2, 2, 3, 4, 4, 5, 6});
+  // pytorch_half_pixel to a size of 1 reads position 0.
+  ModelBuilder one = ResizeModel({1, 3}, {}, {1, 1}, "linear", "pytorch_half_pixel");
+  ExpectTensor(RunModel(one, {F32({1, 3}, {7, 8, 9})})[0], DType::kF32, {1, 1}, {7});
+}
+
+// Keys's cubic convolution: with a = -0.75 (the default) the weight of a
+// tap 1.5 away is a (1.5^3 - 5 1.5^2 + 8 1.5 - 4) = -0.09375.
+TEST(OnnxComposedOps, ResizeCubic) {
+  ModelBuilder b = ResizeModel({1, 4}, {}, {1, 8}, "cubic", "align_corners", "", -0.5f);
+  auto out = RunModel(b, {F32({1, 4}, {0, 1, 2, 3})});
+  ASSERT_EQ(out.size(), 1u);
+  // With a = -0.5, cubic convolution reproduces a linear ramp where all four taps are
+  // inside (sources 9/7 and 12/7) and at whole sources (the ends).
+  for (int o : {0, 3, 4, 7}) EXPECT_NEAR(out[0].GetAsDouble(o), o * 3.0 / 7.0, 1e-5) << o;
+  ModelBuilder mid = ResizeModel({1, 4}, {1, 2}, {}, "cubic", "asymmetric");
+  // Source 1.5 (output 3): taps at 0..3.
+  auto m = RunModel(mid, {F32({1, 4}, {1, 0, 0, 0})});
+  EXPECT_NEAR(m[0].GetAsDouble(3), -0.09375, 1e-6);
+}
+
+TEST(OnnxComposedOps, ResizeRefusesWhatItCannotDo) {
+  ModelBuilder crop = ResizeModel({1, 4}, {1, 2}, {}, "linear", "tf_crop_and_resize");
+  EXPECT_THAT(ImportError(crop), HasSubstr("tf_crop_and_resize"));
+  ModelBuilder mode = ResizeModel({1, 4}, {1, 2}, {}, "area", "half_pixel");
+  EXPECT_THAT(ImportError(mode), HasSubstr("\"area\""));
+}
+
+// --- Normalization -------------------------------------------------------------
+
+// Each [n, c] normalized over its spatial values: [1, 3] -> [-1, 1] (up to
+// eps), then scale and bias per channel.
+TEST(OnnxComposedOps, InstanceNormalization) {
+  ModelBuilder b;
+  b.FloatInput("x", {1, 2, 2});
+  b.FloatInitializer("scale", {2}, {2, 3});
+  b.FloatInitializer("bias", {2}, {0.5, -1});
+  AttrFloat(b.Node("InstanceNormalization", {"x", "scale", "bias"}, {"y"}), "epsilon", 0);
+  b.Output("y");
+  auto out = RunModel(b, {F32({1, 2, 2}, {1, 3, 10, 20})});
+  ExpectTensor(out[0], DType::kF32, {1, 2, 2}, {-1.5, 2.5, -4, 2}, 1e-5);
+}
+
+// Two groups of two channels: group 0 is {1, 3, 5, 7} (mean 4, variance
+// 5), group 1 is {0, 0, 2, 2}; opset 18's scale and bias are per group.
+TEST(OnnxComposedOps, GroupNormalization) {
+  ModelBuilder b(18);
+  b.FloatInput("x", {1, 4, 2});
+  b.FloatInitializer("scale", {2}, {1, 2});
+  b.FloatInitializer("bias", {2}, {0, 1});
+  onnx::NodeProto* n = b.Node("GroupNormalization", {"x", "scale", "bias"}, {"y"});
+  AttrInt(n, "num_groups", 2);
+  AttrFloat(n, "epsilon", 0);
+  b.Output("y");
+  auto out = RunModel(b, {F32({1, 4, 2}, {1, 3, 5, 7, 0, 0, 2, 2})});
+  const double s = std::sqrt(5.0);
+  ExpectTensor(out[0], DType::kF32, {1, 4, 2}, {-3 / s, -1 / s, 1 / s, 3 / s, -1, -1, 3, 3}, 1e-5);
+}
+
+// --- Rearranging -------------------------------------------------------------
+
+TEST(OnnxComposedOps, DepthToSpaceAndBack) {
+  ModelBuilder b;
+  b.FloatInput("x", {1, 4, 1, 1});
+  AttrInt(b.Node("DepthToSpace", {"x"}, {"dcr"}), "blocksize", 2);
+  onnx::NodeProto* crd = b.Node("DepthToSpace", {"x"}, {"crd"});
+  AttrInt(crd, "blocksize", 2);
+  AttrString(crd, "mode", "CRD");
+  AttrInt(b.Node("SpaceToDepth", {"dcr"}, {"back"}), "blocksize", 2);
+  for (const char* o : {"dcr", "crd", "back"}) b.Output(o);
+  auto out = RunModel(b, {F32({1, 4, 1, 1}, {1, 2, 3, 4})});
+  ASSERT_EQ(out.size(), 3u);
+  ExpectTensor(out[0], DType::kF32, {1, 1, 2, 2}, {1, 2, 3, 4});
+  ExpectTensor(out[1], DType::kF32, {1, 1, 2, 2}, {1, 2, 3, 4});
+  ExpectTensor(out[2], DType::kF32, {1, 4, 1, 1}, {1, 2, 3, 4});
+}
+
+// With 8 channels DCR and CRD differ: DCR's output channel 0 takes input
+// channels 0, 2, 4, 6; CRD's takes 0, 1, 2, 3.
+TEST(OnnxComposedOps, DepthToSpaceModes) {
+  ModelBuilder b;
+  b.FloatInput("x", {1, 8, 1, 1});
+  AttrInt(b.Node("DepthToSpace", {"x"}, {"dcr"}), "blocksize", 2);
+  onnx::NodeProto* crd = b.Node("DepthToSpace", {"x"}, {"crd"});
+  AttrInt(crd, "blocksize", 2);
+  AttrString(crd, "mode", "CRD");
+  b.Output("dcr");
+  b.Output("crd");
+  auto out = RunModel(b, {F32({1, 8, 1, 1}, {0, 1, 2, 3, 4, 5, 6, 7})});
+  ExpectTensor(out[0], DType::kF32, {1, 2, 2, 2}, {0, 2, 4, 6, 1, 3, 5, 7});
+  ExpectTensor(out[1], DType::kF32, {1, 2, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7});
+}
+
+TEST(OnnxComposedOps, Tile) {
+  ModelBuilder b;
+  b.FloatInput("x", {2, 2});
+  b.IntsConstant("r", {2, 3});
+  b.Node("Tile", {"x", "r"}, {"y"});
+  b.Output("y");
+  auto out = RunModel(b, {F32({2, 2}, {1, 2, 3, 4})});
+  ExpectTensor(out[0], DType::kF32, {4, 6},
+               {1, 2, 1, 2, 1, 2, 3, 4, 3, 4, 3, 4, 1, 2, 1, 2, 1, 2, 3, 4, 3, 4, 3, 4});
+}
+
+// Rows picked by (row, column) pairs, one negative; and whole rows by one
+// index each.
+TEST(OnnxComposedOps, GatherND) {
+  ModelBuilder b;
+  b.FloatInput("x", {2, 3});
+  b.Input("pairs", TP::INT64, std::vector<int64_t>{2, 2});
+  b.Input("rows", TP::INT64, std::vector<int64_t>{2, 1});
+  b.Node("GatherND", {"x", "pairs"}, {"elements"});
+  b.Node("GatherND", {"x", "rows"}, {"picked"});
+  b.Output("elements");
+  b.Output("picked");
+  auto out = RunModel(b, {F32({2, 3}, {1, 2, 3, 4, 5, 6}), T(DType::kI64, {2, 2}, {1, 2, 0, -1}),
+                          T(DType::kI64, {2, 1}, {1, 0})});
+  ASSERT_EQ(out.size(), 2u);
+  ExpectTensor(out[0], DType::kF32, {2}, {6, 3});
+  ExpectTensor(out[1], DType::kF32, {2, 3}, {4, 5, 6, 1, 2, 3});
+}
+
+// Negative indices count from depth; out-of-range ones get no hit.
+TEST(OnnxComposedOps, OneHot) {
+  ModelBuilder b;
+  b.Input("i", TP::INT64, std::vector<int64_t>{3});
+  b.IntsConstant("depth", {3}, /*scalar=*/true);
+  b.FloatInitializer("values", {2}, {-1, 5});
+  b.Node("OneHot", {"i", "depth", "values"}, {"last"});
+  AttrInt(b.Node("OneHot", {"i", "depth", "values"}, {"first"}), "axis", 0);
+  b.Output("last");
+  b.Output("first");
+  auto out = RunModel(b, {T(DType::kI64, {3}, {0, -1, 7})});
+  ASSERT_EQ(out.size(), 2u);
+  ExpectTensor(out[0], DType::kF32, {3, 3}, {5, -1, -1, -1, -1, 5, -1, -1, -1});
+  ExpectTensor(out[1], DType::kF32, {3, 3}, {5, -1, -1, -1, -1, -1, -1, 5, -1});
+}
+
+TEST(OnnxComposedOps, Einsum) {
+  ModelBuilder b;
+  b.FloatInput("a", {2, 3});
+  b.FloatInput("v", {3});
+  AttrString(b.Node("Einsum", {"a", "a"}, {"gram"}), "equation", "ij,kj->ik");
+  AttrString(b.Node("Einsum", {"a"}, {"t"}), "equation", "ij->ji");
+  AttrString(b.Node("Einsum", {"a", "v"}, {"av"}), "equation", "...j,j");
+  AttrString(b.Node("Einsum", {"a"}, {"total"}), "equation", "ij->");
+  AttrString(b.Node("Einsum", {"a", "v"}, {"outer"}), "equation", "ij,k->ikj");
+  for (const char* o : {"gram", "t", "av", "total", "outer"}) b.Output(o);
+  auto out = RunModel(b, {F32({2, 3}, {1, 2, 3, 4, 5, 6}), F32({3}, {1, 0, -1})});
+  ASSERT_EQ(out.size(), 5u);
+  ExpectTensor(out[0], DType::kF32, {2, 2}, {14, 32, 32, 77});
+  ExpectTensor(out[1], DType::kF32, {3, 2}, {1, 4, 2, 5, 3, 6});
+  ExpectTensor(out[2], DType::kF32, {2}, {-2, -2});
+  ExpectTensor(out[3], DType::kF32, {}, {21});
+  // outer[i, k, j] = a[i, j] * v[k].
+  std::vector<double> outer;
+  const double a[2][3] = {{1, 2, 3}, {4, 5, 6}}, v[3] = {1, 0, -1};
+  for (int i = 0; i < 2; ++i)
+    for (int k = 0; k < 3; ++k)
+      for (int j = 0; j < 3; ++j) outer.push_back(a[i][j] * v[k]);
+  ExpectTensor(out[4], DType::kF32, {2, 3, 3}, outer);
+}
+
+TEST(OnnxComposedOps, EinsumRefusesADiagonal) {
+  ModelBuilder b;
+  b.FloatInput("a", {3, 3});
+  AttrString(b.Node("Einsum", {"a"}, {"d"}), "equation", "ii->i");
+  b.Output("d");
+  EXPECT_THAT(ImportError(b), HasSubstr("diagonal"));
+}
+
+// --- Reductions ----------------------------------------------------------------
+
+TEST(OnnxComposedOps, ComposedReductionsAndArgMin) {
+  ModelBuilder b;
+  b.FloatInput("x", {2, 2});
+  for (const char* op : {"ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"}) {
+    onnx::NodeProto* n = b.Node(op, {"x"}, {op});
+    AttrInts(n, "axes", {1});
+    AttrInt(n, "keepdims", 0);
+    b.Output(op);
+  }
+  onnx::NodeProto* n = b.Node("ArgMin", {"x"}, {"argmin"});
+  AttrInt(n, "axis", 1);
+  b.Output("argmin");
+  auto out = RunModel(b, {F32({2, 2}, {3, -4, 1000, 1000})});
+  ASSERT_EQ(out.size(), 6u);
+  ExpectTensor(out[0], DType::kF32, {2}, {7, 2000});
+  ExpectTensor(out[1], DType::kF32, {2}, {5, std::sqrt(2.0) * 1000}, 1e-4);
+  ExpectTensor(out[2], DType::kF32, {2}, {25, 2e6});
+  ExpectTensor(out[3], DType::kF32, {2}, {std::log(-1.0), std::log(2000.0)}, 1e-5);
+  // 1000 overflows exp in f32: the shift by the maximum keeps it finite.
+  ExpectTensor(out[4], DType::kF32, {2}, {std::log(std::exp(3.0) + std::exp(-4.0)), 1000 + std::log(2.0)},
+               1e-5);
+  // The first smallest.
+  ExpectTensor(out[5], DType::kI64, {2, 1}, {1, 0});
+}
+
+// --- Recurrent -----------------------------------------------------------------
+
+// hidden size 1, one input feature, weights chosen so each gate is easy to
+// follow: an RNN with W = 1, R = 0.5 computes h_t = tanh(x_t + 0.5 h_(t-1)).
+TEST(OnnxComposedOps, RnnForwardAndReverse) {
+  for (const char* direction : {"forward", "reverse"}) {
+    SCOPED_TRACE(direction);
+    ModelBuilder b;
+    b.FloatInput("x", {3, 1, 1});
+    b.FloatInitializer("w", {1, 1, 1}, {1});
+    b.FloatInitializer("r", {1, 1, 1}, {0.5});
+    onnx::NodeProto* n = b.Node("RNN", {"x", "w", "r"}, {"y", "h"});
+    AttrInt(n, "hidden_size", 1);
+    AttrString(n, "direction", direction);
+    b.Output("y");
+    b.Output("h");
+    auto out = RunModel(b, {F32({3, 1, 1}, {1, -2, 3})});
+    ASSERT_EQ(out.size(), 2u);
+    const double xs[3] = {1, -2, 3};
+    double h = 0, ys[3];
+    for (int k = 0; k < 3; ++k) {
+      const int t = direction[0] == 'f' ? k : 2 - k;
+      h = std::tanh(xs[t] + 0.5 * h);
+      ys[t] = h;
+    }
+    ExpectTensor(out[0], DType::kF32, {3, 1, 1, 1}, {ys[0], ys[1], ys[2]}, 1e-6);
+    ExpectTensor(out[1], DType::kF32, {1, 1, 1}, {h}, 1e-6);
+  }
+}
+
+// One LSTM step by the ONNX equations (gates i, o, f, c), with biases,
+// an initial state and the peepholes.
+TEST(OnnxComposedOps, LstmOneStep) {
+  ModelBuilder b;
+  b.FloatInput("x", {1, 1, 1});
+  b.FloatInitializer("w", {1, 4, 1}, {0.5, -1, 2, 1});
+  b.FloatInitializer("r", {1, 4, 1}, {0.1, 0.2, 0.3, 0.4});
+  b.FloatInitializer("bias", {1, 8}, {0.1, 0, 0, 0, 0, 0.2, 0, -0.3});
+  b.FloatInitializer("h0", {1, 1, 1}, {0.5});
+  b.FloatInitializer("c0", {1, 1, 1}, {-1});
+  b.FloatInitializer("p", {1, 3}, {0.25, 0.5, 0.75});
+  onnx::NodeProto* n = b.Node("LSTM", {"x", "w", "r", "bias", "", "h0", "c0", "p"}, {"y", "h", "c"});
+  AttrInt(n, "hidden_size", 1);
+  for (const char* o : {"y", "h", "c"}) b.Output(o);
+  auto out = RunModel(b, {F32({1, 1, 1}, {2})});
+  ASSERT_EQ(out.size(), 3u);
+  auto sigmoid = [](double v) { return 1 / (1 + std::exp(-v)); };
+  const double x = 2, h0 = 0.5, c0 = -1;
+  const double i = sigmoid(0.5 * x + 0.1 * h0 + 0.1 + 0.25 * c0);
+  const double f = sigmoid(2 * x + 0.3 * h0 + 0.75 * c0);
+  const double g = std::tanh(1 * x + 0.4 * h0 - 0.3);
+  const double c = f * c0 + i * g;
+  const double o = sigmoid(-1 * x + 0.2 * h0 + 0.2 + 0.5 * c);
+  const double h = o * std::tanh(c);
+  ExpectTensor(out[0], DType::kF32, {1, 1, 1, 1}, {h}, 1e-6);
+  ExpectTensor(out[1], DType::kF32, {1, 1, 1}, {h}, 1e-6);
+  ExpectTensor(out[2], DType::kF32, {1, 1, 1}, {c}, 1e-6);
+}
+
+// GRU with both linear_before_reset forms (gates z, r, h).
+TEST(OnnxComposedOps, GruOneStep) {
+  for (int lbr : {0, 1}) {
+    SCOPED_TRACE(lbr);
+    ModelBuilder b;
+    b.FloatInput("x", {1, 1, 1});
+    b.FloatInitializer("w", {1, 3, 1}, {0.5, -1, 2});
+    b.FloatInitializer("r", {1, 3, 1}, {0.1, 0.2, 0.3});
+    b.FloatInitializer("bias", {1, 6}, {0.1, 0.2, 0.3, 0.4, 0.5, 0.6});
+    b.FloatInitializer("h0", {1, 1, 1}, {0.5});
+    onnx::NodeProto* n = b.Node("GRU", {"x", "w", "r", "bias", "", "h0"}, {"y"});
+    AttrInt(n, "hidden_size", 1);
+    AttrInt(n, "linear_before_reset", lbr);
+    b.Output("y");
+    auto out = RunModel(b, {F32({1, 1, 1}, {2})});
+    auto sigmoid = [](double v) { return 1 / (1 + std::exp(-v)); };
+    const double x = 2, h0 = 0.5;
+    const double z = sigmoid(0.5 * x + 0.1 * h0 + 0.1 + 0.4);
+    const double r = sigmoid(-1 * x + 0.2 * h0 + 0.2 + 0.5);
+    const double hh = lbr ? std::tanh(2 * x + r * (0.3 * h0 + 0.6) + 0.3)
+                          : std::tanh(2 * x + 0.3 * (r * h0) + 0.6 + 0.3);
+    const double h = (1 - z) * hh + z * h0;
+    ExpectTensor(out[0], DType::kF32, {1, 1, 1, 1}, {h}, 1e-6);
+  }
+}
+
+TEST(OnnxComposedOps, RecurrentRefusesWhatItCannotDo) {
+  ModelBuilder b;
+  b.FloatInput("x", {2, 1, 1});
+  b.FloatInitializer("w", {1, 1, 1}, {1});
+  b.FloatInitializer("r", {1, 1, 1}, {1});
+  onnx::NodeProto* n = b.Node("RNN", {"x", "w", "r"}, {"y"});
+  AttrInt(n, "hidden_size", 1);
+  AttrFloat(n, "clip", 3);
+  b.Output("y");
+  EXPECT_THAT(ImportError(b), HasSubstr("clip"));
+}
+
+}  // namespace
+}  // namespace graft::onnx_test
+
+#endif  // GRAFT_HAVE_ONNX

@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+"""Exports a zoo of models the way a PyTorch user does today, for checking
+the ONNX importer and the backends on graphs that are not graft's own.
+
+Each model goes to OUT/<name>/ as model.onnx (plus any external-data file
+the exporter writes), input_<i>.npy, output_<i>.npy (PyTorch's outputs) and
+ops.txt (the op types of the main graph). Every model is exported twice
+where that adds a kind of graph: with torch.onnx.export's default (the
+torch.export-based exporter from PyTorch 2.9 on, opset 20) into <name>/ and
+with dynamo=False (TorchScript, opset 17) into <name>_ts/. Weights are
+random (fixed seeds); sizes are small so the whole zoo is a few MB.
+
+Needs torch, onnx and onnxscript (and torchvision/timm where present:
+models that need a missing package are skipped with a message).
+
+    python3 tests/onnx_models/export_zoo.py OUT
+"""
+
+import os
+import sys
+import traceback
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class UNetish(nn.Module):
+    """Encoder/decoder: GroupNorm, InstanceNorm, strided conv, ConvTranspose,
+    nearest and bilinear upsampling, PixelShuffle, concat skips."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 16, 3, padding=1)
+        self.g1 = nn.GroupNorm(4, 16)
+        self.down = nn.Conv2d(16, 32, 3, stride=2, padding=1)
+        self.n2 = nn.InstanceNorm2d(32, affine=True)
+        self.up = nn.ConvTranspose2d(32, 16, 4, stride=2, padding=1)
+        self.up2 = nn.ConvTranspose2d(32, 8, 3, stride=2, padding=1,
+                                      output_padding=1, groups=2)
+        self.ps = nn.Conv2d(8, 12, 3, padding=1)
+        self.out = nn.Conv2d(3 + 3, 2, 1)
+
+    def forward(self, x):
+        a = F.silu(self.g1(self.c1(x)))                     # 16 x H
+        b = F.leaky_relu(self.n2(self.down(a)), 0.1)        # 32 x H/2
+        u = torch.cat([self.up(b), a], 1)                   # 32 x H
+        v = self.up2(F.max_pool2d(u, 2))                    # 8 x H
+        w = F.pixel_shuffle(self.ps(v), 2)                  # 3 x 2H
+        n = F.interpolate(x, scale_factor=2, mode="nearest")
+        y = self.out(torch.cat([w, n], 1))                  # 2 x 2H
+        z = F.interpolate(y, size=(21, 27), mode="bilinear",
+                          align_corners=False)
+        t = F.interpolate(y, scale_factor=0.5, mode="bilinear",
+                          align_corners=True)
+        return z, t
+
+
+class Misc(nn.Module):
+    """Rounding, tiling, norms and other ops models use now and then."""
+
+    def forward(self, x, idx):
+        a = torch.round(x * 3) + torch.floor(x) - torch.ceil(x * 0.7)
+        b = x.repeat(2, 1, 3)
+        c = F.normalize(x, dim=-1)
+        d = torch.logsumexp(x, dim=1)
+        e = torch.argmin(x, dim=-1)
+        f = F.mish(x) + F.hardswish(x) + F.softplus(x)
+        g = torch.einsum("bij,bkj->bik", x, x)
+        h = F.one_hot(idx, 7).float()
+        i = x.norm(p=1, dim=2)
+        return a, b, c, d, e, f, g, h, i
+
+
+class Lstm(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(12, 16, num_layers=1, batch_first=True)
+        self.fc = nn.Linear(16, 4)
+
+    def forward(self, x):
+        y, _ = self.lstm(x)
+        return self.fc(y[:, -1])
+
+
+class TinyGpt2(nn.Module):
+    def __init__(self):
+        super().__init__()
+        import transformers
+        cfg = transformers.GPT2Config(n_embd=64, n_layer=2, n_head=4,
+                                      n_positions=32, vocab_size=101)
+        self.m = transformers.GPT2LMHeadModel(cfg).eval()
+
+    def forward(self, ids):
+        return self.m(input_ids=ids, use_cache=False).logits
+
+
+class TinyBert(nn.Module):
+    def __init__(self):
+        super().__init__()
+        import transformers
+        cfg = transformers.BertConfig(hidden_size=64, num_hidden_layers=2,
+                                      num_attention_heads=4,
+                                      intermediate_size=128, vocab_size=101,
+                                      max_position_embeddings=32)
+        self.m = transformers.BertModel(cfg).eval()
+
+    def forward(self, ids, mask):
+        return self.m(input_ids=ids, attention_mask=mask).last_hidden_state
+
+
+def tv(name, **kw):
+    def make():
+        import torchvision
+        return getattr(torchvision.models, name)(weights=None, **kw)
+    return make
+
+
+def timm_vit():
+    from timm.models.vision_transformer import VisionTransformer
+    return VisionTransformer(img_size=32, patch_size=8, embed_dim=96,
+                             depth=2, num_heads=3, num_classes=10)
+
+
+def randomize_norms(model, seed):
+    g = torch.Generator().manual_seed(seed)
+    for m in model.modules():
+        if isinstance(m, (nn.BatchNorm2d, nn.BatchNorm1d)):
+            n = m.num_features
+            with torch.no_grad():
+                m.running_mean.copy_(torch.rand(n, generator=g) - 0.5)
+                m.running_var.copy_(torch.rand(n, generator=g) + 0.5)
+        if isinstance(m, (nn.BatchNorm2d, nn.GroupNorm, nn.LayerNorm,
+                          nn.InstanceNorm2d)) and getattr(m, "weight", None) is not None:
+            with torch.no_grad():
+                m.weight.copy_(torch.rand(m.weight.shape, generator=g) + 0.5)
+                m.bias.copy_(torch.rand(m.bias.shape, generator=g) - 0.5)
+
+
+def img(n=1, c=3, h=32, w=32):
+    return lambda: (torch.randn(n, c, h, w),)
+
+
+MODELS = [
+    ("unetish", UNetish, img(1, 3, 16, 16)),
+    ("misc", Misc, lambda: (torch.randn(2, 5, 6), torch.tensor([[0, 3, 6], [2, 1, 5]]))),
+    ("lstm", Lstm, lambda: (torch.randn(2, 7, 12),)),
+    ("mobilenet_v3_small", tv("mobilenet_v3_small"), img(1, 3, 64, 64)),
+    ("squeezenet1_1", tv("squeezenet1_1"), img(1, 3, 64, 64)),
+    ("shufflenet_v2_x0_5", tv("shufflenet_v2_x0_5"), img(1, 3, 64, 64)),
+    ("mnasnet0_5", tv("mnasnet0_5"), img(1, 3, 64, 64)),
+    ("vit_tiny", timm_vit, img(2, 3, 32, 32)),
+    ("gpt2_tiny", TinyGpt2, lambda: (torch.randint(0, 101, (2, 16)),)),
+    ("bert_tiny", TinyBert, lambda: (torch.randint(0, 101, (2, 16)),
+                                     torch.tensor([[1] * 16, [1] * 10 + [0] * 6]))),
+]
+
+
+def export_one(name, make, make_inputs, out, dynamo):
+    torch.manual_seed(7)
+    model = make().eval()
+    randomize_norms(model, 70)
+    inputs = make_inputs()
+    with torch.no_grad():
+        outputs = model(*inputs)
+    if isinstance(outputs, torch.Tensor):
+        outputs = (outputs,)
+    d = os.path.join(out, name if dynamo else name + "_ts")
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, "model.onnx")
+    kw = {"dynamo": dynamo}
+    if not dynamo:
+        kw["opset_version"] = 17
+    torch.onnx.export(model, inputs, path,
+                      input_names=["in%d" % i for i in range(len(inputs))],
+                      output_names=["out%d" % i for i in range(len(outputs))],
+                      **kw)
+    for i, t in enumerate(inputs):
+        np.save(os.path.join(d, "input_%d.npy" % i), t.numpy())
+    for i, t in enumerate(outputs):
+        np.save(os.path.join(d, "output_%d.npy" % i), t.detach().numpy())
+    import onnx
+    m = onnx.load(path)
+    ops = sorted({n.op_type for n in m.graph.node})
+    funcs = [f.name for f in m.functions]
+    with open(os.path.join(d, "ops.txt"), "w") as f:
+        f.write("opset %s\n" % [(o.domain, o.version) for o in m.opset_import])
+        f.write("ops %s\n" % " ".join(ops))
+        f.write("functions %s\n" % " ".join(funcs))
+    print("%-24s ok  %s" % (os.path.basename(d), " ".join(ops)))
+
+
+def main():
+    out = sys.argv[1]
+    torch.set_num_threads(4)
+    for name, make, make_inputs in MODELS:
+        # torchvision's models by the TorchScript exporter are the
+        # ResNet-18 export's kind already: only the default exporter.
+        for dynamo in (True,) if make.__name__ == "make" else (True, False):
+            try:
+                export_one(name, make, make_inputs, out, dynamo)
+            except Exception as e:  # Report and go on with the next.
+                print("%-24s FAILED %s: %s" % (name + ("" if dynamo else "_ts"),
+                                              type(e).__name__, str(e)[:300]))
+                traceback.print_exc(limit=2, file=sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
