@@ -348,15 +348,28 @@ absl::Status ConvertCelu(NodeContext& ctx) {
 
 // log(1 + exp(x)) as max(x, 0) + log(1 + exp(-|x|)), which neither
 // overflows for large x nor loses small values.
-absl::Status ConvertSoftplus(NodeContext& ctx) {
-  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
+absl::StatusOr<Node*> Softplus(NodeContext& ctx, Node* x) {
   ASSIGN_OR_RETURN(Node * a, ctx.Call("abs", {x}));
   ASSIGN_OR_RETURN(Node * na, ctx.Call("neg", {a}));
   ASSIGN_OR_RETURN(Node * e, ctx.Call("exp", {na}));
   ASSIGN_OR_RETURN(Node * one_plus, ctx.Call("add", {e, 1.0}));
   ASSIGN_OR_RETURN(Node * l, ctx.Call("log", {one_plus}));
   ASSIGN_OR_RETURN(Node * r, ctx.Call("relu", {x}));
-  ASSIGN_OR_RETURN(Node * y, ctx.Call("add", {r, l}));
+  return ctx.Call("add", {r, l});
+}
+
+absl::Status ConvertSoftplus(NodeContext& ctx) {
+  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
+  ASSIGN_OR_RETURN(Node * y, Softplus(ctx, x));
+  return ctx.SetOutput(0, y);
+}
+
+// x * tanh(softplus(x)) (opset 18).
+absl::Status ConvertMish(NodeContext& ctx) {
+  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
+  ASSIGN_OR_RETURN(Node * sp, Softplus(ctx, x));
+  ASSIGN_OR_RETURN(Node * t, ctx.Call("tanh", {sp}));
+  ASSIGN_OR_RETURN(Node * y, ctx.Call("mul", {x, t}));
   return ctx.SetOutput(0, y);
 }
 
@@ -464,6 +477,7 @@ void AddElementwiseConverters(std::vector<OpConverter>& table) {
   table.push_back({.op_type = "Celu", .convert = ConvertCelu});
   table.push_back({.op_type = "Softplus", .convert = ConvertSoftplus});
   table.push_back({.op_type = "Softsign", .convert = ConvertSoftsign});
+  table.push_back({.op_type = "Mish", .since_opset = 18, .convert = ConvertMish});
   table.push_back({.op_type = "Sign", .convert = ConvertSign});
   table.push_back({.op_type = "Tan", .convert = ConvertTan});
   table.push_back({.op_type = "IsNaN", .convert = ConvertIsNaN});

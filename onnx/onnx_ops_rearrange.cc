@@ -1,6 +1,6 @@
 // Operators that rearrange or pick elements, imported as reshapes,
 // permutes, expands, index_selects and products that every backend runs:
-// DepthToSpace, SpaceToDepth, Tile, GatherND, OneHot and Einsum. Each needs
+// DepthToSpace, SpaceToDepth, Tile, GatherND, ScatterND, OneHot and Einsum. Each needs
 // static shapes (they give the reshapes' sizes).
 
 #include <algorithm>
@@ -155,6 +155,68 @@ absl::Status ConvertGatherND(NodeContext& ctx) {
   for (size_t i = m; i < data_dims.size(); ++i) target.push_back(Dim(data_dims[i]));
   ASSIGN_OR_RETURN(picked, ReshapeTo(ctx, picked, target));
   return ctx.SetOutput(0, picked);
+}
+
+// data with rows replaced by updates at known indices: each row of data
+// (seen as [d0 * .. * d(m-1), rest]) that an index tuple names takes the
+// update row of the last tuple that names it, by index_select from the
+// updates and where; data and updates may be computed at run time.
+absl::Status ConvertScatterND(NodeContext& ctx) {
+  ASSIGN_OR_RETURN(std::string reduction, ctx.attrs().String("reduction", "none"));
+  if (reduction != "none") {
+    return NodeContext::Unsupported(absl::StrCat("reduction \"", reduction, "\" is not supported"));
+  }
+  ASSIGN_OR_RETURN(TensorType td, ctx.InputType(0));
+  ASSIGN_OR_RETURN(std::vector<int64_t> data_dims, StaticDimsOf(td, "the data"));
+  const Tensor* indices = ctx.Constant(1);
+  if (indices == nullptr) {
+    return NodeContext::Unsupported("indices computed at run time are not supported");
+  }
+  const int64_t m = indices->rank() == 0 ? 0 : indices->dims().back();
+  if (indices->rank() < 1 || m < 1 || m > td.rank()) {
+    return NodeContext::Invalid(absl::StrCat("indices ", indices->TypeString(),
+                                             " must end in a dim between 1 and the rank of data ", td.ToString()));
+  }
+  const int64_t count = indices->NumElements() / m;
+  int64_t rows = 1;
+  for (int64_t j = 0; j < m; ++j) rows *= data_dims[j];
+  std::vector<int64_t> source(rows, -1);  // The update row each data row takes.
+  for (int64_t k = 0; k < count; ++k) {
+    int64_t row = 0;
+    for (int64_t j = 0; j < m; ++j) {
+      int64_t v = static_cast<int64_t>(indices->GetAsDouble(k * m + j));
+      if (v < -data_dims[j] || v >= data_dims[j]) {
+        return NodeContext::Invalid(absl::StrCat("index ", v, " is out of range for dim ", j, " of ", td.ToString()));
+      }
+      row = row * data_dims[j] + (v < 0 ? v + data_dims[j] : v);
+    }
+    source[row] = k;
+  }
+  if (count == 0) return ctx.AliasOutput(0, 0);
+  std::vector<int64_t> rest(data_dims.begin() + m, data_dims.end());
+  std::vector<int64_t> table = {rows}, update_table = {count};
+  table.insert(table.end(), rest.begin(), rest.end());
+  update_table.insert(update_table.end(), rest.begin(), rest.end());
+  std::vector<int64_t> pick(rows);
+  Tensor taken(DType::kBool, [&] {
+    std::vector<int64_t> d(rest.size() + 1, 1);
+    d[0] = rows;
+    return d;
+  }());
+  for (int64_t r = 0; r < rows; ++r) {
+    pick[r] = std::max<int64_t>(source[r], 0);
+    taken.data<bool>()[r] = source[r] >= 0;
+  }
+  ASSIGN_OR_RETURN(Node * data, ctx.Input(0, "data"));
+  ASSIGN_OR_RETURN(Node * updates, ctx.Input(2, "updates"));
+  ASSIGN_OR_RETURN(data, Reshape(ctx, data, table));
+  ASSIGN_OR_RETURN(updates, Reshape(ctx, updates, update_table));
+  ASSIGN_OR_RETURN(Node * pick_node, I64Constant(ctx, {rows}, pick, "rows"));
+  ASSIGN_OR_RETURN(Node * picked, ctx.Call("index_select", {updates, int64_t{0}, pick_node}));
+  ASSIGN_OR_RETURN(Node * mask, ctx.ConstantNode(std::move(taken), "taken"));
+  ASSIGN_OR_RETURN(Node * y, ctx.Call("where", {mask, picked, data}));
+  ASSIGN_OR_RETURN(y, Reshape(ctx, y, data_dims));
+  return ctx.SetOutput(0, y);
 }
 
 // where(indices == arange(depth), on, off), with depth along `axis`.
@@ -375,6 +437,7 @@ void AddRearrangeConverters(std::vector<OpConverter>& table) {
   table.push_back({.op_type = "Tile", .convert = ConvertTile});
   table.push_back({.op_type = "GatherND", .convert = ConvertGatherND});
   table.push_back({.op_type = "OneHot", .convert = ConvertOneHot});
+  table.push_back({.op_type = "ScatterND", .convert = ConvertScatterND});
   table.push_back({.op_type = "Einsum", .convert = ConvertEinsum});
 }
 

@@ -286,6 +286,37 @@ TEST(OnnxComposedOps, GatherND) {
   ExpectTensor(out[1], DType::kF32, {2, 3}, {4, 5, 6, 1, 2, 3});
 }
 
+// Rows of the data replaced at known indices (one negative); the data and
+// the updates are computed at run time.
+TEST(OnnxComposedOps, ScatterND) {
+  ModelBuilder b;
+  b.FloatInput("x", {2, 3});
+  b.FloatInput("u", {1, 3});
+  b.Int64Initializer("rows", {1, 1}, {-1});
+  b.Node("ScatterND", {"x", "rows", "u"}, {"by_row"});
+  b.FloatInput("v", {4});
+  b.FloatInput("w", {2});
+  b.Int64Initializer("at", {2, 1}, {1, 3});
+  b.Node("ScatterND", {"v", "at", "w"}, {"by_element"});
+  b.Output("by_row");
+  b.Output("by_element");
+  auto out = RunModel(b, {F32({2, 3}, {0, 0, 0, 1, 1, 1}), F32({1, 3}, {7, 8, 9}),
+                          F32({4}, {1, 2, 3, 4}), F32({2}, {9, 10})});
+  ASSERT_EQ(out.size(), 2u);
+  ExpectTensor(out[0], DType::kF32, {2, 3}, {0, 0, 0, 7, 8, 9});
+  ExpectTensor(out[1], DType::kF32, {4}, {1, 9, 3, 10});
+}
+
+// x * tanh(softplus(x)), from opset 18.
+TEST(OnnxComposedOps, Mish) {
+  ModelBuilder b(18);
+  b.FloatInput("x", {3});
+  b.Node("Mish", {"x"}, {"y"});
+  b.Output("y");
+  auto out = RunModel(b, {F32({3}, {0, 1, -1})});
+  ExpectTensor(out[0], DType::kF32, {3}, {0, 0.8650983882673103, -0.30340146137410895}, 1e-6);
+}
+
 // Negative indices count from depth; out-of-range ones get no hit.
 TEST(OnnxComposedOps, OneHot) {
   ModelBuilder b;

@@ -350,9 +350,11 @@ TEST(OnnxModelsTest, Misc) {
 }
 
 // Models exported by torch.onnx.export's default of PyTorch 2.11 (the
-// torch.export-based exporter, opset 20, weights in external data): a
-// U-Net-like model, an LSTM, and Hugging Face's BERT and GPT-2 at tiny
-// sizes (tests/onnx_models/zoo/manifest.txt).
+// torch.export-based exporter, opset 20, weights in external data; a few
+// by the TorchScript exporter): a U-Net-like model, an LSTM, Hugging
+// Face's BERT, GPT-2, Llama, T5 encoder and wav2vec2 at tiny sizes, PyTorch's
+// TransformerEncoder and scaled_dot_product_attention, an MLP with a
+// dynamic batch (tests/onnx_models/zoo/manifest.txt).
 TEST(OnnxModelsTest, ExportedByTorchExport) {
   GRAFT_REQUIRE_ONNX_MODELS();
   const std::string root = CommittedModelsDir() + "/zoo";

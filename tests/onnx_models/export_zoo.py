@@ -110,10 +110,99 @@ class TinyBert(nn.Module):
         return self.m(input_ids=ids, attention_mask=mask).last_hidden_state
 
 
+class TinyLlama(nn.Module):
+    def __init__(self):
+        super().__init__()
+        import transformers
+        cfg = transformers.LlamaConfig(hidden_size=64, intermediate_size=128,
+                                       num_hidden_layers=2, num_attention_heads=4,
+                                       num_key_value_heads=2, vocab_size=101,
+                                       max_position_embeddings=64)
+        self.m = transformers.LlamaForCausalLM(cfg).eval()
+
+    def forward(self, ids):
+        return self.m(input_ids=ids, use_cache=False).logits
+
+
+class TinyT5(nn.Module):
+    def __init__(self):
+        super().__init__()
+        import transformers
+        cfg = transformers.T5Config(d_model=64, d_kv=16, d_ff=128, num_layers=2,
+                                    num_decoder_layers=2, num_heads=4, vocab_size=101)
+        self.m = transformers.T5EncoderModel(cfg).eval()
+
+    def forward(self, ids):
+        return self.m(input_ids=ids).last_hidden_state
+
+
+class TinyDistilBert(nn.Module):
+    def __init__(self):
+        super().__init__()
+        import transformers
+        cfg = transformers.DistilBertConfig(dim=64, hidden_dim=128, n_layers=2,
+                                            n_heads=4, vocab_size=101,
+                                            max_position_embeddings=32)
+        self.m = transformers.DistilBertModel(cfg).eval()
+
+    def forward(self, ids, mask):
+        return self.m(input_ids=ids, attention_mask=mask).last_hidden_state
+
+
+class TinyWav2Vec2(nn.Module):
+    def __init__(self):
+        super().__init__()
+        import transformers
+        cfg = transformers.Wav2Vec2Config(hidden_size=64, num_hidden_layers=2,
+                                          num_attention_heads=4, intermediate_size=128,
+                                          conv_dim=(32, 32), conv_stride=(5, 2),
+                                          conv_kernel=(10, 3), num_conv_pos_embeddings=16,
+                                          num_conv_pos_embedding_groups=4)
+        self.m = transformers.Wav2Vec2Model(cfg).eval()
+
+    def forward(self, audio):
+        return self.m(audio).last_hidden_state
+
+
+class TorchEncoder(nn.Module):
+    """nn.TransformerEncoder (PyTorch's own multi-head attention)."""
+
+    def __init__(self):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(64, 4, 128, batch_first=True,
+                                           norm_first=True, activation="gelu")
+        self.enc = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+
+    def forward(self, x):
+        return self.enc(x)
+
+
+class Sdpa(nn.Module):
+    """F.scaled_dot_product_attention, causal and with a float mask."""
+
+    def forward(self, q, k, v, mask):
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        b = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        return a, b
+
+
+class DynamicMlp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(16, 32)
+        self.fc2 = nn.Linear(32, 8)
+
+    def forward(self, x):
+        return self.fc2(F.gelu(self.fc1(x)))
+
+
 def tv(name, **kw):
     def make():
         import torchvision
-        return getattr(torchvision.models, name)(weights=None, **kw)
+        module = torchvision.models
+        for part in name.split("."):
+            module = getattr(module, part)
+        return module(weights=None, **kw)
     return make
 
 
@@ -154,6 +243,32 @@ MODELS = [
     ("gpt2_tiny", TinyGpt2, lambda: (torch.randint(0, 101, (2, 16)),)),
     ("bert_tiny", TinyBert, lambda: (torch.randint(0, 101, (2, 16)),
                                      torch.tensor([[1] * 16, [1] * 10 + [0] * 6]))),
+    ("llama_tiny", TinyLlama, lambda: (torch.randint(0, 101, (2, 16)),)),
+    ("t5_encoder_tiny", TinyT5, lambda: (torch.randint(0, 101, (2, 16)),)),
+    ("distilbert_tiny", TinyDistilBert, lambda: (torch.randint(0, 101, (2, 16)),
+                                                 torch.tensor([[1] * 16, [1] * 9 + [0] * 7]))),
+    ("wav2vec2_tiny", TinyWav2Vec2, lambda: (torch.randn(2, 800),)),
+    ("torch_encoder", TorchEncoder, lambda: (torch.randn(2, 10, 64),)),
+    ("sdpa", Sdpa, lambda: (torch.randn(2, 4, 8, 16), torch.randn(2, 4, 8, 16),
+                            torch.randn(2, 4, 8, 16), torch.randn(8, 8))),
+    ("efficientnet_b0", tv("efficientnet_b0"), img(1, 3, 64, 64)),
+    ("regnet_y_400mf", tv("regnet_y_400mf"), img(1, 3, 64, 64)),
+    ("convnext_tiny", tv("convnext_tiny"), img(1, 3, 64, 64)),
+    ("densenet121", tv("densenet121"), img(1, 3, 64, 64)),
+    ("googlenet", tv("googlenet", aux_logits=False, init_weights=True), img(1, 3, 64, 64)),
+    ("swin_t", tv("swin_t"), img(1, 3, 64, 64)),
+    ("resnet50", tv("resnet50"), img(2, 3, 64, 64)),
+    ("lraspp_mobilenet_v3", tv("segmentation.lraspp_mobilenet_v3_large", weights_backbone=None),
+     img(1, 3, 64, 64)),
+    ("deeplabv3_mobilenet", tv("segmentation.deeplabv3_mobilenet_v3_large", weights_backbone=None,
+                               aux_loss=False), img(1, 3, 64, 64)),
+]
+
+# Exported with a dynamic batch (dim 0 of the first input), run at batch 3.
+DYNAMIC = {"mlp_dynamic", "resnet18_dynamic"}
+MODELS += [
+    ("mlp_dynamic", DynamicMlp, lambda: (torch.randn(3, 16),)),
+    ("resnet18_dynamic", tv("resnet18"), img(3, 3, 32, 32)),
 ]
 
 
@@ -166,12 +281,19 @@ def export_one(name, make, make_inputs, out, dynamo):
         outputs = model(*inputs)
     if isinstance(outputs, torch.Tensor):
         outputs = (outputs,)
+    elif isinstance(outputs, dict):
+        outputs = tuple(outputs.values())
     d = os.path.join(out, name if dynamo else name + "_ts")
     os.makedirs(d, exist_ok=True)
     path = os.path.join(d, "model.onnx")
     kw = {"dynamo": dynamo}
     if not dynamo:
         kw["opset_version"] = 17
+    if name in DYNAMIC:
+        if dynamo:
+            kw["dynamic_shapes"] = ({0: torch.export.Dim("batch", min=1, max=64)},)
+        else:
+            kw["dynamic_axes"] = {"in0": {0: "batch"}, "out0": {0: "batch"}}
     torch.onnx.export(model, inputs, path,
                       input_names=["in%d" % i for i in range(len(inputs))],
                       output_names=["out%d" % i for i in range(len(outputs))],
@@ -193,8 +315,11 @@ def export_one(name, make, make_inputs, out, dynamo):
 
 def main():
     out = sys.argv[1]
-    torch.set_num_threads(4)
+    only = set(sys.argv[2:])
+    torch.set_num_threads(8)
     for name, make, make_inputs in MODELS:
+        if only and name not in only:
+            continue
         # torchvision's models by the TorchScript exporter are the
         # ResNet-18 export's kind already: only the default exporter.
         for dynamo in (True,) if make.__name__ == "make" else (True, False):
