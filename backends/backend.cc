@@ -71,6 +71,12 @@ absl::StatusOr<std::string> Backend::SerializeExecutable(
       "the ", name(), " backend does not write executables to disk"));
 }
 
+absl::StatusOr<PayloadParts> Backend::SerializeExecutableInParts(
+    std::shared_ptr<const Executable> executable) const {
+  ASSIGN_OR_RETURN(std::string bytes, SerializeExecutable(*executable));
+  return PayloadParts::Owning(std::move(bytes));
+}
+
 absl::Status Backend::WriteCompiledModel(const Executable& executable,
                                          const std::string& path) const {
   return absl::UnimplementedError(absl::StrCat(

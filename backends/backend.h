@@ -12,6 +12,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "backends/payload_parts.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "backends/communicator.h"
@@ -129,6 +130,12 @@ class Backend {
   }
   virtual absl::StatusOr<std::string> SerializeExecutable(
       const Executable& executable) const;
+  // The same bytes in parts, pointing into the executable's own memory
+  // where the backend can (its packed weights), kept alive with it: what
+  // the compile cache writes, in the background for a large entry, without
+  // copying the bulk first. By default, SerializeExecutable's bytes.
+  virtual absl::StatusOr<PayloadParts> SerializeExecutableInParts(
+      std::shared_ptr<const Executable> executable) const;
   // `module` and `options` are those the bytes were compiled from.
   virtual absl::StatusOr<std::unique_ptr<Executable>> DeserializeExecutable(
       absl::string_view bytes, const Module& module,

@@ -97,10 +97,11 @@ absl::StatusOr<std::shared_ptr<Executable>> CompileCache::GetOrCompile(
     entry.executable = std::move(compiled);
     // Only a whole-module executable is the backend's to write.
     if (use_disk && entry.report.breaks.empty()) {
-      absl::StatusOr<std::string> bytes =
-          backend.SerializeExecutable(*entry.executable);
+      absl::StatusOr<PayloadParts> bytes =
+          backend.SerializeExecutableInParts(entry.executable);
       // A large entry (packed weights) takes longer to write than to
-      // compile: it is written while the caller runs the executable.
+      // compile: it is written while the caller runs the executable, from
+      // the executable's own memory.
       if (bytes.ok() && bytes->size() >= kBackgroundStoreBytes) {
         disk_->StoreInBackground(key, *std::move(bytes));
       } else if (bytes.ok()) {

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "absl/types/span.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -46,10 +47,14 @@ struct EntryHeader {
 };
 static_assert(sizeof(EntryHeader) == 32);
 
-uint64_t EntryChecksum(absl::string_view key, absl::string_view payload) {
+uint64_t EntryChecksum(absl::string_view key, absl::Span<const absl::string_view> payload) {
   FingerprintBuilder b;
-  b.AddString(key).AddString(payload);
+  b.AddString(key).AddStringInParts(payload);
   return b.Finish().low;
+}
+
+uint64_t EntryChecksum(absl::string_view key, absl::string_view payload) {
+  return EntryChecksum(key, absl::Span<const absl::string_view>(&payload, 1));
 }
 
 // Using an entry marks it recently used (for eviction) at most this often:
@@ -157,6 +162,10 @@ DiskCache::~DiskCache() {
 }
 
 void DiskCache::StoreInBackground(std::string key, std::string payload) {
+  StoreInBackground(std::move(key), PayloadParts::Owning(std::move(payload)));
+}
+
+void DiskCache::StoreInBackground(std::string key, PayloadParts payload) {
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
     // In a forked child the writer thread does not exist: write now.
@@ -185,7 +194,7 @@ void DiskCache::WriteQueued() {
   while (true) {
     queue_cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
     if (queue_.empty()) return;  // Stopping, with everything written.
-    std::pair<std::string, std::string> entry = std::move(queue_.front());
+    std::pair<std::string, PayloadParts> entry = std::move(queue_.front());
     queue_.pop_front();
     ++writing_;
     lock.unlock();
@@ -304,6 +313,10 @@ void DiskCache::Discard(absl::string_view key) {
 }
 
 void DiskCache::Store(absl::string_view key, absl::string_view payload) {
+  Store(key, PayloadParts{{payload}, nullptr});
+}
+
+void DiskCache::Store(absl::string_view key, const PayloadParts& payload) {
   std::error_code ec;
   fs::create_directories(entries_dir_, ec);
   if (ec) {
@@ -315,7 +328,7 @@ void DiskCache::Store(absl::string_view key, absl::string_view payload) {
   h.version = kFormatVersion;
   h.key_bytes = static_cast<uint32_t>(key.size());
   h.payload_bytes = payload.size();
-  h.checksum = EntryChecksum(key, payload);
+  h.checksum = EntryChecksum(key, payload.parts);
   // Not synced to disk: a lost or torn entry is found by its checksum and
   // rebuilt, and waiting for the disk would slow every first compile.
   absl::StatusOr<AtomicFile> file =
@@ -324,7 +337,9 @@ void DiskCache::Store(absl::string_view key, absl::string_view payload) {
   if (s.ok()) s = file->Write(&h, sizeof(h));
   if (s.ok()) s = file->Write(key);
   if (s.ok()) s = file->PadTo(PayloadOffset(h.key_bytes));
-  if (s.ok()) s = file->Write(payload);
+  for (absl::string_view part : payload.parts) {
+    if (s.ok()) s = file->Write(part);
+  }
   if (s.ok()) s = file->Finish();
   if (s.ok()) s = file->Publish();
   if (!s.ok()) {

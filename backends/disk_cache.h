@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "backends/payload_parts.h"
 
 namespace graft {
 
@@ -72,11 +73,14 @@ class DiskCache {
   std::optional<DiskEntry> Map(absl::string_view key);
   // Stores `payload` under `key`, then evicts down to the size bound.
   void Store(absl::string_view key, absl::string_view payload);
+  void Store(absl::string_view key, const PayloadParts& payload);
   // The same, written by a thread of the cache's own while the caller goes
   // on (a large entry takes a while to write). Loads, Info and Clear wait
   // for the background stores of every DiskCache of the process; the
   // destructor for its own.
   void StoreInBackground(std::string key, std::string payload);
+  // The same for a payload in parts, which keep_alive keeps until written.
+  void StoreInBackground(std::string key, PayloadParts payload);
   // Removes the entry of `key` and counts it as damaged: for an entry whose
   // checks passed but whose payload its reader refused.
   void Discard(absl::string_view key);
@@ -124,7 +128,7 @@ class DiskCache {
   // Background stores: the queue, and the one thread that writes it.
   mutable std::mutex queue_mu_;
   mutable std::condition_variable queue_cv_;
-  std::deque<std::pair<std::string, std::string>> queue_;
+  std::deque<std::pair<std::string, PayloadParts>> queue_;
   int writing_ = 0;  // Stores taken from the queue and not yet written.
   bool stopping_ = false;
   std::thread writer_;

@@ -346,8 +346,9 @@ absl::Status ConvertCelu(NodeContext& ctx) {
   return ctx.SetOutput(0, y);
 }
 
-// log(1 + exp(x)) as max(x, 0) + log(1 + exp(-|x|)), which neither
-// overflows for large x nor loses small values.
+// log(1 + exp(x)) as max(x, 0) + log(1 + exp(-|x|)), which does not
+// overflow for large x (below about -17 the result rounds to 0 in f32,
+// where log1p would keep values near e^x).
 absl::StatusOr<Node*> Softplus(NodeContext& ctx, Node* x) {
   ASSIGN_OR_RETURN(Node * a, ctx.Call("abs", {x}));
   ASSIGN_OR_RETURN(Node * na, ctx.Call("neg", {a}));

@@ -416,8 +416,8 @@ absl::Status ConvertInstanceNorm(NodeContext& ctx) {
 }
 
 // The channels in num_groups groups, each normalized over its channels and
-// the spatial dims; scale and bias are per channel from opset 21 and per
-// group in opset 18 to 20.
+// the spatial dims; scale and bias per group (opsets 18 to 20) or per
+// channel (opset 21, and some exporters at 18).
 absl::Status ConvertGroupNorm(NodeContext& ctx) {
   ASSIGN_OR_RETURN(float eps, ctx.attrs().Float("epsilon", 1e-5f));
   ASSIGN_OR_RETURN(std::optional<int64_t> num_groups, ctx.attrs().OptionalInt("num_groups"));
@@ -433,7 +433,15 @@ absl::Status ConvertGroupNorm(NodeContext& ctx) {
   ASSIGN_OR_RETURN(Node * grouped,
                    ctx.Call("reshape", {x, Argument::IntList({dims[0], groups, -1})}));
   ASSIGN_OR_RETURN(Node * y, NormalizeTrailingDims(ctx, grouped, eps));
-  if (ctx.opset() < 21) {
+  // Opsets 18 to 20 define scale and bias per group, 21 per channel; some
+  // exporters write per channel at 18 too. Their length says which.
+  ASSIGN_OR_RETURN(TensorType ts, ctx.InputType(1));
+  const int64_t n = ts.rank() == 1 && ts.shape[0].is_constant() ? ts.shape[0].value() : -1;
+  if (n != groups && n != dims[1]) {
+    return NodeContext::Invalid(absl::StrCat("scale ", ts.ToString(), " must have num_groups (", groups,
+                                             ") or channels (", dims[1], ") entries"));
+  }
+  if (n == groups) {
     ASSIGN_OR_RETURN(y, PerChannelAffine(ctx, y, 3, 1, 2));
     ASSIGN_OR_RETURN(y, ctx.Call("reshape", {y, Argument::IntList(dims)}));
   } else {

@@ -411,7 +411,11 @@ absl::Status ConvertEinsum(NodeContext& ctx) {
     const int64_t rank = static_cast<int64_t>(rhs.size()) - (has_ellipsis ? 3 - ellipsis_dims : 0);
     int64_t unused = 0;
     ASSIGN_OR_RETURN(output, ExpandEllipsis(rhs, rank, unused));
-    for (char c : output) {
+    for (size_t k = 0; k < output.size(); ++k) {
+      const char c = output[k];
+      if (output.find(c) != k) {
+        return NodeContext::Invalid(absl::StrCat("output label '", std::string(1, c), "' appears twice"));
+      }
       if (!size_of.contains(c)) {
         return NodeContext::Invalid(absl::StrCat("output label '", std::string(1, c), "' is in no input"));
       }

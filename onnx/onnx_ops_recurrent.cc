@@ -4,7 +4,7 @@
 // one linear layer in front; each step adds the recurrent projection of
 // the previous hidden state. Directions forward, reverse and
 // bidirectional; layouts 0 ([seq, batch, ...]) and 1 ([batch, seq, ...]).
-// The default activations only, no clip, and every sequence full length
+// Activations Sigmoid, Tanh and Relu; no clip; every sequence full length
 // (a sequence_lens input must be known and equal the sequence length).
 
 #include <string>
@@ -22,6 +22,9 @@ enum class Cell { kLstm, kGru, kRnn };
 
 struct RecurrentShape {
   Cell cell;
+  // f, g (and h for LSTM), ONNX's names for the gate activation and the
+  // others: Sigmoid, Tanh or Relu.
+  std::vector<std::string> activations;
   int64_t gates = 1;  // 4 (LSTM), 3 (GRU), 1 (RNN).
   int64_t seq = 0, batch = 0, hidden = 0, directions = 1;
   bool batch_first = false;  // layout=1.
@@ -43,20 +46,33 @@ absl::StatusOr<Node*> Gate(NodeContext& ctx, Node* x, int64_t k, int64_t hidden)
   return Slice(ctx, x, -1, k * hidden, (k + 1) * hidden);
 }
 
-absl::Status CheckAttributes(NodeContext& ctx, const RecurrentShape& s) {
+absl::Status ReadActivations(NodeContext& ctx, RecurrentShape& s) {
   ASSIGN_OR_RETURN(std::optional<std::vector<std::string>> activations, ctx.attrs().Strings("activations"));
-  std::vector<std::string> defaults = s.cell == Cell::kLstm  ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
-                                      : s.cell == Cell::kGru ? std::vector<std::string>{"Sigmoid", "Tanh"}
-                                                             : std::vector<std::string>{"Tanh"};
-  if (activations.has_value()) {
-    std::vector<std::string> expected;
-    for (int64_t d = 0; d < s.directions; ++d) expected.insert(expected.end(), defaults.begin(), defaults.end());
-    if (*activations != expected && *activations != defaults) {
-      return NodeContext::Unsupported(absl::StrCat("activations ", absl::StrJoin(*activations, ","),
-                                                   " are not supported (only the defaults, ",
-                                                   absl::StrJoin(defaults, ","), ")"));
+  s.activations = s.cell == Cell::kLstm  ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
+                  : s.cell == Cell::kGru ? std::vector<std::string>{"Sigmoid", "Tanh"}
+                                         : std::vector<std::string>{"Tanh"};
+  if (!activations.has_value()) return absl::OkStatus();
+  const size_t n = s.activations.size();
+  // One list per direction; both directions must agree.
+  if (activations->size() != n && activations->size() != n * s.directions) {
+    return NodeContext::Invalid(absl::StrCat("activations has ", activations->size(), " entries; expected ",
+                                             n, " per direction"));
+  }
+  for (size_t i = 0; i < activations->size(); ++i) {
+    const std::string& a = (*activations)[i];
+    if (a != "Sigmoid" && a != "Tanh" && a != "Relu") {
+      return NodeContext::Unsupported(absl::StrCat("activation ", a, " is not supported (Sigmoid, Tanh and Relu are)"));
+    }
+    if (i >= n && a != (*activations)[i - n]) {
+      return NodeContext::Unsupported("different activations for the two directions are not supported");
     }
   }
+  s.activations.assign(activations->begin(), activations->begin() + n);
+  return absl::OkStatus();
+}
+
+absl::Status CheckAttributes(NodeContext& ctx, RecurrentShape& s) {
+  RETURN_IF_ERROR(ReadActivations(ctx, s));
   ASSIGN_OR_RETURN(std::optional<std::vector<float>> alpha, ctx.attrs().Floats("activation_alpha"));
   ASSIGN_OR_RETURN(std::optional<std::vector<float>> beta, ctx.attrs().Floats("activation_beta"));
   if ((alpha.has_value() && !alpha->empty()) || (beta.has_value() && !beta->empty())) {
@@ -134,6 +150,10 @@ struct Step {
   Node* c;  // LSTM only.
 };
 
+absl::StatusOr<Node*> Activate(NodeContext& ctx, const std::string& name, Node* x) {
+  return ctx.Call(name == "Sigmoid" ? "sigmoid" : name == "Tanh" ? "tanh" : "relu", {x});
+}
+
 // One time step: `xw` is the input projection (with both biases where they
 // add), `h`/`c` the state, `r` the recurrence weight [gates * hidden,
 // hidden], `rb` the recurrence bias of GRU's reset gate path.
@@ -155,9 +175,10 @@ absl::StatusOr<Step> CellStep(NodeContext& ctx, const RecurrentShape& s, Node* x
       ASSIGN_OR_RETURN(i, ctx.Call("add", {i, ci}));
       ASSIGN_OR_RETURN(f, ctx.Call("add", {f, cf}));
     }
-    ASSIGN_OR_RETURN(i, ctx.Call("sigmoid", {i}));
-    ASSIGN_OR_RETURN(f, ctx.Call("sigmoid", {f}));
-    ASSIGN_OR_RETURN(c_in, ctx.Call("tanh", {c_in}));
+    const std::string &fa = s.activations[0], &ga = s.activations[1], &ha = s.activations[2];
+    ASSIGN_OR_RETURN(i, Activate(ctx, fa, i));
+    ASSIGN_OR_RETURN(f, Activate(ctx, fa, f));
+    ASSIGN_OR_RETURN(c_in, Activate(ctx, ga, c_in));
     ASSIGN_OR_RETURN(Node * kept, ctx.Call("mul", {f, state.c}));
     ASSIGN_OR_RETURN(Node * added, ctx.Call("mul", {i, c_in}));
     ASSIGN_OR_RETURN(Node * c, ctx.Call("add", {kept, added}));
@@ -166,15 +187,15 @@ absl::StatusOr<Step> CellStep(NodeContext& ctx, const RecurrentShape& s, Node* x
       ASSIGN_OR_RETURN(Node * co, ctx.Call("mul", {po, c}));
       ASSIGN_OR_RETURN(o, ctx.Call("add", {o, co}));
     }
-    ASSIGN_OR_RETURN(o, ctx.Call("sigmoid", {o}));
-    ASSIGN_OR_RETURN(Node * tc, ctx.Call("tanh", {c}));
+    ASSIGN_OR_RETURN(o, Activate(ctx, fa, o));
+    ASSIGN_OR_RETURN(Node * tc, Activate(ctx, ha, c));
     ASSIGN_OR_RETURN(Node * h, ctx.Call("mul", {o, tc}));
     return Step{h, c};
   }
   if (s.cell == Cell::kRnn) {
     ASSIGN_OR_RETURN(Node * hr, ctx.Call("linear", {state.h, r}));
     ASSIGN_OR_RETURN(Node * g, ctx.Call("add", {xw, hr}));
-    ASSIGN_OR_RETURN(Node * h, ctx.Call("tanh", {g}));
+    ASSIGN_OR_RETURN(Node * h, Activate(ctx, s.activations[0], g));
     return Step{h, nullptr};
   }
   // GRU: z, r, h gates. xw holds Wb for all gates and Rb for z and r.
@@ -187,20 +208,21 @@ absl::StatusOr<Step> CellStep(NodeContext& ctx, const RecurrentShape& s, Node* x
   ASSIGN_OR_RETURN(Node * hz, Gate(ctx, hzr, 0, n));
   ASSIGN_OR_RETURN(Node * hr, Gate(ctx, hzr, 1, n));
   ASSIGN_OR_RETURN(Node * z, ctx.Call("add", {xz, hz}));
-  ASSIGN_OR_RETURN(z, ctx.Call("sigmoid", {z}));
+  ASSIGN_OR_RETURN(z, Activate(ctx, s.activations[0], z));
   ASSIGN_OR_RETURN(Node * reset, ctx.Call("add", {xr, hr}));
-  ASSIGN_OR_RETURN(reset, ctx.Call("sigmoid", {reset}));
+  ASSIGN_OR_RETURN(reset, Activate(ctx, s.activations[0], reset));
   Node* candidate;
+  const Argument bias = r_bias == nullptr ? Argument() : Argument(r_bias);  // None without B.
   if (s.linear_before_reset) {
-    ASSIGN_OR_RETURN(Node * hh, ctx.Call("linear", {state.h, r_h, r_bias}));
+    ASSIGN_OR_RETURN(Node * hh, ctx.Call("linear", {state.h, r_h, bias}));
     ASSIGN_OR_RETURN(Node * gated, ctx.Call("mul", {reset, hh}));
     ASSIGN_OR_RETURN(candidate, ctx.Call("add", {xh, gated}));
   } else {
     ASSIGN_OR_RETURN(Node * gated_h, ctx.Call("mul", {reset, state.h}));
-    ASSIGN_OR_RETURN(Node * hh, ctx.Call("linear", {gated_h, r_h, r_bias}));
+    ASSIGN_OR_RETURN(Node * hh, ctx.Call("linear", {gated_h, r_h, bias}));
     ASSIGN_OR_RETURN(candidate, ctx.Call("add", {xh, hh}));
   }
-  ASSIGN_OR_RETURN(candidate, ctx.Call("tanh", {candidate}));
+  ASSIGN_OR_RETURN(candidate, Activate(ctx, s.activations[1], candidate));
   // (1 - z) * candidate + z * h = candidate + z * (h - candidate).
   ASSIGN_OR_RETURN(Node * diff, ctx.Call("sub", {state.h, candidate}));
   ASSIGN_OR_RETURN(Node * moved, ctx.Call("mul", {z, diff}));

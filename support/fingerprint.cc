@@ -53,6 +53,17 @@ FingerprintBuilder& FingerprintBuilder::AddString(absl::string_view value) {
   return *this;
 }
 
+FingerprintBuilder& FingerprintBuilder::AddStringInParts(
+    absl::Span<const absl::string_view> parts) {
+  const char kind = 's';
+  uint64_t size = 0;
+  for (absl::string_view p : parts) size += p.size();
+  Raw(&kind, 1);
+  Raw(&size, sizeof(size));
+  for (absl::string_view p : parts) Raw(p.data(), p.size());
+  return *this;
+}
+
 FingerprintBuilder& FingerprintBuilder::AddBytes(const void* data,
                                                  size_t size) {
   const char kind = 'b';

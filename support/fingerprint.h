@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 
 namespace graft {
 
@@ -36,6 +37,8 @@ class FingerprintBuilder {
   FingerprintBuilder& AddInt(int64_t value);
   FingerprintBuilder& AddDouble(double value);  // By bit pattern.
   FingerprintBuilder& AddString(absl::string_view value);
+  // The same as AddString of the parts' concatenation.
+  FingerprintBuilder& AddStringInParts(absl::Span<const absl::string_view> parts);
   // Raw bytes, framed by their length.
   FingerprintBuilder& AddBytes(const void* data, size_t size);
 

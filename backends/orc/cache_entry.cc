@@ -16,7 +16,8 @@ uint64_t AlignUp(uint64_t n) { return (n + kAlignment - 1) / kAlignment * kAlign
 
 }  // namespace
 
-std::string EncodeOrcCacheEntry(const OrcCacheEntry& entry) {
+PayloadParts EncodeOrcCacheEntryInParts(const OrcCacheEntry& entry,
+                                        std::shared_ptr<const void> keep_alive) {
   // The table first, with offsets from the start of the bytes; the data
   // after it. Offsets depend on the table's size, which does not depend on
   // them (fixed-width fields).
@@ -37,20 +38,34 @@ std::string EncodeOrcCacheEntry(const OrcCacheEntry& entry) {
     return w.Take();
   };
   const uint64_t data_start = AlignUp(kMagic.size() + table(0).size());
-  uint64_t total = data_start;
-  for (const std::optional<runtime::PackedWeights>& p : entry.packed) {
-    if (p.has_value()) total = AlignUp(total) + p->bytes;
-  }
-  std::string out;
-  out.reserve(total);  // 100 MB of weights are copied once, not on each growth.
-  out.append(kMagic.data(), kMagic.size());
-  out += table(data_start);
+  struct Kept {
+    std::string header;
+    std::shared_ptr<const void> weights;
+  };
+  auto kept = std::make_shared<Kept>();
+  kept->header.append(kMagic.data(), kMagic.size());
+  kept->header += table(data_start);
+  kept->header.resize(data_start, '\0');
+  kept->weights = std::move(keep_alive);
+  static const char kZeros[kAlignment] = {};
+  PayloadParts out;
+  out.parts.push_back(kept->header);
+  uint64_t offset = data_start;
   for (const std::optional<runtime::PackedWeights>& p : entry.packed) {
     if (!p.has_value()) continue;
-    out.resize(AlignUp(out.size()), '\0');
-    out.append(static_cast<const char*>(p->data), p->bytes);
+    if (AlignUp(offset) != offset) {
+      out.parts.emplace_back(kZeros, AlignUp(offset) - offset);
+      offset = AlignUp(offset);
+    }
+    out.parts.emplace_back(static_cast<const char*>(p->data), p->bytes);
+    offset += p->bytes;
   }
+  out.keep_alive = std::move(kept);
   return out;
+}
+
+std::string EncodeOrcCacheEntry(const OrcCacheEntry& entry) {
+  return EncodeOrcCacheEntryInParts(entry, nullptr).Join();
 }
 
 absl::StatusOr<OrcCacheEntry> DecodeOrcCacheEntry(absl::string_view bytes) {

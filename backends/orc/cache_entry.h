@@ -8,12 +8,14 @@
 // again (for the 100 MB benchmark MLP, the difference between a few
 // milliseconds and tens to hundreds).
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "backends/payload_parts.h"
 #include "runtime/library_call.h"
 
 namespace graft::orc {
@@ -26,8 +28,13 @@ struct OrcCacheEntry {
   std::vector<std::optional<runtime::PackedWeights>> packed;
 };
 
-// `packed`'s data is copied into the bytes, each at a 64-byte aligned
-// offset from their start.
+// The bytes in parts: a header (the table and the object, which the parts
+// own), then each of `packed`'s data where it lies, at a 64-byte aligned
+// offset from the start (zeros between). The packed weights must outlive
+// the parts; `keep_alive` is added to what the parts keep.
+PayloadParts EncodeOrcCacheEntryInParts(const OrcCacheEntry& entry,
+                                        std::shared_ptr<const void> keep_alive);
+// The same bytes in one string.
 std::string EncodeOrcCacheEntry(const OrcCacheEntry& entry);
 // Reads and checks what EncodeOrcCacheEntry wrote; the packed weights point
 // into `bytes`. Damage is an error, never a crash.

@@ -117,9 +117,9 @@ std::string OrcBackend::CacheIdentity(const CompileOptions& options) const {
   return identity;
 }
 
-absl::StatusOr<std::string> OrcBackend::SerializeExecutable(
-    const Executable& executable) const {
-  const auto* orc = dynamic_cast<const OrcExecutable*>(&executable);
+absl::StatusOr<PayloadParts> OrcBackend::SerializeExecutableInParts(
+    std::shared_ptr<const Executable> executable) const {
+  const auto* orc = dynamic_cast<const OrcExecutable*>(executable.get());
   const CompiledProgram* program = orc == nullptr ? nullptr : orc->fixed();
   if (program == nullptr) {
     return absl::UnimplementedError(
@@ -131,7 +131,16 @@ absl::StatusOr<std::string> OrcBackend::SerializeExecutable(
   for (const auto& call : program->library_calls()) {
     entry.packed.push_back(call->packed_weights());
   }
-  return EncodeOrcCacheEntry(entry);
+  // The packed weights are the executable's, kept with it.
+  return EncodeOrcCacheEntryInParts(entry, std::move(executable));
+}
+
+absl::StatusOr<std::string> OrcBackend::SerializeExecutable(
+    const Executable& executable) const {
+  // The executable is the caller's, alive for the call: a non-owning pointer.
+  std::shared_ptr<const Executable> borrowed(&executable, [](const Executable*) {});
+  ASSIGN_OR_RETURN(PayloadParts parts, SerializeExecutableInParts(std::move(borrowed)));
+  return parts.Join();
 }
 
 absl::StatusOr<std::unique_ptr<Executable>> OrcBackend::DeserializeExecutable(

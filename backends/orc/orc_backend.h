@@ -23,6 +23,8 @@ class OrcBackend : public Backend {
       const Module& module, const CompileOptions& options) override;
 
   std::string CacheIdentity(const CompileOptions& options) const override;
+  absl::StatusOr<PayloadParts> SerializeExecutableInParts(
+      std::shared_ptr<const Executable> executable) const override;
   absl::StatusOr<std::string> SerializeExecutable(
       const Executable& executable) const override;
   absl::StatusOr<std::unique_ptr<Executable>> DeserializeExecutable(

@@ -312,6 +312,32 @@ TEST(DiskCache, BackgroundStoresAreSeenByLoadsAndFinishedOnDestruction) {
   ASSERT_OK(reopened.Clear());
 }
 
+// A payload in parts is stored as their concatenation, in the foreground
+// and in the background (where the parts' keep-alive holds their memory
+// until written).
+TEST(DiskCache, PayloadInPartsReadsAsItsConcatenation) {
+  const std::string dir = FreshDir("parts");
+  auto owned = std::make_shared<std::vector<std::string>>(
+      std::vector<std::string>{std::string(5 << 20, 'a'), "b", "", std::string(100, 'c')});
+  PayloadParts parts;
+  for (const std::string& s : *owned) parts.parts.push_back(s);
+  parts.keep_alive = owned;
+  const std::string joined = parts.Join();
+  {
+    DiskCache cache(dir);
+    cache.Store("now", parts);
+    cache.StoreInBackground("later", std::move(parts));
+    owned.reset();  // The queued store keeps the parts' memory.
+  }
+  DiskCache reopened(dir);
+  for (const char* key : {"now", "later"}) {
+    std::optional<std::string> got = reopened.Load(key);
+    ASSERT_TRUE(got.has_value()) << key;
+    EXPECT_EQ(*got, joined) << key;
+  }
+  ASSERT_OK(reopened.Clear());
+}
+
 // graft cache clear also removes the entries of an older format.
 TEST(DiskCache, ClearRemovesOlderFormats) {
   const std::string dir = FreshDir("older");

@@ -223,6 +223,22 @@ TEST(OnnxComposedOps, GroupNormalization) {
   ExpectTensor(out[0], DType::kF32, {1, 4, 2}, {-3 / s, -1 / s, 1 / s, 3 / s, -1, -1, 3, 3}, 1e-5);
 }
 
+// Scale and bias per channel at opset 18 (as some exporters write them).
+TEST(OnnxComposedOps, GroupNormalizationPerChannelAffine) {
+  ModelBuilder b(18);
+  b.FloatInput("x", {1, 2, 2});
+  b.FloatInitializer("scale", {2}, {1, 10});
+  b.FloatInitializer("bias", {2}, {0, 1});
+  onnx::NodeProto* n = b.Node("GroupNormalization", {"x", "scale", "bias"}, {"y"});
+  AttrInt(n, "num_groups", 1);
+  AttrFloat(n, "epsilon", 0);
+  b.Output("y");
+  // One group {1, 3, 5, 7}: mean 4, variance 5.
+  auto out = RunModel(b, {F32({1, 2, 2}, {1, 3, 5, 7})});
+  const double s = std::sqrt(5.0);
+  ExpectTensor(out[0], DType::kF32, {1, 2, 2}, {-3 / s, -1 / s, 10 / s + 1, 30 / s + 1}, 1e-5);
+}
+
 // --- Rearranging -------------------------------------------------------------
 
 TEST(OnnxComposedOps, DepthToSpaceAndBack) {
@@ -364,6 +380,11 @@ TEST(OnnxComposedOps, EinsumRefusesADiagonal) {
   AttrString(b.Node("Einsum", {"a"}, {"d"}), "equation", "ii->i");
   b.Output("d");
   EXPECT_THAT(ImportError(b), HasSubstr("diagonal"));
+  ModelBuilder twice;
+  twice.FloatInput("a", {3, 3});
+  AttrString(twice.Node("Einsum", {"a"}, {"d"}), "equation", "ij->ii");
+  twice.Output("d");
+  EXPECT_THAT(ImportError(twice), HasSubstr("appears twice"));
 }
 
 // --- Reductions ----------------------------------------------------------------
@@ -476,6 +497,43 @@ TEST(OnnxComposedOps, GruOneStep) {
     const double h = (1 - z) * hh + z * h0;
     ExpectTensor(out[0], DType::kF32, {1, 1, 1, 1}, {h}, 1e-6);
   }
+}
+
+// No bias input (nn.GRU(bias=False)), both linear_before_reset forms, and
+// an RNN with Relu: h = relu(x w + h r).
+TEST(OnnxComposedOps, GruWithoutBiasAndRnnWithRelu) {
+  for (int lbr : {0, 1}) {
+    SCOPED_TRACE(lbr);
+    ModelBuilder b;
+    b.FloatInput("x", {1, 1, 1});
+    b.FloatInitializer("w", {1, 3, 1}, {0.5, -1, 2});
+    b.FloatInitializer("r", {1, 3, 1}, {0.1, 0.2, 0.3});
+    b.FloatInitializer("h0", {1, 1, 1}, {0.5});
+    onnx::NodeProto* n = b.Node("GRU", {"x", "w", "r", "", "", "h0"}, {"y"});
+    AttrInt(n, "hidden_size", 1);
+    AttrInt(n, "linear_before_reset", lbr);
+    b.Output("y");
+    auto out = RunModel(b, {F32({1, 1, 1}, {2})});
+    ASSERT_EQ(out.size(), 1u);
+    auto sigmoid = [](double v) { return 1 / (1 + std::exp(-v)); };
+    const double z = sigmoid(0.5 * 2 + 0.1 * 0.5), r = sigmoid(-2 + 0.2 * 0.5);
+    const double hh = std::tanh(2 * 2 + r * 0.3 * 0.5);  // Both forms agree without a bias.
+    ExpectTensor(out[0], DType::kF32, {1, 1, 1, 1}, {(1 - z) * hh + z * 0.5}, 1e-6);
+  }
+  ModelBuilder b;
+  b.FloatInput("x", {2, 1, 1});
+  b.FloatInitializer("w", {1, 1, 1}, {1});
+  b.FloatInitializer("r", {1, 1, 1}, {-2});
+  onnx::NodeProto* n = b.Node("RNN", {"x", "w", "r"}, {"y"});
+  AttrInt(n, "hidden_size", 1);
+  onnx::AttributeProto* a = n->add_attribute();
+  a->set_name("activations");
+  a->set_type(onnx::AttributeProto::STRINGS);
+  a->add_strings("Relu");
+  b.Output("y");
+  auto out = RunModel(b, {F32({2, 1, 1}, {3, 5})});
+  // h1 = relu(3) = 3; h2 = relu(5 - 2 * 3) = 0.
+  ExpectTensor(out[0], DType::kF32, {2, 1, 1, 1}, {3, 0});
 }
 
 TEST(OnnxComposedOps, RecurrentRefusesWhatItCannotDo) {

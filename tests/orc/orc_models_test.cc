@@ -18,6 +18,7 @@
 #include "backends/disk_cache.h"
 #include "backends/fallback_executable.h"
 #include "backends/orc/cache_entry.h"
+#include "backends/orc/orc_executable.h"
 #include "backends/interp/constant_evaluator.h"
 #include "gmock/gmock.h"
 #include "graph/parser.h"
@@ -253,6 +254,31 @@ TEST_F(OrcDiskCache, PackedWeightsTravelWithTheEntry) {
   EXPECT_EQ(stats.disk_hits, 1);
   for (size_t i = 0; i < out.size(); ++i) EXPECT_TRUE(out[i].BitwiseEqual(again[i]));
   fs::remove_all(dir);
+}
+
+// The entry is written from the executable's own packed weights, not a
+// copy of them: its parts point into them, keep the executable alive, and
+// join to the bytes SerializeExecutable gives.
+TEST_F(OrcDiskCache, EntryPartsPointIntoThePackedWeights) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> compiled, Orc().Compile(module_, {}));
+  std::shared_ptr<const Executable> e = std::move(compiled);
+  ASSERT_OK_AND_ASSIGN(std::string bytes, Orc().SerializeExecutable(*e));
+  ASSERT_OK_AND_ASSIGN(orc::OrcCacheEntry entry, orc::DecodeOrcCacheEntry(bytes));
+  ASSERT_OK_AND_ASSIGN(PayloadParts parts, Orc().SerializeExecutableInParts(e));
+  EXPECT_EQ(parts.Join(), bytes);
+  const auto* program = dynamic_cast<const orc::OrcExecutable&>(*e).fixed();
+  ASSERT_NE(program, nullptr);
+  int pointing = 0;
+  for (const auto& call : program->library_calls()) {
+    std::optional<runtime::PackedWeights> packed = call->packed_weights();
+    if (!packed.has_value()) continue;
+    for (absl::string_view part : parts.parts) pointing += part.data() == packed->data;
+  }
+  EXPECT_EQ(pointing, 2);  // fc and fc2.
+  const long owners = e.use_count();
+  EXPECT_GT(owners, 1) << "the parts keep the executable";
+  parts = PayloadParts();
+  EXPECT_EQ(e.use_count(), owners - 1);
 }
 
 // Bytes flipped in the stored file, at its start, middle and end: each is
