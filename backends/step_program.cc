@@ -79,7 +79,10 @@ StepKind KindOfStep(const Node& node, const StepTarget& target) {
   if (node.is_call("layer_norm")) return StepKind::kLayerNorm;
   if (node.is_call("batch_norm")) return StepKind::kBatchNorm;
   if (target.is_library_call(node)) return StepKind::kLibrary;
-  if (node.is_call("matmul")) return StepKind::kMatmul;
+  if (node.is_call("matmul") || node.is_call("linear") ||
+      node.is_call("graft::linear_activation")) {
+    return StepKind::kMatmul;
+  }
   if (IsQuantizeOp(node)) return StepKind::kQuantize;
   if (IsIndexOp(node)) return StepKind::kIndex;
   if (IsCreateOp(node)) return StepKind::kCreate;

@@ -38,7 +38,7 @@ enum class StepKind : unsigned char {
   kLayerNorm,
   kBatchNorm,
   kLibrary,    // A library call (matmul, linear, linear_activation, conv2d).
-  kMatmul,     // A matmul the backend generates code for (small or f64).
+  kMatmul,     // A matmul or linear layer the backend generates code for (small or f64).
   kPool,       // max_pool2d, avg_pool2d, adaptive_avg_pool2d.
   kQuantize,   // quantize_per_tensor, quantize_per_channel, dequantize.
   kIndex,      // gather, index_select, embedding: may fail (an index out

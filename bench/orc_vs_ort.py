@@ -13,7 +13,7 @@ usage: bench/orc_vs_ort.py --ort-node DIR [--models DIR] [--rounds N] [--build D
                   MLP, ResNet-18 and a GPT-2 block that way)
   --rounds N      each side runs N times, alternating; the best median counts
 
-The repository's small test models (tests/onnx_models/*) are always included. The
+The repository's small test models of one input (tests/onnx_models/*) are always included. The
 benchmark MLP (bench_mlp) also runs with bf16 matrix products on CPUs with
 AVX512_BF16 (beside ONNX Runtime's f32), and a one-node graph
 (bench/models/one_node.graft) shows what one run costs beyond its work.
@@ -41,16 +41,20 @@ def models(extra_dir):
             npy = onnx[:-len(".onnx")] + ".input.npy"
             if os.path.exists(npy):
                 found.append((os.path.basename(onnx)[:-5], onnx, npy, 20))
-    # The importer's negative fixtures (manifest "unsupported" lines) are left out.
-    refused = set()
+    # The importer's negative fixtures (manifest "unsupported" lines) are
+    # left out, and so are models of several inputs: the ONNX Runtime
+    # anchor script and compiled_run feed one.
+    single_input = {}
     with open(os.path.join(ROOT, "tests", "onnx_models", "manifest.txt")) as f:
         for line in f:
-            if line.startswith("unsupported "):
-                refused.add(line.split()[1])
+            words = line.split()
+            if len(words) == 6 and words[0] == "model":
+                single_input[words[1]] = words[3] if "," not in words[3] else None
     for folder in sorted(glob.glob(os.path.join(ROOT, "tests", "onnx_models", "*"))):
-        onnx, npy = os.path.join(folder, "model.onnx"), os.path.join(folder, "input_x.npy")
-        if os.path.basename(folder) in refused:
+        name = single_input.get(os.path.basename(folder))
+        if name is None:
             continue
+        onnx, npy = os.path.join(folder, "model.onnx"), os.path.join(folder, "input_%s.npy" % name)
         if os.path.exists(onnx) and os.path.exists(npy):
             found.append((os.path.basename(folder), onnx, npy, 2000))
     return found

@@ -15,7 +15,8 @@ namespace graft::interp {
 namespace {
 
 double Activate(const std::string& activation, double v) {
-  if (activation == "relu") return v > 0 ? v : 0.0;
+  // NaN stays NaN, as in the relu op (torch.relu).
+  if (activation == "relu") return std::isnan(v) ? v : (v > 0 ? v : 0.0);
   if (activation == "gelu") return 0.5 * v * (1.0 + std::erf(v * M_SQRT1_2));
   // gelu_tanh.
   const double k = std::sqrt(2.0 / M_PI);

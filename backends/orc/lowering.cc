@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <functional>
 #include <cstdlib>
 #include <limits>
 #include <optional>
@@ -286,11 +287,13 @@ class StepEmitter {
   // vector of the result's columns stay in registers.
   static constexpr int64_t kMatmulUnrolledK = 32;
 
-  // matmul as loops (NumPy rules: 1-D operands, broadcast batch dims):
-  // for each row of the result, the columns vectorize.
+  // matmul as loops (NumPy rules: 1-D operands, broadcast batch dims), and
+  // linear layers (bias and ReLU added to each sum): for each row of the
+  // result, the columns vectorize.
   void Matmul() {
     // An empty result has nothing to write (and Loop runs its body once).
     if (Product(DimsOf(node()), 0, DimsOf(node()).size()) == 0) return;
+    if (!node().is_call("matmul")) return Linear();
     const std::vector<Node*> operands = node().inputs();
     std::vector<int64_t> ad = DimsOf(*operands[0]), bd = DimsOf(*operands[1]);
     if (ad.size() == 1) ad.insert(ad.begin(), 1);  // A row [1, K].
@@ -317,19 +320,51 @@ class StepEmitter {
       strides.push_back(dense[dims.size() - 1]);
       return View{Data(input), input->type()->dtype, 0, strides};
     };
-    const View a = view(operands[0], ad, a_batch), bv = view(operands[1], bd, b_batch);
     std::vector<int64_t> out_dims = batch;
     out_dims.push_back(m);
     out_dims.push_back(n);
     const View out{args_[0], out_dtype(), 0, ContiguousStrides(out_dims)};
+    std::vector<int64_t> rows = batch;
+    rows.push_back(m);
+    ProductLoops(view(operands[0], ad, a_batch), view(operands[1], bd, b_batch), out, rows, k, n,
+                 nullptr);
+  }
+
+  // linear / linear_activation (ReLU): the input as [rows, K], the weight
+  // read transposed ([N, K], "out_in") or as it is ([K, N], "in_out").
+  void Linear() {
+    const std::vector<Node*> operands = node().inputs();
+    const std::vector<int64_t> xd = DimsOf(*operands[0]), wd = DimsOf(*operands[1]);
+    const int64_t k = xd.back(), m = Product(xd, 0, xd.size() - 1);
+    const bool fused = node().is_call("graft::linear_activation");
+    absl::StatusOr<OpCall> call = OpCall::Bind(node());
+    const bool in_out = fused && call.ok() && call->String("weight_layout") == "in_out";
+    const int64_t n = in_out ? wd[1] : wd[0];
+    const View a{Data(operands[0]), DType::kF32, 0, {k, 1}};
+    const View w{Data(operands[1]), DType::kF32, 0, in_out ? std::vector<int64_t>{n, 1}
+                                                           : std::vector<int64_t>{1, k}};
+    const View out{args_[0], out_dtype(), 0, {n, 1}};
+    const Node* bias = operands.size() > 2 ? operands[2] : nullptr;
+    ProductLoops(a, w, out, {m}, k, n, [&](llvm::Value* j, llvm::Value* sum) {
+      if (bias != nullptr) {
+        sum = b().CreateFAdd(sum, ir_.Load(View{Data(bias), DType::kF32, 0, {1}}, {j}));
+      }
+      return fused ? ir_.Maximum(sum, ir_.Constant(DType::kF32, 0)) : sum;
+    });
+  }
+
+  // out[.., i, j] = finish(j, sum_p a[.., i, p] * b[.., p, j]) over the
+  // index space `rows` (batch dims, then the row); finish may be null.
+  void ProductLoops(const View& a, const View& bv, const View& out, const std::vector<int64_t>& rows,
+                    int64_t k, int64_t n,
+                    const std::function<llvm::Value*(llvm::Value*, llvm::Value*)>& finish) {
     const DType t = out_dtype();
     auto at = [](std::vector<llvm::Value*> index, llvm::Value* i, llvm::Value* j) {
       index.push_back(i);
       index.push_back(j);
       return index;
     };
-    std::vector<int64_t> rows = batch;
-    rows.push_back(m);
+    auto done = [&](llvm::Value* j, llvm::Value* sum) { return finish ? finish(j, sum) : sum; };
     ir_.Loops(rows, [&](const std::vector<llvm::Value*>& index) {
       const std::vector<llvm::Value*> b_index(index.begin(), index.end() - 1);
       llvm::Value* row = index.back();
@@ -354,7 +389,7 @@ class StepEmitter {
           }
           llvm::Value* sum = sums.empty() ? ir_.Constant(t, 0) : sums[0];
           for (size_t c = 1; c < sums.size(); ++c) sum = b().CreateFAdd(sum, sums[c]);
-          ir_.Store(out, at(b_index, row, j), sum);
+          ir_.Store(out, at(b_index, row, j), done(j, sum));
         });
         return;
       }
@@ -367,6 +402,12 @@ class StepEmitter {
                                            b().CreateFMul(x, ir_.Load(bv, at(b_index, p, j)))));
         });
       });
+      if (finish) {
+        ir_.Loop(n, [&](llvm::Value* j) {
+          const std::vector<llvm::Value*> o = at(b_index, row, j);
+          ir_.Store(out, o, finish(j, ir_.Load(out, o)));
+        });
+      }
     });
   }
 

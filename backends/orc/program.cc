@@ -24,9 +24,42 @@ bool IsInt8Product(const Node& node) {
 // loops: a oneDNN call costs about 0.6 us more than its work there.
 constexpr int64_t kGeneratedMatmulMacs = int64_t{1} << 17;
 
+// A linear layer this small (multiply-adds) runs as generated loops even
+// with a constant weight that oneDNN would pack: at a few thousand
+// multiply-adds the call's overhead is most of its time (the layers of an
+// unrolled LSTM, a classifier head).
+constexpr int64_t kGeneratedLinearMacs = int64_t{1} << 14;
+
+// linear, or linear_activation with ReLU, of static f32 operands and at
+// most kGeneratedLinearMacs multiply-adds.
+bool IsGeneratedLinear(const Node& node) {
+  const bool fused = node.is_call("graft::linear_activation");
+  if ((!node.is_call("linear") && !fused) || !node.type().has_value() ||
+      !IsStatic(node.type()->shape) || node.type()->dtype != DType::kF32) {
+    return false;
+  }
+  if (fused) {
+    absl::StatusOr<OpCall> call = OpCall::Bind(node);
+    if (!call.ok() || call->String("activation") != "relu") return false;
+  }
+  const std::vector<Node*> operands = node.inputs();
+  for (const Node* n : operands) {
+    if (!n->type().has_value() || !IsStatic(n->type()->shape) || n->type()->dtype != DType::kF32) {
+      return false;
+    }
+  }
+  if (operands.size() < 2 || operands[1]->type()->shape.size() != 2 ||
+      operands[0]->type()->shape.empty()) {
+    return false;
+  }
+  const int64_t k = operands[0]->type()->shape.back().value();
+  return NumElements(node.type()->shape) * k <= kGeneratedLinearMacs;
+}
+
 // A matmul the backend generates code for: a small f32 one, or any f64
-// one (oneDNN's products are f32).
+// one (oneDNN's products are f32); and small linear layers.
 bool IsGeneratedMatmul(const Node& node) {
+  if (IsGeneratedLinear(node)) return true;
   if (!node.is_call("matmul") || !node.type().has_value() || !IsStatic(node.type()->shape)) {
     return false;
   }

@@ -44,21 +44,23 @@ using ::graft::testing::StatusIs;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
+// Layers large enough (20k multiply-adds) to run through oneDNN with
+// packed weights rather than as generated loops.
 constexpr absl::string_view kMlp = R"(
-tensor w : f32[16,8] = random(seed=1)
-tensor b : f32[16] = random(seed=2)
-tensor w2 : f32[4,16] = random(seed=3)
+tensor w : f32[512,8] = random(seed=1)
+tensor b : f32[512] = random(seed=2)
+tensor w2 : f32[8,512] = random(seed=3)
 
 graph():
     %x : f32[5,8] = placeholder[target=x]
-    %w : f32[16,8] = get_attr[target=w]
-    %b : f32[16] = get_attr[target=b]
-    %w2 : f32[4,16] = get_attr[target=w2]
-    %fc : f32[5,16] = call_function[target=linear](args = (%x, %w), kwargs = {bias: %b})
-    %relu : f32[5,16] = call_function[target=relu](args = (%fc,), kwargs = {})
-    %fc2 : f32[5,4] = call_function[target=linear](args = (%relu, %w2), kwargs = {})
-    %t : f32[5,4] = call_function[target=tanh](args = (%fc2,), kwargs = {})
-    %e : f32[5,4] = call_function[target=exp](args = (%t,), kwargs = {})
+    %w : f32[512,8] = get_attr[target=w]
+    %b : f32[512] = get_attr[target=b]
+    %w2 : f32[8,512] = get_attr[target=w2]
+    %fc : f32[5,512] = call_function[target=linear](args = (%x, %w), kwargs = {bias: %b})
+    %relu : f32[5,512] = call_function[target=relu](args = (%fc,), kwargs = {})
+    %fc2 : f32[5,8] = call_function[target=linear](args = (%relu, %w2), kwargs = {})
+    %t : f32[5,8] = call_function[target=tanh](args = (%fc2,), kwargs = {})
+    %e : f32[5,8] = call_function[target=exp](args = (%t,), kwargs = {})
     return e
 )";
 
@@ -212,7 +214,7 @@ TEST(CompiledModel, WeightsAreKeptPackedOnce) {
   }
   uint64_t plain = 0;
   for (const runtime::TensorRange& t : m.tensors) plain += t.bytes;
-  EXPECT_EQ(plain, 16 * 4u);  // Only the bias b: f32[16].
+  EXPECT_EQ(plain, 512 * 4u);  // Only the bias b: f32[512].
 }
 
 // Odd programs: weights that are also the input of their own product (the

@@ -133,20 +133,22 @@ TEST(OrcModels, UserSubmodulesOfOtherOpsAreInlined) {
 // ---------------------------------------------------------------------------
 // The on-disk cache.
 
+// Layers large enough (20k multiply-adds) to run through oneDNN with
+// packed weights rather than as generated loops.
 constexpr absl::string_view kFixedMlp = R"(
-tensor w : f32[16,8] = random(seed=1)
-tensor b : f32[16] = random(seed=2)
-tensor w2 : f32[4,16] = random(seed=3)
+tensor w : f32[512,8] = random(seed=1)
+tensor b : f32[512] = random(seed=2)
+tensor w2 : f32[8,512] = random(seed=3)
 
 graph():
     %x : f32[5,8] = placeholder[target=x]
-    %w : f32[16,8] = get_attr[target=w]
-    %b : f32[16] = get_attr[target=b]
-    %w2 : f32[4,16] = get_attr[target=w2]
-    %fc : f32[5,16] = call_function[target=linear](args = (%x, %w), kwargs = {bias: %b})
-    %relu : f32[5,16] = call_function[target=relu](args = (%fc,), kwargs = {})
-    %fc2 : f32[5,4] = call_function[target=linear](args = (%relu, %w2), kwargs = {})
-    %sm : f32[5,4] = call_function[target=log_softmax](args = (%fc2,), kwargs = {dim: -1})
+    %w : f32[512,8] = get_attr[target=w]
+    %b : f32[512] = get_attr[target=b]
+    %w2 : f32[8,512] = get_attr[target=w2]
+    %fc : f32[5,512] = call_function[target=linear](args = (%x, %w), kwargs = {bias: %b})
+    %relu : f32[5,512] = call_function[target=relu](args = (%fc,), kwargs = {})
+    %fc2 : f32[5,8] = call_function[target=linear](args = (%relu, %w2), kwargs = {})
+    %sm : f32[5,8] = call_function[target=log_softmax](args = (%fc2,), kwargs = {dim: -1})
     return sm
 )";
 

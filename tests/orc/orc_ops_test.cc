@@ -988,6 +988,42 @@ TEST(OrcGemm, MatmulPlusBias) {
   }
 }
 
+// Linear layers small enough to run as generated loops (up to 2^14
+// multiply-adds): with and without bias, with ReLU in both weight layouts,
+// a computed weight, K up to 32 (sums in registers) and beyond, 3-D
+// inputs, and NaN rows (ReLU keeps NaN).
+TEST(OrcGemm, SmallLinearLayersAsLoops) {
+  ORC_TEST_SEED(rng);
+  for (const auto& [rows, k, n] : std::vector<std::tuple<Dims, int64_t, int64_t>>{
+           {{2}, 8, 32}, {{3, 5}, 7, 9}, {{4}, 33, 40}, {{1}, 1, 1}, {{6}, 64, 30}}) {
+    SCOPED_TRACE(absl::StrCat(DimsText(rows), " k ", k, " n ", n));
+    ModuleBuilder b(rng);
+    Dims xd = rows;
+    xd.push_back(k);
+    Node* x = b.In(DType::kF32, xd, -1, 1);
+    Node* w = b.Const(DType::kF32, {n, k}, -1, 1);
+    Node* w_in_out = b.Const(DType::kF32, {k, n}, -1, 1);
+    Node* bias = b.Const(DType::kF32, {n}, -1, 1);
+    Node* live_w = b.In(DType::kF32, {n, k}, -1, 1);
+    b.Out({b.Call("linear", {x, w}), b.Call("linear", {x, w}, {{"bias", bias}}),
+           b.Call("linear", {x, live_w}, {{"bias", bias}}),
+           b.Call("graft::linear_activation", {x, w, bias}),
+           b.Call("graft::linear_activation", {x, w_in_out}, {{"weight_layout", "in_out"}})});
+    ExpectOrcMatchesInterp(b, kReduceTol);
+  }
+  // A NaN in a row gives a NaN row, through the ReLU too (oneDNN's fused
+  // ReLU, for larger layers, gives 0 there: docs/ops.md).
+  for (const auto& [n, k] : {std::pair<int64_t, int64_t>{3, 4}}) {
+    ModuleBuilder b(rng);
+    Tensor x = RandomData(DType::kF32, {2, k}, rng);
+    x.SetFromDouble(1, NAN);
+    Node* in = b.In(x);
+    Node* w = b.Const(DType::kF32, {n, k}, -1, 1);
+    b.Out({b.Call("graft::linear_activation", {in, w}), b.Call("linear", {in, w})});
+    ExpectOrcMatchesInterp(b, kReduceTol);
+  }
+}
+
 TEST(OrcGemm, Conv2d) {
   ORC_TEST_SEED(rng);
   struct Case {
@@ -1820,7 +1856,9 @@ TEST(OrcExecutable, Bf16MatmulsStayWithinTheBf16Tolerance) {
   }
   ASSERT_OK(e);
   std::mt19937_64 rng(FreshSeed());
-  const Tensor x = RandomData(DType::kF32, {3, 16}, rng);
+  // 512 rows: layers of 262k multiply-adds, which run through oneDNN
+  // (tiny ones run as generated f32 loops whatever the precision).
+  const Tensor x = RandomData(DType::kF32, {512, 16}, rng);
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> reference, Interp().Compile(m, {}));
   ASSERT_OK_AND_ASSIGN(std::vector<Tensor> want, reference->Run({x}));
   ASSERT_OK_AND_ASSIGN(std::vector<Tensor> got, (*e)->Run({x}));
