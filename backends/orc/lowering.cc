@@ -9,6 +9,7 @@
 #include <optional>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "backends/orc/ir_emitter.h"
 #include "backends/orc/llvm_jit.h"
@@ -1179,6 +1180,32 @@ llvm::Value* BufferPointer(llvm::IRBuilder<>& b, const BufferRef& ref,
   return nullptr;
 }
 
+// Steps of the same op on the same shapes (the time steps of an unrolled
+// LSTM, the layers of a transformer) lower to the same function but for its
+// name: the first of each kind is kept and called for all, so LLVM
+// optimizes it once. Compared by their IR text (with the name left out),
+// which is exact: anything that differs, shows.
+class IdenticalFunctions {
+ public:
+  // `f` itself, or the identical function seen before (and `f` erased).
+  llvm::Function* Reuse(llvm::Function* f) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    f->print(os);
+    os.flush();
+    const std::string name = absl::StrCat("@", f->getName().str(), "(");
+    const size_t at = text.find(name);
+    if (at != std::string::npos) text.replace(at, name.size(), "@(");
+    auto [it, added] = seen_.emplace(std::move(text), f);
+    if (added) return f;
+    f->eraseFromParent();
+    return it->second;
+  }
+
+ private:
+  absl::flat_hash_map<std::string, llvm::Function*> seen_;
+};
+
 }  // namespace
 
 absl::StatusOr<std::string> CompileToObject(const Program& program) {
@@ -1188,6 +1215,7 @@ absl::StatusOr<std::string> CompileToObject(const Program& program) {
   ASSIGN_OR_RETURN(const HostCpu cpu, TargetCpu(program.options.target_cpu));
 
   std::vector<llvm::Function*> functions;
+  IdenticalFunctions identical;
   for (size_t i = 0; i < program.steps.size(); ++i) {
     const Step& step = program.steps[i];
     const int pointers = 1 + static_cast<int>(step.inputs.size()) +
@@ -1201,7 +1229,7 @@ absl::StatusOr<std::string> CompileToObject(const Program& program) {
                                                  s.message()));
     }
     if (!emitter.returned()) ir.b().CreateRet(ir.b().getInt32(0));
-    functions.push_back(f);
+    functions.push_back(identical.Reuse(f));
   }
 
   llvm::IRBuilder<>& b = ir.b();
@@ -1245,6 +1273,9 @@ absl::StatusOr<std::string> CompileToObject(const Program& program) {
       f.addFnAttr(llvm::Attribute::NoInline);
       f.setLinkage(llvm::Function::ExternalLinkage);
     }
+    // A step called from several places stays one function: inlined, it
+    // would be optimized once per call again.
+    if (&f != entry && !f.hasOneUse()) f.addFnAttr(llvm::Attribute::NoInline);
     if (cpu.has_avx512) f.addFnAttr("prefer-vector-width", "512");
     // Vector divisions marked arcp (the tanh and erf rationals) become a
     // reciprocal estimate and one Newton step: a few times the throughput

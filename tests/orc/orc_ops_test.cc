@@ -3,9 +3,13 @@
 // widths, size-1 dims, rank 0 and empty tensors, in every dtype the op
 // takes. Many ops share one module (one LLVM compile) where they can.
 
+#include <unistd.h>
+
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <memory>
 #include <random>
@@ -13,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "backends/fallback_executable.h"
 #include "backends/interp/kernel.h"
@@ -1022,6 +1027,32 @@ TEST(OrcGemm, SmallLinearLayersAsLoops) {
     b.Out({b.Call("graft::linear_activation", {in, w}), b.Call("linear", {in, w})});
     ExpectOrcMatchesInterp(b, kReduceTol);
   }
+}
+
+// Steps of the same op on the same shapes share one function, compiled
+// once: a chain of 20 (linear, tanh) pairs with 20 different weights
+// leaves the entry function and the two shared steps in the optimized IR
+// (GRAFT_ORC_DUMP_IR), where single-use steps would all be inlined into
+// the entry. The results are the interpreter's.
+TEST(OrcProgram, IdenticalStepsShareOneFunction) {
+  ORC_TEST_SEED(rng);
+  ModuleBuilder b(rng);
+  Node* y = b.In(DType::kF32, {2, 8}, -1, 1);
+  for (int i = 0; i < 20; ++i) {
+    y = b.Call("tanh", {b.Call("linear", {y, b.Const(DType::kF32, {8, 8}, -1, 1)})});
+  }
+  b.Out({y});
+  const std::string dir = absl::StrCat(::testing::TempDir(), "/graft_ir_", getpid());
+  std::filesystem::create_directories(dir);
+  setenv("GRAFT_ORC_DUMP_IR", dir.c_str(), 1);
+  ExpectOrcMatchesInterp(b, kReduceTol);
+  unsetenv("GRAFT_ORC_DUMP_IR");
+  std::ifstream ir(dir + "/graft.ll");
+  ASSERT_TRUE(ir.good()) << dir;
+  int defined = 0;
+  for (std::string line; std::getline(ir, line);) defined += absl::StartsWith(line, "define ");
+  EXPECT_EQ(defined, 3);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(OrcGemm, Conv2d) {
