@@ -20,6 +20,7 @@ const absl::flat_hash_map<std::string, OpConverter>& Table() {
     AddResizeConverters(all);
     AddRearrangeConverters(all);
     AddRecurrentConverters(all);
+    AddQuantizeConverters(all);
     auto* map = new absl::flat_hash_map<std::string, OpConverter>();
     for (OpConverter& c : all) {
       std::string name = c.op_type;

@@ -55,6 +55,7 @@ void AddConvTransposeConverters(std::vector<OpConverter>& table);
 void AddResizeConverters(std::vector<OpConverter>& table);
 void AddRearrangeConverters(std::vector<OpConverter>& table);
 void AddRecurrentConverters(std::vector<OpConverter>& table);
+void AddQuantizeConverters(std::vector<OpConverter>& table);
 
 }  // namespace graft::onnx_import
 

@@ -39,27 +39,49 @@ std::optional<Activation> ActivationOf(const Node* dq) {
   return Activation{values, scale.number(), zero_point.int_value()};
 }
 
-// A per-channel dequantize of a constant int8 weight with zero points 0,
-// along `axis`.
+// A dequantize of a constant int8 weight with zero points 0 (a tensor of
+// zeros or the literal 0): per channel along `axis`, or per tensor (a
+// literal scale, which becomes one scale per channel here, as ONNX
+// Runtime's per-tensor quantization writes weights).
 struct Weight {
   const Tensor* values = nullptr;
   Node* scales = nullptr;
 };
 
-std::optional<Weight> WeightOf(const Module& module, const Node* dq, int64_t axis) {
+bool ZeroPointsAreZero(const Module& module, const OpCall& call) {
+  const Argument& z = call.Get("zero_point");
+  if (z.is_int()) return z.int_value() == 0;
+  const Tensor* zeros = AttrTensor(module, call.TensorNode("zero_point"));
+  if (zeros == nullptr) return false;
+  for (int64_t i = 0; i < zeros->NumElements(); ++i) {
+    if (zeros->GetAsDouble(i) != 0) return false;
+  }
+  return true;
+}
+
+std::optional<Weight> WeightOf(Module& module, Node* dq, int64_t axis) {
   if (dq == nullptr || !dq->is_call("dequantize")) return std::nullopt;
   absl::StatusOr<OpCall> call = OpCall::Bind(*dq);
-  if (!call.ok() || call->IsNone("axis") || call->Int("axis") != axis) return std::nullopt;
+  if (!call.ok() || call->GetDType("dtype") != DType::kF32) return std::nullopt;
   const Tensor* values = AttrTensor(module, call->TensorNode("input"));
-  const Tensor* scales = AttrTensor(module, call->TensorNode("scale"));
-  const Tensor* zeros = AttrTensor(module, call->TensorNode("zero_point"));
   if (values == nullptr || values->dtype() != DType::kI8 ||
-      (values->rank() != 2 && values->rank() != 4) ||
-      scales == nullptr || scales->dtype() != DType::kF32 || zeros == nullptr) {
+      (values->rank() != 2 && values->rank() != 4) || !ZeroPointsAreZero(module, *call)) {
     return std::nullopt;
   }
-  for (int64_t i = 0; i < zeros->NumElements(); ++i) {
-    if (zeros->GetAsDouble(i) != 0) return std::nullopt;
+  if (call->IsNone("axis")) {
+    const Argument& scale = call->Get("scale");
+    if (!scale.is_number()) return std::nullopt;
+    Tensor scales(DType::kF32, {values->dim(static_cast<int>(axis))});
+    for (int64_t i = 0; i < scales.NumElements(); ++i) scales.SetFromDouble(i, scale.number());
+    const std::string name = module.UniqueTensorName(
+        absl::StrCat(call->TensorNode("input")->target(), "_scales"));
+    module.SetTensor(name, scales);
+    auto at = module.graph().InsertingBefore(dq);
+    return Weight{values, module.graph().GetAttr(name, scales.type())};
+  }
+  const Tensor* scales = AttrTensor(module, call->TensorNode("scale"));
+  if (call->Int("axis") != axis || scales == nullptr || scales->dtype() != DType::kF32) {
+    return std::nullopt;
   }
   return Weight{values, call->TensorNode("scale")};
 }

@@ -414,6 +414,63 @@ TEST(OnnxComposedOps, ComposedReductionsAndArgMin) {
   ExpectTensor(out[5], DType::kI64, {2, 1}, {1, 0});
 }
 
+// --- Quantization ------------------------------------------------------------
+
+// round(x / scale) + zero point, halves to even, saturated to the zero
+// point's type; and back: (q - zero point) * scale.
+TEST(OnnxComposedOps, QuantizeLinearPerTensor) {
+  ModelBuilder b;
+  b.FloatInput("x", {5});
+  b.FloatInitializer("s", {}, {0.5});
+  b.RawInitializer("z", T(DType::kU8, {}, {128}));
+  b.Node("QuantizeLinear", {"x", "s", "z"}, {"q"});
+  b.Node("DequantizeLinear", {"q", "s", "z"}, {"back"});
+  b.Output("q");
+  b.Output("back");
+  auto out = RunModel(b, {F32({5}, {-1, 0, 0.5, 1.25, 300})});
+  ASSERT_EQ(out.size(), 2u);
+  ExpectTensor(out[0], DType::kU8, {5}, {126, 128, 129, 130, 255});
+  ExpectTensor(out[1], DType::kF32, {5}, {-1, 0, 0.5, 1, 63.5});
+}
+
+// Per axis (axis 0): row r uses scale[r] and zero point[r]; a known int32
+// tensor (a quantized bias) is dequantized at import.
+TEST(OnnxComposedOps, QuantizeLinearPerAxisAndInt32Bias) {
+  ModelBuilder b;
+  b.FloatInput("x", {2, 2});
+  b.FloatInitializer("s", {2}, {1, 2});
+  b.RawInitializer("z", T(DType::kI8, {2}, {0, 1}));
+  b.RawInitializer("bias", T(DType::kI32, {2}, {10, -20}));
+  b.FloatInitializer("bias_scale", {}, {0.25});
+  for (onnx::NodeProto* n : {b.Node("QuantizeLinear", {"x", "s", "z"}, {"q"}),
+                             b.Node("DequantizeLinear", {"q", "s", "z"}, {"back"})}) {
+    AttrInt(n, "axis", 0);
+  }
+  b.Node("DequantizeLinear", {"bias", "bias_scale"}, {"b"});
+  for (const char* o : {"q", "back", "b"}) b.Output(o);
+  auto out = RunModel(b, {F32({2, 2}, {1, -1, 3, 300})});
+  ASSERT_EQ(out.size(), 3u);
+  ExpectTensor(out[0], DType::kI8, {2, 2}, {1, -1, 3, 127});
+  ExpectTensor(out[1], DType::kF32, {2, 2}, {1, -1, 4, 252});
+  ExpectTensor(out[2], DType::kF32, {2}, {2.5, -5});
+}
+
+TEST(OnnxComposedOps, QuantizeLinearRefusesWhatItCannotDo) {
+  ModelBuilder runtime_scale;
+  runtime_scale.FloatInput("x", {2});
+  runtime_scale.FloatInput("s", {});
+  runtime_scale.Node("QuantizeLinear", {"x", "s"}, {"q"});
+  runtime_scale.Output("q");
+  EXPECT_THAT(ImportError(runtime_scale), HasSubstr("scale must be known at import time"));
+  ModelBuilder wide;
+  wide.FloatInput("x", {2});
+  wide.FloatInitializer("s", {}, {1});
+  wide.RawInitializer("z", T(DType::kI32, {}, {0}));
+  wide.Node("QuantizeLinear", {"x", "s", "z"}, {"q"});
+  wide.Output("q");
+  EXPECT_THAT(ImportError(wide), HasSubstr("int8 and uint8"));
+}
+
 // --- Recurrent -----------------------------------------------------------------
 
 // hidden size 1, one input feature, weights chosen so each gate is easy to

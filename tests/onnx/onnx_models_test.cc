@@ -355,15 +355,59 @@ TEST(OnnxModelsTest, Misc) {
 // Face's BERT, GPT-2, Llama, T5 encoder and wav2vec2 at tiny sizes, PyTorch's
 // TransformerEncoder and scaled_dot_product_attention, an MLP with a
 // dynamic batch (tests/onnx_models/zoo/manifest.txt).
+// The models of the manifest in `root` (at least `at_least` of them).
+std::vector<ModelEntry> ManifestModels(const std::string& root, size_t at_least) {
+  absl::StatusOr<Manifest> manifest = ReadManifest(root);
+  EXPECT_TRUE(manifest.ok()) << manifest.status();
+  if (!manifest.ok()) return {};
+  EXPECT_GE(manifest->models.size(), at_least) << root;
+  return manifest->models;
+}
+
 TEST(OnnxModelsTest, ExportedByTorchExport) {
   GRAFT_REQUIRE_ONNX_MODELS();
   const std::string root = CommittedModelsDir() + "/zoo";
-  absl::StatusOr<Manifest> manifest = ReadManifest(root);
-  ASSERT_TRUE(manifest.ok()) << manifest.status();
-  ASSERT_GE(manifest->models.size(), 4u);
-  for (const ModelEntry& entry : manifest->models) {
+  for (const ModelEntry& entry : ManifestModels(root, 4)) {
     SCOPED_TRACE(entry.dir);
     CheckModel(root, entry.dir);
+  }
+}
+
+// Models quantized by ONNX Runtime's quantize_static (QDQ format): they
+// import as graft's reference quantized graph and give ONNX Runtime's
+// outputs; quantize-lower then turns every product into an int8 op, whose
+// results on every backend are ONNX Runtime's too
+// (tests/onnx_models/qdq/manifest.txt).
+TEST(OnnxModelsTest, QuantizedByOnnxRuntime) {
+  GRAFT_REQUIRE_ONNX_MODELS();
+  const std::string root = CommittedModelsDir() + "/qdq";
+  for (const ModelEntry& entry : ManifestModels(root, 4)) {
+    SCOPED_TRACE(entry.dir);
+    CheckModel(root, entry.dir);
+    const std::string dir = absl::StrCat(root, "/", entry.dir);
+    absl::StatusOr<Module> module = ImportOnnxFile(dir + "/model.onnx");
+    ASSERT_TRUE(module.ok()) << module.status();
+    absl::StatusOr<passes::Pipeline> lower = passes::Pipeline::FromString("quantize-lower");
+    ASSERT_TRUE(lower.ok()) << lower.status();
+    passes::PassContext ctx;
+    ASSERT_TRUE(lower->Run(*module, ctx).ok());
+    for (const Node* n : module->graph().nodes()) {
+      EXPECT_FALSE(n->is_call("linear") || n->is_call("conv2d") || n->is_call("matmul"))
+          << "%" << n->name() << " (" << n->target() << ") was not lowered to int8";
+    }
+    absl::StatusOr<Tensor> input = ReadNpy(dir + "/input_in0.npy");
+    absl::StatusOr<Tensor> want = ReadNpy(dir + "/output_out0.npy");
+    ASSERT_TRUE(input.ok() && want.ok());
+    for (const std::string& name : BackendRegistry::Global().Names()) {
+      SCOPED_TRACE(name);
+      absl::StatusOr<std::unique_ptr<Backend>> backend = CreateBackend(name);
+      ASSERT_TRUE(backend.ok()) << backend.status();
+      absl::StatusOr<std::unique_ptr<Executable>> compiled = CompileWithFallback(**backend, *module, {});
+      ASSERT_TRUE(compiled.ok()) << compiled.status();
+      absl::StatusOr<std::vector<Tensor>> got = (*compiled)->Run({*input});
+      ASSERT_TRUE(got.ok()) << got.status();
+      ExpectClose((*got)[0], *want, absl::StrCat(entry.dir, " lowered, on ", name));
+    }
   }
 }
 

@@ -196,6 +196,71 @@ class DynamicMlp(nn.Module):
         return self.fc2(F.gelu(self.fc1(x)))
 
 
+class TinyClipText(nn.Module):
+    def __init__(self):
+        super().__init__()
+        import transformers
+        cfg = transformers.CLIPTextConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                          num_attention_heads=4, vocab_size=101,
+                                          max_position_embeddings=32)
+        self.m = transformers.CLIPTextModel(cfg).eval()
+
+    def forward(self, ids):
+        out = self.m(input_ids=ids)
+        return out.last_hidden_state, out.pooler_output
+
+
+class TinyViT(nn.Module):
+    def __init__(self):
+        super().__init__()
+        import transformers
+        cfg = transformers.ViTConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                     intermediate_size=128, image_size=32, patch_size=8)
+        self.m = transformers.ViTModel(cfg).eval()
+
+    def forward(self, x):
+        return self.m(pixel_values=x).last_hidden_state
+
+
+class TinyWhisperEncoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        import transformers
+        cfg = transformers.WhisperConfig(d_model=64, encoder_layers=2, encoder_attention_heads=4,
+                                         decoder_layers=1, decoder_attention_heads=4,
+                                         encoder_ffn_dim=128, decoder_ffn_dim=128, num_mel_bins=16,
+                                         max_source_positions=50, vocab_size=101)
+        self.m = transformers.WhisperModel(cfg).eval().encoder
+
+    def forward(self, x):
+        return self.m(x).last_hidden_state
+
+
+class TinyMistral(nn.Module):
+    def __init__(self):
+        super().__init__()
+        import transformers
+        cfg = transformers.MistralConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                         num_attention_heads=4, num_key_value_heads=2,
+                                         vocab_size=101, max_position_embeddings=64,
+                                         sliding_window=8)
+        self.m = transformers.MistralForCausalLM(cfg).eval()
+
+    def forward(self, ids):
+        return self.m(input_ids=ids, use_cache=False).logits
+
+
+def small_swin():
+    from torchvision.models.swin_transformer import SwinTransformer
+    return SwinTransformer(patch_size=[4, 4], embed_dim=32, depths=[2, 2], num_heads=[2, 4],
+                           window_size=[4, 4], num_classes=10)
+
+
+def small_convnext():
+    from torchvision.models.convnext import CNBlockConfig, ConvNeXt
+    return ConvNeXt([CNBlockConfig(32, 64, 2), CNBlockConfig(64, None, 2)], num_classes=10)
+
+
 def tv(name, **kw):
     def make():
         import torchvision
@@ -262,6 +327,15 @@ MODELS = [
      img(1, 3, 64, 64)),
     ("deeplabv3_mobilenet", tv("segmentation.deeplabv3_mobilenet_v3_large", weights_backbone=None,
                                aux_loss=False), img(1, 3, 64, 64)),
+]
+
+MODELS += [
+    ("clip_text_tiny", TinyClipText, lambda: (torch.randint(0, 100, (2, 12)),)),
+    ("vit_hf_tiny", TinyViT, img(2, 3, 32, 32)),
+    ("whisper_encoder_tiny", TinyWhisperEncoder, lambda: (torch.randn(1, 16, 100),)),
+    ("mistral_tiny", TinyMistral, lambda: (torch.randint(0, 101, (2, 16)),)),
+    ("swin_small", small_swin, img(1, 3, 32, 32)),
+    ("convnext_small", small_convnext, img(1, 3, 32, 32)),
 ]
 
 # Exported with a dynamic batch (dim 0 of the first input), run at batch 3.
