@@ -1,14 +1,20 @@
 // ConvTranspose (1-D and 2-D) as a convolution, so that every backend runs
-// it with the conv2d it has. A transposed convolution is the convolution
-// of the input spread out by the stride (stride - 1 zeros between
-// elements), padded by dilation * (kernel - 1) less the node's pads, at
-// stride 1, with the kernel flipped and its input and output channels
-// swapped within each group. The weight must be known at import time; it
-// is rearranged once, here.
+// it with the conv2d it has. The weight must be known at import time; it
+// is rearranged once, here. Two ways:
 //
-// The spread-out input costs stride^2 more multiply-adds than a direct
-// transposed convolution (most of them by zeros); correct on every
-// backend first.
+// - Where the stride divides the kernel (UNet's kernel 2 stride 2, a GAN's
+//   kernel 4 stride 2), without dilation: each of the stride^2 output
+//   phases (output positions modulo the stride) is an ordinary convolution
+//   of the input with every stride-th tap of the flipped kernel. The phases
+//   are one conv2d with stride^2 times the output channels, interleaved
+//   into place by a reshape and a permute (as PixelShuffle), then cropped
+//   by the pads. Its multiply-adds are those of a direct transposed
+//   convolution.
+// - Otherwise, the convolution of the input spread out by the stride
+//   (stride - 1 zeros between elements), padded by dilation * (kernel - 1)
+//   less the node's pads, at stride 1, with the kernel flipped and its
+//   input and output channels swapped within each group: stride^2 more
+//   multiply-adds (most of them by zeros), any attributes.
 
 #include <cstring>
 #include <string>
@@ -166,6 +172,89 @@ absl::StatusOr<Node*> PadOrCrop(NodeContext& ctx, Node* x, const std::vector<int
   return x;
 }
 
+// The phase decomposition applies: the stride divides the kernel, no
+// dilation, and output_padding only keeps what the end pad would crop.
+bool ByPhases(const TransposedWindow& w) {
+  for (int i = 0; i < 2; ++i) {
+    if (w.kernel[i] % w.stride[i] != 0 || w.dilation[i] != 1 || w.output_padding[i] > w.end[i]) {
+      return false;
+    }
+  }
+  return w.stride[0] > 1 || w.stride[1] > 1;
+}
+
+// W [C, M/g, kh, kw] as the phases' conv2d weight [M * sh * sw, C/g, kh/sh,
+// kw/sw]: output channel (m, ry, rx) tap (a, b) is W[c, m, sh * (Kh - 1 -
+// a) + ry, sw * (Kw - 1 - b) + rx] (every stride-th tap, flipped).
+Tensor PhaseWeight(const Tensor& w, int64_t groups, int64_t sh, int64_t sw) {
+  const int64_t c = w.dim(0), mg = w.dim(1), kh = w.dim(2), kw = w.dim(3);
+  const int64_t cg = c / groups, th = kh / sh, tw = kw / sw;
+  Tensor out(w.dtype(), {mg * groups * sh * sw, cg, th, tw});
+  const size_t elem = DTypeSize(w.dtype());
+  const auto* src = static_cast<const std::byte*>(w.raw_data());
+  auto* dst = static_cast<std::byte*>(out.raw_data());
+  for (int64_t g = 0; g < groups; ++g) {
+    for (int64_t m = 0; m < mg; ++m) {
+      for (int64_t ry = 0; ry < sh; ++ry) {
+        for (int64_t rx = 0; rx < sw; ++rx) {
+          const int64_t o = ((g * mg + m) * sh + ry) * sw + rx;
+          for (int64_t ci = 0; ci < cg; ++ci) {
+            for (int64_t a = 0; a < th; ++a) {
+              for (int64_t b = 0; b < tw; ++b) {
+                const int64_t i = sh * (th - 1 - a) + ry, j = sw * (tw - 1 - b) + rx;
+                const int64_t from = (((g * cg + ci) * mg + m) * kh + i) * kw + j;
+                const int64_t to = ((o * cg + ci) * th + a) * tw + b;
+                std::memcpy(dst + to * elem, src + from * elem, elem);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<Node*> ConvTransposeByPhases(NodeContext& ctx, Node* x, const Tensor& weight,
+                                            const Argument& bias, int64_t group,
+                                            const TransposedWindow& w) {
+  const int64_t sh = w.stride[0], sw = w.stride[1];
+  const int64_t th = w.kernel[0] / sh, tw = w.kernel[1] / sw;
+  const int64_t m = weight.dim(1) * group;
+  ASSIGN_OR_RETURN(Node * phase_weight, ctx.ConstantNode(PhaseWeight(weight, group, sh, sw), "weight"));
+  // The bias per phase output channel: each m repeated sh * sw times.
+  Argument phase_bias;
+  if (bias.is_node()) {
+    ASSIGN_OR_RETURN(Node * b, ctx.Call("reshape", {bias.node(), Argument::IntList({m, 1})}));
+    ASSIGN_OR_RETURN(b, ctx.Call("expand", {b, Argument::IntList({m, sh * sw})}));
+    ASSIGN_OR_RETURN(b, ctx.Call("reshape", {b, Argument::IntList({m * sh * sw})}));
+    phase_bias = b;
+  }
+  // Each phase's full convolution: output q in [0, in + taps - 1).
+  ASSIGN_OR_RETURN(Node * phases,
+                   ctx.Call("conv2d", {x, phase_weight, phase_bias, Argument::IntList({1, 1}),
+                                       Argument::IntList({th - 1, tw - 1}), Argument::IntList({1, 1}),
+                                       group}));
+  const int64_t qh = w.in[0] + th - 1, qw = w.in[1] + tw - 1;
+  ASSIGN_OR_RETURN(Node * y, ctx.Call("reshape", {phases, Argument::IntList({-1, m, sh, sw, qh, qw})}));
+  ASSIGN_OR_RETURN(y, ctx.Call("permute", {y, Argument::IntList({0, 1, 4, 2, 5, 3})}));
+  ASSIGN_OR_RETURN(y, ctx.Call("reshape", {y, Argument::IntList({-1, m, qh * sh, qw * sw})}));
+  // Full length (in - 1) * s + k; the pads crop it (output_padding gives
+  // back some of the end pad).
+  for (int i = 0; i < 2; ++i) {
+    const int64_t full = (i == 0 ? qh * sh : qw * sw);
+    const int64_t start = w.begin[i], stop = full - w.end[i] + w.output_padding[i];
+    if (stop <= start) return NodeContext::Invalid("the pads leave an empty output");
+    if (start == 0 && stop == full) continue;
+    ASSIGN_OR_RETURN(y, ctx.Call("slice", {y, int64_t{2 + i}, start, stop}));
+  }
+  return y;
+}
+
+absl::StatusOr<Node*> ConvTransposeSpreadOut(NodeContext& ctx, Node* x, const Tensor& weight,
+                                             const Argument& bias, int64_t group,
+                                             const TransposedWindow& w);
+
 absl::Status ConvertConvTranspose(NodeContext& ctx) {
   ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
   const int64_t s = tx.rank() - 2;
@@ -203,11 +292,28 @@ absl::Status ConvertConvTranspose(NodeContext& ctx) {
     for (auto* v : {&w.begin, &w.end, &w.output_padding}) v->insert(v->begin(), 0);
     weight = weight.Reshaped({weight.dim(0), weight.dim(1), 1, weight.dim(2)});
   }
-  ASSIGN_OR_RETURN(Node * conv_weight, ctx.ConstantNode(ConvolutionWeight(weight, group), "weight"));
   ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
   if (s == 1) {
     ASSIGN_OR_RETURN(x, ctx.Call("unsqueeze", {x, int64_t{2}}));
   }
+  Argument bias;
+  if (ctx.HasInput(2)) {
+    ASSIGN_OR_RETURN(Node * b, ctx.Input(2, "B"));
+    bias = b;
+  }
+  ASSIGN_OR_RETURN(Node * y, ByPhases(w) ? ConvTransposeByPhases(ctx, x, weight, bias, group, w)
+                                         : ConvTransposeSpreadOut(ctx, x, weight, bias, group, w));
+  if (s == 1) {
+    ASSIGN_OR_RETURN(y, ctx.Call("squeeze", {y, Argument::IntList({2})}));
+  }
+  return ctx.SetOutput(0, y);
+}
+
+absl::StatusOr<Node*> ConvTransposeSpreadOut(NodeContext& ctx, Node* x, const Tensor& weight,
+                                             const Argument& bias, int64_t group,
+                                             const TransposedWindow& w) {
+  const int64_t c = weight.dim(0);
+  ASSIGN_OR_RETURN(Node * conv_weight, ctx.ConstantNode(ConvolutionWeight(weight, group), "weight"));
   ASSIGN_OR_RETURN(x, SpreadOut(ctx, x, c, w));
   std::vector<int64_t> lo(2), hi(2);
   for (int i = 0; i < 2; ++i) {
@@ -222,18 +328,8 @@ absl::Status ConvertConvTranspose(NodeContext& ctx) {
   } else {
     ASSIGN_OR_RETURN(x, PadOrCrop(ctx, x, lo, hi));
   }
-  Argument bias;
-  if (ctx.HasInput(2)) {
-    ASSIGN_OR_RETURN(Node * b, ctx.Input(2, "B"));
-    bias = b;
-  }
-  ASSIGN_OR_RETURN(Node * y, ctx.Call("conv2d", {x, conv_weight, bias, Argument::IntList({1, 1}),
-                                                 Argument::IntList(padding),
-                                                 Argument::IntList(w.dilation), group}));
-  if (s == 1) {
-    ASSIGN_OR_RETURN(y, ctx.Call("squeeze", {y, Argument::IntList({2})}));
-  }
-  return ctx.SetOutput(0, y);
+  return ctx.Call("conv2d", {x, conv_weight, bias, Argument::IntList({1, 1}), Argument::IntList(padding),
+                             Argument::IntList(w.dilation), group});
 }
 
 }  // namespace

@@ -10,9 +10,11 @@
 #ifdef GRAFT_HAVE_ONNX
 
 #include <cmath>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "tests/onnx/onnx_test_util.h"
 
@@ -103,6 +105,91 @@ TEST(OnnxComposedOps, ConvTransposeOutputShape) {
   // SAME_UPPER).
   auto out = RunModel(b, {F32({1, 1, 3}, {1, 2, 3})});
   ExpectTensor(out[0], DType::kF32, {1, 1, 6}, {10, 102, 20, 203, 30, 300});
+}
+
+// A direct transposed convolution, as ONNX defines it, for checking both
+// of the importer's decompositions: y[n, m, oh, ow] = bias[m] + sum of
+// x[n, c, ih, iw] * w[c, m - g * mg, kh, kw] over the channels c of m's
+// group g, where oh = ih * sh + kh * dh - pad_top (and so for w).
+std::vector<double> DirectConvTranspose(const Tensor& x, const Tensor& w, const std::vector<double>& bias,
+                                        int64_t groups, const std::vector<int64_t>& stride,
+                                        const std::vector<int64_t>& dilation, const std::vector<int64_t>& pads,
+                                        int64_t oh_size, int64_t ow_size) {
+  const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), wd = x.dim(3);
+  const int64_t mg = w.dim(1), kh = w.dim(2), kw = w.dim(3), cg = c / groups, m = mg * groups;
+  std::vector<double> y(n * m * oh_size * ow_size, 0);
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t ci = 0; ci < c; ++ci)
+      for (int64_t i = 0; i < h; ++i)
+        for (int64_t j = 0; j < wd; ++j)
+          for (int64_t ml = 0; ml < mg; ++ml)
+            for (int64_t a = 0; a < kh; ++a)
+              for (int64_t e = 0; e < kw; ++e) {
+                const int64_t oh = i * stride[0] + a * dilation[0] - pads[0];
+                const int64_t ow = j * stride[1] + e * dilation[1] - pads[1];
+                if (oh < 0 || oh >= oh_size || ow < 0 || ow >= ow_size) continue;
+                const int64_t mo = (ci / cg) * mg + ml;
+                y[((b * m + mo) * oh_size + oh) * ow_size + ow] +=
+                    x.GetAsDouble(((b * c + ci) * h + i) * wd + j) *
+                    w.GetAsDouble(((ci * mg + ml) * kh + a) * kw + e);
+              }
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t mo = 0; mo < m; ++mo)
+      for (int64_t k = 0; k < oh_size * ow_size; ++k) y[(b * m + mo) * oh_size * ow_size + k] += bias[mo];
+  return y;
+}
+
+// Random weights and inputs over kernels the stride divides (the phase
+// decomposition: UNet's 2/2, a GAN's 4/2 with pads 1, groups, output_padding
+// within the end pad, stride 3) and ones it does not (the spread-out input:
+// 3/2, dilation), against the direct formula.
+TEST(OnnxComposedOps, ConvTransposeAgainstTheDirectFormula) {
+  struct Case {
+    int64_t kernel, stride, dilation, groups;
+    std::vector<int64_t> pads;  // top, left, bottom, right
+    int64_t output_padding;
+  };
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (const Case& k : std::vector<Case>{{2, 2, 1, 1, {0, 0, 0, 0}, 0},
+                                         {4, 2, 1, 1, {1, 1, 1, 1}, 0},
+                                         {4, 2, 1, 2, {1, 2, 2, 1}, 1},
+                                         {3, 3, 1, 1, {0, 1, 2, 0}, 0},
+                                         {6, 3, 1, 2, {2, 2, 2, 2}, 2},
+                                         {3, 2, 1, 2, {1, 1, 1, 1}, 1},
+                                         {2, 2, 2, 1, {0, 0, 0, 0}, 0},
+                                         {3, 1, 1, 1, {1, 1, 1, 1}, 0}}) {
+    SCOPED_TRACE(absl::StrCat("kernel ", k.kernel, " stride ", k.stride, " dilation ", k.dilation,
+                              " groups ", k.groups, " output_padding ", k.output_padding));
+    const int64_t c = 4, mg = 3, h = 3, wd = 4;
+    Tensor x(DType::kF32, {2, c, h, wd}), w(DType::kF32, {c, mg, k.kernel, k.kernel});
+    for (int64_t i = 0; i < x.NumElements(); ++i) x.SetFromDouble(i, u(rng));
+    for (int64_t i = 0; i < w.NumElements(); ++i) w.SetFromDouble(i, u(rng));
+    std::vector<double> bias(mg * k.groups);
+    for (double& v : bias) v = u(rng);
+    std::vector<float> wv(w.NumElements()), bv(bias.begin(), bias.end());
+    for (int64_t i = 0; i < w.NumElements(); ++i) wv[i] = static_cast<float>(w.GetAsDouble(i));
+    ModelBuilder b;
+    b.FloatInput("x", {2, c, h, wd});
+    b.FloatInitializer("w", w.dims(), wv);
+    b.FloatInitializer("b", {mg * k.groups}, bv);
+    onnx::NodeProto* n = b.Node("ConvTranspose", {"x", "w", "b"}, {"y"});
+    AttrInts(n, "strides", {k.stride, k.stride});
+    AttrInts(n, "dilations", {k.dilation, k.dilation});
+    AttrInts(n, "pads", k.pads);
+    AttrInts(n, "output_padding", {k.output_padding, k.output_padding});
+    AttrInt(n, "group", k.groups);
+    b.Output("y");
+    auto out = RunModel(b, {x});
+    ASSERT_EQ(out.size(), 1u);
+    const int64_t span = (k.kernel - 1) * k.dilation + 1;
+    const int64_t oh = (h - 1) * k.stride + span + k.output_padding - k.pads[0] - k.pads[2];
+    const int64_t ow = (wd - 1) * k.stride + span + k.output_padding - k.pads[1] - k.pads[3];
+    ExpectTensor(out[0], DType::kF32, {2, mg * k.groups, oh, ow},
+                 DirectConvTranspose(x, w, bias, k.groups, {k.stride, k.stride},
+                                     {k.dilation, k.dilation}, {k.pads[0], k.pads[1]}, oh, ow),
+                 1e-5);
+  }
 }
 
 TEST(OnnxComposedOps, ConvTransposeNeedsAKnownWeight) {
