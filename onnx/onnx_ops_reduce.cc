@@ -143,6 +143,72 @@ absl::Status ConvertArgMax(NodeContext& ctx) {
   return ctx.SetOutput(0, y);
 }
 
+// TopK as K rounds of argmax: each round takes the first largest of what
+// is left and masks it with -inf (real infinities are first made the
+// most negative finite value, so a masked entry never wins a tie). The
+// values are gathered from the input; ties go to the lower index, as
+// ONNX sorts them. The smallest K are the largest of the negation
+// (integers negate in f64, exact up to 2^53).
+constexpr int64_t kMaxTopK = 256;
+
+absl::Status ConvertTopK(NodeContext& ctx) {
+  ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().Int("axis", -1));
+  ASSIGN_OR_RETURN(int64_t largest, ctx.attrs().Int("largest", 1));
+  ASSIGN_OR_RETURN(int64_t sorted, ctx.attrs().Int("sorted", 1));
+  (void)sorted;  // Always sorted, which unsorted allows.
+  ASSIGN_OR_RETURN(std::vector<int64_t> ks, ctx.ConstantInts(1, "K"));
+  ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
+  ASSIGN_OR_RETURN(int64_t a, NormalizeAxis(axis, tx.rank()));
+  const Dim n = tx.shape[a];
+  if (ks.size() != 1 || ks[0] < 0 || (n.is_constant() && ks[0] > n.value())) {
+    return NodeContext::Invalid(absl::StrCat("K ", IntsToString(ks), " must be one number between 0 and the ",
+                                             n.ToString(), " elements of axis ", a));
+  }
+  const int64_t k = ks[0];
+  if (n.is_symbolic()) return NodeContext::Unsupported("TopK along a symbolic dim is not supported");
+  if (k == 0 || k > kMaxTopK) {
+    return NodeContext::Unsupported(absl::StrCat("K = ", k, " is not supported (1 to ", kMaxTopK, ")"));
+  }
+  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
+  Node* work = x;
+  if (!IsFloatingPoint(tx.dtype)) {
+    ASSIGN_OR_RETURN(work, ctx.Call("cast", {work, DType::kF64}));
+  }
+  if (largest == 0) {
+    ASSIGN_OR_RETURN(work, ctx.Call("neg", {work}));
+  }
+  const double inf = std::numeric_limits<double>::infinity();
+  if (IsFloatingPoint(tx.dtype)) {
+    const double lowest = tx.dtype == DType::kF64 ? std::numeric_limits<double>::lowest()
+                                                  : std::numeric_limits<float>::lowest();
+    ASSIGN_OR_RETURN(Node * minus_inf, ctx.Call("eq", {work, -inf}));
+    ASSIGN_OR_RETURN(work, ctx.Call("where", {minus_inf, lowest, work}));
+  }
+  std::vector<int64_t> range(n.value());
+  for (int64_t i = 0; i < n.value(); ++i) range[i] = i;
+  std::vector<int64_t> range_dims(tx.rank() - a, 1);
+  range_dims[0] = n.value();
+  ASSIGN_OR_RETURN(Node * positions, I64Constant(ctx, range_dims, range, "positions"));
+  std::vector<Argument> values, indices;
+  for (int64_t j = 0; j < k; ++j) {
+    ASSIGN_OR_RETURN(Node * idx, ctx.Call("argmax", {work, a, true}));
+    ASSIGN_OR_RETURN(Node * v, ctx.Call("gather", {x, a, idx}));
+    values.push_back(v);
+    indices.push_back(idx);
+    if (j + 1 == k) break;
+    ASSIGN_OR_RETURN(Node * taken, ctx.Call("eq", {positions, idx}));
+    ASSIGN_OR_RETURN(work, ctx.Call("where", {taken, -inf, work}));
+  }
+  auto join = [&](std::vector<Argument> parts) -> absl::StatusOr<Node*> {
+    if (parts.size() == 1) return parts[0].node();
+    return ctx.Call("concat", {Argument(std::move(parts)), a});
+  };
+  ASSIGN_OR_RETURN(Node * y, join(std::move(values)));
+  ASSIGN_OR_RETURN(Node * i, join(std::move(indices)));
+  RETURN_IF_ERROR(ctx.SetOutput(0, y));
+  return ctx.SetOutput(1, i);
+}
+
 // cumsum along the known axis; an integer sum (i64 in graft) is cast back
 // to the input's dtype, as ONNX keeps it.
 absl::Status ConvertCumSum(NodeContext& ctx) {
@@ -175,6 +241,7 @@ void AddReduceConverters(std::vector<OpConverter>& table) {
   table.push_back({.op_type = "ArgMax", .convert = ConvertArgMax});
   table.push_back({.op_type = "ArgMin", .convert = ConvertArgMax});
   table.push_back({.op_type = "CumSum", .convert = ConvertCumSum});
+  table.push_back({.op_type = "TopK", .convert = ConvertTopK});
 }
 
 }  // namespace graft::onnx_import

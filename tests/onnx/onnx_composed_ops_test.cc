@@ -558,6 +558,33 @@ TEST(OnnxComposedOps, QuantizeLinearRefusesWhatItCannotDo) {
   EXPECT_THAT(ImportError(wide), HasSubstr("int8 and uint8"));
 }
 
+// The K largest (or smallest) along an axis, sorted, ties to the lower
+// index; -inf entries still come out in their place.
+TEST(OnnxComposedOps, TopK) {
+  ModelBuilder b;
+  b.FloatInput("x", {1, 5});
+  b.Input("n", TP::INT32, std::vector<int64_t>{3, 2});
+  b.IntsConstant("three", {3});
+  b.IntsConstant("five", {5});
+  b.IntsConstant("two", {2});
+  b.Node("TopK", {"x", "three"}, {"v", "i"});
+  b.Node("TopK", {"x", "five"}, {"all_v", "all_i"});
+  AttrInt(b.Node("TopK", {"x", "two"}, {"small_v", "small_i"}), "largest", 0);
+  AttrInt(b.Node("TopK", {"n", "two"}, {"col_v", "col_i"}), "axis", 0);
+  for (const char* o : {"v", "i", "all_v", "all_i", "small_v", "small_i", "col_v", "col_i"}) b.Output(o);
+  auto out = RunModel(b, {F32({1, 5}, {1, 3, 3, -INFINITY, 2}),
+                          Tensor::FromVector<int32_t>(DType::kI32, {3, 2}, {5, -1, 7, 4, 5, 9})});
+  ASSERT_EQ(out.size(), 8u);
+  ExpectTensor(out[0], DType::kF32, {1, 3}, {3, 3, 2});
+  ExpectTensor(out[1], DType::kI64, {1, 3}, {1, 2, 4});
+  ExpectTensor(out[2], DType::kF32, {1, 5}, {3, 3, 2, 1, -INFINITY});
+  ExpectTensor(out[3], DType::kI64, {1, 5}, {1, 2, 4, 0, 3});
+  ExpectTensor(out[4], DType::kF32, {1, 2}, {-INFINITY, 1});
+  ExpectTensor(out[5], DType::kI64, {1, 2}, {3, 0});
+  ExpectTensor(out[6], DType::kI32, {2, 2}, {7, 9, 5, 4});
+  ExpectTensor(out[7], DType::kI64, {2, 2}, {1, 2, 0, 1});
+}
+
 // --- Recurrent -----------------------------------------------------------------
 
 // hidden size 1, one input feature, weights chosen so each gate is easy to
