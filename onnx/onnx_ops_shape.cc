@@ -665,13 +665,26 @@ absl::Status ConvertSlice(NodeContext& ctx) {
     ASSIGN_OR_RETURN(int64_t a, NormalizeAxis(p.axes[i], tx.rank()));
     if (seen[a]) return NodeContext::Invalid("the axes input repeats an axis");
     seen[a] = true;
-    if (p.steps[i] <= 0) {
-      return NodeContext::Unsupported(
-          absl::StrCat("step ", p.steps[i],
-                       " is not supported (graft slices with positive "
-                       "steps)"));
-    }
     const Dim n = tx.shape[a];
+    if (p.steps[i] == 0) return NodeContext::Invalid("a step of 0");
+    if (p.steps[i] < 0) {
+      // Backwards (torch.flip): the indices, known here, picked by
+      // index_select. ONNX clamps start to [0, n - 1] and end to [-1, n - 1].
+      if (n.is_symbolic()) {
+        return NodeContext::Unsupported(absl::StrCat(
+            "a negative step along the symbolic dim '", n.ToString(), "' is not supported"));
+      }
+      int64_t start = p.starts[i], end = p.ends[i];
+      if (start < 0) start += n.value();
+      if (end < 0) end += n.value();  // INT64_MIN (torch.flip) stays far below -1.
+      start = std::clamp<int64_t>(start, 0, n.value() - 1);
+      end = std::clamp<int64_t>(end, -1, n.value() - 1);
+      std::vector<int64_t> picked;
+      for (int64_t v = start; v > end && n.value() > 0; v += p.steps[i]) picked.push_back(v);
+      ASSIGN_OR_RETURN(Node * index, I64Constant(ctx, {static_cast<int64_t>(picked.size())}, picked, "reversed"));
+      ASSIGN_OR_RETURN(y, ctx.Call("index_select", {y, a, index}));
+      continue;
+    }
     int64_t start = p.starts[i];
     int64_t end = p.ends[i];
     if (n.is_constant()) {

@@ -10,6 +10,7 @@
 #ifdef GRAFT_HAVE_ONNX
 
 #include <cmath>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -556,6 +557,32 @@ TEST(OnnxComposedOps, QuantizeLinearRefusesWhatItCannotDo) {
   wide.Node("QuantizeLinear", {"x", "s", "z"}, {"q"});
   wide.Output("q");
   EXPECT_THAT(ImportError(wide), HasSubstr("int8 and uint8"));
+}
+
+// Negative steps (torch.flip exports starts -1, ends INT64_MIN, steps -1):
+// ONNX clamps start to [0, n - 1] and end to [-1, n - 1].
+TEST(OnnxComposedOps, SliceWithNegativeSteps) {
+  ModelBuilder b;
+  b.FloatInput("x", {2, 5});
+  b.IntsConstant("flip_starts", {-1});
+  b.IntsConstant("flip_ends", {std::numeric_limits<int64_t>::min()});
+  b.IntsConstant("axis1", {1});
+  b.IntsConstant("minus1", {-1});
+  b.Node("Slice", {"x", "flip_starts", "flip_ends", "axis1", "minus1"}, {"flipped"});
+  b.IntsConstant("from", {4});
+  b.IntsConstant("to", {0});
+  b.IntsConstant("minus2", {-2});
+  b.Node("Slice", {"x", "from", "to", "axis1", "minus2"}, {"every_other"});
+  b.IntsConstant("big", {100});
+  b.IntsConstant("before_first", {-100});
+  b.IntsConstant("axis0", {0});
+  b.Node("Slice", {"x", "big", "before_first", "axis0", "minus1"}, {"rows"});
+  for (const char* o : {"flipped", "every_other", "rows"}) b.Output(o);
+  auto out = RunModel(b, {F32({2, 5}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9})});
+  ASSERT_EQ(out.size(), 3u);
+  ExpectTensor(out[0], DType::kF32, {2, 5}, {4, 3, 2, 1, 0, 9, 8, 7, 6, 5});
+  ExpectTensor(out[1], DType::kF32, {2, 2}, {4, 2, 9, 7});
+  ExpectTensor(out[2], DType::kF32, {2, 5}, {5, 6, 7, 8, 9, 0, 1, 2, 3, 4});
 }
 
 // The K largest (or smallest) along an axis, sorted, ties to the lower
