@@ -1,6 +1,7 @@
 #include "backends/disk_cache.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -140,7 +141,18 @@ struct PendingStores {
 };
 
 PendingStores& Pending() {
-  static auto* pending = new PendingStores();
+  static auto* pending = [] {
+    auto* p = new PendingStores();
+    // A forked child has no writer thread: it must not wait for the
+    // stores its parent queued (the parent writes them), nor find the
+    // mutex held by a thread that does not exist in it.
+    pthread_atfork([] { Pending().mu.lock(); }, [] { Pending().mu.unlock(); },
+                   [] {
+                     Pending().mu.unlock();
+                     Pending().count = 0;
+                   });
+    return p;
+  }();
   return *pending;
 }
 

@@ -291,7 +291,8 @@ absl::Status ConvertGemm(NodeContext& ctx) {
   bool c_is_bias = false;
   if (has_c && trans_b != 0 && alpha == 1.0f && beta == 1.0f) {
     ASSIGN_OR_RETURN(TensorType tc, ctx.InputType(2));
-    c_is_bias = tc.rank() == 0 || (tc.rank() == 1 && tc.shape[0] == n);
+    // linear's bias is [N]; a scalar C is added instead.
+    c_is_bias = tc.rank() == 1 && tc.shape[0] == n;
   }
   Node* y;
   if (trans_b != 0) {

@@ -295,7 +295,8 @@ class StepEmitter {
     // An empty result has nothing to write (and Loop runs its body once).
     if (Product(DimsOf(node()), 0, DimsOf(node()).size()) == 0) return;
     if (!node().is_call("matmul")) return Linear();
-    const std::vector<Node*> operands = node().inputs();
+    const OpCall call = *OpCall::Bind(node());
+    const std::vector<const Node*> operands = {call.TensorNode("input"), call.TensorNode("other")};
     std::vector<int64_t> ad = DimsOf(*operands[0]), bd = DimsOf(*operands[1]);
     if (ad.size() == 1) ad.insert(ad.begin(), 1);  // A row [1, K].
     if (bd.size() == 1) bd.push_back(1);           // A column [K, 1].
@@ -334,18 +335,20 @@ class StepEmitter {
   // linear / linear_activation (ReLU): the input as [rows, K], the weight
   // read transposed ([N, K], "out_in") or as it is ([K, N], "in_out").
   void Linear() {
-    const std::vector<Node*> operands = node().inputs();
-    const std::vector<int64_t> xd = DimsOf(*operands[0]), wd = DimsOf(*operands[1]);
+    // Operands by name: they may be given as keyword arguments in any order.
+    const OpCall call = *OpCall::Bind(node());  // IsGeneratedLinear bound it.
+    const Node* input = call.TensorNode("input");
+    const Node* weight = call.TensorNode("weight");
+    const Node* bias = call.TensorNode("bias");
+    const std::vector<int64_t> xd = DimsOf(*input), wd = DimsOf(*weight);
     const int64_t k = xd.back(), m = Product(xd, 0, xd.size() - 1);
     const bool fused = node().is_call("graft::linear_activation");
-    absl::StatusOr<OpCall> call = OpCall::Bind(node());
-    const bool in_out = fused && call.ok() && call->String("weight_layout") == "in_out";
+    const bool in_out = fused && call.String("weight_layout") == "in_out";
     const int64_t n = in_out ? wd[1] : wd[0];
-    const View a{Data(operands[0]), DType::kF32, 0, {k, 1}};
-    const View w{Data(operands[1]), DType::kF32, 0, in_out ? std::vector<int64_t>{n, 1}
-                                                           : std::vector<int64_t>{1, k}};
+    const View a{Data(input), DType::kF32, 0, {k, 1}};
+    const View w{Data(weight), DType::kF32, 0, in_out ? std::vector<int64_t>{n, 1}
+                                                      : std::vector<int64_t>{1, k}};
     const View out{args_[0], out_dtype(), 0, {n, 1}};
-    const Node* bias = operands.size() > 2 ? operands[2] : nullptr;
     ProductLoops(a, w, out, {m}, k, n, [&](llvm::Value* j, llvm::Value* sum) {
       if (bias != nullptr) {
         sum = b().CreateFAdd(sum, ir_.Load(View{Data(bias), DType::kF32, 0, {1}}, {j}));
@@ -1265,7 +1268,8 @@ absl::StatusOr<std::string> CompileToObject(const Program& program) {
   }
   b.CreateRet(b.getInt32(0));
 
-  // Profiling (GRAFT_ORC_PERF_MAP): every step its own named function.
+  // Profiling (GRAFT_ORC_PERF_MAP): every step function named (steps that
+  // share a function show under the first one's name).
   const bool separate_steps = std::getenv("GRAFT_ORC_PERF_MAP") != nullptr;
   for (llvm::Function& f : module) {
     if (f.isDeclaration()) continue;

@@ -38,21 +38,25 @@ bool IsGeneratedLinear(const Node& node) {
       !IsStatic(node.type()->shape) || node.type()->dtype != DType::kF32) {
     return false;
   }
-  if (fused) {
-    absl::StatusOr<OpCall> call = OpCall::Bind(node);
-    if (!call.ok() || call->String("activation") != "relu") return false;
-  }
-  const std::vector<Node*> operands = node.inputs();
-  for (const Node* n : operands) {
-    if (!n->type().has_value() || !IsStatic(n->type()->shape) || n->type()->dtype != DType::kF32) {
+  absl::StatusOr<OpCall> call = OpCall::Bind(node);
+  if (!call.ok() || (fused && call->String("activation") != "relu")) return false;
+  const Node* input = call->TensorNode("input");
+  const Node* weight = call->TensorNode("weight");
+  const Node* bias = call->TensorNode("bias");
+  for (const Node* n : {input, weight, bias}) {
+    if (n == nullptr && n != bias) return false;
+    if (n != nullptr && (!n->type().has_value() || !IsStatic(n->type()->shape) ||
+                         n->type()->dtype != DType::kF32)) {
       return false;
     }
   }
-  if (operands.size() < 2 || operands[1]->type()->shape.size() != 2 ||
-      operands[0]->type()->shape.empty()) {
+  // A bias other than [N] (linear's type rule lets a scalar through) is
+  // the library call's to refuse.
+  if (weight->type()->shape.size() != 2 || input->type()->shape.empty() ||
+      (bias != nullptr && bias->type()->shape.size() != 1)) {
     return false;
   }
-  const int64_t k = operands[0]->type()->shape.back().value();
+  const int64_t k = input->type()->shape.back().value();
   return NumElements(node.type()->shape) * k <= kGeneratedLinearMacs;
 }
 
@@ -63,12 +67,13 @@ bool IsGeneratedMatmul(const Node& node) {
   if (!node.is_call("matmul") || !node.type().has_value() || !IsStatic(node.type()->shape)) {
     return false;
   }
-  const std::vector<Node*> operands = node.inputs();
-  if (operands.size() != 2) return false;
-  const Node* a = operands[0];
-  const Node* b = operands[1];
+  // Operands by name: they may be given as keyword arguments.
+  absl::StatusOr<OpCall> call = OpCall::Bind(node);
+  if (!call.ok()) return false;
+  const Node* a = call->TensorNode("input");
+  const Node* b = call->TensorNode("other");
   for (const Node* n : {a, b}) {
-    if (!n->type().has_value() || !IsStatic(n->type()->shape) ||
+    if (n == nullptr || !n->type().has_value() || !IsStatic(n->type()->shape) ||
         n->type()->dtype != node.type()->dtype) {
       return false;
     }

@@ -338,6 +338,26 @@ TEST(DiskCache, PayloadInPartsReadsAsItsConcatenation) {
   ASSERT_OK(reopened.Clear());
 }
 
+// A process forked while a background store is being written does not
+// wait for it (its parent writes it): the child's first Info returns.
+TEST(DiskCache, AForkedChildDoesNotWaitForItsParentsStores) {
+  const std::string dir = FreshDir("fork");
+  DiskCache cache(dir);
+  cache.StoreInBackground("big", std::string(size_t{64} << 20, 'x'));
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    alarm(20);  // A hang ends the child with SIGALRM.
+    DiskCache again(dir);
+    _exit(again.Info().ok() ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status)) << "the child hung or crashed (status " << status << ")";
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  ASSERT_OK(DiskCache(dir).Clear());
+}
+
 // graft cache clear also removes the entries of an older format.
 TEST(DiskCache, ClearRemovesOlderFormats) {
   const std::string dir = FreshDir("older");

@@ -559,6 +559,19 @@ TEST(OnnxComposedOps, QuantizeLinearRefusesWhatItCannotDo) {
   EXPECT_THAT(ImportError(wide), HasSubstr("int8 and uint8"));
 }
 
+// Gemm with transB and a scalar C: not linear's bias (which is [N]) but an
+// add, on every backend.
+TEST(OnnxComposedOps, GemmWithAScalarC) {
+  ModelBuilder b;
+  b.FloatInput("a", {1, 2});
+  b.FloatInitializer("w", {3, 2}, {1, 0, 0, 1, 1, 1});
+  b.FloatInitializer("c", {}, {0.5});
+  AttrInt(b.Node("Gemm", {"a", "w", "c"}, {"y"}), "transB", 1);
+  b.Output("y");
+  auto out = RunModel(b, {F32({1, 2}, {2, 3})});
+  ExpectTensor(out[0], DType::kF32, {1, 3}, {2.5, 3.5, 5.5});
+}
+
 // Negative steps (torch.flip exports starts -1, ends INT64_MIN, steps -1):
 // ONNX clamps start to [0, n - 1] and end to [-1, n - 1].
 TEST(OnnxComposedOps, SliceWithNegativeSteps) {

@@ -1016,6 +1016,18 @@ TEST(OrcGemm, SmallLinearLayersAsLoops) {
            b.Call("graft::linear_activation", {x, w_in_out}, {{"weight_layout", "in_out"}})});
     ExpectOrcMatchesInterp(b, kReduceTol);
   }
+  // Operands given as keyword arguments, in another order.
+  {
+    ModuleBuilder b(rng);
+    Node* x = b.In(DType::kF32, {3, 8}, -1, 1);
+    Node* w = b.Const(DType::kF32, {6, 8}, -1, 1);
+    Node* bias = b.Const(DType::kF32, {6}, -1, 1);
+    Node* m = b.In(DType::kF32, {8, 5}, -1, 1);
+    b.Out({b.Call("linear", {}, {{"bias", bias}, {"input", x}, {"weight", w}}),
+           b.Call("linear", {}, {{"weight", w}, {"input", x}}),
+           b.Call("matmul", {}, {{"other", m}, {"input", x}})});
+    ExpectOrcMatchesInterp(b, kReduceTol);
+  }
   // A NaN in a row gives a NaN row, through the ReLU too (oneDNN's fused
   // ReLU, for larger layers, gives 0 there: docs/ops.md).
   for (const auto& [n, k] : {std::pair<int64_t, int64_t>{3, 4}}) {
