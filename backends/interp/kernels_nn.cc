@@ -116,8 +116,9 @@ absl::StatusOr<Value> Linear(const KernelContext& ctx) {
   }
   if (bias) {
     RETURN_IF_ERROR(SameDType(x, *bias, "input", "bias"));
-    if (bias->NumElements() != n || bias->rank() > 1) {
-      return KernelError("bias must be [", n, "], got ", bias->TypeString());
+    // [out], or a scalar added to every feature (linear's type rule).
+    if ((bias->rank() == 1 && bias->NumElements() != n) || bias->rank() > 1) {
+      return KernelError("bias must be [", n, "] or a scalar, got ", bias->TypeString());
     }
   }
   ASSIGN_OR_RETURN(DType compute, ProductDType(x.dtype()));
@@ -134,8 +135,9 @@ absl::StatusOr<Value> Linear(const KernelContext& ctx) {
     if (bias) {
       Tensor bc = CastTensor(*bias, compute);
       const T* pb = bc.data<T>();
+      const int64_t step = bc.rank() == 0 ? 0 : 1;
       for (int64_t i = 0; i < rows; ++i) {
-        for (int64_t j = 0; j < n; ++j) po[i * n + j] += pb[j];
+        for (int64_t j = 0; j < n; ++j) po[i * n + j] += pb[j * step];
       }
     }
   });

@@ -170,6 +170,15 @@ absl::Status CanLowerCall(const Node& node) {
     return absl::UnimplementedError(absl::StrCat(
         op, " needs oneDNN, which this graft was built without"));
 #endif
+    // oneDNN's bias is one per output feature: a scalar one (which
+    // linear's type rule lets through) runs on the interpreter.
+    if (node.is_call("linear") || node.is_call("graft::linear_activation")) {
+      ASSIGN_OR_RETURN(OpCall linear, OpCall::Bind(node));
+      const Node* bias = linear.TensorNode("bias");
+      if (bias != nullptr && bias->type().has_value() && bias->type()->rank() != 1) {
+        return absl::UnimplementedError(absl::StrCat(op, " with a bias of rank ", bias->type()->rank()));
+      }
+    }
     // The oneDNN calls take f32 only (library_calls.cc), but for the int8
     // product: refuse the rest here, so that they fall back instead of
     // failing the compile.

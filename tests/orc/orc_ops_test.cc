@@ -1028,6 +1028,25 @@ TEST(OrcGemm, SmallLinearLayersAsLoops) {
            b.Call("matmul", {}, {{"other", m}, {"input", x}})});
     ExpectOrcMatchesInterp(b, kReduceTol);
   }
+  // A scalar bias (linear's type rule allows one), small and large: orc
+  // refuses both (generated loops and oneDNN take one bias per feature),
+  // and through the fallback the result is the interpreter's.
+  {
+    ModuleBuilder b(rng);
+    Node* x = b.In(DType::kF32, {3, 8}, -1, 1);
+    Node* scalar = b.Const(DType::kF32, {}, -1, 1);
+    Node* small = b.Call("linear", {x, b.Const(DType::kF32, {6, 8}, -1, 1)}, {{"bias", scalar}});
+    Node* large = b.Call("linear", {x, b.Const(DType::kF32, {300, 8}, -1, 1)}, {{"bias", scalar}});
+    b.Out({small, large});
+    EXPECT_FALSE(Orc().CanRun(*small, {}).ok());
+    EXPECT_FALSE(Orc().CanRun(*large, {}).ok());
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> reference, Interp().Compile(b.module(), {}));
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> want, reference->Run(b.inputs()));
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> compiled,
+                         CompileWithFallback(Orc(), b.module(), {}));
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> got, compiled->Run(b.inputs()));
+    ExpectAllClose(got, want, kReduceTol);
+  }
   // A NaN in a row gives a NaN row, through the ReLU too (oneDNN's fused
   // ReLU, for larger layers, gives 0 there: docs/ops.md).
   for (const auto& [n, k] : {std::pair<int64_t, int64_t>{3, 4}}) {
