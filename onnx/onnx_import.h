@@ -47,7 +47,7 @@ bool HaveOnnx();
 // The error text for importing ONNX without it: what to install.
 std::string OnnxMissingMessage();
 
-// Reads an .onnx file (opsets 13 to 20 of the default domain). External
+// Reads an .onnx file (opsets 13 to 22 of the default domain). External
 // tensor data is read from files next to it. Errors name the file and,
 // where there is one, the ONNX node: "model.onnx: node 'Conv_3' (Conv): ...".
 // The result passes graft's verifier.
