@@ -1,6 +1,7 @@
 // Operators that rearrange or pick elements, imported as reshapes,
 // permutes, expands, index_selects and products that every backend runs:
-// DepthToSpace, SpaceToDepth, Tile, GatherND, ScatterND, OneHot and Einsum. Each needs
+// DepthToSpace, SpaceToDepth, Tile, GatherND, ScatterND, ScatterElements,
+// OneHot and Einsum. Each needs
 // static shapes (they give the reshapes' sizes).
 
 #include <algorithm>
@@ -212,6 +213,70 @@ absl::Status ConvertScatterND(NodeContext& ctx) {
   ASSIGN_OR_RETURN(data, Reshape(ctx, data, table));
   ASSIGN_OR_RETURN(updates, Reshape(ctx, updates, update_table));
   ASSIGN_OR_RETURN(Node * pick_node, I64Constant(ctx, {rows}, pick, "rows"));
+  ASSIGN_OR_RETURN(Node * picked, ctx.Call("index_select", {updates, int64_t{0}, pick_node}));
+  ASSIGN_OR_RETURN(Node * mask, ctx.ConstantNode(std::move(taken), "taken"));
+  ASSIGN_OR_RETURN(Node * y, ctx.Call("where", {mask, picked, data}));
+  ASSIGN_OR_RETURN(y, Reshape(ctx, y, data_dims));
+  return ctx.SetOutput(0, y);
+}
+
+// updates written into data at known indices along `axis`
+// (torch.scatter, select_scatter): each element of data that an index
+// names takes the update of the last one that names it; data and updates
+// may be computed at run time, as for ScatterND.
+absl::Status ConvertScatterElements(NodeContext& ctx) {
+  ASSIGN_OR_RETURN(std::string reduction, ctx.attrs().String("reduction", "none"));
+  if (reduction != "none") {
+    return NodeContext::Unsupported(absl::StrCat("reduction \"", reduction, "\" is not supported"));
+  }
+  ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().Int("axis", 0));
+  ASSIGN_OR_RETURN(TensorType td, ctx.InputType(0));
+  ASSIGN_OR_RETURN(std::vector<int64_t> data_dims, StaticDimsOf(td, "the data"));
+  const Tensor* indices = ctx.Constant(1);
+  if (indices == nullptr) return NodeContext::Unsupported("indices computed at run time are not supported");
+  if (indices->rank() != td.rank()) {
+    return NodeContext::Invalid(absl::StrCat("indices ", indices->TypeString(), " must have the rank of data ",
+                                             td.ToString()));
+  }
+  ASSIGN_OR_RETURN(int64_t a, NormalizeAxis(axis, td.rank()));
+  const int64_t count = indices->NumElements();
+  if (count == 0) return ctx.AliasOutput(0, 0);
+  int64_t total = 1;
+  for (int64_t d : data_dims) total *= d;
+  std::vector<int64_t> source(total, -1);  // The update each data element takes.
+  std::vector<int64_t> position(indices->rank(), 0);
+  for (int64_t k = 0; k < count; ++k) {
+    int64_t v = static_cast<int64_t>(indices->GetAsDouble(k));
+    if (v < -data_dims[a] || v >= data_dims[a]) {
+      return NodeContext::Invalid(absl::StrCat("index ", v, " is out of range for axis ", a, " of ", td.ToString()));
+    }
+    if (v < 0) v += data_dims[a];
+    int64_t target = 0;
+    for (int64_t d = 0; d < indices->rank(); ++d) {
+      const int64_t at = d == a ? v : position[d];
+      if (at >= data_dims[d]) {
+        return NodeContext::Invalid(absl::StrCat("indices ", indices->TypeString(), " reach beyond data ",
+                                                 td.ToString()));
+      }
+      target = target * data_dims[d] + at;
+    }
+    source[target] = k;
+    for (int64_t d = indices->rank() - 1; d >= 0; --d) {  // The next position.
+      if (++position[d] < indices->dim(static_cast<int>(d))) break;
+      position[d] = 0;
+    }
+  }
+  std::vector<int64_t> pick(total);
+  Tensor taken(DType::kBool, {total});
+  for (int64_t i = 0; i < total; ++i) {
+    pick[i] = std::max<int64_t>(source[i], 0);
+    taken.data<bool>()[i] = source[i] >= 0;
+  }
+  ASSIGN_OR_RETURN(Node * data, ctx.Input(0, "data"));
+  ASSIGN_OR_RETURN(Node * updates, ctx.Input(2, "updates"));
+  ASSIGN_OR_RETURN(data, Reshape(ctx, data, {total}));
+  ASSIGN_OR_RETURN(updates, Reshape(ctx, updates, {count}));
+  ASSIGN_OR_RETURN(Node * pick_node, I64Constant(ctx, {total}, pick, "elements"));
   ASSIGN_OR_RETURN(Node * picked, ctx.Call("index_select", {updates, int64_t{0}, pick_node}));
   ASSIGN_OR_RETURN(Node * mask, ctx.ConstantNode(std::move(taken), "taken"));
   ASSIGN_OR_RETURN(Node * y, ctx.Call("where", {mask, picked, data}));
@@ -442,6 +507,7 @@ void AddRearrangeConverters(std::vector<OpConverter>& table) {
   table.push_back({.op_type = "GatherND", .convert = ConvertGatherND});
   table.push_back({.op_type = "OneHot", .convert = ConvertOneHot});
   table.push_back({.op_type = "ScatterND", .convert = ConvertScatterND});
+  table.push_back({.op_type = "ScatterElements", .convert = ConvertScatterElements});
   table.push_back({.op_type = "Einsum", .convert = ConvertEinsum});
 }
 

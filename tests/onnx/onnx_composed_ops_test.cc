@@ -411,6 +411,21 @@ TEST(OnnxComposedOps, ScatterND) {
   ExpectTensor(out[1], DType::kF32, {4}, {1, 9, 3, 10});
 }
 
+// Elements written at known indices along an axis (torch.scatter): row r
+// of the updates goes to the columns its indices name; a negative index
+// counts from the end.
+TEST(OnnxComposedOps, ScatterElements) {
+  ModelBuilder b;
+  b.FloatInput("x", {2, 4});
+  b.FloatInput("u", {2, 2});
+  b.Int64Initializer("i", {2, 2}, {3, 0, -1, 1});
+  AttrInt(b.Node("ScatterElements", {"x", "i", "u"}, {"y"}), "axis", 1);
+  b.Output("y");
+  auto out = RunModel(b, {F32({2, 4}, {0, 0, 0, 0, 1, 1, 1, 1}), F32({2, 2}, {5, 6, 7, 8})});
+  ASSERT_EQ(out.size(), 1u);
+  ExpectTensor(out[0], DType::kF32, {2, 4}, {6, 0, 0, 5, 1, 8, 1, 7});
+}
+
 // x * tanh(softplus(x)), from opset 18.
 TEST(OnnxComposedOps, Mish) {
   ModelBuilder b(18);

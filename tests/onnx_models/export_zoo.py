@@ -250,6 +250,29 @@ class TinyMistral(nn.Module):
         return self.m(input_ids=ids, use_cache=False).logits
 
 
+class HfTiny(nn.Module):
+    """A Hugging Face model from a config at tiny sizes; ids in, the last
+    hidden state (or logits) out."""
+
+    def __init__(self, config_name, model_name, **config):
+        super().__init__()
+        import transformers
+        cfg = getattr(transformers, config_name)(**config)
+        self.m = getattr(transformers, model_name)(cfg).eval()
+
+    def forward(self, x):
+        out = self.m(x)
+        return out.logits if hasattr(out, "logits") and out.logits is not None else out.last_hidden_state
+
+
+TEXT = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
+            vocab_size=101, max_position_embeddings=64)
+
+
+def hf(config_name, model_name, **config):
+    return lambda: HfTiny(config_name, model_name, **config)
+
+
 def small_swin():
     from torchvision.models.swin_transformer import SwinTransformer
     return SwinTransformer(patch_size=[4, 4], embed_dim=32, depths=[2, 2], num_heads=[2, 4],
@@ -336,6 +359,29 @@ MODELS += [
     ("mistral_tiny", TinyMistral, lambda: (torch.randint(0, 101, (2, 16)),)),
     ("swin_small", small_swin, img(1, 3, 32, 32)),
     ("convnext_small", small_convnext, img(1, 3, 32, 32)),
+]
+
+ids = lambda: (torch.randint(3, 100, (2, 16)),)
+MODELS += [
+    ("roberta_tiny", hf("RobertaConfig", "RobertaModel", **TEXT), ids),
+    ("albert_tiny", hf("AlbertConfig", "AlbertModel", embedding_size=32, **TEXT), ids),
+    ("deberta_v2_tiny", hf("DebertaV2Config", "DebertaV2Model", **TEXT), ids),
+    ("qwen2_tiny", hf("Qwen2Config", "Qwen2ForCausalLM", num_key_value_heads=2, **TEXT), ids),
+    ("gemma_tiny", hf("GemmaConfig", "GemmaForCausalLM", num_key_value_heads=2, head_dim=16, **TEXT), ids),
+    ("phi_tiny", hf("PhiConfig", "PhiForCausalLM", **TEXT), ids),
+    ("gpt_neox_tiny", hf("GPTNeoXConfig", "GPTNeoXForCausalLM", **TEXT), ids),
+    ("bart_tiny", hf("BartConfig", "BartModel", d_model=64, encoder_layers=1, decoder_layers=1,
+                     encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128,
+                     decoder_ffn_dim=128, vocab_size=101, max_position_embeddings=64), ids),
+    ("segformer_tiny", hf("SegformerConfig", "SegformerForSemanticSegmentation", num_encoder_blocks=2,
+                          depths=[1, 1], sr_ratios=[2, 1], hidden_sizes=[16, 32], patch_sizes=[7, 3],
+                          strides=[4, 2], num_attention_heads=[1, 2], mlp_ratios=[2, 2],
+                          decoder_hidden_size=32, num_labels=3), img(1, 3, 32, 32)),
+    ("mobilevit_tiny", hf("MobileViTConfig", "MobileViTModel", image_size=32, hidden_sizes=[24, 32, 40],
+                          neck_hidden_sizes=[8, 8, 16, 16, 24, 32, 64]), img(1, 3, 32, 32)),
+    ("beit_tiny", hf("BeitConfig", "BeitModel", image_size=32, patch_size=8, use_relative_position_bias=True,
+                     hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128),
+     img(1, 3, 32, 32)),
 ]
 
 # Exported with a dynamic batch (dim 0 of the first input), run at batch 3.
