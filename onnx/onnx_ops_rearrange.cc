@@ -158,6 +158,32 @@ absl::Status ConvertGatherND(NodeContext& ctx) {
   return ctx.SetOutput(0, picked);
 }
 
+// The scatters' result: data (input 0) seen as `table` ([rows, rest...]),
+// each row r replaced by row source[r] of the updates (input 2, seen as
+// `update_table`) where source[r] >= 0; then shaped as `data_dims`.
+absl::Status WriteRows(NodeContext& ctx, const std::vector<int64_t>& source,
+                       const std::vector<int64_t>& table, const std::vector<int64_t>& update_table,
+                       const std::vector<int64_t>& data_dims) {
+  const int64_t rows = table[0];
+  std::vector<int64_t> pick(rows), mask_dims(table.size(), 1);
+  mask_dims[0] = rows;
+  Tensor taken(DType::kBool, mask_dims);
+  for (int64_t r = 0; r < rows; ++r) {
+    pick[r] = std::max<int64_t>(source[r], 0);
+    taken.data<bool>()[r] = source[r] >= 0;
+  }
+  ASSIGN_OR_RETURN(Node * data, ctx.Input(0, "data"));
+  ASSIGN_OR_RETURN(Node * updates, ctx.Input(2, "updates"));
+  ASSIGN_OR_RETURN(data, Reshape(ctx, data, table));
+  ASSIGN_OR_RETURN(updates, Reshape(ctx, updates, update_table));
+  ASSIGN_OR_RETURN(Node * pick_node, I64Constant(ctx, {rows}, pick, "rows"));
+  ASSIGN_OR_RETURN(Node * picked, ctx.Call("index_select", {updates, int64_t{0}, pick_node}));
+  ASSIGN_OR_RETURN(Node * mask, ctx.ConstantNode(std::move(taken), "taken"));
+  ASSIGN_OR_RETURN(Node * y, ctx.Call("where", {mask, picked, data}));
+  ASSIGN_OR_RETURN(y, Reshape(ctx, y, data_dims));
+  return ctx.SetOutput(0, y);
+}
+
 // data with rows replaced by updates at known indices: each row of data
 // (seen as [d0 * .. * d(m-1), rest]) that an index tuple names takes the
 // update row of the last tuple that names it, by index_select from the
@@ -198,26 +224,7 @@ absl::Status ConvertScatterND(NodeContext& ctx) {
   std::vector<int64_t> table = {rows}, update_table = {count};
   table.insert(table.end(), rest.begin(), rest.end());
   update_table.insert(update_table.end(), rest.begin(), rest.end());
-  std::vector<int64_t> pick(rows);
-  Tensor taken(DType::kBool, [&] {
-    std::vector<int64_t> d(rest.size() + 1, 1);
-    d[0] = rows;
-    return d;
-  }());
-  for (int64_t r = 0; r < rows; ++r) {
-    pick[r] = std::max<int64_t>(source[r], 0);
-    taken.data<bool>()[r] = source[r] >= 0;
-  }
-  ASSIGN_OR_RETURN(Node * data, ctx.Input(0, "data"));
-  ASSIGN_OR_RETURN(Node * updates, ctx.Input(2, "updates"));
-  ASSIGN_OR_RETURN(data, Reshape(ctx, data, table));
-  ASSIGN_OR_RETURN(updates, Reshape(ctx, updates, update_table));
-  ASSIGN_OR_RETURN(Node * pick_node, I64Constant(ctx, {rows}, pick, "rows"));
-  ASSIGN_OR_RETURN(Node * picked, ctx.Call("index_select", {updates, int64_t{0}, pick_node}));
-  ASSIGN_OR_RETURN(Node * mask, ctx.ConstantNode(std::move(taken), "taken"));
-  ASSIGN_OR_RETURN(Node * y, ctx.Call("where", {mask, picked, data}));
-  ASSIGN_OR_RETURN(y, Reshape(ctx, y, data_dims));
-  return ctx.SetOutput(0, y);
+  return WriteRows(ctx, source, table, update_table, data_dims);
 }
 
 // updates written into data at known indices along `axis`
@@ -266,22 +273,7 @@ absl::Status ConvertScatterElements(NodeContext& ctx) {
       position[d] = 0;
     }
   }
-  std::vector<int64_t> pick(total);
-  Tensor taken(DType::kBool, {total});
-  for (int64_t i = 0; i < total; ++i) {
-    pick[i] = std::max<int64_t>(source[i], 0);
-    taken.data<bool>()[i] = source[i] >= 0;
-  }
-  ASSIGN_OR_RETURN(Node * data, ctx.Input(0, "data"));
-  ASSIGN_OR_RETURN(Node * updates, ctx.Input(2, "updates"));
-  ASSIGN_OR_RETURN(data, Reshape(ctx, data, {total}));
-  ASSIGN_OR_RETURN(updates, Reshape(ctx, updates, {count}));
-  ASSIGN_OR_RETURN(Node * pick_node, I64Constant(ctx, {total}, pick, "elements"));
-  ASSIGN_OR_RETURN(Node * picked, ctx.Call("index_select", {updates, int64_t{0}, pick_node}));
-  ASSIGN_OR_RETURN(Node * mask, ctx.ConstantNode(std::move(taken), "taken"));
-  ASSIGN_OR_RETURN(Node * y, ctx.Call("where", {mask, picked, data}));
-  ASSIGN_OR_RETURN(y, Reshape(ctx, y, data_dims));
-  return ctx.SetOutput(0, y);
+  return WriteRows(ctx, source, {total}, {count}, data_dims);
 }
 
 // where(indices == arange(depth), on, off), with depth along `axis`.
