@@ -139,11 +139,21 @@ graph():
   EXPECT_GE(quantize::Sqnr(want[0], got[0]), 50);
 }
 
-// A small MLP like the benchmark's, with a symbolic batch.
+// A small MLP like the benchmark's, with a symbolic batch. Judged by SQNR
+// (as the convolutions above): oneDNN requantizes the u8 activations in f32
+// where the interpreter uses double, so a value on a rounding tie may land
+// one step apart, and the next layer carries that step (about 1e-3 of the
+// output's range) to a few elements.
 TEST(OrcQuantized, TheBenchmarkMlpShapeAtAnyBatch) {
-  Module lowered = Int8(BuildBenchmarkMlp(3, 1));
-  ExpectOrcMatchesInterp(lowered, {RandomTensor(DType::kF32, {3, 1024}, std::random_device{}())},
-                         1e-3);
+  const Module lowered = Int8(BuildBenchmarkMlp(3, 1));
+  const uint32_t seed = std::random_device{}();
+  SCOPED_TRACE(absl::StrCat("seed ", seed));
+  const std::vector<Tensor> inputs = {RandomTensor(DType::kF32, {3, 1024}, seed)};
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> orc, Orc().Compile(lowered, {}));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> interp, Interp().Compile(lowered, {}));
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> got, orc->Run(inputs));
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> want, interp->Run(inputs));
+  EXPECT_GE(quantize::Sqnr(want[0], got[0]), 50);
 }
 
 }  // namespace
