@@ -8,9 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "gtest/gtest.h"
+#include "absl/strings/str_cat.h"
 #include "graph/parser.h"
 #include "graph/quant_ops.h"
+#include "gtest/gtest.h"
 #include "passes/quantize/dynamic.h"
 #include "passes/quantize/lower.h"
 #include "quantize/accuracy.h"
