@@ -71,8 +71,8 @@ def torch_times(make, x):
     return out
 
 
-def graft_time(workload, precision, autotune):
-    cmd = [f"{build}/bench/gpu_run", workload, "--precision", precision, "--autotune", autotune]
+def graft_time(workload, precision, gemm):
+    cmd = [f"{build}/bench/gpu_run", workload, "--precision", precision, "--gemm", gemm]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         print(r.stderr, file=sys.stderr)
@@ -101,9 +101,9 @@ for precision, torch_dtype, matmul in [("f32", torch.float32, "highest"),
     x = torch.randn(32, 1024, device=dev, dtype=torch_dtype)
     t = torch_times(lambda: MLP().to(dev, torch_dtype).eval(), x)
     floor = params * (2 if torch_dtype == torch.bfloat16 else 4) / bw * 1e6
-    for autotune in ["0", "1"]:
-        g = graft_time("mlp", precision, autotune)
-        rows.append((f"MLP b32 {precision}", t, g, autotune, floor))
+    for gemm in ["graft", "cublaslt"]:
+        g = graft_time("mlp", precision, gemm)
+        rows.append((f"MLP b32 {precision}", t, g, gemm, floor))
         print(rows[-1], flush=True)
 import math, os
 import torch.nn as nn
@@ -140,26 +140,26 @@ if os.path.exists(block_file) and "block" in workloads:
         for mode, us in torch_times(lambda: Block(sdpa=sdpa).to(dev, torch.bfloat16).eval(),
                                     x).items():
             t[f"{mode}{'' if sdpa else ' explicit'}"] = us
-    for autotune in ["0", "1"]:
-        g = graft_time(block_file, "bf16", autotune)
-        rows.append(("GPT-2 block b8 s256 bf16", t, g, autotune, 0))
+    for gemm in ["auto"]:
+        g = graft_time(block_file, "bf16", gemm)
+        rows.append(("GPT-2 block b8 s256 bf16", t, g, gemm, 0))
         print(rows[-1], flush=True)
 
 if "one-node" in workloads:
     torch.set_float32_matmul_precision("highest")
     x = torch.randn(1024, device=dev)
     t = torch_times(lambda: torch.nn.ReLU(), x)
-    g = graft_time("one-node", "f32", "0")
-    rows.append(("one node (relu, 1024)", t, g, "0", 0))
+    g = graft_time("one-node", "f32", "auto")
+    rows.append(("one node (relu, 1024)", t, g, "auto", 0))
 
 print()
-print("| workload | autotune | torch eager us | torch best mode | torch best us | graft us "
+print("| workload | graft gemm | torch eager us | torch best mode | torch best us | graft us "
       "| graft host I/O us | best torch / graft | HBM floor us |")
 print("|---|---|---|---|---|---|---|---|---|")
-for name, t, g, autotune, floor in rows:
+for name, t, g, gemm, floor in rows:
     best_mode = min(t, key=t.get)
     best = t[best_mode]
     gus = g["median_us"] if g else float("nan")
     hio = g["host_io_us"] if g else float("nan")
-    print(f"| {name} | {autotune} | {t['eager']:.1f} | {best_mode} | {best:.1f} | {gus:.1f} "
+    print(f"| {name} | {gemm} | {t['eager']:.1f} | {best_mode} | {best:.1f} | {gus:.1f} "
           f"| {hio:.1f} | {best / gus:.2f}x | {floor:.1f} |")

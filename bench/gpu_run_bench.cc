@@ -4,7 +4,7 @@
 // clock is the run's time), the median of five rounds. Prints one JSON line.
 //
 //   build/bench/gpu_run mlp|one-node|MODEL [--precision f32|tf32|bf16|f16]
-//       [--autotune 0|1] [--batch 32] [--runs 200] [--gpus N] [--shard-by tensor|batch]
+//       [--autotune 0|1] [--gemm auto|cublaslt] [--batch 32] [--runs 200] [--gpus N] [--shard-by tensor|batch]
 //
 // --gpus N: tensor parallel over GPUs 0..N-1 (CompileSharded), each rank's
 // input already on its own GPU.
@@ -104,7 +104,7 @@ int RunSharded(graft::Backend& backend, const graft::Module& module,
 int main(int argc, char** argv) {
   if (argc < 2) return Fail("usage: gpu_run mlp|one-node [--precision P] [--autotune 0|1]");
   const std::string workload = argv[1];
-  std::string precision = "f32", autotune = "0";
+  std::string precision = "f32", autotune = "0", gemm = "auto";
   int64_t batch = 32;
   int runs = 200, gpus = 0;
   std::string shard_by = "tensor";
@@ -112,6 +112,7 @@ int main(int argc, char** argv) {
     const std::string flag = argv[i];
     if (flag == "--precision") precision = argv[i + 1];
     if (flag == "--autotune") autotune = argv[i + 1];
+    if (flag == "--gemm") gemm = argv[i + 1];
     if (flag == "--batch") batch = std::atoll(argv[i + 1]);
     if (flag == "--runs") runs = std::atoi(argv[i + 1]);
     if (flag == "--gpus") gpus = std::atoi(argv[i + 1]);
@@ -130,7 +131,7 @@ int main(int argc, char** argv) {
   absl::StatusOr<std::unique_ptr<graft::Backend>> backend = graft::CreateBackend("cuda");
   if (!backend.ok()) return Fail(backend.status().ToString());
   graft::CompileOptions options;
-  options.options = {{"precision", precision}, {"autotune", autotune}};
+  options.options = {{"precision", precision}, {"autotune", autotune}, {"gemm", gemm}};
   options.keep_outputs_on_device = true;
   if (gpus > 0) {
     absl::StatusOr<graft::passes::ShardStrategy> strategy =
@@ -161,9 +162,11 @@ int main(int argc, char** argv) {
   if (!host_exe.ok()) return Fail(host_exe.status().ToString());
   const double host_io_us = TimeRuns(runs, [&] { (void)(*host_exe)->Run({host}); });
   std::printf(
-      "{\"workload\": \"%s\", \"precision\": \"%s\", \"autotune\": %s, \"batch\": %lld, "
+      "{\"workload\": \"%s\", \"precision\": \"%s\", \"autotune\": %s, \"gemm\": \"%s\", "
+      "\"batch\": %lld, "
       "\"compile_ms\": %.1f, \"first_ms\": %.2f, \"median_us\": %.2f, \"host_io_us\": %.2f}\n",
-      workload.c_str(), precision.c_str(), autotune.c_str(), static_cast<long long>(batch),
+      workload.c_str(), precision.c_str(), autotune.c_str(), gemm.c_str(),
+      static_cast<long long>(batch),
       compile_ms, first_ms, device_us, host_io_us);
   return 0;
 }

@@ -27,10 +27,10 @@ constexpr char kMagic[] = "graft-cuda-executable 1\n";
 
 absl::StatusOr<CudaOptions> OptionsOf(const CompileOptions& options) {
   for (const auto& [key, value] : options.options) {
-    if (key != "precision" && key != "autotune") {
+    if (key != "precision" && key != "autotune" && key != "gemm") {
       return absl::InvalidArgumentError(absl::StrCat(
           "the cuda backend has no option '", key,
-          "' (it takes precision=f32|tf32|bf16|f16 and autotune=0|1)"));
+          "' (it takes precision=f32|tf32|bf16|f16, autotune=0|1 and gemm=auto|graft|cublaslt)"));
     }
   }
   CudaOptions cuda;
@@ -46,6 +46,11 @@ absl::StatusOr<CudaOptions> OptionsOf(const CompileOptions& options) {
         absl::StrCat("autotune must be 0 or 1, got '", autotune, "'"));
   }
   cuda.autotune = autotune == "1";
+  cuda.gemm = options.Get("gemm", "auto");
+  if (cuda.gemm != "auto" && cuda.gemm != "graft" && cuda.gemm != "cublaslt") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gemm must be auto, graft or cublaslt, got '", cuda.gemm, "'"));
+  }
   if (options.communicator != nullptr) {
     cuda.communicator = std::dynamic_pointer_cast<NcclCommunicator>(options.communicator);
     if (cuda.communicator == nullptr || cuda.communicator->device() != options.device_index) {

@@ -18,6 +18,12 @@ namespace graft::cuda {
 //                                (inputs and outputs stay f32)
 //   autotune=0|1                 time cuBLASLt's candidate algorithms at
 //                                compile time and keep the fastest
+//   gemm=auto|graft|cublaslt     auto (default): f32 linear layers of at
+//                                most 64 rows run as graft's own split-K
+//                                kernel on the tensor cores (3xTF32),
+//                                other products on cuBLASLt; graft: such
+//                                layers in every precision; cublaslt:
+//                                every product on cuBLASLt
 // CompileOptions::device_index picks the GPU.
 class CudaBackend : public Backend {
  public:

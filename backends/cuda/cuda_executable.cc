@@ -6,10 +6,12 @@
 #include <cstring>
 #include <utility>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "backends/cuda/cuda_status.h"
 #include "backends/cuda/nccl_world.h"
 #include "backends/cuda/nvrtc_compiler.h"
+#include "backends/cuda/skinny_gemm.h"
 #include "graph/collective_ops.h"
 #include "graph/op_registry.h"
 #include "support/status_macros.h"
@@ -18,6 +20,15 @@ namespace graft::cuda {
 namespace {
 
 constexpr size_t kAlign = 256;  // cuBLASLt's fastest kernels want 16; keep a margin.
+
+// Programs of at most this many launches run without a CUDA graph, their
+// kernels reading the caller's device tensors in place: a graph launch and
+// the two copy kernels around the steps cost more than such a program.
+constexpr size_t kDirectLaunches = 2;
+
+// A caller's device tensor is read in place when it is aligned like the
+// buffers the kernels were planned for.
+constexpr uintptr_t kDirectAlign = 256;
 
 // Host transfers from this size on use cudaMemcpyAsync rather than the copy
 // kernels.
@@ -53,6 +64,7 @@ struct RunContext {
   char* arena = nullptr;
   int* error = nullptr;
   void* workspace = nullptr;
+  int* tile_counters = nullptr;  // Zeroed once; each skinny product leaves them zero.
   // Pinned host memory: host staging in io's layout, then the error flag's
   // copy. Kernels read and write it directly.
   char* pinned = nullptr;
@@ -65,6 +77,11 @@ struct RunContext {
   cudaGraph_t graph_def = nullptr;
   cudaGraphNode_t copy_in = nullptr, copy_out = nullptr;
   cudaKernelNodeParams copy_in_params{}, copy_out_params{};
+  // A direct run (RunDirect) reads each input and writes each output
+  // where these point; a graph run reads and writes io.
+  bool direct = false;
+  std::vector<const void*> direct_inputs;
+  std::vector<void*> direct_outputs;
 
   ~RunContext() {
     std::lock_guard<std::recursive_mutex> exclusion(CaptureExclusion());
@@ -94,7 +111,7 @@ absl::StatusOr<std::unique_ptr<CompiledCudaProgram>> CompiledCudaProgram::Create
     }
   }
   RETURN_IF_ERROR(GpuScope(gpu.index).Use());
-  ASSIGN_OR_RETURN(KernelSource source, GenerateKernels(p, gpu.multiprocessors));
+  ASSIGN_OR_RETURN(KernelSource source, GenerateKernels(p, options, gpu.multiprocessors));
   if (artifact != nullptr) {
     c->cubin_ = artifact->cubin;
   } else {
@@ -109,6 +126,7 @@ absl::StatusOr<std::unique_ptr<CompiledCudaProgram>> CompiledCudaProgram::Create
       RETURN_IF_ERROR(GRAFT_CUDA(
           cudaLibraryGetKernel(&launch.kernel, c->library_, spec.name.c_str())));
       launch.spec = std::move(spec);
+      c->uses_split_k_ |= launch.spec.split_k_scratch;
       c->launches_[i].push_back(std::move(launch));
     }
   }
@@ -120,7 +138,7 @@ absl::StatusOr<std::unique_ptr<CompiledCudaProgram>> CompiledCudaProgram::Create
   RETURN_IF_ERROR(GRAFT_CUBLAS(cublasLtCreate(&c->blas_)));
   for (size_t i = 0; i < p.steps.size(); ++i) {
     const Step& step = p.steps[i];
-    if (!IsGemmStep(step)) continue;
+    if (!IsGemmStep(step) || SkinnyGemmFor(step, options, gpu.multiprocessors)) continue;
     absl::StatusOr<GemmShape> shape = GemmShapeOf(*step.node);
     if (shape.ok() && shape->m * shape->n * shape->batch == 0) continue;  // Empty.
     absl::StatusOr<std::unique_ptr<GemmPlan>> plan = absl::InternalError("no GEMM shape");
@@ -145,6 +163,13 @@ absl::StatusOr<std::unique_ptr<CompiledCudaProgram>> CompiledCudaProgram::Create
     c->gemms_[static_cast<int>(i)] = *std::move(plan);
   }
   RETURN_IF_ERROR(c->UploadWeights());
+  size_t launches = c->gemms_.size();
+  for (const auto& step : c->launches_) launches += step.size();
+  for (const auto& step : c->launches_) {
+    for (const Launch& launch : step) c->direct_error_flag_ |= launch.spec.error_flag;
+  }
+  c->direct_ = !c->has_collectives_ && launches <= kDirectLaunches;
+  c->allocator_ = GpuAllocator(gpu.index);
   const IoLayout io = LayoutIo(p);
   c->input_offsets_ = io.inputs;
   c->output_offsets_ = io.outputs;
@@ -192,14 +217,21 @@ absl::StatusOr<std::unique_ptr<RunContext>> CompiledCudaProgram::NewContext() co
   auto context = std::make_unique<RunContext>();
   std::lock_guard<std::recursive_mutex> exclusion(CaptureExclusion());
   RETURN_IF_ERROR(GRAFT_CUDA(cudaStreamCreateWithFlags(&context->stream, cudaStreamNonBlocking)));
-  const bool gemms = !gemms_.empty();
+  const bool gemms = !gemms_.empty() || uses_split_k_;
   const size_t arena = AlignUp(program_.arena_bytes);
-  const size_t total = io_bytes_ + arena + kAlign + (gemms ? kGemmWorkspaceBytes : 0);
+  const size_t counters = uses_split_k_ ? kSkinnyCounters * sizeof(int) : 0;
+  const size_t total =
+      io_bytes_ + arena + kAlign + (gemms ? kGemmWorkspaceBytes : 0) + counters;
   RETURN_IF_ERROR(GRAFT_CUDA(cudaMalloc(&context->memory, total)));
   context->io = static_cast<char*>(context->memory);
   context->arena = context->io + io_bytes_;
   context->error = reinterpret_cast<int*>(context->arena + arena);
   context->workspace = gemms ? context->arena + arena + kAlign : nullptr;
+  if (uses_split_k_) {
+    context->tile_counters = reinterpret_cast<int*>(context->arena + arena + kAlign +
+                                                    kGemmWorkspaceBytes);
+    RETURN_IF_ERROR(GRAFT_CUDA(cudaMemset(context->tile_counters, 0, counters)));
+  }
   RETURN_IF_ERROR(GRAFT_CUDA(cudaMallocHost(reinterpret_cast<void**>(&context->pinned),
                                             io_bytes_ + kAlign)));
   context->staging = context->pinned;
@@ -210,8 +242,10 @@ absl::StatusOr<std::unique_ptr<RunContext>> CompiledCudaProgram::NewContext() co
 void* CompiledCudaProgram::Resolve(const BufferRef& ref, const RunContext& context) const {
   switch (ref.where) {
     case BufferRef::Where::kInput:
+      if (context.direct) return const_cast<void*>(context.direct_inputs[ref.index]);
       return context.io + input_offsets_[ref.index];
     case BufferRef::Where::kOutput:
+      if (context.direct) return context.direct_outputs[ref.index];
       return context.io + output_offsets_[ref.index];
     case BufferRef::Where::kState:
       return static_cast<char*>(weights_) + weight_offsets_[ref.index];
@@ -248,15 +282,28 @@ absl::Status CompiledCudaProgram::Enqueue(RunContext& context,
     }
     for (const Launch& launch : launches_[i]) {
       if (!status.ok()) break;
-      std::vector<void*> pointers;
+      absl::InlinedVector<void*, 8> pointers;
       for (const BufferRef& ref : launch.spec.buffers) pointers.push_back(Resolve(ref, context));
       if (launch.spec.error_flag) pointers.push_back(context.error);
-      std::vector<void*> args;
+      if (launch.spec.split_k_scratch) {
+        pointers.push_back(context.workspace);
+        pointers.push_back(context.tile_counters);
+      }
+      absl::InlinedVector<void*, 8> args;
       for (void*& p : pointers) args.push_back(&p);
-      status = GRAFT_CUDA(cudaLaunchKernel(reinterpret_cast<const void*>(launch.kernel),
-                                           dim3(static_cast<unsigned>(launch.spec.grid)),
-                                           dim3(launch.spec.block), args.data(), 0,
-                                           context.stream));
+      cudaLaunchConfig_t config{};
+      config.gridDim = dim3(static_cast<unsigned>(launch.spec.grid));
+      config.blockDim = dim3(launch.spec.block);
+      config.stream = context.stream;
+      cudaLaunchAttribute attribute{};
+      if (launch.spec.programmatic && !has_collectives_) {
+        attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attribute.val.programmaticStreamSerializationAllowed = 1;
+        config.attrs = &attribute;
+        config.numAttrs = 1;
+      }
+      status = GRAFT_CUDA(cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(launch.kernel),
+                                              args.data()));
     }
     if (status.ok() && after_step != nullptr) {
       status = GRAFT_CUDA(cudaEventRecord((*after_step)[i + 1], context.stream));
@@ -409,6 +456,94 @@ absl::Status CompiledCudaProgram::FailedStep(int failed_step) const {
                    "): an index is out of range for the dim it selects from"));
 }
 
+// The run's one wait; then a bad index found on the device fails it, and
+// host outputs are copied out of the pinned staging.
+absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::Finish(
+    RunContext& context, std::vector<Tensor> outputs, bool keep_outputs_on_device) const {
+  RETURN_IF_ERROR(GRAFT_CUDA(cudaStreamSynchronize(context.stream)));
+  RETURN_IF_ERROR(FailedStep(*context.host_error));
+  if (!keep_outputs_on_device) {
+    for (size_t j = 0; j < program_.output_types.size(); ++j) {
+      const TensorType& type = program_.output_types[j];
+      outputs.emplace_back(type.dtype, DimsOfType(type));
+      if (outputs.back().NumBytes() > 0) {
+        std::memcpy(outputs.back().raw_data(), context.staging + output_offsets_[j],
+                    outputs.back().NumBytes());
+      }
+    }
+  }
+  return outputs;
+}
+
+// The steps launched one by one on the context's stream, reading each
+// input where the caller has it (host inputs and unaligned or foreign
+// tensors go through io) and writing each output where it is kept, then
+// one wait.
+absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::RunDirect(
+    RunContext& context, absl::Span<const Tensor> inputs, bool keep_outputs_on_device) const {
+  context.direct_inputs.assign(inputs.size(), nullptr);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i];
+    char* io = context.io + input_offsets_[i];
+    const bool here = !t.on_host() && t.device().index == gpu_.index;
+    if (here && reinterpret_cast<uintptr_t>(t.raw_data()) % kDirectAlign == 0) {
+      context.direct_inputs[i] = t.raw_data();
+      continue;
+    }
+    context.direct_inputs[i] = io;
+    if (t.NumBytes() == 0) continue;
+    if (t.on_host()) {
+      std::memcpy(context.staging + input_offsets_[i], t.raw_data(), t.NumBytes());
+      RETURN_IF_ERROR(GRAFT_CUDA(cudaMemcpyAsync(io, context.staging + input_offsets_[i],
+                                                 t.NumBytes(), cudaMemcpyHostToDevice,
+                                                 context.stream)));
+    } else {
+      RETURN_IF_ERROR(GRAFT_CUDA(cudaMemcpyPeerAsync(io, gpu_.index, t.raw_data(),
+                                                     t.device().index, t.NumBytes(),
+                                                     context.stream)));
+    }
+  }
+  std::vector<Tensor> outputs;
+  context.direct_outputs.clear();
+  for (size_t j = 0; j < program_.output_types.size(); ++j) {
+    const TensorType& type = program_.output_types[j];
+    if (keep_outputs_on_device) {
+      ASSIGN_OR_RETURN(std::shared_ptr<Storage> storage,
+                       Storage::AllocateOn(allocator_, BytesOf(type)));
+      outputs.emplace_back(type.dtype, DimsOfType(type), std::move(storage));
+      context.direct_outputs.push_back(outputs.back().raw_data());
+    } else {
+      context.direct_outputs.push_back(context.io + output_offsets_[j]);
+    }
+  }
+  if (direct_error_flag_) {
+    RETURN_IF_ERROR(GRAFT_CUDA(cudaMemsetAsync(context.error, 0, sizeof(int), context.stream)));
+  }
+  absl::Status enqueued;
+  {
+    std::lock_guard<std::mutex> lock(capture_mu_);  // GEMM plans set their bias per call.
+    context.direct = true;
+    enqueued = Enqueue(context);
+    context.direct = false;
+  }
+  RETURN_IF_ERROR(enqueued);
+  *context.host_error = 0;
+  if (direct_error_flag_) {
+    RETURN_IF_ERROR(GRAFT_CUDA(cudaMemcpyAsync(context.host_error, context.error, sizeof(int),
+                                               cudaMemcpyDeviceToHost, context.stream)));
+  }
+  if (!keep_outputs_on_device) {
+    for (size_t j = 0; j < program_.output_types.size(); ++j) {
+      const size_t bytes = BytesOf(program_.output_types[j]);
+      if (bytes == 0) continue;
+      RETURN_IF_ERROR(GRAFT_CUDA(cudaMemcpyAsync(context.staging + output_offsets_[j],
+                                                 context.io + output_offsets_[j], bytes,
+                                                 cudaMemcpyDeviceToHost, context.stream)));
+    }
+  }
+  return Finish(context, std::move(outputs), keep_outputs_on_device);
+}
+
 // Copy in, the graph, copy out, one wait. Host inputs go through pinned
 // staging, device inputs are read where they are (another GPU's copied); outputs land in staging
 // (then in host tensors) or in fresh device tensors.
@@ -486,19 +621,7 @@ absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::RunIn(
         context.staging + output_offsets_[j], context.io + output_offsets_[j],
         BytesOf(program_.output_types[j]), cudaMemcpyDeviceToHost, context.stream)));
   }
-  RETURN_IF_ERROR(GRAFT_CUDA(cudaStreamSynchronize(context.stream)));
-  RETURN_IF_ERROR(FailedStep(*context.host_error));
-  if (!keep_outputs_on_device) {
-    for (size_t j = 0; j < program_.output_types.size(); ++j) {
-      const TensorType& type = program_.output_types[j];
-      outputs.emplace_back(type.dtype, DimsOfType(type));
-      if (outputs.back().NumBytes() > 0) {
-        std::memcpy(outputs.back().raw_data(), context.staging + output_offsets_[j],
-                    outputs.back().NumBytes());
-      }
-    }
-  }
-  return outputs;
+  return Finish(context, std::move(outputs), keep_outputs_on_device);
 }
 
 absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::Run(absl::Span<const Tensor> inputs,
@@ -515,7 +638,9 @@ absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::Run(absl::Span<const Te
   if (context == nullptr) {
     ASSIGN_OR_RETURN(context, NewContext());
   }
-  absl::StatusOr<std::vector<Tensor>> outputs = RunIn(*context, inputs, keep_outputs_on_device);
+  absl::StatusOr<std::vector<Tensor>> outputs =
+      direct_ ? RunDirect(*context, inputs, keep_outputs_on_device)
+              : RunIn(*context, inputs, keep_outputs_on_device);
   if (outputs.ok() || absl::IsInvalidArgument(outputs.status())) {
     // A context whose run failed on the device is not reused.
     std::lock_guard<std::mutex> lock(contexts_mu_);

@@ -67,9 +67,20 @@ class CompiledCudaProgram {
   absl::Status Capture(RunContext& context, void** in_args, void** out_args) const;
   // NCCL collectives among the steps: their capture waits for other ranks.
   bool has_collectives_ = false;
+  // Some launch is a split-K skinny product (workspace and tile counters).
+  bool uses_split_k_ = false;
+  // Few launches: runs go without the graph (RunDirect).
+  bool direct_ = false;
+  bool direct_error_flag_ = false;  // Some launch reports a bad index.
+  std::shared_ptr<DeviceAllocator> allocator_;  // For outputs kept on the device.
   // graft_copy_in (`in`) or graft_copy_out on the context's stream.
   absl::Status LaunchCopy(RunContext& context, bool in, void** args) const;
   absl::Status FailedStep(int failed_step) const;
+  absl::StatusOr<std::vector<Tensor>> Finish(RunContext& context, std::vector<Tensor> outputs,
+                                             bool keep_outputs_on_device) const;
+  absl::StatusOr<std::vector<Tensor>> RunDirect(RunContext& context,
+                                                absl::Span<const Tensor> inputs,
+                                                bool keep_outputs_on_device) const;
   absl::StatusOr<std::vector<Tensor>> RunIn(RunContext& context,
                                             absl::Span<const Tensor> inputs,
                                             bool keep_outputs_on_device) const;

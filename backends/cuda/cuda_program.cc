@@ -98,7 +98,8 @@ absl::Status CanLowerCall(const Node& node) {
 }  // namespace
 
 std::string CudaOptions::Key() const {
-  return absl::StrCat("precision ", precision, autotune ? " autotune" : "");
+  return absl::StrCat("precision ", precision, autotune ? " autotune" : "",
+                      gemm == "auto" ? "" : absl::StrCat(" gemm ", gemm));
 }
 
 absl::Status CanLower(const Node& node) {

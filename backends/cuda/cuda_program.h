@@ -21,6 +21,10 @@ struct CudaOptions {
   std::string precision = "f32";
   // Time cuBLASLt's candidate algorithms at compile time.
   bool autotune = false;
+  // "auto": f32 products of few rows run as graft's own kernel
+  // (skinny_gemm.h), the rest on cuBLASLt; "graft": products of few rows
+  // in every precision run as graft's; "cublaslt": every product.
+  std::string gemm = "auto";
   // The rank's link to the other GPUs, for a module with collectives
   // (compiled code does not depend on it, so Key() leaves it out).
   std::shared_ptr<NcclCommunicator> communicator;

@@ -14,6 +14,8 @@
 #include "absl/strings/str_join.h"
 #include "backends/cuda/gemm.h"
 #include "backends/cuda/kernel_preamble.h"
+#include "backends/cuda/skinny_gemm.h"
+#include "backends/cuda/skinny_gemm_source.h"
 #include "backends/strided_view.h"
 #include "graph/op_registry.h"
 #include "graph/op_traits.h"
@@ -189,8 +191,8 @@ std::string OffsetExpr(const Operand& op, const std::vector<int64_t>& dims,
 
 class Emitter {
  public:
-  Emitter(const StepProgram& program, int multiprocessors)
-      : p_(program), sms_(std::max(multiprocessors, 1)) {}
+  Emitter(const StepProgram& program, const CudaOptions& options, int multiprocessors)
+      : p_(program), options_(options), sms_(std::max(multiprocessors, 1)) {}
 
   absl::StatusOr<KernelSource> Run() {
     out_.source = kKernelPreamble;
@@ -238,10 +240,14 @@ class Emitter {
     return absl::UnimplementedError("the cuda backend has no kernel for this step");
   }
 
-  // Exact GELU has no cuBLASLt epilogue: it runs on the product in place.
+  // A product of few rows is graft's own kernel. On cuBLASLt, exact GELU
+  // has no epilogue: it runs on the product in place.
   absl::Status AfterGemm(const Step& step) {
     step_ = &step;
     kernel_count_ = 0;
+    if (std::optional<SkinnyGemm> skinny = SkinnyGemmFor(step, options_, sms_)) {
+      return Skinny(*skinny);
+    }
     if (GemmActivation(step) != "gelu") return absl::OkStatus();
     const std::vector<int64_t> dims = DimsOf(node());
     const DType t = out_dtype();
@@ -259,6 +265,26 @@ class Emitter {
   }
 
   // The kernels that move inputs in and outputs out (KernelSource).
+  absl::Status Skinny(const SkinnyGemm& plan) {
+    ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node()));
+    if (!skinny_source_added_) {
+      out_.source += kSkinnyGemmSource;
+      skinny_source_added_ = true;
+    }
+    std::vector<BufferRef> buffers{BufferOf(call.TensorNode("input")),
+                                   BufferOf(call.TensorNode("weight"))};
+    // Without a bias the kernel's pointer is never read: pass the weight.
+    buffers.push_back(plan.shape.has_bias ? BufferOf(call.TensorNode("bias")) : buffers[1]);
+    buffers.push_back(step_->result);
+    const std::string name = NextName();
+    out_.source += SkinnyGemmKernel(name, plan);
+    KernelLaunch launch{name, plan.grid(), 128, std::move(buffers), false};
+    launch.split_k_scratch = true;
+    launch.programmatic = true;
+    out_.launches[step_index_].push_back(std::move(launch));
+    return absl::OkStatus();
+  }
+
   void CopyKernels() {
     const IoLayout io = LayoutIo(p_);
     auto bytes = [](const TensorType& t) {
@@ -1087,11 +1113,13 @@ class Emitter {
   }
 
   const StepProgram& p_;
+  const CudaOptions& options_;
   const int sms_;
   KernelSource out_;
   const Step* step_ = nullptr;
   int step_index_ = 0;
   int kernel_count_ = 0;
+  bool skinny_source_added_ = false;
 };
 
 }  // namespace
@@ -1114,8 +1142,8 @@ bool IsGemmStep(const Step& step) {
 }
 
 absl::StatusOr<KernelSource> GenerateKernels(const StepProgram& program,
-                                             int multiprocessors) {
-  return Emitter(program, multiprocessors).Run();
+                                             const CudaOptions& options, int multiprocessors) {
+  return Emitter(program, options, multiprocessors).Run();
 }
 
 }  // namespace graft::cuda

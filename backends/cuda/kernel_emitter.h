@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "backends/cuda/cuda_program.h"
 #include "backends/step_program.h"
 
 namespace graft::cuda {
@@ -18,6 +19,12 @@ struct KernelLaunch {
   int block = 256;
   std::vector<BufferRef> buffers;
   bool error_flag = false;
+  // Then the run's GEMM workspace and its zeroed split-K tile counters
+  // (a skinny product, skinny_gemm.h).
+  bool split_k_scratch = false;
+  // Launched as a programmatic dependent of the kernel before it: the
+  // kernel waits (griddepcontrol.wait) before it reads what that one wrote.
+  bool programmatic = false;
 };
 
 // Where a run context's device buffer keeps each input and output.
@@ -48,10 +55,11 @@ bool IsGemmStep(const Step& step);
 // groups from the registry's scalar formulas (with broadcasting), views
 // and copies, concat, pad, reductions, softmax, layer_norm, batch_norm,
 // pooling, gather/index_select/embedding, argmax, creation ops and a
-// direct convolution. Every shape is a constant in the source, so index
-// arithmetic divides by constants. `multiprocessors` caps grid sizes.
+// direct convolution; and the linear layers of few rows (skinny_gemm.h).
+// Every shape is a constant in the source, so index arithmetic divides by
+// constants. `multiprocessors` caps grid sizes.
 absl::StatusOr<KernelSource> GenerateKernels(const StepProgram& program,
-                                             int multiprocessors);
+                                             const CudaOptions& options, int multiprocessors);
 
 }  // namespace graft::cuda
 

@@ -167,6 +167,11 @@ class ModuleBuilder {
     module_.SetTensor(name, t);
     return graph().GetAttr(name, t.type());
   }
+  Node* Const(const Tensor& t) {
+    const std::string name = absl::StrCat("c", constants_++);
+    module_.SetTensor(name, t);
+    return graph().GetAttr(name, t.type());
+  }
   Node* Call(absl::string_view op, std::vector<Argument> args,
              Kwargs kwargs = {}) {
     return graph().CallFunction(op, std::move(args), std::move(kwargs));

@@ -64,7 +64,7 @@ TEST(CudaCodegen, EveryModelsKernelsCompileWithNvrtc) {
                     std::string(program.status().message()).c_str());
         continue;
       }
-      ASSERT_OK_AND_ASSIGN(cuda::KernelSource source, cuda::GenerateKernels(*program, 132));
+      ASSERT_OK_AND_ASSIGN(cuda::KernelSource source, cuda::GenerateKernels(*program, {}, 132));
       ASSERT_OK_AND_ASSIGN(std::string cubin, cuda::CompileToCubin(source.source, "sm_90"));
       EXPECT_GT(cubin.size(), 0u);
       ++compiled;

@@ -366,6 +366,53 @@ TEST(CudaExecutable, ConcurrentRunsSymbolicBatchAndOutputsOnDevice) {
   ExpectClose(host, want[0], kReduceTol, "outputs kept on the device");
 }
 
+// Programs of one or two kernels run without a CUDA graph, reading device
+// inputs in place: host and device inputs, outputs on either side, an
+// output fed back as the next input, a bad index caught and the program
+// still good after it.
+TEST(CudaExecutable, SmallProgramsRunWithoutAGraph) {
+  SKIP_WITHOUT_GPU();
+  CUDA_TEST_SEED(rng);
+  ModuleBuilder b(rng);
+  Node* x = b.In(DType::kF32, {1024}, -2, 2);
+  b.Out({b.Call("relu", {x})});
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> reference, Interp().Compile(b.module(), {}));
+  CompileOptions on_device;
+  on_device.keep_outputs_on_device = true;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> host_out, Cuda().Compile(b.module(), {}));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> device_out,
+                       Cuda().Compile(b.module(), on_device));
+  for (int run = 0; run < 3; ++run) {
+    Tensor in = RandomData(DType::kF32, {1024}, rng, -2, 2);
+    ASSERT_OK_AND_ASSIGN(Tensor in_device, CopyToDevice(in, Cuda().allocator(on_device)));
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> want, reference->Run({in}));
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> a, host_out->Run({in}));
+    ExpectClose(a[0], want[0], kExact, "host in, host out");
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> c, host_out->Run({in_device}));
+    ExpectClose(c[0], want[0], kExact, "device in, host out");
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> d, device_out->Run({in_device}));
+    ASSERT_EQ(d[0].device().kind, DeviceKind::kCuda);
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> e, device_out->Run({d[0]}));  // relu(relu(x)).
+    ASSERT_OK_AND_ASSIGN(Tensor e_host, CopyToHost(e[0]));
+    ExpectClose(e_host, want[0], kExact, "device in, device out, twice");
+  }
+  ModuleBuilder ib(rng);
+  Node* table = ib.In(DType::kF32, {5, 6}, -1, 1);
+  Node* ids = ib.In(DType::kI64, {4}, 0, 5);
+  ib.Out({ib.Call("index_select", {table, int64_t{0}, ids})});
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> select, Cuda().Compile(ib.module(), {}));
+  std::vector<Tensor> bad = ib.inputs();
+  bad[1] = bad[1].Clone();
+  bad[1].data<int64_t>()[2] = 5;
+  EXPECT_THAT(select->Run(bad), StatusIs(absl::StatusCode::kInvalidArgument,
+                                         HasSubstr("out of range")));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> select_ref,
+                       Interp().Compile(ib.module(), {}));
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> want, select_ref->Run(ib.inputs()));
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> got, select->Run(ib.inputs()));
+  ExpectAllClose(got, want, kExact);
+}
+
 TEST(CudaBackend, RefusesBadOptionsAndSaysWhatFallsBack) {
   CompileOptions bad;
   bad.options["precision"] = "f8";
@@ -385,6 +432,9 @@ TEST(CudaBackend, RefusesBadOptionsAndSaysWhatFallsBack) {
   }
   EXPECT_THAT(Cuda().Compile(module, bad).status(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("precision")));
+  bad.options = {{"gemm", "cublas"}};
+  EXPECT_THAT(Cuda().Compile(module, bad).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("gemm must be")));
   bad.options = {{"autotuned", "1"}};
   EXPECT_THAT(Cuda().Compile(module, bad).status(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no option 'autotuned'")));

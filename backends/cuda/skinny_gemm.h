@@ -1,0 +1,48 @@
+#ifndef GRAFT_BACKENDS_CUDA_SKINNY_GEMM_H_
+#define GRAFT_BACKENDS_CUDA_SKINNY_GEMM_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "backends/cuda/cuda_program.h"
+#include "backends/cuda/gemm_shape.h"
+#include "backends/step_program.h"
+
+namespace graft::cuda {
+
+// A linear layer of at most this many rows can run as graft's own kernel
+// (skinny_gemm_source.h) rather than cuBLASLt: in f32 by default
+// (gemm=auto), in every precision with gemm=graft.
+inline constexpr int64_t kSkinnyMaxRows = 64;
+// Tile counters a run context keeps zeroed for the split-K fix-up.
+inline constexpr int64_t kSkinnyCounters = 16384;
+
+// How a skinny product is laid over the GPU: `tiles` of 64 weight rows,
+// K cut into `splits` chunks of `chunk`, one block per (tile, chunk).
+struct SkinnyGemm {
+  GemmShape shape;
+  std::string activation;  // "", relu, gelu or gelu_tanh.
+  int mode = 0;            // 0 bf16, 1 f16, 2 tf32, 3 f32 as 3xTF32.
+  int64_t tiles = 1, splits = 1, chunk = 0;
+
+  int64_t grid() const { return tiles * splits; }
+  // Partial sums the blocks of a split product leave for the last one.
+  size_t ScratchBytes() const;
+};
+
+// The skinny plan of a GEMM step, or nothing when cuBLASLt runs it: the
+// step is not a linear layer of at most kSkinnyMaxRows rows with its
+// weight as [out, in], of f32/f16/bf16, K a multiple of one 16-byte load,
+// with an activation the kernel knows; or `options.gemm` is "cublaslt",
+// or "auto" and the product is not f32.
+std::optional<SkinnyGemm> SkinnyGemmFor(const Step& step, const CudaOptions& options,
+                                        int multiprocessors);
+
+// `extern "C" __global__ void name(x, w, bias, y, partial, counters)`.
+std::string SkinnyGemmKernel(const std::string& name, const SkinnyGemm& plan);
+
+}  // namespace graft::cuda
+
+#endif  // GRAFT_BACKENDS_CUDA_SKINNY_GEMM_H_

@@ -1,0 +1,317 @@
+#ifndef GRAFT_BACKENDS_CUDA_SKINNY_GEMM_SOURCE_H_
+#define GRAFT_BACKENDS_CUDA_SKINNY_GEMM_SOURCE_H_
+
+namespace graft::cuda {
+
+// The device code of graft's own product for few rows (skinny_gemm.h
+// says when it runs): y[M, N] = act(x[M, K] w[N, K]^T + bias), M <= 64.
+// Such a product reads each weight once and does little with it, so it
+// is bound by how fast the weights stream from memory; cuBLASLt's tiles
+// leave most multiprocessors idle at these shapes.
+//
+// Each warp owns 16 weight rows (outputs) and a range of K; the tensor
+// cores multiply them by every row of x (mma.sync, weights as the A
+// operand, x as B, 8 rows of x per product). Each thread loads 16
+// contiguous bytes of a weight row, and the same 16 bytes' positions of
+// x: a sum over k may take its terms in any order, so the k positions of
+// the fragments are permuted to match what one 16-byte load holds, and
+// no shuffle is needed. Weights bypass L1 (read once), two iterations'
+// worth of registers, one in flight while the other multiplies; the
+// block's rows of x over its chunk are copied to shared memory once
+// (when they fit; else read through L1), as its 4 warps all read them.
+//
+// Launched as a programmatic dependent (PDL), the kernel loads its first
+// weights before it waits for the kernel that writes x.
+//
+// K is split over blocks too, so that small N still fills the GPU. Each
+// block writes its partial sums to a scratch buffer, and the block that
+// finishes a tile last adds them up in split order (the same result
+// whichever block is last), applies bias and activation, and resets the
+// tile's counter for the next run.
+//
+// Modes: 0 bf16, 1 f16, 2 tf32 (f32 data rounded to tf32), 3 f32 as three
+// tf32 products (hi*hi + hi*lo + lo*hi: about f32's precision, as
+// CUTLASS's 3xTF32).
+inline constexpr char kSkinnyGemmSource[] = R"CUDA(
+namespace g_skinny {
+
+__device__ __forceinline__ uint4 zero4() { uint4 z; z.x = z.y = z.z = z.w = 0u; return z; }
+
+// A weight: read once, so kept out of L1. Not volatile: nothing writes
+// the operands while the kernel runs, so the compiler may issue every load
+// of an iteration before the first product waits for one.
+__device__ __forceinline__ uint4 load_stream(const void* p) {
+  uint4 r;
+  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+      : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+  return r;
+}
+// x: read by every warp of the block, so through L1.
+__device__ __forceinline__ uint4 load_shared_use(const void* p) {
+  uint4 r;
+  asm("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
+      : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+  return r;
+}
+
+__device__ __forceinline__ unsigned to_tf32(unsigned bits) {
+  unsigned r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(__uint_as_float(bits)));
+  return r;
+}
+__device__ __forceinline__ uint4 to_tf32(uint4 v) {
+  v.x = to_tf32(v.x); v.y = to_tf32(v.y); v.z = to_tf32(v.z); v.w = to_tf32(v.w);
+  return v;
+}
+// What is left of v after its tf32 rounding, itself as tf32.
+__device__ __forceinline__ uint4 tf32_rest(uint4 v, uint4 hi) {
+  v.x = to_tf32(__float_as_uint(__uint_as_float(v.x) - __uint_as_float(hi.x)));
+  v.y = to_tf32(__float_as_uint(__uint_as_float(v.y) - __uint_as_float(hi.y)));
+  v.z = to_tf32(__float_as_uint(__uint_as_float(v.z) - __uint_as_float(hi.z)));
+  v.w = to_tf32(__float_as_uint(__uint_as_float(v.w) - __uint_as_float(hi.w)));
+  return v;
+}
+
+// d += a b on the tensor cores: m16n8k16 (bf16, f16) or m16n8k8 (tf32).
+template <int kMode>
+__device__ __forceinline__ void mma(float* d, unsigned a0, unsigned a1, unsigned a2, unsigned a3,
+                                    unsigned b0, unsigned b1) {
+  if (kMode == 0) {
+    asm(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
+        "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  } else if (kMode == 1) {
+    asm(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
+        "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  } else {
+    asm(
+        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, "
+        "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  }
+}
+
+// The two products one 16-byte load of each operand holds. Fragment slot
+// (row g, k 2t..2t+1) of m16n8k16 takes the load's first word, (row g,
+// k 2t+8..2t+9) its second, and x's fragment the same words: a bijection
+// of k onto the 16 elements the quad of threads loaded. m16n8k8 (tf32)
+// maps k t and t+4 to one load's words 0 and 1 the same way.
+template <int kMode>
+__device__ __forceinline__ void mma_pair(float* d, uint4 wl, uint4 wh, uint4 xv) {
+  mma<kMode>(d, wl.x, wh.x, wl.y, wh.y, xv.x, xv.y);
+  mma<kMode>(d, wl.z, wh.z, wl.w, wh.w, xv.z, xv.w);
+}
+
+template <int kMode>
+__device__ __forceinline__ void product(float* d, uint4 wl, uint4 wh, uint4 xv) {
+  if (kMode <= 1) {
+    mma_pair<kMode>(d, wl, wh, xv);
+  } else if (kMode == 2) {
+    mma_pair<2>(d, to_tf32(wl), to_tf32(wh), to_tf32(xv));
+  } else {
+    const uint4 wl_hi = to_tf32(wl), wh_hi = to_tf32(wh), x_hi = to_tf32(xv);
+    const uint4 wl_lo = tf32_rest(wl, wl_hi), wh_lo = tf32_rest(wh, wh_hi);
+    const uint4 x_lo = tf32_rest(xv, x_hi);
+    mma_pair<2>(d, wl_lo, wh_lo, x_hi);
+    mma_pair<2>(d, wl_hi, wh_hi, x_lo);
+    mma_pair<2>(d, wl_hi, wh_hi, x_hi);
+  }
+}
+
+__device__ __forceinline__ float to_float(float v) { return v; }
+__device__ __forceinline__ float to_float(g_half v) { return g_h2f(v); }
+__device__ __forceinline__ float to_float(g_bfloat v) { return g_b2f(v); }
+__device__ __forceinline__ void store(float* p, float v) { *p = v; }
+__device__ __forceinline__ void store(g_half* p, float v) { *p = g_f2h(v); }
+__device__ __forceinline__ void store(g_bfloat* p, float v) { *p = g_f2b(v); }
+
+// kAct: 0 none, 1 relu (NaN stays NaN, as torch.relu), 2 gelu (erf),
+// 3 gelu with the tanh approximation.
+template <int kAct>
+__device__ __forceinline__ float activate(float v) {
+  if (kAct == 1) return v < 0.0f ? 0.0f : v;
+  if (kAct == 2) return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
+  if (kAct == 3) {
+    return 0.5f * v * (1.0f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v)));
+  }
+  return v;
+}
+
+// One iteration's weights: kU 16-byte loads of rows w0 and w1 at k.
+template <class T, int kU>
+__device__ __forceinline__ void load_weights(const T* w0, const T* w1, int k, int k_end, int t,
+                                             uint4 (&l)[kU], uint4 (&h)[kU]) {
+  constexpr int kVec = 16 / sizeof(T), kStep = 4 * kVec;
+#pragma unroll
+  for (int u = 0; u < kU; ++u) {
+    const int kk = k + u * kStep + t * kVec;
+    const bool in = kk < k_end;
+    l[u] = in ? load_stream(w0 + kk) : zero4();
+    h[u] = in ? load_stream(w1 + kk) : zero4();
+  }
+}
+
+// One iteration's products: x's matching 16 bytes for each block of 8
+// rows, times the weights loaded. x comes from the block's shared copy
+// (`xs`, rows kXStride apart, from k_begin) when there is one, else from
+// global memory through L1.
+template <class T, int kMode, int kU, int kMB, int kM, int kK, int kXStride>
+__device__ __forceinline__ void multiply(const T* x, const T* xs, int k_begin, int k, int k_end,
+                                         int g, int t, const uint4 (&l)[kU], const uint4 (&h)[kU],
+                                         float (&acc)[kMB][4]) {
+  constexpr int kVec = 16 / sizeof(T), kStep = 4 * kVec;
+#pragma unroll
+  for (int u = 0; u < kU; ++u) {
+    const int kk = k + u * kStep + t * kVec;
+    uint4 xv[kMB];
+#pragma unroll
+    for (int b = 0; b < kMB; ++b) {
+      const int m = b * 8 + g;
+      if (kXStride > 0) {
+        xv[b] = kk < k_end && m < kM ? *(const uint4*)(xs + m * kXStride + (kk - k_begin))
+                                     : zero4();
+      } else {
+        xv[b] = kk < k_end && m < kM ? load_shared_use(x + m * kK + kk) : zero4();
+      }
+    }
+#pragma unroll
+    for (int b = 0; b < kMB; ++b) product<kMode>(acc[b], l[u], h[u], xv[b]);
+  }
+}
+
+constexpr int kWarps = 4;         // Per block: 64 weight rows.
+constexpr int kThreads = 32 * kWarps;
+constexpr int kUnroll = 4;        // 16-byte weight loads in flight per row and thread.
+
+template <class T, class B, int kMode, int kAct, bool kBias, int kM, int kN, int kK,
+          int kSplits, int kChunk>
+__device__ __forceinline__ void gemm(const T* __restrict__ x, const T* __restrict__ w,
+                                     const B* __restrict__ bias, T* __restrict__ y,
+                                     float* __restrict__ partial, int* __restrict__ counters) {
+  constexpr int kVec = 16 / sizeof(T);  // Elements in one 16-byte load.
+  constexpr int kStep = 4 * kVec;       // k covered by a quad of threads.
+  constexpr int kMB = (kM + 7) / 8;     // Blocks of 8 rows of x.
+  constexpr int kTiles = (kN + 16 * kWarps - 1) / (16 * kWarps);
+  // Fewer weight loads in flight where x's 8 row blocks or the 3xTF32
+  // split need the registers.
+  constexpr int kU = kMB > 4 || kMode == 3 ? 2 : kUnroll;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  const int tile = blockIdx.x % kTiles, split = blockIdx.x / kTiles;
+  const int n0 = tile * 16 * kWarps + warp * 16 + g, n1 = n0 + 8;
+  // Rows past N read the last row (valid memory); their sums are dropped.
+  const T* w0 = w + (long long)(n0 < kN ? n0 : kN - 1) * kK;
+  const T* w1 = w + (long long)(n1 < kN ? n1 : kN - 1) * kK;
+  const int k_begin = split * kChunk;
+  const int k_end = k_begin + kChunk < kK ? k_begin + kChunk : kK;
+  constexpr int kStride = kStep * kU;  // k per iteration.
+  // The next kernel may start its own weight loads while this one ends
+  // (it waits for this one before it reads anything this one writes).
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  // Weights depend on no earlier kernel: the first iteration's load before
+  // the wait for the kernel that writes x (programmatic dependent launch;
+  // without it the wait returns at once).
+  uint4 al[kU], ah[kU], bl[kU], bh[kU];
+  load_weights<T, kU>(w0, w1, k_begin, k_end, t, al, ah);
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  // The block's rows of x over its chunk, copied once to shared memory
+  // when they fit (each row padded by 64 bytes: the 16-byte reads of 8
+  // rows by a quarter warp then fall in distinct banks).
+  constexpr int kPad = 64 / sizeof(T);
+  constexpr bool kShareX = (long long)kM * (kChunk + kPad) * sizeof(T) <= 40 * 1024;
+  constexpr int kXStride = kShareX ? kChunk + kPad : 0;
+  __shared__ __align__(16) T xs[kShareX ? kM * (kChunk + kPad) : 1];
+  if (kShareX) {
+    constexpr int kPerRow = kChunk / kVec;
+    for (int i = threadIdx.x; i < kM * kPerRow; i += kThreads) {
+      const int m = i / kPerRow, c = i % kPerRow, kk = k_begin + c * kVec;
+      *(uint4*)(xs + m * kXStride + c * kVec) = kk < k_end ? load_shared_use(x + m * kK + kk)
+                                                           : zero4();
+    }
+    __syncthreads();
+  }
+  float acc[kMB][4];
+#pragma unroll
+  for (int b = 0; b < kMB; ++b) acc[b][0] = acc[b][1] = acc[b][2] = acc[b][3] = 0.0f;
+  // Two register buffers: one iteration's loads are in flight while the
+  // other's products run.
+#pragma unroll 1
+  for (int k = k_begin; k < k_end; k += 2 * kStride) {
+    const bool more = k + kStride < k_end;
+    if (more) load_weights<T, kU>(w0, w1, k + kStride, k_end, t, bl, bh);
+    multiply<T, kMode, kU, kMB, kM, kK, kXStride>(x, xs, k_begin, k, k_end, g, t, al, ah, acc);
+    if (!more) break;
+    if (k + 2 * kStride < k_end) load_weights<T, kU>(w0, w1, k + 2 * kStride, k_end, t, al, ah);
+    multiply<T, kMode, kU, kMB, kM, kK, kXStride>(x, xs, k_begin, k + kStride, k_end, g, t, bl,
+                                                  bh, acc);
+  }
+  if (kSplits > 1) {
+    float* mine = partial + (long long)(tile * kSplits + split) * kMB * kThreads * 4;
+#pragma unroll
+    for (int b = 0; b < kMB; ++b) {
+      float4 v; v.x = acc[b][0]; v.y = acc[b][1]; v.z = acc[b][2]; v.w = acc[b][3];
+      *(float4*)(mine + (b * kThreads + threadIdx.x) * 4) = v;
+    }
+    __threadfence();
+    __syncthreads();
+    __shared__ int last;
+    if (threadIdx.x == 0) last = atomicAdd(counters + tile, 1) == kSplits - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    const float* all = partial + (long long)tile * kSplits * kMB * kThreads * 4;
+    // Every block's partial sums, 8 splits' loads in flight at once, from
+    // L2 (__ldcg: never a stale L1 line), added in split order.
+#pragma unroll
+    for (int b = 0; b < kMB; ++b) acc[b][0] = acc[b][1] = acc[b][2] = acc[b][3] = 0.0f;
+#pragma unroll 1
+    for (int i0 = 0; i0 < kSplits; i0 += 8) {
+#pragma unroll
+      for (int b = 0; b < kMB; ++b) {
+        float4 v[8];
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+          if (i0 + i < kSplits) {
+            v[i] = __ldcg((const float4*)(all + ((long long)(i0 + i) * kMB * kThreads +
+                                                 b * kThreads + threadIdx.x) * 4));
+          }
+        }
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+          if (i0 + i < kSplits) {
+            acc[b][0] += v[i].x; acc[b][1] += v[i].y; acc[b][2] += v[i].z; acc[b][3] += v[i].w;
+          }
+        }
+      }
+    }
+    if (threadIdx.x == 0) counters[tile] = 0;
+  }
+  // acc[b]: (row n0, x rows 8b+2t, 8b+2t+1), then (row n1, the same).
+#pragma unroll
+  for (int b = 0; b < kMB; ++b) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int n = h == 0 ? n0 : n1;
+      if (n >= kN) continue;
+      const float add = kBias ? to_float(bias[n]) : 0.0f;
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int m = b * 8 + 2 * t + j;
+        if (m < kM) store(y + (long long)m * kN + n, activate<kAct>(acc[b][h * 2 + j] + add));
+      }
+    }
+  }
+}
+
+}  // namespace g_skinny
+)CUDA";
+
+}  // namespace graft::cuda
+
+#endif  // GRAFT_BACKENDS_CUDA_SKINNY_GEMM_SOURCE_H_

@@ -1,0 +1,189 @@
+// graft's own product for few rows (backends/cuda/skinny_gemm.h) against
+// the interpreter, in every precision, at the shapes around its edges:
+// rows of x not a multiple of 8, weight rows not a multiple of 16 or 64,
+// K not a multiple of the unrolled step, K split over many blocks. The
+// kernels of every mode compile by NVRTC on any machine; the runs need a
+// GPU.
+
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "backends/cuda/cuda_program.h"
+#include "backends/cuda/kernel_emitter.h"
+#include "backends/cuda/nvrtc_compiler.h"
+#include "backends/cuda/skinny_gemm.h"
+#include "gtest/gtest.h"
+#include "passes/shape_prop.h"
+#include "support/status_matchers.h"
+#include "tests/cuda/cuda_test_util.h"
+
+namespace graft::cuda_test {
+namespace {
+
+struct Shape {
+  int64_t m, n, k;
+};
+
+// `t` with every element rounded to `dtype` (still stored as f32), so a
+// model cast to bf16 or f16 multiplies exactly the values the
+// interpreter does in f32: only the order of the sums and the rounding
+// of the result differ, however much the products cancel.
+// tf32 is f32 with 10 mantissa bits, rounded to nearest, ties away from
+// zero (cvt.rna.tf32.f32).
+float RoundedToTf32(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, 4);
+  if ((bits & 0x7f800000u) != 0x7f800000u) bits = (bits + 0x1000u) & ~0x1fffu;
+  std::memcpy(&v, &bits, 4);
+  return v;
+}
+
+Tensor RoundedTo(const Tensor& t, DType dtype, bool tf32 = false) {
+  if (tf32) {
+    Tensor out = t.Clone();
+    for (int64_t i = 0; i < t.NumElements(); ++i) {
+      out.data<float>()[i] = RoundedToTf32(t.data<float>()[i]);
+    }
+    return out;
+  }
+  if (dtype == DType::kF32) return t;
+  Tensor narrow(dtype, t.dims());
+  Tensor out = t.Clone();
+  for (int64_t i = 0; i < t.NumElements(); ++i) {
+    narrow.SetFromDouble(i, t.GetAsDouble(i));
+    out.SetFromDouble(i, narrow.GetAsDouble(i));
+  }
+  return out;
+}
+
+// Each activation the kernel fuses, with and without a bias, and one
+// weight given as an input rather than a module tensor.
+ModuleBuilder Products(std::mt19937_64& rng, const Shape& s, DType round = DType::kF32,
+                       bool tf32 = false) {
+  ModuleBuilder b(rng);
+  auto data = [&](std::vector<int64_t> dims, double lo, double hi) {
+    return RoundedTo(RandomData(DType::kF32, dims, rng, lo, hi), round, tf32);
+  };
+  Node* x = b.In(data({s.m, s.k}, -1, 1));
+  Node* w = b.Const(data({s.n, s.k}, -0.5, 0.5));
+  Node* bias = b.Const(data({s.n}, -1, 1));
+  Node* w_in = b.In(data({s.n, s.k}, -0.5, 0.5));
+  std::vector<Node*> out{b.Call("linear", {x, w}), b.Call("linear", {x, w_in, bias})};
+  for (const char* activation : {"relu", "gelu", "gelu_tanh"}) {
+    out.push_back(b.Call("graft::linear_activation", {x, w},
+                         {{"bias", bias}, {"activation", activation}}));
+  }
+  b.Out(out);
+  return b;
+}
+
+constexpr Shape kShapes[] = {{1, 1, 8},      {3, 17, 24},   {8, 64, 128},  {31, 65, 1000},
+                             {64, 300, 4104}, {5, 2048, 512}, {33, 40, 8192}};
+
+double ToleranceOf(const std::string& precision) {
+  if (precision == "f32") return kReduceTol;
+  return precision == "tf32" ? kTf32Tol : kHalfTol;
+}
+
+TEST(CudaSkinnyGemm, EveryModeCompilesWithNvrtc) {
+  std::mt19937_64 rng(1);
+  for (const Shape& s : {Shape{3, 17, 24}, Shape{64, 300, 4104}}) {
+    ModuleBuilder b = Products(rng, s);
+    for (const char* precision : {"f32", "tf32", "bf16", "f16"}) {
+      SCOPED_TRACE(absl::StrCat(precision, " m=", s.m, " n=", s.n, " k=", s.k));
+      cuda::CudaOptions options;
+      options.precision = precision;
+      options.gemm = "graft";
+      std::vector<TensorType> types;
+      for (const Tensor& t : b.inputs()) types.push_back(t.type());
+      ASSERT_OK_AND_ASSIGN(StepProgram program,
+                           cuda::BuildCudaProgram(b.module(), types, options));
+      int skinny = 0;
+      for (const Step& step : program.steps) skinny += cuda::SkinnyGemmFor(step, options, 132) ? 1 : 0;
+      EXPECT_EQ(skinny, 5);  // Every product.
+      ASSERT_OK_AND_ASSIGN(cuda::KernelSource source,
+                           cuda::GenerateKernels(program, options, 132));
+      ASSERT_OK_AND_ASSIGN(std::string cubin, cuda::CompileToCubin(source.source, "sm_90"));
+      EXPECT_GT(cubin.size(), 0u);
+    }
+  }
+}
+
+TEST(CudaSkinnyGemm, SplitsLongProductsAndLeavesWideOnesToCublasLt) {
+  std::mt19937_64 rng(2);
+  cuda::CudaOptions options;
+  for (const auto& [shape, want_skinny, want_split] :
+       std::vector<std::tuple<Shape, bool, bool>>{{{32, 4096, 4096}, true, true},
+                                                  {{64, 1024, 4096}, true, true},
+                                                  {{65, 1024, 4096}, false, false},
+                                                  {{32, 64, 64}, true, false}}) {
+    SCOPED_TRACE(absl::StrCat("m=", shape.m, " n=", shape.n, " k=", shape.k));
+    ModuleBuilder b(rng);
+    Node* x = b.In(DType::kF32, {shape.m, shape.k});
+    b.Out({b.Call("linear", {x, b.Const(DType::kF32, {shape.n, shape.k})})});
+    ASSERT_OK_AND_ASSIGN(StepProgram program,
+                         cuda::BuildCudaProgram(b.module(), {b.inputs()[0].type()}, options));
+    ASSERT_EQ(program.steps.size(), 1u);
+    const std::optional<cuda::SkinnyGemm> plan =
+        cuda::SkinnyGemmFor(program.steps[0], options, 132);
+    ASSERT_EQ(plan.has_value(), want_skinny);
+    if (!plan) continue;
+    EXPECT_EQ(plan->splits > 1, want_split);
+    EXPECT_GE(plan->splits * plan->chunk, shape.k);
+    EXPECT_LT((plan->splits - 1) * plan->chunk, shape.k);  // No empty chunk.
+    EXPECT_LE(plan->ScratchBytes(), cuda::kGemmWorkspaceBytes);
+    options.gemm = "cublaslt";
+    EXPECT_FALSE(cuda::SkinnyGemmFor(program.steps[0], options, 132).has_value());
+    options.gemm = "auto";
+    options.precision = "tf32";  // By default f32 products only.
+    EXPECT_FALSE(cuda::SkinnyGemmFor(program.steps[0], options, 132).has_value());
+    options.gemm = "graft";
+    EXPECT_TRUE(cuda::SkinnyGemmFor(program.steps[0], options, 132).has_value());
+    options = {};
+  }
+}
+
+TEST(CudaSkinnyGemm, MatchesTheInterpreterInEveryPrecision) {
+  SKIP_WITHOUT_GPU();
+  CUDA_TEST_SEED(rng);
+  for (const Shape& s : kShapes) {
+    for (const char* precision : {"f32", "tf32", "bf16", "f16"}) {
+      SCOPED_TRACE(absl::StrCat(precision, " m=", s.m, " n=", s.n, " k=", s.k));
+      const std::string p = precision;
+      ModuleBuilder b = Products(
+          rng, s, p == "bf16" ? DType::kBF16 : p == "f16" ? DType::kF16 : DType::kF32,
+          p == "tf32");
+      CompileOptions options;
+      options.options = {{"precision", precision}, {"gemm", "graft"}};
+      ExpectCudaMatchesInterp(b, ToleranceOf(precision), options);
+    }
+  }
+}
+
+// The tile counters of a split product are left zero for the next run:
+// runs with other data, one after another, each give their own result.
+TEST(CudaSkinnyGemm, RepeatedRunsOfASplitProduct) {
+  SKIP_WITHOUT_GPU();
+  CUDA_TEST_SEED(rng);
+  const Shape s{32, 1024, 4096};
+  ModuleBuilder b = Products(rng, s);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> reference, Interp().Compile(b.module(), {}));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> exe, Cuda().Compile(b.module(), {}));
+  for (int run = 0; run < 4; ++run) {
+    SCOPED_TRACE(absl::StrCat("run ", run));
+    std::vector<Tensor> inputs;
+    for (const Tensor& t : b.inputs()) {
+      inputs.push_back(RandomData(t.dtype(), t.dims(), rng, -1, 1));
+    }
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> want, reference->Run(inputs));
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> got, exe->Run(inputs));
+    ExpectAllClose(got, want, kReduceTol);
+  }
+}
+
+}  // namespace
+}  // namespace graft::cuda_test
