@@ -101,7 +101,7 @@ for precision, torch_dtype, matmul in [("f32", torch.float32, "highest"),
     x = torch.randn(32, 1024, device=dev, dtype=torch_dtype)
     t = torch_times(lambda: MLP().to(dev, torch_dtype).eval(), x)
     floor = params * (2 if torch_dtype == torch.bfloat16 else 4) / bw * 1e6
-    for gemm in ["graft", "cublaslt"]:
+    for gemm in ["auto", "graft", "cublaslt"]:
         g = graft_time("mlp", precision, gemm)
         rows.append((f"MLP b32 {precision}", t, g, gemm, floor))
         print(rows[-1], flush=True)

@@ -19,8 +19,9 @@ namespace graft::cuda {
 //   autotune=0|1                 time cuBLASLt's candidate algorithms at
 //                                compile time and keep the fastest
 //   gemm=auto|graft|cublaslt     auto (default): f32 linear layers of at
-//                                most 64 rows run as graft's own split-K
-//                                kernel on the tensor cores (3xTF32),
+//                                most 64 rows (3xTF32), and bf16/f16 ones
+//                                with weights up to 16 MB, run as graft's
+//                                own split-K kernel on the tensor cores,
 //                                other products on cuBLASLt; graft: such
 //                                layers in every precision; cublaslt:
 //                                every product on cuBLASLt

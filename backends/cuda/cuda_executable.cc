@@ -51,7 +51,11 @@ std::vector<int64_t> DimsOfType(const TensorType& t) {
 // Makes a GPU the calling thread's current device.
 struct GpuScope {
   explicit GpuScope(int index) : index(index) {}
-  absl::Status Use() const { return GRAFT_CUDA(cudaSetDevice(index)); }
+  absl::Status Use() const {
+    int current = -1;
+    if (cudaGetDevice(&current) == cudaSuccess && current == index) return absl::OkStatus();
+    return GRAFT_CUDA(cudaSetDevice(index));
+  }
   int index;
 };
 

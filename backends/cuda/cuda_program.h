@@ -21,8 +21,9 @@ struct CudaOptions {
   std::string precision = "f32";
   // Time cuBLASLt's candidate algorithms at compile time.
   bool autotune = false;
-  // "auto": f32 products of few rows run as graft's own kernel
-  // (skinny_gemm.h), the rest on cuBLASLt; "graft": products of few rows
+  // "auto": f32 products of few rows, and bf16/f16 ones with weights up
+  // to 16 MB, run as graft's own kernel (skinny_gemm.h), the rest on
+  // cuBLASLt; "graft": products of few rows
   // in every precision run as graft's; "cublaslt": every product.
   std::string gemm = "auto";
   // The rank's link to the other GPUs, for a module with collectives

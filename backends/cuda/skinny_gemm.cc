@@ -62,10 +62,16 @@ std::optional<SkinnyGemm> SkinnyGemmFor(const Step& step, const CudaOptions& opt
     case DType::kF32: plan.mode = options.precision == "tf32" ? 2 : 3; break;
     default: return std::nullopt;
   }
-  // By default only where it measured faster than cuBLASLt inside the run's
-  // graph on an H100 (docs/benchmarks.md): f32, whose cuBLASLt kernels do
-  // not use the tensor cores.
-  if (options.gemm == "auto" && plan.mode != 3) return std::nullopt;
+  // By default only where it measured faster than cuBLASLt on an H100
+  // (docs/benchmarks.md): f32, whose cuBLASLt kernels do not use the
+  // tensor cores, and bf16/f16 weights of at most 16 MB (a larger one
+  // streams faster through cuBLASLt's kernels than through this one).
+  if (options.gemm == "auto") {
+    const int64_t weight_bytes = shape->n * shape->k * DTypeSize(shape->dtype);
+    if (plan.mode == 2 || (plan.mode < 2 && weight_bytes > kSkinnyAutoMaxHalfWeightBytes)) {
+      return std::nullopt;
+    }
+  }
   const int64_t vec = 16 / static_cast<int64_t>(DTypeSize(shape->dtype));
   // 32-bit index arithmetic in the kernel.
   if (shape->k % vec != 0 || shape->n * shape->k >= (int64_t{1} << 31) ||

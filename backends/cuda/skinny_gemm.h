@@ -13,9 +13,12 @@
 namespace graft::cuda {
 
 // A linear layer of at most this many rows can run as graft's own kernel
-// (skinny_gemm_source.h) rather than cuBLASLt: in f32 by default
-// (gemm=auto), in every precision with gemm=graft.
+// (skinny_gemm_source.h) rather than cuBLASLt: by default (gemm=auto)
+// in f32 and for bf16/f16 weights of at most 16 MB, in every precision
+// with gemm=graft.
 inline constexpr int64_t kSkinnyMaxRows = 64;
+// gemm=auto: bf16/f16 weights up to this size run as graft's kernel.
+inline constexpr int64_t kSkinnyAutoMaxHalfWeightBytes = int64_t{16} << 20;
 // Tile counters a run context keeps zeroed for the split-K fix-up.
 inline constexpr int64_t kSkinnyCounters = 16384;
 
@@ -36,7 +39,7 @@ struct SkinnyGemm {
 // step is not a linear layer of at most kSkinnyMaxRows rows with its
 // weight as [out, in], of f32/f16/bf16, K a multiple of one 16-byte load,
 // with an activation the kernel knows; or `options.gemm` is "cublaslt",
-// or "auto" and the product is not f32.
+// or "auto" and the product is tf32 or has bf16/f16 weights over 16 MB.
 std::optional<SkinnyGemm> SkinnyGemmFor(const Step& step, const CudaOptions& options,
                                         int multiprocessors);
 

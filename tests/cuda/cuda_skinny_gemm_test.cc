@@ -139,11 +139,37 @@ TEST(CudaSkinnyGemm, SplitsLongProductsAndLeavesWideOnesToCublasLt) {
     options.gemm = "cublaslt";
     EXPECT_FALSE(cuda::SkinnyGemmFor(program.steps[0], options, 132).has_value());
     options.gemm = "auto";
-    options.precision = "tf32";  // By default f32 products only.
+    options.precision = "tf32";  // Not tf32 by default.
     EXPECT_FALSE(cuda::SkinnyGemmFor(program.steps[0], options, 132).has_value());
     options.gemm = "graft";
     EXPECT_TRUE(cuda::SkinnyGemmFor(program.steps[0], options, 132).has_value());
     options = {};
+  }
+}
+
+// gemm=auto in bf16: weights up to 16 MB on graft's kernel, larger on
+// cuBLASLt; gemm=graft takes both.
+TEST(CudaSkinnyGemm, AutoLeavesLargeHalfWeightsToCublasLt) {
+  std::mt19937_64 rng(3);
+  for (const auto& [n, want_auto] : std::vector<std::pair<int64_t, bool>>{{1024, true},
+                                                                          {4096, false}}) {
+    SCOPED_TRACE(absl::StrCat("n=", n));
+    ModuleBuilder b(rng);
+    Node* x = b.In(DType::kF32, {32, 4096});
+    b.Out({b.Call("linear", {x, b.Const(DType::kF32, {n, 4096})})});
+    cuda::CudaOptions options;
+    options.precision = "bf16";
+    ASSERT_OK_AND_ASSIGN(StepProgram program,
+                         cuda::BuildCudaProgram(b.module(), {b.inputs()[0].type()}, options));
+    int skinny = 0, graft = 0;
+    for (const Step& step : program.steps) {
+      skinny += cuda::SkinnyGemmFor(step, options, 132) ? 1 : 0;
+      options.gemm = "graft";
+      graft += cuda::SkinnyGemmFor(step, options, 132) ? 1 : 0;
+      options.gemm = "auto";
+    }
+    EXPECT_EQ(skinny, want_auto ? 1 : 0);
+    EXPECT_EQ(graft, 1);
   }
 }
 
