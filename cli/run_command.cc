@@ -58,6 +58,7 @@ struct RunArgs {
   std::string matmul_precision;  // Empty: the backend's default.
   std::string precision;         // cuda: f32, tf32, bf16, f16; empty: default.
   bool autotune = false;
+  std::string gemm;  // cuda: auto, graft or cublaslt.
   int gpus = 0;  // > 0: sharded over that many ranks.
   std::string shard_by = "tensor";
 };
@@ -296,6 +297,7 @@ absl::Status CheckCompiledModelArgs(const RunArgs& args) {
   if (args.stats) bad.push_back("--stats");
   if (args.gpus > 0) bad.push_back("--gpus");
   if (args.autotune) bad.push_back("--autotune");
+  if (!args.gemm.empty()) bad.push_back("--gemm");
   if (!args.precision.empty()) bad.push_back("--precision");
   if (!args.matmul_precision.empty()) bad.push_back("--matmul-precision");
   if (bad.empty()) return absl::OkStatus();
@@ -406,6 +408,7 @@ absl::Status RunRun(const RunArgs& args) {
   }
   if (!args.precision.empty()) options.options["precision"] = args.precision;
   if (args.autotune) options.options["autotune"] = "1";
+  if (!args.gemm.empty()) options.options["gemm"] = args.gemm;
   auto disk = std::make_shared<DiskCache>(DiskCache::DefaultDir(),
                                           DiskCache::DefaultMaxBytes());
   CompileCache cache(disk);
@@ -555,6 +558,11 @@ Command AddRunCommand(CLI::App& graft) {
   app->add_flag("--autotune", args->autotune,
                 "cuda: time cuBLASLt's candidate algorithms for each matrix "
                 "product at compile time and keep the fastest (cached on disk)");
+  app->add_option("--gemm", args->gemm,
+                  "cuda: which code runs the matrix products: auto (graft's own kernel for "
+                  "linear layers of at most 64 rows where it is faster, cuBLASLt for the "
+                  "rest), graft (graft's kernel for every such layer) or cublaslt")
+      ->check(CLI::IsMember({"auto", "graft", "cublaslt"}));
   app->add_option("--output-dir", args->output_dir,
                   "Write each output to DIR/<output name>.npy (DIR/output.npy "
                   "for a single output)");

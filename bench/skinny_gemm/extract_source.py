@@ -1,0 +1,13 @@
+#!/usr/bin/env python3
+"""Writes kernels.inc: graft's kernel preamble and skinny-product kernel source
+(backends/cuda/kernel_preamble.h, skinny_gemm_source.h), as NVRTC gets them, for
+skinny_gemm_alone.cu. Run from this directory."""
+import re
+
+def raw(path, name):
+    text = open(path).read()
+    return re.search(name + r'\[\] = R"CUDA\((.*?)\)CUDA"', text, re.S).group(1)
+
+src = raw("../../backends/cuda/kernel_preamble.h", "kKernelPreamble")
+src += raw("../../backends/cuda/skinny_gemm_source.h", "kSkinnyGemmSource")
+open("kernels.inc", "w").write(src)

@@ -1,0 +1,124 @@
+// graft's skinny-product kernel timed alone, beside cuBLAS and a plain
+// streaming read of the same bytes, at the benchmark MLP's three layer
+// shapes (batch 32): what docs/benchmarks.md quotes as "kernels timed alone".
+// Built with nvcc on the GPU machine (graft itself compiles the kernel with
+// NVRTC; this program includes the same source):
+//
+//   cd bench/skinny_gemm && python3 extract_source.py &&
+//     nvcc -arch=sm_90 -O3 -std=c++17 -o skinny_gemm_alone skinny_gemm_alone.cu -lcublas &&
+//     ./skinny_gemm_alone
+//
+// Weights rotate over copies larger than L2 together, so every launch
+// streams them from memory; each figure is the mean of 100 back-to-back
+// launches after 10 warm-ups, timed with CUDA events.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstdio>
+
+#include "kernels.inc"
+
+#define CHECK(x)                                                            \
+  do {                                                                      \
+    if ((x) != 0) {                                                         \
+      std::printf("%s failed at line %d\n", #x, __LINE__);                  \
+      return 1;                                                             \
+    }                                                                       \
+  } while (0)
+
+// The splits graft's planner picks on a 132-SM GPU (skinny_gemm.cc).
+template <class T, int kMode, int N, int K, int S, int C>
+__global__ void __launch_bounds__(128, 4) skinny(const T* x, const T* w, const T* b, T* y,
+                                                 float* partial, int* counters) {
+  g_skinny::gemm<T, T, kMode, 1, true, 32, N, K, S, C>(x, w, b, y, partial, counters);
+}
+
+__global__ void stream_read(const uint4* w, size_t n, unsigned* out) {
+  unsigned acc = 0;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+       i += (size_t)gridDim.x * blockDim.x) {
+    const uint4 v = __ldcs(w + i);
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x12345678u) *out = acc;
+}
+
+template <class F>
+float MicrosecondsPerLaunch(F launch) {
+  cudaEvent_t a, b;
+  cudaEventCreate(&a);
+  cudaEventCreate(&b);
+  for (int i = 0; i < 10; ++i) launch();
+  cudaEventRecord(a);
+  for (int i = 0; i < 100; ++i) launch();
+  cudaEventRecord(b);
+  cudaEventSynchronize(b);
+  float ms = 0;
+  cudaEventElapsedTime(&ms, a, b);
+  return ms * 10;  // 1000 us / 100 launches.
+}
+
+int main() {
+  constexpr size_t kWeightBytes = 4096ull * 4096 * 4;  // The largest: f32 4096x4096.
+  constexpr int kCopies = 4;                           // 256 MB: far past L2.
+  char *w, *x, *bias, *y;
+  float* partial;
+  int* counters;
+  unsigned* sink;
+  CHECK(cudaMalloc(&w, kCopies * kWeightBytes));
+  CHECK(cudaMalloc(&x, 32 * 4096 * 4));
+  CHECK(cudaMalloc(&bias, 4096 * 4));
+  CHECK(cudaMalloc(&y, 32 * 4096 * 4));
+  CHECK(cudaMalloc(&partial, 32 << 20));
+  CHECK(cudaMalloc(&counters, 65536));
+  CHECK(cudaMalloc(&sink, 4));
+  CHECK(cudaMemset(counters, 0, 65536));
+  // Small finite values in every float format (0x3c3c: bf16 0.0115, f16 1.06).
+  CHECK(cudaMemset(w, 0x3c, kCopies * kWeightBytes));
+  CHECK(cudaMemset(x, 0x3c, 32 * 4096 * 4));
+  CHECK(cudaMemset(bias, 0, 4096 * 4));
+  int next = 0;
+  auto weights = [&] {
+    next = (next + 1) % kCopies;
+    return w + next * kWeightBytes;
+  };
+  std::printf("| shape | bytes | graft kernel us | cuBLAS us | streaming read us |\n|---|---|---|---|---|\n");
+  cublasHandle_t handle;
+  CHECK(cublasCreate(&handle));
+  const float one = 1, zero = 0;
+  auto cublas_bf16 = [&](int n, int k) {
+    cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, n, 32, k, &one, weights(), CUDA_R_16BF, k, x,
+                 CUDA_R_16BF, k, &zero, y, CUDA_R_16BF, n, CUBLAS_COMPUTE_32F,
+                 CUBLAS_GEMM_DEFAULT);
+  };
+  auto read = [&](size_t bytes) {
+    return MicrosecondsPerLaunch([&] {
+      stream_read<<<132 * 8, 256>>>((const uint4*)weights(), bytes / 16, sink);
+    });
+  };
+#define BF16(N, K, S, C)                                                                     \
+  std::printf("| bf16 %dx%d | %d MB | %.2f | %.2f | %.2f |\n", N, K, N * K * 2 >> 20,         \
+              MicrosecondsPerLaunch([&] {                                                    \
+                skinny<g_bfloat, 0, N, K, S, C><<<(N + 63) / 64 * S, 128>>>(                 \
+                    (const g_bfloat*)x, (const g_bfloat*)weights(), (const g_bfloat*)bias,   \
+                    (g_bfloat*)y, partial, counters);                                        \
+              }),                                                                            \
+              MicrosecondsPerLaunch([&] { cublas_bf16(N, K); }), read((size_t)N * K * 2));
+#define F32(N, K, S, C)                                                                      \
+  std::printf("| f32 (3xTF32) %dx%d | %d MB | %.2f | | %.2f |\n", N, K, N * K * 4 >> 20,      \
+              MicrosecondsPerLaunch([&] {                                                    \
+                skinny<float, 3, N, K, S, C><<<(N + 63) / 64 * S, 128>>>(                    \
+                    (const float*)x, (const float*)weights(), (const float*)bias, (float*)y, \
+                    partial, counters);                                                      \
+              }),                                                                            \
+              read((size_t)N * K * 4));
+  BF16(4096, 1024, 4, 256)
+  BF16(4096, 4096, 8, 512)
+  BF16(1024, 4096, 16, 256)
+  F32(4096, 1024, 8, 128)
+  F32(4096, 4096, 8, 512)
+  F32(1024, 4096, 32, 128)
+  CHECK(cudaGetLastError());
+  CHECK(cudaDeviceSynchronize());
+  return 0;
+}
