@@ -115,7 +115,8 @@ absl::StatusOr<std::unique_ptr<CompiledCudaProgram>> CompiledCudaProgram::Create
     }
   }
   RETURN_IF_ERROR(GpuScope(gpu.index).Use());
-  ASSIGN_OR_RETURN(KernelSource source, GenerateKernels(p, options, gpu.multiprocessors));
+  ASSIGN_OR_RETURN(KernelSource source, GenerateKernels(p, options, gpu.multiprocessors,
+                                                             gpu.major * 10 + gpu.minor));
   if (artifact != nullptr) {
     c->cubin_ = artifact->cubin;
   } else {
@@ -142,7 +143,10 @@ absl::StatusOr<std::unique_ptr<CompiledCudaProgram>> CompiledCudaProgram::Create
   RETURN_IF_ERROR(GRAFT_CUBLAS(cublasLtCreate(&c->blas_)));
   for (size_t i = 0; i < p.steps.size(); ++i) {
     const Step& step = p.steps[i];
-    if (!IsGemmStep(step) || SkinnyGemmFor(step, options, gpu.multiprocessors)) continue;
+    if (!IsGemmStep(step) ||
+        SkinnyGemmFor(step, options, gpu.multiprocessors, gpu.major * 10 + gpu.minor)) {
+      continue;
+    }
     absl::StatusOr<GemmShape> shape = GemmShapeOf(*step.node);
     if (shape.ok() && shape->m * shape->n * shape->batch == 0) continue;  // Empty.
     absl::StatusOr<std::unique_ptr<GemmPlan>> plan = absl::InternalError("no GEMM shape");
@@ -234,7 +238,8 @@ absl::StatusOr<std::unique_ptr<RunContext>> CompiledCudaProgram::NewContext() co
   if (uses_split_k_) {
     context->tile_counters = reinterpret_cast<int*>(context->arena + arena + kAlign +
                                                     kGemmWorkspaceBytes);
-    RETURN_IF_ERROR(GRAFT_CUDA(cudaMemset(context->tile_counters, 0, counters)));
+    RETURN_IF_ERROR(GRAFT_CUDA(
+        cudaMemsetAsync(context->tile_counters, 0, counters, context->stream)));
   }
   RETURN_IF_ERROR(GRAFT_CUDA(cudaMallocHost(reinterpret_cast<void**>(&context->pinned),
                                             io_bytes_ + kAlign)));

@@ -191,8 +191,12 @@ std::string OffsetExpr(const Operand& op, const std::vector<int64_t>& dims,
 
 class Emitter {
  public:
-  Emitter(const StepProgram& program, const CudaOptions& options, int multiprocessors)
-      : p_(program), options_(options), sms_(std::max(multiprocessors, 1)) {}
+  Emitter(const StepProgram& program, const CudaOptions& options, int multiprocessors,
+          int compute_capability)
+      : p_(program),
+        options_(options),
+        sms_(std::max(multiprocessors, 1)),
+        compute_capability_(compute_capability) {}
 
   absl::StatusOr<KernelSource> Run() {
     out_.source = kKernelPreamble;
@@ -245,7 +249,8 @@ class Emitter {
   absl::Status AfterGemm(const Step& step) {
     step_ = &step;
     kernel_count_ = 0;
-    if (std::optional<SkinnyGemm> skinny = SkinnyGemmFor(step, options_, sms_)) {
+    if (std::optional<SkinnyGemm> skinny =
+            SkinnyGemmFor(step, options_, sms_, compute_capability_)) {
       return Skinny(*skinny);
     }
     if (GemmActivation(step) != "gelu") return absl::OkStatus();
@@ -280,7 +285,7 @@ class Emitter {
     out_.source += SkinnyGemmKernel(name, plan);
     KernelLaunch launch{name, plan.grid(), 128, std::move(buffers), false};
     launch.split_k_scratch = true;
-    launch.programmatic = true;
+    launch.programmatic = compute_capability_ >= 90;  // griddepcontrol: Hopper on.
     out_.launches[step_index_].push_back(std::move(launch));
     return absl::OkStatus();
   }
@@ -1115,6 +1120,7 @@ class Emitter {
   const StepProgram& p_;
   const CudaOptions& options_;
   const int sms_;
+  const int compute_capability_;
   KernelSource out_;
   const Step* step_ = nullptr;
   int step_index_ = 0;
@@ -1142,8 +1148,9 @@ bool IsGemmStep(const Step& step) {
 }
 
 absl::StatusOr<KernelSource> GenerateKernels(const StepProgram& program,
-                                             const CudaOptions& options, int multiprocessors) {
-  return Emitter(program, options, multiprocessors).Run();
+                                             const CudaOptions& options, int multiprocessors,
+                                             int compute_capability) {
+  return Emitter(program, options, multiprocessors, compute_capability).Run();
 }
 
 }  // namespace graft::cuda

@@ -58,8 +58,10 @@ bool IsGemmStep(const Step& step);
 // direct convolution; and the linear layers of few rows (skinny_gemm.h).
 // Every shape is a constant in the source, so index arithmetic divides by
 // constants. `multiprocessors` caps grid sizes.
+// `compute_capability` (90 for 9.0) picks what the kernels may use.
 absl::StatusOr<KernelSource> GenerateKernels(const StepProgram& program,
-                                             const CudaOptions& options, int multiprocessors);
+                                             const CudaOptions& options, int multiprocessors,
+                                             int compute_capability = 90);
 
 }  // namespace graft::cuda
 

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "backends/cuda/kernel_emitter.h"
+#include "graph/op_registry.h"
 
 namespace graft::cuda {
 namespace {
@@ -39,8 +40,10 @@ size_t SkinnyGemm::ScratchBytes() const {
 }
 
 std::optional<SkinnyGemm> SkinnyGemmFor(const Step& step, const CudaOptions& options,
-                                        int multiprocessors) {
-  if (options.gemm == "cublaslt" || !IsGemmStep(step)) return std::nullopt;
+                                        int multiprocessors, int compute_capability) {
+  if (options.gemm == "cublaslt" || !IsGemmStep(step) || compute_capability < 80) {
+    return std::nullopt;
+  }
   if (!step.node->is_call("linear") && !step.node->is_call("graft::linear_activation")) {
     return std::nullopt;
   }
@@ -75,8 +78,17 @@ std::optional<SkinnyGemm> SkinnyGemmFor(const Step& step, const CudaOptions& opt
   const int64_t vec = 16 / static_cast<int64_t>(DTypeSize(shape->dtype));
   // 32-bit index arithmetic in the kernel.
   if (shape->k % vec != 0 || shape->n * shape->k >= (int64_t{1} << 31) ||
-      shape->m * shape->n >= (int64_t{1} << 31)) {
+      shape->m * shape->n >= (int64_t{1} << 31) || shape->m * shape->k >= (int64_t{1} << 31)) {
     return std::nullopt;
+  }
+  // The step's operands: input, weight (bias).
+  absl::StatusOr<OpCall> call = OpCall::Bind(*step.node);
+  if (!call.ok()) return std::nullopt;
+  const Node* weight = call->TensorNode("weight");
+  for (size_t i = 0; i < step.inputs.size(); ++i) {
+    if (step.inputs[i] == weight) {
+      plan.weights_ready = step.operands[i].where == BufferRef::Where::kState;
+    }
   }
   plan.tiles = CeilDiv(shape->n, kTileRows);
   if (plan.tiles > kSkinnyCounters) return std::nullopt;
@@ -104,8 +116,9 @@ std::string SkinnyGemmKernel(const std::string& name, const SkinnyGemm& plan) {
       "* __restrict__ y, float* __restrict__ partial, int* __restrict__ counters) {\n"
       "  g_skinny::gemm<",
       t, ", ", b, ", ", plan.mode, ", ", ActivationCode(plan.activation), ", ",
-      s.has_bias ? "true" : "false", ", ", s.m, ", ", s.n, ", ", s.k, ", ", plan.splits, ", ",
-      plan.chunk, ">(x, w, bias, y, partial, counters);\n}\n");
+      s.has_bias ? "true" : "false", ", ", plan.weights_ready ? "true" : "false", ", ", s.m, ", ",
+      s.n, ", ", s.k, ", ", plan.splits, ", ", plan.chunk,
+      ">(x, w, bias, y, partial, counters);\n}\n");
 }
 
 }  // namespace graft::cuda

@@ -29,6 +29,7 @@ struct SkinnyGemm {
   std::string activation;  // "", relu, gelu or gelu_tanh.
   int mode = 0;            // 0 bf16, 1 f16, 2 tf32, 3 f32 as 3xTF32.
   int64_t tiles = 1, splits = 1, chunk = 0;
+  bool weights_ready = false;  // The weight is a module tensor.
 
   int64_t grid() const { return tiles * splits; }
   // Partial sums the blocks of a split product leave for the last one.
@@ -40,8 +41,12 @@ struct SkinnyGemm {
 // weight as [out, in], of f32/f16/bf16, K a multiple of one 16-byte load,
 // with an activation the kernel knows; or `options.gemm` is "cublaslt",
 // or "auto" and the product is tf32 or has bf16/f16 weights over 16 MB.
+// The kernel needs the tensor cores' bf16 and tf32 products (compute
+// capability 8.0, given as 80; 90 by default, Hopper); it loads its first
+// weights before waiting for the kernel before it only where they are
+// module tensors (`weights_ready`: nothing in the run writes them).
 std::optional<SkinnyGemm> SkinnyGemmFor(const Step& step, const CudaOptions& options,
-                                        int multiprocessors);
+                                        int multiprocessors, int compute_capability = 90);
 
 // `extern "C" __global__ void name(x, w, bias, y, partial, counters)`.
 std::string SkinnyGemmKernel(const std::string& name, const SkinnyGemm& plan);

@@ -189,8 +189,8 @@ constexpr int kWarps = 4;         // Per block: 64 weight rows.
 constexpr int kThreads = 32 * kWarps;
 constexpr int kUnroll = 4;        // 16-byte weight loads in flight per row and thread.
 
-template <class T, class B, int kMode, int kAct, bool kBias, int kM, int kN, int kK,
-          int kSplits, int kChunk>
+template <class T, class B, int kMode, int kAct, bool kBias, bool kWeightsReady, int kM, int kN,
+          int kK, int kSplits, int kChunk>
 __device__ __forceinline__ void gemm(const T* __restrict__ x, const T* __restrict__ w,
                                      const B* __restrict__ bias, T* __restrict__ y,
                                      float* __restrict__ partial, int* __restrict__ counters) {
@@ -213,13 +213,19 @@ __device__ __forceinline__ void gemm(const T* __restrict__ x, const T* __restric
   constexpr int kStride = kStep * kU;  // k per iteration.
   // The next kernel may start its own weight loads while this one ends
   // (it waits for this one before it reads anything this one writes).
+#if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-  // Weights depend on no earlier kernel: the first iteration's load before
-  // the wait for the kernel that writes x (programmatic dependent launch;
-  // without it the wait returns at once).
+#endif
+  // Module weights depend on no earlier kernel: the first iteration's load
+  // before the wait for the kernel that writes x (programmatic dependent
+  // launch; without it the wait returns at once). Weights a kernel of the
+  // run computes load after it.
   uint4 al[kU], ah[kU], bl[kU], bh[kU];
-  load_weights<T, kU>(w0, w1, k_begin, k_end, t, al, ah);
+  if (kWeightsReady) load_weights<T, kU>(w0, w1, k_begin, k_end, t, al, ah);
+#if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+  if (!kWeightsReady) load_weights<T, kU>(w0, w1, k_begin, k_end, t, al, ah);
   // The block's rows of x over its chunk, copied once to shared memory
   // when they fit (each row padded by 64 bytes: the 16-byte reads of 8
   // rows by a quarter warp then fall in distinct banks).

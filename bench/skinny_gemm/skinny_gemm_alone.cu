@@ -30,7 +30,7 @@
 template <class T, int kMode, int N, int K, int S, int C>
 __global__ void __launch_bounds__(128, 4) skinny(const T* x, const T* w, const T* b, T* y,
                                                  float* partial, int* counters) {
-  g_skinny::gemm<T, T, kMode, 1, true, 32, N, K, S, C>(x, w, b, y, partial, counters);
+  g_skinny::gemm<T, T, kMode, 1, true, true, 32, N, K, S, C>(x, w, b, y, partial, counters);
 }
 
 __global__ void stream_read(const uint4* w, size_t n, unsigned* out) {

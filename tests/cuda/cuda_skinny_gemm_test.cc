@@ -60,8 +60,9 @@ Tensor RoundedTo(const Tensor& t, DType dtype, bool tf32 = false) {
   return out;
 }
 
-// Each activation the kernel fuses, with and without a bias, and one
-// weight given as an input rather than a module tensor.
+// Each activation the kernel fuses, with and without a bias, one weight
+// given as an input rather than a module tensor, and one computed by a
+// kernel of the run just before the product (which must wait for it).
 ModuleBuilder Products(std::mt19937_64& rng, const Shape& s, DType round = DType::kF32,
                        bool tf32 = false) {
   ModuleBuilder b(rng);
@@ -72,7 +73,8 @@ ModuleBuilder Products(std::mt19937_64& rng, const Shape& s, DType round = DType
   Node* w = b.Const(data({s.n, s.k}, -0.5, 0.5));
   Node* bias = b.Const(data({s.n}, -1, 1));
   Node* w_in = b.In(data({s.n, s.k}, -0.5, 0.5));
-  std::vector<Node*> out{b.Call("linear", {x, w}), b.Call("linear", {x, w_in, bias})};
+  std::vector<Node*> out{b.Call("linear", {x, w}), b.Call("linear", {x, w_in, bias}),
+                         b.Call("linear", {x, b.Call("neg", {w_in})})};
   for (const char* activation : {"relu", "gelu", "gelu_tanh"}) {
     out.push_back(b.Call("graft::linear_activation", {x, w},
                          {{"bias", bias}, {"activation", activation}}));
@@ -81,8 +83,11 @@ ModuleBuilder Products(std::mt19937_64& rng, const Shape& s, DType round = DType
   return b;
 }
 
-constexpr Shape kShapes[] = {{1, 1, 8},      {3, 17, 24},   {8, 64, 128},  {31, 65, 1000},
-                             {64, 300, 4104}, {5, 2048, 512}, {33, 40, 8192}};
+// The last has more tiles than the GPU has room for blocks: one chunk of
+// all of K, whose rows of x (f32, tf32) are too many for shared memory.
+constexpr Shape kShapes[] = {{1, 1, 8},      {3, 17, 24},     {8, 64, 128},
+                             {31, 65, 1000}, {64, 300, 4104}, {5, 2048, 512},
+                             {33, 40, 8192}, {64, 34000, 256}};
 
 double ToleranceOf(const std::string& precision) {
   if (precision == "f32") return kReduceTol;
@@ -102,13 +107,28 @@ TEST(CudaSkinnyGemm, EveryModeCompilesWithNvrtc) {
       for (const Tensor& t : b.inputs()) types.push_back(t.type());
       ASSERT_OK_AND_ASSIGN(StepProgram program,
                            cuda::BuildCudaProgram(b.module(), types, options));
-      int skinny = 0;
-      for (const Step& step : program.steps) skinny += cuda::SkinnyGemmFor(step, options, 132) ? 1 : 0;
-      EXPECT_EQ(skinny, 5);  // Every product.
+      int skinny = 0, ready = 0, before_ampere = 0;
+      for (const Step& step : program.steps) {
+        const std::optional<cuda::SkinnyGemm> plan = cuda::SkinnyGemmFor(step, options, 132);
+        skinny += plan ? 1 : 0;
+        ready += plan && plan->weights_ready ? 1 : 0;
+        before_ampere += cuda::SkinnyGemmFor(step, options, 132, 75) ? 1 : 0;
+      }
+      EXPECT_EQ(skinny, 6);  // Every product.
+      EXPECT_EQ(ready, 4);   // Those of the module tensor w, not w_in or -w_in.
+      EXPECT_EQ(before_ampere, 0);  // No bf16/tf32 tensor-core products there.
       ASSERT_OK_AND_ASSIGN(cuda::KernelSource source,
                            cuda::GenerateKernels(program, options, 132));
       ASSERT_OK_AND_ASSIGN(std::string cubin, cuda::CompileToCubin(source.source, "sm_90"));
       EXPECT_GT(cubin.size(), 0u);
+      // An A100 (8.0, 108 SMs): the same kernels without Hopper's
+      // dependent launch.
+      ASSERT_OK_AND_ASSIGN(cuda::KernelSource ampere,
+                           cuda::GenerateKernels(program, options, 108, 80));
+      EXPECT_OK(cuda::CompileToCubin(ampere.source, "sm_80").status());
+      for (const auto& step : ampere.launches) {
+        for (const cuda::KernelLaunch& launch : step) EXPECT_FALSE(launch.programmatic);
+      }
     }
   }
 }
