@@ -4,7 +4,7 @@
 // Built with nvcc on the GPU machine (graft itself compiles the kernel with
 // NVRTC; this program includes the same source):
 //
-//   cd bench/skinny_gemm && python3 extract_source.py &&
+//   cd bench/cuda_kernels && python3 extract_source.py &&
 //     nvcc -arch=sm_90 -O3 -std=c++17 -o skinny_gemm_alone skinny_gemm_alone.cu -lcublas &&
 //     ./skinny_gemm_alone
 //
