@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "backends/memory_plan.h"
+#include "backends/strided_view.h"
 #include "graph/quant_ops.h"
 #include "backends/bias_into_linear.h"
 #include "passes/recognize_composites.h"
@@ -148,6 +149,7 @@ class ProgramBuilder {
     }
     RETURN_IF_ERROR(AssignOutputs(*graph.output()));
     PlanArena();
+    ElideUnreadViews();
     for (size_t i = 0; i < p_.steps.size(); ++i) {
       Step& step = p_.steps[i];
       step.result = results_[i];
@@ -231,10 +233,57 @@ class ProgramBuilder {
       p_.library_steps.push_back(static_cast<int>(p_.steps.size()));
     }
     step.can_fail = step.kind == StepKind::kLibrary || step.kind == StepKind::kIndex;
+    if (step.kind == StepKind::kView) ComposeView(step, sources);
     const bool channels_last = step.channels_last && !LayoutFree(node);
     values_[&node] = {.step = Push(std::move(step), std::move(sources)),
                       .channels_last = channels_last};
     return absl::OkStatus();
+  }
+
+  // A view of a view (through reshapes and the like) reads the first
+  // view's input directly, with the strides of both composed: q, k and v
+  // split from one product and permuted per head become one copy each,
+  // not two or three. The first view's step, if nothing else reads it, is
+  // marked elided. Only where the reshapes between keep the elements
+  // strided (PyTorch's rule for Tensor.view).
+  void ComposeView(Step& step, std::vector<ValueSource>& sources) {
+    const Node* u = step.inputs[0];
+    const Node* w = u;
+    while (IsAliasOp(*w)) w = w->inputs()[0];
+    auto found = values_.find(w);
+    if (found == values_.end() || found->second.step < 0) return;
+    const int j = found->second.step;
+    const Step& first = p_.steps[j];
+    if (first.kind != StepKind::kView || first.node != w || first.channels_last) return;
+    absl::StatusOr<StridedSource> upstream =
+        first.view_source.has_value() ? absl::StatusOr<StridedSource>(*first.view_source)
+                                      : ViewSource(*w);
+    if (!upstream.ok()) return;
+    const std::optional<std::vector<int64_t>> strides =
+        ReshapeStrides(DimsOf(*w), upstream->strides, DimsOf(*u));
+    if (!strides.has_value()) return;
+    absl::StatusOr<StridedSource> composed =
+        ViewSourceOver(*step.node, StridedSource{upstream->offset, *strides});
+    if (!composed.ok()) return;
+    step.inputs = first.inputs;
+    step.operand_channels_last = first.operand_channels_last;
+    step.view_source = *composed;
+    sources = sources_[j];
+    composed_away_.insert(j);
+  }
+
+  // Composed-away view steps that no step reads and whose result is not an
+  // output: their kernels need not run.
+  void ElideUnreadViews() {
+    absl::flat_hash_set<int> read;
+    for (const std::vector<ValueSource>& step_sources : sources_) {
+      for (const ValueSource& source : step_sources) read.insert(source.step);
+    }
+    for (int j : composed_away_) {
+      if (!read.contains(j) && results_[j].where == BufferRef::Where::kArena) {
+        p_.steps[j].elided = true;
+      }
+    }
   }
 
   // oneDNN's channels-last convolutions are 1.5 to 2.5 times faster than
@@ -377,6 +426,7 @@ class ProgramBuilder {
   absl::flat_hash_map<const Node*, int> channels_last_copy_, nchw_copy_;
   std::vector<std::vector<ValueSource>> sources_;  // Per step.
   absl::flat_hash_map<int, int> last_use_;         // Step -> last reader.
+  absl::flat_hash_set<int> composed_away_;          // View steps read through.
   std::vector<BufferRef> results_;                 // Per step.
   std::vector<bool> is_output_;                    // Per step.
 };
@@ -452,7 +502,11 @@ std::string StepProgram::Describe() const {
                     s.can_fail ? " can-fail" : "", s.channels_last ? " nhwc" : "",
                     " <");
     for (bool cl : s.operand_channels_last) absl::StrAppend(&text, cl ? "n" : "p");
-    absl::StrAppend(&text, "\n");
+    if (s.view_source.has_value()) {
+      absl::StrAppend(&text, " view ", s.view_source->offset, " [",
+                      absl::StrJoin(s.view_source->strides, ","), "]");
+    }
+    absl::StrAppend(&text, s.elided ? " elided" : "", "\n");
   }
   return text;
 }

@@ -5,12 +5,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "backends/backend.h"
+#include "backends/strided_view.h"
 #include "graph/module.h"
 #include "graph/node.h"
 #include "graph/tensor_type.h"
@@ -74,6 +76,12 @@ struct Step {
   // converting where needed.
   bool channels_last = false;  // The result's layout.
   std::vector<bool> operand_channels_last;
+  // kView: where each element is in inputs[0], when the view was composed
+  // with the views before it (else ViewSource(*node)).
+  std::optional<StridedSource> view_source;
+  // kView: a view that later views read through and nothing else reads;
+  // backends run nothing for it.
+  bool elided = false;
 };
 
 // The ops of each step kind that every backend lowers the same way.

@@ -1,6 +1,7 @@
 #include "backends/strided_view.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -53,14 +54,24 @@ int64_t Product(const std::vector<int64_t>& dims, size_t from, size_t to) {
 }
 
 absl::StatusOr<StridedSource> ViewSource(const Node& node) {
-  // getitem reads the input of the split it takes a piece of.
   const Node* input = node.is_call("getitem") ? node.arg(0).node()->inputs()[0]
                                               : node.inputs()[0];
-  const std::vector<int64_t> in_dims = DimsOf(*input);
-  const std::vector<int64_t> in_strides = ContiguousStrides(in_dims);
+  return ViewSourceOver(node, StridedSource{0, ContiguousStrides(DimsOf(*input))});
+}
+
+absl::StatusOr<StridedSource> ViewSourceOver(const Node& node, const StridedSource& input) {
+  // getitem reads the input of the split it takes a piece of.
+  const Node* in_node = node.is_call("getitem") ? node.arg(0).node()->inputs()[0]
+                                                : node.inputs()[0];
+  const std::vector<int64_t> in_dims = DimsOf(*in_node);
+  const std::vector<int64_t>& in_strides = input.strides;
   const std::vector<int64_t> dims = DimsOf(node);
   const int64_t rank = static_cast<int64_t>(in_dims.size());
-  StridedSource in{0, in_strides};
+  if (in_strides.size() != in_dims.size()) {
+    return absl::InternalError(absl::StrCat("%", node.name(), ": input strides of rank ",
+                                            in_strides.size(), " for rank ", rank));
+  }
+  StridedSource in{input.offset, in_strides};
   ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node));
   if (node.is_call("permute")) {
     std::vector<int64_t> perm = call.Ints("dims");
@@ -71,13 +82,19 @@ absl::StatusOr<StridedSource> ViewSource(const Node& node) {
     std::swap(in.strides[NormalizeDim(call.Int("dim0"), rank)],
               in.strides[NormalizeDim(call.Int("dim1"), rank)]);
   } else if (node.is_call("expand")) {
-    in.strides = BroadcastStrides(in_dims, dims);
+    // Dims aligned from the right; new leading dims and size-1 dims
+    // stretched read the same element.
+    in.strides.assign(dims.size(), 0);
+    const size_t lead = dims.size() - in_dims.size();
+    for (size_t j = 0; j < in_dims.size(); ++j) {
+      in.strides[lead + j] = in_dims[j] == 1 && dims[lead + j] != 1 ? 0 : in_strides[j];
+    }
   } else if (node.is_call("slice")) {
     const int64_t dim = NormalizeDim(call.Int("dim"), rank);
     int64_t start = call.IsNone("start") ? 0 : call.Int("start");
     if (start < 0) start += in_dims[dim];
     start = std::clamp<int64_t>(start, 0, in_dims[dim]);
-    in.offset = start * in_strides[dim];
+    in.offset += start * in_strides[dim];
     in.strides[dim] *= call.Int("step");
   } else if (node.is_call("getitem")) {
     const Node& split = *node.arg(0).node();
@@ -97,12 +114,45 @@ absl::StatusOr<StridedSource> ViewSource(const Node& node) {
     } else {
       for (int64_t i = 0; i < index; ++i) start += sizes[i];
     }
-    in.offset = start * in_strides[dim];
+    in.offset += start * in_strides[dim];
   } else {
     return absl::InternalError(
         absl::StrCat("%", node.name(), " (", node.target(), ") is not a view"));
   }
   return in;
+}
+
+std::optional<std::vector<int64_t>> ReshapeStrides(const std::vector<int64_t>& old_dims,
+                                                   const std::vector<int64_t>& old_strides,
+                                                   const std::vector<int64_t>& new_dims) {
+  const int64_t numel = Product(old_dims, 0, old_dims.size());
+  if (numel != Product(new_dims, 0, new_dims.size())) return std::nullopt;
+  if (numel == 0 || old_dims.empty()) return ContiguousStrides(new_dims);
+  // PyTorch's view rule: each run of old dims that is contiguous within
+  // itself ("chunk") must be split or merged into whole new dims.
+  std::vector<int64_t> strides(new_dims.size(), 0);
+  int64_t view_d = static_cast<int64_t>(new_dims.size()) - 1;
+  int64_t chunk_base = old_strides.back();
+  int64_t tensor_numel = 1, view_numel = 1;
+  for (int64_t d = static_cast<int64_t>(old_dims.size()) - 1; d >= 0; --d) {
+    tensor_numel *= old_dims[d];
+    if (d == 0 ||
+        (old_dims[d - 1] != 1 && old_strides[d - 1] != tensor_numel * chunk_base)) {
+      while (view_d >= 0 && (view_numel < tensor_numel || new_dims[view_d] == 1)) {
+        strides[view_d] = view_numel * chunk_base;
+        view_numel *= new_dims[view_d];
+        --view_d;
+      }
+      if (view_numel != tensor_numel) return std::nullopt;
+      if (d > 0) {
+        chunk_base = old_strides[d - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  if (view_d != -1) return std::nullopt;
+  return strides;
 }
 
 ReductionSplit SplitReduction(const OpCall& call, const std::vector<int64_t>& in_dims) {

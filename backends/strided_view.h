@@ -2,6 +2,7 @@
 #define GRAFT_BACKENDS_STRIDED_VIEW_H_
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -40,6 +41,16 @@ struct StridedSource {
 };
 // For permute, transpose, expand, slice and getitem (of split) nodes.
 absl::StatusOr<StridedSource> ViewSource(const Node& node);
+// The same over an input that is itself strided: element (j0, j1, ...) of
+// the view op's input at input.offset + sum(j_k * input.strides[k]).
+absl::StatusOr<StridedSource> ViewSourceOver(const Node& node, const StridedSource& input);
+// The strides of `new_dims` over the elements that `old_dims` reaches
+// with `old_strides`, in the same row-major order (a reshape of a strided
+// view without a copy), or nothing when no strides can (PyTorch's rule for
+// Tensor.view).
+std::optional<std::vector<int64_t>> ReshapeStrides(const std::vector<int64_t>& old_dims,
+                                                   const std::vector<int64_t>& old_strides,
+                                                   const std::vector<int64_t>& new_dims);
 
 // How a reduction (sum, mean, amax, amin) splits its input's dims: the kept
 // ones (the result's elements) and the reduced ones, each with the input's

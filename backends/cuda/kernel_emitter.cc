@@ -218,6 +218,7 @@ class Emitter {
   absl::Status EmitStep(const Step& step) {
     step_ = &step;
     kernel_count_ = 0;
+    if (step.elided) return absl::OkStatus();
     switch (step.kind) {
       case StepKind::kPointwise:
         return step.node->op() == OpCode::kCallModule ? FusedGroup() : Pointwise();
@@ -521,7 +522,9 @@ class Emitter {
 
   absl::Status View() {
     const std::vector<int64_t> dims = DimsOf(node());
-    ASSIGN_OR_RETURN(StridedSource source, ViewSource(node()));
+    ASSIGN_OR_RETURN(StridedSource source, step_->view_source.has_value()
+                                               ? *step_->view_source
+                                               : ViewSource(node()));
     const DType t = step_->inputs[0]->type()->dtype;
     Map(dims, Contiguous(dims), step_->result, {Operand{t, source.offset, source.strides}},
         InputRefs(), [&](const std::vector<std::string>& v) {

@@ -16,12 +16,6 @@ namespace {
 using runtime::LibraryCallKind;
 using runtime::LibraryCallSpec;
 
-std::vector<int64_t> DimsOf(const Node& node) {
-  std::vector<int64_t> dims;
-  for (Dim d : node.type()->shape) dims.push_back(d.value());
-  return dims;
-}
-
 int64_t Volume(const std::vector<int64_t>& dims) {
   int64_t n = 1;
   for (int64_t d : dims) n *= d;

@@ -32,6 +32,7 @@ class StepEmitter {
   }
 
   absl::Status Emit() {
+    if (step_.elided) return absl::OkStatus();  // Later views read through it.
     switch (step_.kind) {
       case StepKind::kPointwise:
         return step_.node->op() == OpCode::kCallModule ? FusedGroup()
@@ -197,7 +198,9 @@ class StepEmitter {
   absl::Status ViewCopy() {
     const Node* input = step_.inputs[0];
     const std::vector<int64_t> dims = DimsOf(node());
-    ASSIGN_OR_RETURN(StridedSource source, ViewSource(node()));
+    ASSIGN_OR_RETURN(StridedSource source, step_.view_source.has_value()
+                                               ? *step_.view_source
+                                               : ViewSource(node()));
     View in{Data(input), input->type()->dtype, source.offset, source.strides};
     ir_.Map(dims, Out(), {in},
             [](const std::vector<llvm::Value*>& v) { return v[0]; });

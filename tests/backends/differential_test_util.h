@@ -237,6 +237,34 @@ inline void ExpectMatchesInterp(Backend& backend, const Module& module,
   ExpectAllClose(got, want, tol, compiled->output_signature());
 }
 
+// Views of views, which the step program composes into one strided copy
+// where it can (tests/backends/view_composition_test.cc): attention's
+// split, reshape into heads, permute and transpose; a slice of a permute;
+// an expand of a slice; a reshape that cannot stay strided (the permute
+// before it is materialized); a piece also read by a pointwise op.
+inline ModuleBuilder ViewsOfViews(std::mt19937_64& rng, DType dtype) {
+  ModuleBuilder b(rng);
+  Node* x = b.In(dtype, {2, 4, 12}, -50, 50);
+  Node* split = b.Call("split", {x, int64_t{4}}, {{"dim", int64_t{-1}}});
+  std::vector<Node*> out;
+  for (int64_t i = 0; i < 3; ++i) {
+    Node* piece = b.Call("getitem", {split, i});
+    Node* heads = b.Call("reshape", {piece, Argument::IntList({2, 4, 2, 2})});
+    Node* perm = b.Call("permute", {heads, Argument::IntList({0, 2, 1, 3})});
+    if (i == 1) perm = b.Call("transpose", {perm, int64_t{-2}, int64_t{-1}});
+    out.push_back(perm);
+    if (i == 2) out.push_back(b.Call("abs", {piece}));
+  }
+  Node* xt = b.Call("permute", {x, Argument::IntList({0, 2, 1})});
+  out.push_back(b.Call("slice", {xt, int64_t{1}, int64_t{1}, int64_t{11}, int64_t{3}}));
+  out.push_back(b.Call("permute", {b.Call("reshape", {xt, Argument::IntList({2, 48})}),
+                                   Argument::IntList({1, 0})}));
+  Node* row = b.Call("slice", {x, int64_t{1}, int64_t{0}, int64_t{1}});
+  out.push_back(b.Call("expand", {row, Argument::IntList({2, 4, 12})}));
+  b.Out(out);
+  return b;
+}
+
 }  // namespace graft::differential
 
 #endif  // GRAFT_TESTS_BACKENDS_DIFFERENTIAL_TEST_UTIL_H_

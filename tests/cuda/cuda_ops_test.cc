@@ -151,6 +151,15 @@ TEST(CudaDataMovement, ViewsConcatPadSplit) {
   }
 }
 
+TEST(CudaDataMovement, ViewsOfViews) {
+  SKIP_WITHOUT_GPU();
+  CUDA_TEST_SEED(rng);
+  for (DType dtype : {DType::kF32, DType::kI64}) {
+    SCOPED_TRACE(DTypeName(dtype));
+    ExpectCudaMatchesInterp(ViewsOfViews(rng, dtype), kExact);
+  }
+}
+
 TEST(CudaReduce, ReductionsSoftmaxNorms) {
   SKIP_WITHOUT_GPU();
   CUDA_TEST_SEED(rng);

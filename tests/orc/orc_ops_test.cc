@@ -431,6 +431,14 @@ TEST(OrcPointwise, FusedChains) {
 // ---------------------------------------------------------------------------
 // Data movement: results must be exact.
 
+TEST(OrcDataMovement, ViewsOfViews) {
+  ORC_TEST_SEED(rng);
+  for (DType dtype : {DType::kF32, DType::kI64}) {
+    SCOPED_TRACE(DTypeName(dtype));
+    ExpectOrcMatchesInterp(ViewsOfViews(rng, dtype), kExact);
+  }
+}
+
 TEST(OrcDataMovement, ViewsAndAliases) {
   ORC_TEST_SEED(rng);
   for (DType dtype : {DType::kF32, DType::kI64, DType::kBool}) {
