@@ -148,8 +148,8 @@ class ProgramBuilder {
       RETURN_IF_ERROR(Visit(*node));
     }
     RETURN_IF_ERROR(AssignOutputs(*graph.output()));
-    PlanArena();
     ElideUnreadViews();
+    PlanArena();
     for (size_t i = 0; i < p_.steps.size(); ++i) {
       Step& step = p_.steps[i];
       step.result = results_[i];
@@ -254,7 +254,7 @@ class ProgramBuilder {
     if (found == values_.end() || found->second.step < 0) return;
     const int j = found->second.step;
     const Step& first = p_.steps[j];
-    if (first.kind != StepKind::kView || first.node != w || first.channels_last) return;
+    if (first.kind != StepKind::kView || first.node != w) return;
     absl::StatusOr<StridedSource> upstream =
         first.view_source.has_value() ? absl::StatusOr<StridedSource>(*first.view_source)
                                       : ViewSource(*w);
@@ -273,16 +273,14 @@ class ProgramBuilder {
   }
 
   // Composed-away view steps that no step reads and whose result is not an
-  // output: their kernels need not run.
+  // output: their kernels need not run, and they take no arena space.
   void ElideUnreadViews() {
     absl::flat_hash_set<int> read;
     for (const std::vector<ValueSource>& step_sources : sources_) {
       for (const ValueSource& source : step_sources) read.insert(source.step);
     }
     for (int j : composed_away_) {
-      if (!read.contains(j) && results_[j].where == BufferRef::Where::kArena) {
-        p_.steps[j].elided = true;
-      }
+      if (!read.contains(j) && !is_output_[j]) p_.steps[j].elided = true;
     }
   }
 
@@ -405,7 +403,7 @@ class ProgramBuilder {
     std::vector<BufferLifetime> lifetimes;
     std::vector<int> owners;
     for (int i = 0; i < static_cast<int>(p_.steps.size()); ++i) {
-      if (is_output_[i]) continue;
+      if (is_output_[i] || p_.steps[i].elided) continue;
       auto last = last_use_.find(i);
       lifetimes.push_back({i, last == last_use_.end() ? i : std::max(i, last->second),
                            BytesOf(*p_.steps[i].node->type())});

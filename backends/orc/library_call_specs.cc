@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "backends/strided_view.h"
 #include "graph/op_registry.h"
 #include "graph/quant_ops.h"
 #include "support/status_macros.h"

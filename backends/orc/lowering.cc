@@ -1251,6 +1251,7 @@ absl::StatusOr<std::string> CompileToObject(const Program& program) {
   const int num_inputs = static_cast<int>(program.input_types.size());
   for (size_t i = 0; i < program.steps.size(); ++i) {
     const Step& step = program.steps[i];
+    if (step.elided) continue;  // Its function is empty.
     std::vector<llvm::Value*> args{
         BufferPointer(b, step.result, num_inputs, io, arena, state)};
     for (const BufferRef& r : step.operands) {

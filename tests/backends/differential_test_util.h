@@ -239,9 +239,13 @@ inline void ExpectMatchesInterp(Backend& backend, const Module& module,
 
 // Views of views, which the step program composes into one strided copy
 // where it can (tests/backends/view_composition_test.cc): attention's
-// split, reshape into heads, permute and transpose; a slice of a permute;
-// an expand of a slice; a reshape that cannot stay strided (the permute
-// before it is materialized); a piece also read by a pointwise op.
+// split, reshape into heads, permute and transpose; slices (a negative
+// start) of such views; a split of a permute; an expand adding dims to a
+// slice of a permute; squeeze/unsqueeze between views; a reshape that
+// cannot stay strided (the permute before it is materialized); a piece
+// also read by a pointwise op and one that is an output through a reshape;
+// and a view of an intermediate that must stay alive until the last view
+// that reads through to it, while other values take arena space.
 inline ModuleBuilder ViewsOfViews(std::mt19937_64& rng, DType dtype) {
   ModuleBuilder b(rng);
   Node* x = b.In(dtype, {2, 4, 12}, -50, 50);
@@ -253,14 +257,37 @@ inline ModuleBuilder ViewsOfViews(std::mt19937_64& rng, DType dtype) {
     Node* perm = b.Call("permute", {heads, Argument::IntList({0, 2, 1, 3})});
     if (i == 1) perm = b.Call("transpose", {perm, int64_t{-2}, int64_t{-1}});
     out.push_back(perm);
-    if (i == 2) out.push_back(b.Call("abs", {piece}));
+    if (i == 0) {
+      out.push_back(b.Call("slice", {heads, int64_t{3}, int64_t{-1}}));
+      out.push_back(b.Call("reshape", {piece, Argument::IntList({8, 4})}));
+    }
+    if (i == 1) out.push_back(b.Call("slice", {perm, int64_t{2}, int64_t{1}, int64_t{2}}));
+    if (i == 2) {
+      out.push_back(b.Call("abs", {piece}));
+      out.push_back(b.Call("permute", {b.Call("unsqueeze", {piece, int64_t{0}}),
+                                       Argument::IntList({1, 0, 3, 2})}));
+    }
   }
   Node* xt = b.Call("permute", {x, Argument::IntList({0, 2, 1})});
   out.push_back(b.Call("slice", {xt, int64_t{1}, int64_t{1}, int64_t{11}, int64_t{3}}));
   out.push_back(b.Call("permute", {b.Call("reshape", {xt, Argument::IntList({2, 48})}),
                                    Argument::IntList({1, 0})}));
+  Node* halves = b.Call("split", {xt, int64_t{6}}, {{"dim", int64_t{1}}});
+  out.push_back(b.Call("transpose", {b.Call("getitem", {halves, int64_t{1}}), int64_t{0},
+                                     int64_t{2}}));
+  Node* column = b.Call("slice", {xt, int64_t{2}, int64_t{1}, int64_t{2}});
+  out.push_back(b.Call("expand", {column, Argument::IntList({3, 2, 12, 4})}));
   Node* row = b.Call("slice", {x, int64_t{1}, int64_t{0}, int64_t{1}});
   out.push_back(b.Call("expand", {row, Argument::IntList({2, 4, 12})}));
+  // y is read only through p's views: its bytes must outlive z's.
+  Node* y = b.Call("neg", {x});
+  Node* p = b.Call("permute", {y, Argument::IntList({0, 2, 1})});
+  Node* z = b.Call("mul", {b.Call("amax", {x}, {{"dim", Argument::IntList({2})},
+                                               {"keepdim", true}}),
+                           b.Call("abs", {x})});
+  out.push_back(z);
+  out.push_back(b.Call("permute", {b.Call("reshape", {p, Argument::IntList({2, 12, 2, 2})}),
+                                   Argument::IntList({0, 2, 1, 3})}));
   b.Out(out);
   return b;
 }

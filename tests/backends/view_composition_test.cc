@@ -82,9 +82,11 @@ TEST(ViewComposition, HeadsReadTheProductOnceEach) {
     EXPECT_EQ(step.operands[0].where, BufferRef::Where::kInput);
     ASSERT_TRUE(step.view_source.has_value()) << step.node->name();
   }
-  // q, k^T, v run; the three getitems and k's permute do not.
+  // q, k^T, v run; the three getitems and k's permute do not, and take no
+  // memory: the copies write the outputs, so the arena is empty.
   EXPECT_EQ(copies, 3);
   EXPECT_EQ(elided, 4);
+  EXPECT_EQ(p.arena_bytes, 0u);
   // k^T [2, 2, 2, 4]: element (b, h, d, t) of x [2, 4, 12] at
   // b*48 + t*12 + 4 (k's third) + h*2 + d.
   for (const Step& step : p.steps) {
