@@ -51,10 +51,13 @@ absl::Status ConvertDepthToSpace(NodeContext& ctx) {
   ASSIGN_OR_RETURN(int64_t b, BlockSize(ctx));
   ASSIGN_OR_RETURN(std::string mode, ctx.attrs().String("mode", "DCR"));
   ASSIGN_OR_RETURN(std::vector<int64_t> d, ImageDims(ctx));
-  if (d[1] % (b * b) != 0) {
-    return NodeContext::Invalid(absl::StrCat("the ", d[1], " channels are not a multiple of blocksize^2 = ", b * b));
+  ASSIGN_OR_RETURN(const int64_t bb, CheckedMul(b, b, "blocksize^2"));
+  ASSIGN_OR_RETURN(const int64_t height, CheckedMul(d[2], b, "the output height"));
+  ASSIGN_OR_RETURN(const int64_t width, CheckedMul(d[3], b, "the output width"));
+  if (d[1] % bb != 0) {
+    return NodeContext::Invalid(absl::StrCat("the ", d[1], " channels are not a multiple of blocksize^2 = ", bb));
   }
-  const int64_t c = d[1] / (b * b);
+  const int64_t c = d[1] / bb;
   ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "input"));
   if (mode == "DCR") {
     ASSIGN_OR_RETURN(x, Reshape(ctx, x, {d[0], b, b, c, d[2], d[3]}));
@@ -65,7 +68,7 @@ absl::Status ConvertDepthToSpace(NodeContext& ctx) {
   } else {
     return NodeContext::Invalid(absl::StrCat("mode \"", mode, "\" is not DCR or CRD"));
   }
-  ASSIGN_OR_RETURN(x, Reshape(ctx, x, {d[0], c, d[2] * b, d[3] * b}));
+  ASSIGN_OR_RETURN(x, Reshape(ctx, x, {d[0], c, height, width}));
   return ctx.SetOutput(0, x);
 }
 
@@ -77,10 +80,12 @@ absl::Status ConvertSpaceToDepth(NodeContext& ctx) {
     return NodeContext::Invalid(absl::StrCat("height ", d[2], " and width ", d[3],
                                              " must be multiples of blocksize ", b));
   }
+  ASSIGN_OR_RETURN(const int64_t bb, CheckedMul(b, b, "blocksize^2"));
+  ASSIGN_OR_RETURN(const int64_t channels, CheckedMul(d[1], bb, "the output channels"));
   ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "input"));
   ASSIGN_OR_RETURN(x, Reshape(ctx, x, {d[0], d[1], d[2] / b, b, d[3] / b, b}));
   ASSIGN_OR_RETURN(x, Permute(ctx, x, {0, 3, 5, 1, 2, 4}));
-  ASSIGN_OR_RETURN(x, Reshape(ctx, x, {d[0], d[1] * b * b, d[2] / b, d[3] / b}));
+  ASSIGN_OR_RETURN(x, Reshape(ctx, x, {d[0], channels, d[2] / b, d[3] / b}));
   return ctx.SetOutput(0, x);
 }
 
@@ -105,7 +110,8 @@ absl::Status ConvertTile(NodeContext& ctx) {
     }
     spread.push_back(dims[i]);
     expanded.push_back(dims[i]);
-    result.push_back(dims[i] * repeats[i]);
+    ASSIGN_OR_RETURN(const int64_t repeated, CheckedMul(dims[i], repeats[i], "a tiled dim"));
+    result.push_back(repeated);
   }
   if (!any) return ctx.AliasOutput(0, 0);
   ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "input"));
@@ -135,7 +141,9 @@ absl::Status ConvertGatherND(NodeContext& ctx) {
   const int64_t m = last.value();
   std::vector<int64_t> sizes(data_dims.begin(), data_dims.begin() + m);
   std::vector<int64_t> strides(m, 1);
-  for (int64_t j = m - 2; j >= 0; --j) strides[j] = strides[j + 1] * sizes[j + 1];
+  for (int64_t j = m - 2; j >= 0; --j) {
+    ASSIGN_OR_RETURN(strides[j], CheckedMul(strides[j + 1], sizes[j + 1], "a row stride of data"));
+  }
   ASSIGN_OR_RETURN(Node * idx, ctx.Input(1, "indices"));
   ASSIGN_OR_RETURN(idx, CastIfNeeded(ctx, idx, DType::kI64));
   // Negative indices count from the end of their own dim.
@@ -206,7 +214,13 @@ absl::Status ConvertScatterND(NodeContext& ctx) {
   }
   const int64_t count = indices->NumElements() / m;
   int64_t rows = 1;
-  for (int64_t j = 0; j < m; ++j) rows *= data_dims[j];
+  for (int64_t j = 0; j < m; ++j) {
+    ASSIGN_OR_RETURN(rows, CheckedMul(rows, data_dims[j], "the rows of data"));
+  }
+  if (rows > kMaxImportTable) {
+    return NodeContext::Unsupported(absl::StrCat("data ", td.ToString(), " has more than ",
+                                                 kMaxImportTable, " rows to scatter into"));
+  }
   std::vector<int64_t> source(rows, -1);  // The update row each data row takes.
   for (int64_t k = 0; k < count; ++k) {
     int64_t row = 0;
@@ -249,7 +263,13 @@ absl::Status ConvertScatterElements(NodeContext& ctx) {
   const int64_t count = indices->NumElements();
   if (count == 0) return ctx.AliasOutput(0, 0);
   int64_t total = 1;
-  for (int64_t d : data_dims) total *= d;
+  for (int64_t d : data_dims) {
+    ASSIGN_OR_RETURN(total, CheckedMul(total, d, "the elements of data"));
+  }
+  if (total > kMaxImportTable) {
+    return NodeContext::Unsupported(absl::StrCat("data ", td.ToString(), " has more than ",
+                                                 kMaxImportTable, " elements to scatter into"));
+  }
   std::vector<int64_t> source(total, -1);  // The update each data element takes.
   std::vector<int64_t> position(indices->rank(), 0);
   for (int64_t k = 0; k < count; ++k) {
@@ -285,6 +305,10 @@ absl::Status ConvertOneHot(NodeContext& ctx) {
   if (known_depth == nullptr) return NodeContext::Unsupported("depth must be known at import time");
   if (known_depth->NumElements() != 1 || !(known_depth->GetAsDouble(0) >= 1)) {
     return NodeContext::Invalid("depth must be one positive number");
+  }
+  if (known_depth->GetAsDouble(0) > static_cast<double>(kMaxImportTable)) {
+    return NodeContext::Unsupported(absl::StrCat("depth ", known_depth->GetAsDouble(0),
+                                                 " is more than ", kMaxImportTable, " classes"));
   }
   const int64_t depth = static_cast<int64_t>(known_depth->GetAsDouble(0));
   ASSIGN_OR_RETURN(TensorType tv, ctx.InputType(2));

@@ -207,7 +207,12 @@ absl::Status ConvertResize(NodeContext& ctx) {
         common = policy == "not_larger" ? std::min(common, s) : std::max(common, s);
       }
       for (size_t k = 0; k < axes.size(); ++k) {
-        sizes[k] = static_cast<int64_t>(std::round(common * static_cast<float>(dims[axes[k]])));
+        const float size = std::round(common * static_cast<float>(dims[axes[k]]));
+        if (!(size >= 0 && size < static_cast<float>(kMaxImportTable))) {
+          return NodeContext::Invalid(absl::StrCat("sizes ", IntsToString(sizes),
+                                                   " give no usable common scale"));
+        }
+        sizes[k] = static_cast<int64_t>(size);
         scales.push_back(common);
       }
     }
@@ -224,9 +229,15 @@ absl::Status ConvertResize(NodeContext& ctx) {
   for (size_t k = 0; k < axes.size(); ++k) {
     const int64_t a = axes[k], in = dims[a];
     const float scale = scales[k];
-    const int64_t out =
-        !sizes.empty() ? sizes[k] : static_cast<int64_t>(std::floor(static_cast<float>(in) * scale));
-    if (out < 1 || !(scale > 0) || in < 1) {
+    // A scale from a malformed model may be huge, infinite or NaN: checked
+    // before any conversion to an integer.
+    const float scaled = static_cast<float>(in) * scale;
+    if (sizes.empty() && !(scaled < static_cast<float>(kMaxImportTable))) {
+      return NodeContext::Invalid(absl::StrCat("cannot resize dim ", a, " of ", tx.ToString(),
+                                               " by scale ", scale));
+    }
+    const int64_t out = !sizes.empty() ? sizes[k] : static_cast<int64_t>(std::floor(scaled));
+    if (out < 1 || out > kMaxImportTable || !(scale > 0) || in < 1) {
       return NodeContext::Invalid(absl::StrCat("cannot resize dim ", a, " of ", tx.ToString(),
                                                " to ", out, " (scale ", scale, ")"));
     }

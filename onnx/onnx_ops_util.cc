@@ -119,4 +119,12 @@ absl::StatusOr<Node*> I64Constant(NodeContext& ctx, std::vector<int64_t> dims,
   return ctx.ConstantNode(std::move(t), suffix);
 }
 
+absl::StatusOr<int64_t> CheckedMul(int64_t a, int64_t b, absl::string_view what) {
+  int64_t product = 0;
+  if (__builtin_mul_overflow(a, b, &product)) {
+    return NodeContext::Invalid(absl::StrCat(what, ": ", a, " * ", b, " overflows 64 bits"));
+  }
+  return product;
+}
+
 }  // namespace graft::onnx_import

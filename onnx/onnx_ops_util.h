@@ -44,6 +44,14 @@ absl::StatusOr<Node*> NonNegativeIndices(NodeContext& ctx, Node* idx, Dim n);
 absl::StatusOr<Node*> KnownIndices(NodeContext& ctx, const Tensor& indices,
                                    Dim n);
 
+// a * b, or an error naming `what` when the product leaves int64 (sizes
+// from a malformed model).
+absl::StatusOr<int64_t> CheckedMul(int64_t a, int64_t b, absl::string_view what);
+
+// Tables the importer builds in memory from a model's sizes (OneHot's
+// classes, ScatterND's rows) stay under this many entries.
+inline constexpr int64_t kMaxImportTable = int64_t{1} << 26;
+
 // A constant i64 node of shape `dims` holding `values`.
 absl::StatusOr<Node*> I64Constant(NodeContext& ctx, std::vector<int64_t> dims,
                                   const std::vector<int64_t>& values,

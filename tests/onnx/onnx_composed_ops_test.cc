@@ -372,6 +372,39 @@ TEST(OnnxComposedOps, Tile) {
                {1, 2, 1, 2, 1, 2, 3, 4, 3, 4, 3, 4, 1, 2, 1, 2, 1, 2, 3, 4, 3, 4, 3, 4});
 }
 
+// Sizes a malformed model makes overflow 64 bits or ask for tables too
+// large to build: one error naming the node, never undefined behaviour.
+TEST(OnnxComposedOps, SizesThatOverflowAreErrors) {
+  auto error = [](ModelBuilder& b) {
+    absl::StatusOr<Module> m = b.Import();
+    return m.ok() ? std::string() : std::string(m.status().message());
+  };
+  {
+    ModelBuilder b;
+    b.FloatInput("x", {2, 2});
+    b.IntsConstant("r", {int64_t{1} << 62, 3});
+    b.Node("Tile", {"x", "r"}, {"y"});
+    b.Output("y");
+    EXPECT_THAT(error(b), ::testing::HasSubstr("overflows 64 bits"));
+  }
+  {
+    ModelBuilder b;
+    b.FloatInput("x", {1, 4, 2, 2});
+    AttrInt(b.Node("DepthToSpace", {"x"}, {"y"}), "blocksize", int64_t{1} << 33);
+    b.Output("y");
+    EXPECT_THAT(error(b), ::testing::HasSubstr("overflows 64 bits"));
+  }
+  {
+    ModelBuilder b = ResizeModel({1, 1, 2, 2}, {1, 1, 1e30f, 1}, {}, "nearest", "asymmetric");
+    EXPECT_THAT(error(b), ::testing::HasSubstr("cannot resize dim 2"));
+  }
+  {
+    ModelBuilder b = ResizeModel({1, 1, 2, 2}, {}, {1, 1, int64_t{1} << 40, 2}, "nearest",
+                                 "asymmetric");
+    EXPECT_THAT(error(b), ::testing::HasSubstr("cannot resize dim 2"));
+  }
+}
+
 // Rows picked by (row, column) pairs, one negative; and whole rows by one
 // index each.
 TEST(OnnxComposedOps, GatherND) {
