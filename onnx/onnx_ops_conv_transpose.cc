@@ -63,6 +63,12 @@ absl::StatusOr<TransposedWindow> ReadTransposedWindow(
         pads[i] > kMax || pads[s + i] > kMax || w.output_padding[i] > kMax) {
       return NodeContext::Invalid("kernel, strides, dilations or pads are too large");
     }
+    // Output sizes multiply the input's by the stride: both bounded, no
+    // product overflows.
+    if (w.in[i] > kMax) {
+      return NodeContext::Invalid(absl::StrCat("the input's spatial size ", w.in[i],
+                                               " is too large"));
+    }
     if (w.output_padding[i] >= std::max(w.stride[i], w.dilation[i])) {
       return NodeContext::Invalid(absl::StrCat(
           "output_padding ", IntsToString(w.output_padding),
