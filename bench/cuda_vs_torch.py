@@ -105,6 +105,15 @@ for precision, torch_dtype, matmul in [("f32", torch.float32, "highest"),
         g = graft_time("mlp", precision, gemm)
         rows.append((f"MLP b32 {precision}", t, g, gemm, floor))
         print(rows[-1], flush=True)
+# The benchmark MLP quantized to int8 (gpu_run --precision int8: graft
+# quantize's flow, then quantize-lower) beside graft's own bf16 run.
+int8_rows = []
+if "mlp" in workloads:
+    g8 = graft_time("mlp", "int8", "auto")
+    bf16 = next((g for n, _, g, gemm, _ in rows if n == "MLP b32 bf16" and gemm == "auto"), None)
+    int8_rows.append((g8, bf16, params / bw * 1e6))
+    print(int8_rows[-1], flush=True)
+
 import math, os
 import torch.nn as nn
 import torch.nn.functional as F
@@ -163,3 +172,13 @@ for name, t, g, gemm, floor in rows:
     hio = g["host_io_us"] if g else float("nan")
     print(f"| {name} | {gemm} | {t['eager']:.1f} | {best_mode} | {best:.1f} | {gus:.1f} "
           f"| {hio:.1f} | {best / gus:.2f}x | {floor:.1f} |")
+
+if int8_rows:
+    print()
+    print("| workload | graft int8 us | graft bf16 us | bf16 / int8 | MACs in int8 | int8 HBM floor us |")
+    print("|---|---|---|---|---|---|")
+    for g8, bf16, floor in int8_rows:
+        i8 = g8["median_us"] if g8 else float("nan")
+        b16 = bf16["median_us"] if bf16 else float("nan")
+        share = g8.get("int8_macs_share", float("nan")) if g8 else float("nan")
+        print(f"| MLP b32 | {i8:.1f} | {b16:.1f} | {b16 / i8:.2f}x | {share * 100:.0f}% | {floor:.1f} |")

@@ -3,7 +3,7 @@
 // between two clock reads (each graft run ends synchronized, so the wall
 // clock is the run's time), the median of five rounds. Prints one JSON line.
 //
-//   build/bench/gpu_run mlp|one-node|MODEL [--precision f32|tf32|bf16|f16]
+//   build/bench/gpu_run mlp|one-node|MODEL [--precision f32|tf32|bf16|f16|int8]
 //       [--autotune 0|1] [--gemm auto|cublaslt] [--batch 32] [--runs 200] [--gpus N] [--shard-by tensor|batch]
 //
 // --gpus N: tensor parallel over GPUs 0..N-1 (CompileSharded), each rank's
@@ -11,6 +11,11 @@
 //
 // MODEL is a model file (.gpb, .graft) with fixed input shapes, e.g. the
 // GPT-2 block of bench/models/export_gpt2_block.py converted to .gpb.
+//
+// --precision int8: the workload quantized as `graft quantize` does (8
+// random calibration samples, int8 activations, per-channel weights) and
+// lowered (quantize-lower), then compiled with precision f32; the JSON
+// line adds the share of multiply-accumulates the lowering put in int8.
 //
 // host_io_us is the same run with the input on the host and the output
 // copied back: what `Executable::Run` costs end to end.
@@ -27,7 +32,9 @@
 #include "backends/sharded_executable.h"
 #include "graph/graph.h"
 #include "graph/random_tensor.h"
+#include "passes/quantize/lower.h"
 #include "passes/shape_prop.h"
+#include "quantize/quantize_model.h"
 #include "serialize/model_io.h"
 #include "workloads/benchmark_mlp.h"
 
@@ -99,6 +106,25 @@ int RunSharded(graft::Backend& backend, const graft::Module& module,
   return 0;
 }
 
+// Quantizes and lowers `module` in place; returns the share of its
+// multiply-accumulates that run in int8.
+absl::StatusOr<double> QuantizeAndLower(graft::Module& module) {
+  graft::quantize::QuantizeOptions options;
+  absl::StatusOr<std::vector<graft::quantize::Sample>> samples =
+      graft::quantize::RandomSamples(module, 8, 1);
+  if (!samples.ok()) return samples.status();
+  options.calibration = *std::move(samples);
+  absl::StatusOr<graft::quantize::QuantizeResult> q =
+      graft::quantize::QuantizeModel(module, options);
+  if (!q.ok()) return q.status();
+  module = std::move(q->module);
+  absl::StatusOr<graft::passes::quantize::LowerReport> audit =
+      graft::passes::quantize::Lower(module);
+  if (!audit.ok()) return audit.status();
+  return audit->total_macs == 0 ? 0.0
+                                : static_cast<double>(audit->int8_macs) / audit->total_macs;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -128,10 +154,18 @@ int main(int argc, char** argv) {
     if (!loaded.ok()) return Fail(loaded.status().ToString());
     module = *std::move(loaded);
   }
+  double int8_share = -1;
+  if (precision == "int8") {
+    absl::StatusOr<double> share = QuantizeAndLower(module);
+    if (!share.ok()) return Fail(share.status().ToString());
+    int8_share = *share;
+  }
   absl::StatusOr<std::unique_ptr<graft::Backend>> backend = graft::CreateBackend("cuda");
   if (!backend.ok()) return Fail(backend.status().ToString());
   graft::CompileOptions options;
-  options.options = {{"precision", precision}, {"autotune", autotune}, {"gemm", gemm}};
+  options.options = {{"precision", precision == "int8" ? "f32" : precision},
+                     {"autotune", autotune},
+                     {"gemm", gemm}};
   options.keep_outputs_on_device = true;
   if (gpus > 0) {
     absl::StatusOr<graft::passes::ShardStrategy> strategy =
@@ -164,9 +198,9 @@ int main(int argc, char** argv) {
   std::printf(
       "{\"workload\": \"%s\", \"precision\": \"%s\", \"autotune\": %s, \"gemm\": \"%s\", "
       "\"batch\": %lld, "
-      "\"compile_ms\": %.1f, \"first_ms\": %.2f, \"median_us\": %.2f, \"host_io_us\": %.2f}\n",
+      "\"compile_ms\": %.1f, \"first_ms\": %.2f, \"median_us\": %.2f, \"host_io_us\": %.2f%s}\n",
       workload.c_str(), precision.c_str(), autotune.c_str(), gemm.c_str(),
-      static_cast<long long>(batch),
-      compile_ms, first_ms, device_us, host_io_us);
+      static_cast<long long>(batch), compile_ms, first_ms, device_us, host_io_us,
+      int8_share < 0 ? "" : (", \"int8_macs_share\": " + std::to_string(int8_share)).c_str());
   return 0;
 }

@@ -4,9 +4,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "backends/cuda/gemm.h"
+#include "backends/cuda/skinny_gemm.h"
 #include "graph/collective_ops.h"
 #include "graph/op_registry.h"
 #include "graph/op_traits.h"
+#include "graph/quant_ops.h"
 #include "passes/cast_float.h"
 #include "support/status_macros.h"
 
@@ -18,7 +20,11 @@ bool IsGemmCall(const Node& node) {
          node.is_call("graft::linear_activation");
 }
 
-bool IsLibraryCall(const Node& node) { return IsGemmCall(node) || node.is_call("conv2d"); }
+// graft::quantized_linear is a product too: graft's own int8 kernel
+// (skinny_gemm.h) runs it.
+bool IsLibraryCall(const Node& node) {
+  return IsGemmCall(node) || node.is_call("conv2d") || node.is_call(kQuantizedLinearOp);
+}
 
 bool IsRowOp(const Node& node) {
   return node.is_call("sum") || node.is_call("mean") || node.is_call("amax") ||
@@ -74,8 +80,9 @@ absl::Status CanLowerCall(const Node& node) {
   } else if (IsCollectiveOp(op)) {
     return CanLowerCollective(node);
   } else if (IsQuantizeOp(node)) {
-    return absl::UnimplementedError(
-        absl::StrCat(op, " has no CUDA kernel yet (quantized graphs run on interp or orc)"));
+    // Generated kernels, per tensor or per channel.
+  } else if (node.is_call(kQuantizedLinearOp)) {
+    return CanLowerQuantizedLinear(node);
   } else {
     return absl::UnimplementedError(
         absl::StrCat("the cuda backend has no code for op '", op, "' yet"));
@@ -131,6 +138,15 @@ absl::StatusOr<StepProgram> BuildCudaProgram(const Module& module,
       .options_key = options.Key()};
   if (options.precision != "bf16" && options.precision != "f16") {
     return BuildStepProgram(module, input_types, target);
+  }
+  // The cast would turn the int8 products' f32 scales and biases, and the
+  // f32 they make, into mixed precisions no kernel takes.
+  for (const Node* n : module.graph().nodes()) {
+    if (n->op() == OpCode::kCallFunction && (IsQuantizeOp(*n) || n->is_call(kQuantizedLinearOp))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "%", n->name(), " (", n->target(), "): a quantized model compiles with precision f32 "
+          "or tf32 (its int8 products take f32 scales), not ", options.precision));
+    }
   }
   // Cast a copy with its input types set, so that shape propagation sees
   // the f32 inputs it casts.

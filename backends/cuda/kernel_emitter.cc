@@ -12,6 +12,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "backends/cuda/gemm.h"
 #include "backends/cuda/kernel_preamble.h"
 #include "backends/cuda/skinny_gemm.h"
@@ -19,6 +20,7 @@
 #include "backends/strided_view.h"
 #include "graph/op_registry.h"
 #include "graph/op_traits.h"
+#include "graph/quant_ops.h"
 #include "graph/scalar_formula.h"
 #include "support/status_macros.h"
 
@@ -237,7 +239,7 @@ class Emitter {
       case StepKind::kLibrary: return Conv2d();
       case StepKind::kCollective:
         return absl::OkStatus();  // NCCL, from the executable.
-      case StepKind::kQuantize:
+      case StepKind::kQuantize: return Quantize();
       case StepKind::kMatmul:  // Every matmul is a cuBLASLt call here.
       case StepKind::kScan:    // cumsum falls back (cuda_program.cc).
         break;
@@ -253,6 +255,10 @@ class Emitter {
     if (std::optional<SkinnyGemm> skinny =
             SkinnyGemmFor(step, options_, sms_, compute_capability_)) {
       return Skinny(*skinny);
+    }
+    if (step.node->is_call(kQuantizedLinearOp)) {
+      return absl::UnimplementedError(
+          "int8 products need compute capability 8.0 or more (mma.sync on s8)");
     }
     if (GemmActivation(step) != "gelu") return absl::OkStatus();
     const std::vector<int64_t> dims = DimsOf(node());
@@ -281,6 +287,7 @@ class Emitter {
                                    BufferOf(call.TensorNode("weight"))};
     // Without a bias the kernel's pointer is never read: pass the weight.
     buffers.push_back(plan.shape.has_bias ? BufferOf(call.TensorNode("bias")) : buffers[1]);
+    if (plan.mode == 4) buffers.push_back(BufferOf(call.TensorNode("weight_scales")));
     buffers.push_back(step_->result);
     const std::string name = NextName();
     out_.source += SkinnyGemmKernel(name, plan);
@@ -932,6 +939,67 @@ class Emitter {
               include_pad ? "(ey - sy) * (ex - sx)" : "(y1 - y0) * (x1 - x0)", ";\n    r = ",
               Convert(absl::StrCat("acc / (", at, ")count"), acc, t), ";");
           return code;
+        });
+    return absl::OkStatus();
+  }
+
+  // A quantize or dequantize parameter: a number (a literal), or a tensor
+  // of one value or of one per channel of `axis`, loaded as an operand.
+  std::string QuantParam(const OpCall& call, absl::string_view name,
+                         const std::vector<int64_t>& dims, std::optional<int64_t> axis,
+                         std::vector<Operand>& ins, std::vector<BufferRef>& refs) {
+    const Argument& a = call.Get(name);
+    if (!a.is_node()) return Literal(DType::kF64, a.number());
+    const Node* n = a.node();
+    std::vector<int64_t> strides(dims.size(), 0);
+    if (axis.has_value() && Product(DimsOf(*n), 0, n->type()->rank()) > 1) strides[*axis] = 1;
+    ins.push_back(Operand{n->type()->dtype, 0, strides, true});
+    refs.push_back(BufferOf(n));
+    return absl::StrCat("(double)@", ins.size() - 1);
+  }
+
+  // In double, as the interpreter and orc compute it, so the integers
+  // agree exactly: q = clamp(round_half_even(x / scale) + zero_point),
+  // NaN -> zero point; x = (q - zero_point) * scale.
+  absl::Status Quantize() {
+    ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node()));
+    const Node* input = call.TensorNode("input");
+    const std::vector<int64_t> dims = DimsOf(node());
+    std::optional<int64_t> axis;
+    if (call.schema().ParamIndex("axis") >= 0 && !call.IsNone("axis")) {
+      int64_t a = call.Int("axis");
+      if (a < 0) a += static_cast<int64_t>(dims.size());
+      axis = a;
+    }
+    const bool dequantize = node().is_call("dequantize");
+    const bool per_channel = node().is_call("quantize_per_channel");
+    std::vector<Operand> ins{Operand{input->type()->dtype, 0, ContiguousStrides(dims), true}};
+    std::vector<BufferRef> refs{BufferOf(input)};
+    const std::string scale =
+        QuantParam(call, per_channel ? "scales" : "scale", dims, axis, ins, refs);
+    const std::string zero_point =
+        QuantParam(call, per_channel ? "zero_points" : "zero_point", dims, axis, ins, refs);
+    const DType t = out_dtype();
+    const bool u8 = t == DType::kU8;
+    Map(dims, Contiguous(dims), step_->result, ins, refs,
+        [&](const std::vector<std::string>& v) {
+          auto operands = [&](std::string e) {
+            for (size_t i = ins.size(); i-- > 1;) {
+              e = absl::StrReplaceAll(e, {{absl::StrCat("@", i), v[i]}});
+            }
+            return e;
+          };
+          const std::string s = operands(scale), z = operands(zero_point);
+          const std::string x = absl::StrCat("(double)", v[0]);
+          if (dequantize) {
+            return absl::StrCat("    r = ", Convert(absl::StrCat("((", x, " - ", z, ") * ", s, ")"),
+                                                  DType::kF64, t),
+                                ";");
+          }
+          return absl::StrCat("    const double x = ", x, ";\n    double q = fmin(fmax(rint(x / ",
+                              s, ") + ", z, ", ", u8 ? "0.0" : "-128.0", "), ",
+                              u8 ? "255.0" : "127.0", ");\n    if (x != x) q = ", z,
+                              ";\n    r = (", RegisterType(t), ")(int)q;");
         });
     return absl::OkStatus();
   }

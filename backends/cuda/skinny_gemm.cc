@@ -1,10 +1,15 @@
 #include "backends/cuda/skinny_gemm.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "backends/cuda/kernel_emitter.h"
+#include "backends/strided_view.h"
 #include "graph/op_registry.h"
+#include "graph/quant_ops.h"
+#include "support/status_macros.h"
 
 namespace graft::cuda {
 namespace {
@@ -35,15 +40,129 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 size_t SkinnyGemm::ScratchBytes() const {
   if (splits <= 1) return 0;
-  const int64_t row_blocks = CeilDiv(shape.m, 8);
-  return static_cast<size_t>(tiles * splits * row_blocks * kThreads * 4) * sizeof(float);
+  const int64_t row_blocks = CeilDiv(tile_rows, 8);
+  return static_cast<size_t>(tiles * splits * row_tiles * row_blocks * kThreads * 4) *
+         sizeof(float);
+}
+
+namespace {
+
+// Whether nothing in the run writes the step's weight (a module tensor).
+bool WeightsReady(const Step& step, const OpCall& call) {
+  const Node* weight = call.TensorNode("weight");
+  for (size_t i = 0; i < step.inputs.size(); ++i) {
+    if (step.inputs[i] == weight) return step.operands[i].where == BufferRef::Where::kState;
+  }
+  return false;
+}
+
+// Tiles of 64 weight rows, and K split so that the blocks fill the GPU,
+// in chunks of at least 512 bytes a row (fewer, longer chunks stream
+// better and leave less to add up).
+void LayOut(SkinnyGemm& plan, int multiprocessors) {
+  const GemmShape& shape = plan.shape;
+  plan.tile_rows = std::min(shape.m, kSkinnyMaxRows);
+  plan.row_tiles = CeilDiv(shape.m, plan.tile_rows);
+  plan.tiles = CeilDiv(shape.n, kTileRows);
+  const int64_t granule = 512 / static_cast<int64_t>(DTypeSize(shape.dtype));
+  const int64_t wanted = std::max<int64_t>(
+      1, CeilDiv(kBlocksPerSm * multiprocessors, plan.tiles * plan.row_tiles));
+  plan.chunk = CeilDiv(CeilDiv(shape.k, wanted), granule) * granule;
+  plan.splits = CeilDiv(shape.k, plan.chunk);
+  while (plan.splits > 1 && plan.ScratchBytes() > kGemmWorkspaceBytes) {
+    plan.chunk *= 2;
+    plan.splits = CeilDiv(shape.k, plan.chunk);
+  }
+}
+
+// The int8 product's shape and constants, or why graft's kernel cannot
+// run it (FailedPrecondition while operand types are unknown).
+absl::StatusOr<SkinnyGemm> Int8Plan(const Node& node) {
+  ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node));
+  const Node* input = call.TensorNode("input");
+  const Node* weight = call.TensorNode("weight");
+  const Node* scales = call.TensorNode("weight_scales");
+  const Node* bias = call.IsNone("bias") ? nullptr : call.TensorNode("bias");
+  for (const Node* n : {input, weight, scales, bias}) {
+    if (n == nullptr) continue;
+    if (!n->type().has_value()) return absl::FailedPreconditionError("operand types unknown");
+    for (Dim d : n->type()->shape) {
+      if (d.is_symbolic()) return absl::FailedPreconditionError("symbolic operand dims");
+    }
+  }
+  const DType in = input->type()->dtype;
+  const std::vector<int64_t> x = DimsOf(*input), w = DimsOf(*weight);
+  if ((in != DType::kI8 && in != DType::kU8) || weight->type()->dtype != DType::kI8 ||
+      w.size() != 2 || x.empty() || x.back() != w[1]) {
+    return absl::UnimplementedError(absl::StrCat("an int8 product of ", input->type()->ToString(),
+                                                 " by ", weight->type()->ToString()));
+  }
+  if (scales->type()->dtype != DType::kF32 || Product(DimsOf(*scales), 0, scales->type()->rank()) != w[0] ||
+      (bias != nullptr && (bias->type()->dtype != DType::kF32 || bias->type()->rank() != 1 ||
+                           DimsOf(*bias)[0] != w[0]))) {
+    return absl::UnimplementedError("an int8 product whose scales or bias are not f32, one per output");
+  }
+  SkinnyGemm plan;
+  GemmShape& shape = plan.shape;
+  shape.m = Product(x, 0, x.size() - 1);
+  shape.n = w[0];
+  shape.k = w[1];
+  shape.b_is_nk = true;
+  shape.dtype = DType::kI8;
+  shape.has_bias = bias != nullptr;
+  if (shape.k % 16 != 0 || shape.k == 0) {
+    return absl::UnimplementedError(
+        absl::StrCat("an int8 product over ", shape.k, " inputs (graft's kernel takes a multiple of 16)"));
+  }
+  if (shape.n * shape.k >= (int64_t{1} << 31) || shape.m >= (int64_t{1} << 31) ||
+      shape.k >= (int64_t{1} << 24)) {
+    return absl::UnimplementedError("an int8 product too large for 32-bit offsets");
+  }
+  const std::string activation = call.String("activation");
+  if (activation != "none" && activation != "relu") {
+    return absl::UnimplementedError(absl::StrCat("an int8 product with activation '", activation, "'"));
+  }
+  plan.activation = activation == "relu" ? "relu" : "";
+  plan.mode = 4;
+  SkinnyInt8& q = plan.int8;
+  q.input_scale = call.Float("input_scale");
+  q.unsigned_input = in == DType::kU8;
+  q.zero_point = static_cast<int>(call.Int("input_zero_point")) - (q.unsigned_input ? 128 : 0);
+  q.output = call.GetDType("output_dtype");
+  if (q.output != DType::kF32) {
+    if (q.output != DType::kI8 && q.output != DType::kU8) {
+      return absl::UnimplementedError(
+          absl::StrCat("an int8 product with a ", DTypeName(q.output), " result"));
+    }
+    q.output_scale = call.Float("output_scale");
+    q.output_zero_point = static_cast<int>(call.Int("output_zero_point"));
+  }
+  return plan;
+}
+
+std::optional<SkinnyGemm> Int8PlanFor(const Step& step, int multiprocessors) {
+  absl::StatusOr<SkinnyGemm> plan = Int8Plan(*step.node);
+  absl::StatusOr<OpCall> call = OpCall::Bind(*step.node);
+  if (!plan.ok() || !call.ok()) return std::nullopt;
+  plan->weights_ready = WeightsReady(step, *call);
+  LayOut(*plan, multiprocessors);
+  return *std::move(plan);
+}
+
+}  // namespace
+
+absl::Status CanLowerQuantizedLinear(const Node& node) {
+  absl::StatusOr<SkinnyGemm> plan = Int8Plan(node);
+  // Unknown types are checked again once the program is typed.
+  if (!plan.ok() && !absl::IsFailedPrecondition(plan.status())) return plan.status();
+  return absl::OkStatus();
 }
 
 std::optional<SkinnyGemm> SkinnyGemmFor(const Step& step, const CudaOptions& options,
                                         int multiprocessors, int compute_capability) {
-  if (options.gemm == "cublaslt" || !IsGemmStep(step) || compute_capability < 80) {
-    return std::nullopt;
-  }
+  if (!IsGemmStep(step) || compute_capability < 80) return std::nullopt;
+  if (step.node->is_call(kQuantizedLinearOp)) return Int8PlanFor(step, multiprocessors);
+  if (options.gemm == "cublaslt") return std::nullopt;
   if (!step.node->is_call("linear") && !step.node->is_call("graft::linear_activation")) {
     return std::nullopt;
   }
@@ -84,41 +203,62 @@ std::optional<SkinnyGemm> SkinnyGemmFor(const Step& step, const CudaOptions& opt
   // The step's operands: input, weight (bias).
   absl::StatusOr<OpCall> call = OpCall::Bind(*step.node);
   if (!call.ok()) return std::nullopt;
-  const Node* weight = call->TensorNode("weight");
-  for (size_t i = 0; i < step.inputs.size(); ++i) {
-    if (step.inputs[i] == weight) {
-      plan.weights_ready = step.operands[i].where == BufferRef::Where::kState;
-    }
-  }
-  plan.tiles = CeilDiv(shape->n, kTileRows);
-  if (plan.tiles > kSkinnyCounters) return std::nullopt;
-  // Enough blocks to fill the GPU, but chunks of at least 512 bytes a row
-  // (fewer, longer chunks stream better and leave less to add up).
-  const int64_t granule = 512 / static_cast<int64_t>(DTypeSize(shape->dtype));
-  const int64_t wanted = std::max<int64_t>(1, CeilDiv(kBlocksPerSm * multiprocessors, plan.tiles));
-  plan.chunk = CeilDiv(CeilDiv(shape->k, wanted), granule) * granule;
-  plan.splits = CeilDiv(shape->k, plan.chunk);
-  while (plan.splits > 1 && plan.ScratchBytes() > kGemmWorkspaceBytes) {
-    plan.chunk *= 2;
-    plan.splits = CeilDiv(shape->k, plan.chunk);
-  }
+  plan.weights_ready = WeightsReady(step, *call);
+  if (CeilDiv(shape->n, kTileRows) > kSkinnyCounters) return std::nullopt;
+  LayOut(plan, multiprocessors);
   return plan;
 }
 
+namespace {
+
+// The int8 epilogue's constants as a struct of the kernel's source
+// (doubles as exact hexadecimal literals).
+std::string Int8Constants(const std::string& name, const SkinnyInt8& q) {
+  auto hex = [](double v) {
+    char buffer[64];
+    std::snprintf(buffer, sizeof(buffer), "%a", v);
+    return std::string(buffer);
+  };
+  const bool quantized = q.output != DType::kF32;
+  return absl::StrCat(
+      "struct ", name, " {\n  static constexpr bool flip_x = ", q.unsigned_input ? "true" : "false",
+      ";\n  static constexpr int zero_point = ", q.zero_point,
+      ";\n  static constexpr double input_scale = ", hex(q.input_scale),
+      ";\n  static constexpr bool quantized_output = ", quantized ? "true" : "false",
+      ";\n  static constexpr double output_scale = ", hex(q.output_scale),
+      ";\n  static constexpr int output_zero_point = ", q.output_zero_point,
+      ", qmin = ", q.output == DType::kU8 ? 0 : -128, ", qmax = ", q.output == DType::kU8 ? 255 : 127,
+      ";\n};\n");
+}
+
+const char* Int8OutputName(DType t) {
+  switch (t) {
+    case DType::kI8: return "signed char";
+    case DType::kU8: return "unsigned char";
+    default: return "float";
+  }
+}
+
+}  // namespace
+
 std::string SkinnyGemmKernel(const std::string& name, const SkinnyGemm& plan) {
   const GemmShape& s = plan.shape;
-  const char* t = StorageName(s.dtype);
+  const bool int8 = plan.mode == 4;
+  const char* t = int8 ? "signed char" : StorageName(s.dtype);
+  const char* y = int8 ? Int8OutputName(plan.int8.output) : t;
   const char* b = StorageName(s.has_bias ? s.bias_dtype : DType::kF32);
+  const std::string q = int8 ? absl::StrCat(name, "_q") : "g_skinny::no_quant";
   return absl::StrCat(
+      int8 ? Int8Constants(q, plan.int8) : "",
       "extern \"C\" __global__ void __launch_bounds__(", kThreads, ", ", kBlocksPerSm, ") ",
       name, "(const ", t, "* __restrict__ x, const ", t, "* __restrict__ w, const ", b,
-      "* __restrict__ bias, ", t,
+      "* __restrict__ bias, ", int8 ? "const float* __restrict__ weight_scales, " : "", y,
       "* __restrict__ y, float* __restrict__ partial, int* __restrict__ counters) {\n"
       "  g_skinny::gemm<",
-      t, ", ", b, ", ", plan.mode, ", ", ActivationCode(plan.activation), ", ",
-      s.has_bias ? "true" : "false", ", ", plan.weights_ready ? "true" : "false", ", ", s.m, ", ",
-      s.n, ", ", s.k, ", ", plan.splits, ", ", plan.chunk,
-      ">(x, w, bias, y, partial, counters);\n}\n");
+      t, ", ", y, ", ", b, ", ", q, ", ", plan.mode, ", ", ActivationCode(plan.activation), ", ",
+      s.has_bias ? "true" : "false", ", ", plan.weights_ready ? "true" : "false", ", ",
+      plan.tile_rows, ", ", s.m, ", ", s.n, ", ", s.k, ", ", plan.splits, ", ", plan.chunk,
+      ">(x, w, bias, ", int8 ? "weight_scales" : "(const float*)0", ", y, partial, counters);\n}\n");
 }
 
 }  // namespace graft::cuda

@@ -15,23 +15,39 @@ namespace graft::cuda {
 // A linear layer of at most this many rows can run as graft's own kernel
 // (skinny_gemm_source.h) rather than cuBLASLt: by default (gemm=auto)
 // in f32 and for bf16/f16 weights of at most 16 MB, in every precision
-// with gemm=graft.
+// with gemm=graft. graft::quantized_linear always runs as graft's kernel,
+// more rows as row tiles of this many.
 inline constexpr int64_t kSkinnyMaxRows = 64;
 // gemm=auto: bf16/f16 weights up to this size run as graft's kernel.
 inline constexpr int64_t kSkinnyAutoMaxHalfWeightBytes = int64_t{16} << 20;
 // Tile counters a run context keeps zeroed for the split-K fix-up.
 inline constexpr int64_t kSkinnyCounters = 16384;
 
+// The constants of an int8 product (graft::quantized_linear, mode 4).
+struct SkinnyInt8 {
+  double input_scale = 1;
+  // The input's zero point as the kernel reads the input: a u8 input is
+  // read as x - 128 (s8), so its zero point moves by 128 too.
+  int zero_point = 0;
+  bool unsigned_input = false;
+  DType output = DType::kF32;  // f32, or quantized again to i8 or u8.
+  double output_scale = 1;
+  int output_zero_point = 0;
+};
+
 // How a skinny product is laid over the GPU: `tiles` of 64 weight rows,
-// K cut into `splits` chunks of `chunk`, one block per (tile, chunk).
+// K cut into `splits` chunks of `chunk`, `row_tiles` of `tile_rows` rows of
+// x (more than one only for int8), one block per (tile, chunk, row tile).
 struct SkinnyGemm {
   GemmShape shape;
   std::string activation;  // "", relu, gelu or gelu_tanh.
-  int mode = 0;            // 0 bf16, 1 f16, 2 tf32, 3 f32 as 3xTF32.
+  int mode = 0;            // 0 bf16, 1 f16, 2 tf32, 3 f32 as 3xTF32, 4 int8.
   int64_t tiles = 1, splits = 1, chunk = 0;
+  int64_t tile_rows = 1, row_tiles = 1;
   bool weights_ready = false;  // The weight is a module tensor.
+  SkinnyInt8 int8;             // Mode 4 only.
 
-  int64_t grid() const { return tiles * splits; }
+  int64_t grid() const { return tiles * splits * row_tiles; }
   // Partial sums the blocks of a split product leave for the last one.
   size_t ScratchBytes() const;
 };
@@ -41,6 +57,8 @@ struct SkinnyGemm {
 // weight as [out, in], of f32/f16/bf16, K a multiple of one 16-byte load,
 // with an activation the kernel knows; or `options.gemm` is "cublaslt",
 // or "auto" and the product is tf32 or has bf16/f16 weights over 16 MB.
+// graft::quantized_linear has a plan whenever CanLowerQuantizedLinear
+// accepts it (and the compute capability is 8.0 or more).
 // The kernel needs the tensor cores' bf16 and tf32 products (compute
 // capability 8.0, given as 80; 90 by default, Hopper); it loads its first
 // weights before waiting for the kernel before it only where they are
@@ -48,7 +66,13 @@ struct SkinnyGemm {
 std::optional<SkinnyGemm> SkinnyGemmFor(const Step& step, const CudaOptions& options,
                                         int multiprocessors, int compute_capability = 90);
 
-// `extern "C" __global__ void name(x, w, bias, y, partial, counters)`.
+// `extern "C" __global__ void name(x, w, bias, y, partial, counters)`, and
+// for int8 `name(x, w, bias, weight_scales, y, partial, counters)`.
+// Why graft's kernel cannot run this graft::quantized_linear, or OK: an
+// i8/u8 input, an i8 [out, in] weight with in a multiple of 16, f32 scales
+// and bias, activation none or relu, an f32, i8 or u8 result.
+absl::Status CanLowerQuantizedLinear(const Node& node);
+
 std::string SkinnyGemmKernel(const std::string& name, const SkinnyGemm& plan);
 
 }  // namespace graft::cuda

@@ -31,11 +31,38 @@ namespace graft::cuda {
 //
 // Modes: 0 bf16, 1 f16, 2 tf32 (f32 data rounded to tf32), 3 f32 as three
 // tf32 products (hi*hi + hi*lo + lo*hi: about f32's precision, as
-// CUTLASS's 3xTF32).
+// CUTLASS's 3xTF32), 4 int8 (graft::quantized_linear: s8 x s8 summed in
+// int32 by m16n8k32, whose fragments hold the same bytes where m16n8k16
+// holds bf16; u8 inputs are read as x - 128 with the zero point moved
+// likewise, and a zero point other than 0 subtracts zero_point * (the
+// weight row's sum), summed beside the products with dp4a).
+//
+// More than 64 rows (int8 only) run as row tiles of 64, one more factor
+// of the grid: each re-reads the weights (from L2 where they fit).
 inline constexpr char kSkinnyGemmSource[] = R"CUDA(
 namespace g_skinny {
 
 __device__ __forceinline__ uint4 zero4() { uint4 z; z.x = z.y = z.z = z.w = 0u; return z; }
+
+template <bool kFirst, class A, class B> struct pick { typedef A type; };
+template <class A, class B> struct pick<false, A, B> { typedef B type; };
+
+// The int8 epilogue's constants: a struct per kernel (skinny_gemm.cc), or
+// this one for the float modes.
+struct no_quant {
+  static constexpr bool flip_x = false;
+  static constexpr int zero_point = 0;
+  static constexpr double input_scale = 1.0;
+  static constexpr bool quantized_output = false;
+  static constexpr double output_scale = 1.0;
+  static constexpr int output_zero_point = 0, qmin = 0, qmax = 0;
+};
+
+// u8 as s8: x - 128 in every byte.
+__device__ __forceinline__ uint4 flip_bytes(uint4 v) {
+  v.x ^= 0x80808080u; v.y ^= 0x80808080u; v.z ^= 0x80808080u; v.w ^= 0x80808080u;
+  return v;
+}
 
 // A weight: read once, so kept out of L1. Not volatile: nothing writes
 // the operands while the kernel runs, so the compiler may issue every load
@@ -97,15 +124,32 @@ __device__ __forceinline__ void mma(float* d, unsigned a0, unsigned a1, unsigned
   }
 }
 
+// d += a b on the tensor cores, s8 x s8 summed in s32: m16n8k32.
+__device__ __forceinline__ void mma_s8(int* d, unsigned a0, unsigned a1, unsigned a2, unsigned a3,
+                                       unsigned b0, unsigned b1) {
+  asm(
+      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, "
+      "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
 // The two products one 16-byte load of each operand holds. Fragment slot
 // (row g, k 2t..2t+1) of m16n8k16 takes the load's first word, (row g,
 // k 2t+8..2t+9) its second, and x's fragment the same words: a bijection
 // of k onto the 16 elements the quad of threads loaded. m16n8k8 (tf32)
-// maps k t and t+4 to one load's words 0 and 1 the same way.
+// maps k t and t+4 to one load's words 0 and 1 the same way, and
+// m16n8k32 (s8) k 4t..4t+3 and 4t+16..4t+19.
 template <int kMode>
 __device__ __forceinline__ void mma_pair(float* d, uint4 wl, uint4 wh, uint4 xv) {
   mma<kMode>(d, wl.x, wh.x, wl.y, wh.y, xv.x, xv.y);
   mma<kMode>(d, wl.z, wh.z, wl.w, wh.w, xv.z, xv.w);
+}
+
+template <int kMode>
+__device__ __forceinline__ void product(int* d, uint4 wl, uint4 wh, uint4 xv) {
+  mma_s8(d, wl.x, wh.x, wl.y, wh.y, xv.x, xv.y);
+  mma_s8(d, wl.z, wh.z, wl.w, wh.w, xv.z, xv.w);
 }
 
 template <int kMode>
@@ -158,13 +202,15 @@ __device__ __forceinline__ void load_weights(const T* w0, const T* w1, int k, in
 }
 
 // One iteration's products: x's matching 16 bytes for each block of 8
-// rows, times the weights loaded. x comes from the block's shared copy
-// (`xs`, rows kXStride apart, from k_begin) when there is one, else from
-// global memory through L1.
-template <class T, int kMode, int kU, int kMB, int kM, int kK, int kXStride>
-__device__ __forceinline__ void multiply(const T* x, const T* xs, int k_begin, int k, int k_end,
-                                         int g, int t, const uint4 (&l)[kU], const uint4 (&h)[kU],
-                                         float (&acc)[kMB][4]) {
+// rows (of `rows`), times the weights loaded. x comes from the block's
+// shared copy (`xs`, rows kXStride apart, from k_begin) when there is one,
+// else from global memory through L1. With an int8 zero point, ws0 and
+// ws1 gather the sums of this thread's bytes of weight rows n0 and n1.
+template <class T, class Q, int kMode, int kU, int kMB, int kK, int kXStride, class Acc>
+__device__ __forceinline__ void multiply(const T* x, const T* xs, int rows, int k_begin, int k,
+                                         int k_end, int g, int t, const uint4 (&l)[kU],
+                                         const uint4 (&h)[kU], Acc (&acc)[kMB][4], int& ws0,
+                                         int& ws1) {
   constexpr int kVec = 16 / sizeof(T), kStep = 4 * kVec;
 #pragma unroll
   for (int u = 0; u < kU; ++u) {
@@ -174,36 +220,82 @@ __device__ __forceinline__ void multiply(const T* x, const T* xs, int k_begin, i
     for (int b = 0; b < kMB; ++b) {
       const int m = b * 8 + g;
       if (kXStride > 0) {
-        xv[b] = kk < k_end && m < kM ? *(const uint4*)(xs + m * kXStride + (kk - k_begin))
-                                     : zero4();
+        xv[b] = kk < k_end && m < rows ? *(const uint4*)(xs + m * kXStride + (kk - k_begin))
+                                       : zero4();
       } else {
-        xv[b] = kk < k_end && m < kM ? load_shared_use(x + m * kK + kk) : zero4();
+        xv[b] = kk < k_end && m < rows ? load_shared_use(x + m * kK + kk) : zero4();
+        if (Q::flip_x) xv[b] = flip_bytes(xv[b]);
       }
     }
 #pragma unroll
     for (int b = 0; b < kMB; ++b) product<kMode>(acc[b], l[u], h[u], xv[b]);
+    if (Q::zero_point != 0) {
+      const int ones = 0x01010101;
+      ws0 = __dp4a((int)l[u].x, ones, ws0); ws0 = __dp4a((int)l[u].y, ones, ws0);
+      ws0 = __dp4a((int)l[u].z, ones, ws0); ws0 = __dp4a((int)l[u].w, ones, ws0);
+      ws1 = __dp4a((int)h[u].x, ones, ws1); ws1 = __dp4a((int)h[u].y, ones, ws1);
+      ws1 = __dp4a((int)h[u].z, ones, ws1); ws1 = __dp4a((int)h[u].w, ones, ws1);
+    }
   }
 }
+
+// The int8 result of one output: the int32 sum times input_scale *
+// weight_scale, plus the bias, ReLU, then f32 or quantized again, in
+// double as the interpreter computes it (backends/interp/kernels_quant.cc).
+template <class Q, int kAct, bool kBias, class Y>
+__device__ __forceinline__ void store_int8(Y* p, int sum, float weight_scale, float bias) {
+  // Rounded step by step (no fused multiply-add), as the host does.
+  double v = __dmul_rn(__dmul_rn(Q::input_scale, (double)weight_scale), (double)sum);
+  if (kBias) v = __dadd_rn(v, (double)bias);
+  if (kAct == 1) v = v < 0.0 ? 0.0 : v;
+  if constexpr (Q::quantized_output) {
+    const double f = (double)(float)v;
+    double q = (double)Q::output_zero_point;
+    if (f == f) {
+      q = fmin(fmax(rint(f / Q::output_scale) + q, (double)Q::qmin), (double)Q::qmax);
+    }
+    *p = (Y)(int)q;
+  } else {
+    *(float*)p = (float)v;
+  }
+}
+
+// Partial sums through the float scratch buffer, ints as their bits.
+__device__ __forceinline__ float to_bits(float v) { return v; }
+__device__ __forceinline__ float to_bits(int v) { return __int_as_float(v); }
+__device__ __forceinline__ void add_bits(float& a, float v) { a += v; }
+__device__ __forceinline__ void add_bits(int& a, float v) { a += __float_as_int(v); }
 
 constexpr int kWarps = 4;         // Per block: 64 weight rows.
 constexpr int kThreads = 32 * kWarps;
 constexpr int kUnroll = 4;        // 16-byte weight loads in flight per row and thread.
 
-template <class T, class B, int kMode, int kAct, bool kBias, bool kWeightsReady, int kM, int kN,
-          int kK, int kSplits, int kChunk>
+// kM rows of x per row tile (at most 64), kRows in all.
+template <class T, class Y, class B, class Q, int kMode, int kAct, bool kBias, bool kWeightsReady,
+          int kM, int kRows, int kN, int kK, int kSplits, int kChunk>
 __device__ __forceinline__ void gemm(const T* __restrict__ x, const T* __restrict__ w,
-                                     const B* __restrict__ bias, T* __restrict__ y,
+                                     const B* __restrict__ bias,
+                                     const float* __restrict__ weight_scales, Y* __restrict__ y,
                                      float* __restrict__ partial, int* __restrict__ counters) {
+  typedef typename pick<kMode == 4, int, float>::type Acc;
   constexpr int kVec = 16 / sizeof(T);  // Elements in one 16-byte load.
   constexpr int kStep = 4 * kVec;       // k covered by a quad of threads.
   constexpr int kMB = (kM + 7) / 8;     // Blocks of 8 rows of x.
   constexpr int kTiles = (kN + 16 * kWarps - 1) / (16 * kWarps);
+  constexpr int kRowTiles = (kRows + kM - 1) / kM;
   // Fewer weight loads in flight where x's 8 row blocks or the 3xTF32
   // split need the registers.
   constexpr int kU = kMB > 4 || kMode == 3 ? 2 : kUnroll;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, t = lane & 3;
-  const int tile = blockIdx.x % kTiles, split = blockIdx.x / kTiles;
+  const int tile = blockIdx.x % kTiles, split = (blockIdx.x / kTiles) % kSplits;
+  const int row_tile = kRowTiles == 1 ? 0 : blockIdx.x / (kTiles * kSplits);
+  const int rows = kRowTiles == 1 ? kM : (kRows - row_tile * kM < kM ? kRows - row_tile * kM : kM);
+  if (kRowTiles > 1) {
+    x += (long long)row_tile * kM * kK;
+    y += (long long)row_tile * kM * kN;
+  }
+  const int counter = row_tile * kTiles + tile;  // This tile's counter and scratch.
   const int n0 = tile * 16 * kWarps + warp * 16 + g, n1 = n0 + 8;
   // Rows past N read the last row (valid memory); their sums are dropped.
   const T* w0 = w + (long long)(n0 < kN ? n0 : kN - 1) * kK;
@@ -237,45 +329,63 @@ __device__ __forceinline__ void gemm(const T* __restrict__ x, const T* __restric
     constexpr int kPerRow = kChunk / kVec;
     for (int i = threadIdx.x; i < kM * kPerRow; i += kThreads) {
       const int m = i / kPerRow, c = i % kPerRow, kk = k_begin + c * kVec;
-      *(uint4*)(xs + m * kXStride + c * kVec) = kk < k_end ? load_shared_use(x + m * kK + kk)
-                                                           : zero4();
+      uint4 v = kk < k_end && m < rows ? load_shared_use(x + m * kK + kk) : zero4();
+      if (Q::flip_x) v = flip_bytes(v);
+      *(uint4*)(xs + m * kXStride + c * kVec) = v;
     }
     __syncthreads();
   }
-  float acc[kMB][4];
+  Acc acc[kMB][4];
 #pragma unroll
-  for (int b = 0; b < kMB; ++b) acc[b][0] = acc[b][1] = acc[b][2] = acc[b][3] = 0.0f;
+  for (int b = 0; b < kMB; ++b) acc[b][0] = acc[b][1] = acc[b][2] = acc[b][3] = 0;
+  int ws0 = 0, ws1 = 0;
   // Two register buffers: one iteration's loads are in flight while the
   // other's products run.
 #pragma unroll 1
   for (int k = k_begin; k < k_end; k += 2 * kStride) {
     const bool more = k + kStride < k_end;
     if (more) load_weights<T, kU>(w0, w1, k + kStride, k_end, t, bl, bh);
-    multiply<T, kMode, kU, kMB, kM, kK, kXStride>(x, xs, k_begin, k, k_end, g, t, al, ah, acc);
+    multiply<T, Q, kMode, kU, kMB, kK, kXStride>(x, xs, rows, k_begin, k, k_end, g, t, al, ah,
+                                                 acc, ws0, ws1);
     if (!more) break;
     if (k + 2 * kStride < k_end) load_weights<T, kU>(w0, w1, k + 2 * kStride, k_end, t, al, ah);
-    multiply<T, kMode, kU, kMB, kM, kK, kXStride>(x, xs, k_begin, k + kStride, k_end, g, t, bl,
-                                                  bh, acc);
+    multiply<T, Q, kMode, kU, kMB, kK, kXStride>(x, xs, rows, k_begin, k + kStride, k_end, g, t,
+                                                 bl, bh, acc, ws0, ws1);
   }
-  if (kSplits > 1) {
-    float* mine = partial + (long long)(tile * kSplits + split) * kMB * kThreads * 4;
+  if (Q::zero_point != 0) {
+    // The quad's four threads hold the row's bytes between them:
+    // sum(x - zp) w = sum x w - zp sum w (mod 2^32, as the sums wrap).
+    ws0 += __shfl_xor_sync(0xffffffffu, ws0, 1);
+    ws0 += __shfl_xor_sync(0xffffffffu, ws0, 2);
+    ws1 += __shfl_xor_sync(0xffffffffu, ws1, 1);
+    ws1 += __shfl_xor_sync(0xffffffffu, ws1, 2);
 #pragma unroll
     for (int b = 0; b < kMB; ++b) {
-      float4 v; v.x = acc[b][0]; v.y = acc[b][1]; v.z = acc[b][2]; v.w = acc[b][3];
+      acc[b][0] -= Q::zero_point * ws0; acc[b][1] -= Q::zero_point * ws0;
+      acc[b][2] -= Q::zero_point * ws1; acc[b][3] -= Q::zero_point * ws1;
+    }
+  }
+  if (kSplits > 1) {
+    float* mine = partial + (long long)(counter * kSplits + split) * kMB * kThreads * 4;
+#pragma unroll
+    for (int b = 0; b < kMB; ++b) {
+      float4 v;
+      v.x = to_bits(acc[b][0]); v.y = to_bits(acc[b][1]);
+      v.z = to_bits(acc[b][2]); v.w = to_bits(acc[b][3]);
       *(float4*)(mine + (b * kThreads + threadIdx.x) * 4) = v;
     }
     __threadfence();
     __syncthreads();
     __shared__ int last;
-    if (threadIdx.x == 0) last = atomicAdd(counters + tile, 1) == kSplits - 1;
+    if (threadIdx.x == 0) last = atomicAdd(counters + counter, 1) == kSplits - 1;
     __syncthreads();
     if (!last) return;
     __threadfence();
-    const float* all = partial + (long long)tile * kSplits * kMB * kThreads * 4;
+    const float* all = partial + (long long)counter * kSplits * kMB * kThreads * 4;
     // Every block's partial sums, 8 splits' loads in flight at once, from
     // L2 (__ldcg: never a stale L1 line), added in split order.
 #pragma unroll
-    for (int b = 0; b < kMB; ++b) acc[b][0] = acc[b][1] = acc[b][2] = acc[b][3] = 0.0f;
+    for (int b = 0; b < kMB; ++b) acc[b][0] = acc[b][1] = acc[b][2] = acc[b][3] = 0;
 #pragma unroll 1
     for (int i0 = 0; i0 < kSplits; i0 += 8) {
 #pragma unroll
@@ -291,12 +401,13 @@ __device__ __forceinline__ void gemm(const T* __restrict__ x, const T* __restric
 #pragma unroll
         for (int i = 0; i < 8; ++i) {
           if (i0 + i < kSplits) {
-            acc[b][0] += v[i].x; acc[b][1] += v[i].y; acc[b][2] += v[i].z; acc[b][3] += v[i].w;
+            add_bits(acc[b][0], v[i].x); add_bits(acc[b][1], v[i].y);
+            add_bits(acc[b][2], v[i].z); add_bits(acc[b][3], v[i].w);
           }
         }
       }
     }
-    if (threadIdx.x == 0) counters[tile] = 0;
+    if (threadIdx.x == 0) counters[counter] = 0;
   }
   // acc[b]: (row n0, x rows 8b+2t, 8b+2t+1), then (row n1, the same).
 #pragma unroll
@@ -309,7 +420,13 @@ __device__ __forceinline__ void gemm(const T* __restrict__ x, const T* __restric
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
         const int m = b * 8 + 2 * t + j;
-        if (m < kM) store(y + (long long)m * kN + n, activate<kAct>(acc[b][h * 2 + j] + add));
+        if (m >= rows) continue;
+        if constexpr (kMode == 4) {
+          store_int8<Q, kAct, kBias>(y + (long long)m * kN + n, (int)acc[b][h * 2 + j],
+                                     weight_scales[n], add);
+        } else {
+          store(y + (long long)m * kN + n, activate<kAct>((float)acc[b][h * 2 + j] + add));
+        }
       }
     }
   }

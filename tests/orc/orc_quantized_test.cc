@@ -18,33 +18,13 @@
 #include "quantize/quantize_model.h"
 #include "serialize/model_io.h"
 #include "support/status_matchers.h"
+#include "tests/backends/int8_models.h"
 #include "tests/backends/model_files.h"
 #include "tests/orc/orc_test_util.h"
 #include "workloads/benchmark_mlp.h"
 
 namespace graft::orc_test {
 namespace {
-
-// `model` quantized (u8 after ReLUs, s8 elsewhere; or affine u8
-// everywhere) and lowered.
-Module Int8(const Module& model, bool affine = false) {
-  quantize::QuantizeOptions options;
-  if (affine) {
-    options.config.activation_dtype = DType::kU8;
-    options.config.symmetric_activations = false;
-  }
-  absl::StatusOr<std::vector<quantize::Sample>> samples =
-      quantize::RandomSamples(model, 4, std::random_device{}(), {{"batch", 3}});
-  EXPECT_OK(samples.status());
-  options.calibration = *samples;
-  absl::StatusOr<quantize::QuantizeResult> r = quantize::QuantizeModel(model, options);
-  EXPECT_OK(r.status());
-  Module lowered = r->module.Clone();
-  absl::StatusOr<passes::quantize::LowerReport> audit = passes::quantize::Lower(lowered);
-  EXPECT_OK(audit.status());
-  EXPECT_FALSE(audit->lowered.empty());
-  return lowered;
-}
 
 TEST(OrcQuantized, Int8ModelsMatchTheInterpreter) {
   backend_test::FindSourceDir();
@@ -57,7 +37,7 @@ TEST(OrcQuantized, Int8ModelsMatchTheInterpreter) {
     if (!m.ok()) GTEST_SKIP() << m.status();
     // The affine case has zero points, which the int8 convolutions take
     // from the padding too.
-    const Module lowered = Int8(*m, /*affine=*/std::string(name).find("affine") != std::string::npos);
+    const Module lowered = backend_test::Int8Lowered(*m, /*affine=*/std::string(name).find("affine") != std::string::npos);
     const std::vector<Tensor> inputs =
         backend_test::RandomInputs(PlaceholderSignature(lowered.graph()), std::random_device{}());
     // Exact int32 sums on both sides; the scaling differs in rounding only.
@@ -124,7 +104,7 @@ graph():
     return c3
 )");
   ASSERT_OK(m.status());
-  const Module lowered = Int8(*m);
+  const Module lowered = backend_test::Int8Lowered(*m);
   int convs = 0;
   for (const Node* n : lowered.graph().nodes()) {
     if (!n->is_call(kQuantizedConv2dOp)) continue;
@@ -146,7 +126,7 @@ graph():
 // one step apart, and the next layer carries that step (about 1e-3 of the
 // output's range) to a few elements.
 TEST(OrcQuantized, TheBenchmarkMlpShapeAtAnyBatch) {
-  const Module lowered = Int8(BuildBenchmarkMlp(3, 1));
+  const Module lowered = backend_test::Int8Lowered(BuildBenchmarkMlp(3, 1));
   const uint32_t seed = std::random_device{}();
   SCOPED_TRACE(absl::StrCat("seed ", seed));
   const std::vector<Tensor> inputs = {RandomTensor(DType::kF32, {3, 1024}, seed)};
