@@ -23,7 +23,31 @@ bool IsGemmCall(const Node& node) {
 // graft::quantized_linear is a product too: graft's own int8 kernel
 // (skinny_gemm.h) runs it.
 bool IsLibraryCall(const Node& node) {
-  return IsGemmCall(node) || node.is_call("conv2d") || node.is_call(kQuantizedLinearOp);
+  return IsGemmCall(node) || node.is_call("conv2d") || node.is_call(kQuantizedLinearOp) ||
+         node.is_call(kQuantizedConv2dOp);
+}
+
+// A direct kernel, as conv2d's, summing in int32: NCHW i8/u8 input, i8
+// weight, f32 scales and bias.
+absl::Status CanLowerQuantizedConv2d(const Node& node) {
+  ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node));
+  const Node* input = call.TensorNode("input");
+  const Node* scales = call.TensorNode("weight_scales");
+  const Node* bias = call.IsNone("bias") ? nullptr : call.TensorNode("bias");
+  if (!input->type().has_value() || !scales->type().has_value()) return absl::OkStatus();
+  if (input->type()->rank() != 4) {
+    return absl::UnimplementedError("an int8 convolution of a tensor that is not 4-D");
+  }
+  if (scales->type()->dtype != DType::kF32 ||
+      (bias != nullptr && bias->type().has_value() && bias->type()->dtype != DType::kF32)) {
+    return absl::UnimplementedError("an int8 convolution whose scales or bias are not f32");
+  }
+  const std::string activation = call.String("activation");
+  if (activation != "none" && activation != "relu") {
+    return absl::UnimplementedError(
+        absl::StrCat("an int8 convolution with activation '", activation, "'"));
+  }
+  return absl::OkStatus();
 }
 
 bool IsRowOp(const Node& node) {
@@ -83,6 +107,8 @@ absl::Status CanLowerCall(const Node& node) {
     // Generated kernels, per tensor or per channel.
   } else if (node.is_call(kQuantizedLinearOp)) {
     return CanLowerQuantizedLinear(node);
+  } else if (node.is_call(kQuantizedConv2dOp)) {
+    return CanLowerQuantizedConv2d(node);
   } else {
     return absl::UnimplementedError(
         absl::StrCat("the cuda backend has no code for op '", op, "' yet"));
@@ -142,7 +168,8 @@ absl::StatusOr<StepProgram> BuildCudaProgram(const Module& module,
   // The cast would turn the int8 products' f32 scales and biases, and the
   // f32 they make, into mixed precisions no kernel takes.
   for (const Node* n : module.graph().nodes()) {
-    if (n->op() == OpCode::kCallFunction && (IsQuantizeOp(*n) || n->is_call(kQuantizedLinearOp))) {
+    if (n->op() == OpCode::kCallFunction && (IsQuantizeOp(*n) || n->is_call(kQuantizedLinearOp) ||
+                                             n->is_call(kQuantizedConv2dOp))) {
       return absl::InvalidArgumentError(absl::StrCat(
           "%", n->name(), " (", n->target(), "): a quantized model compiles with precision f32 "
           "or tf32 (its int8 products take f32 scales), not ", options.precision));

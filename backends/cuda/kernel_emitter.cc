@@ -1137,7 +1137,8 @@ class Emitter {
   // A direct convolution, one thread per output element: correct on any
   // shape, not fast.
   absl::Status Conv2d() {
-    if (!node().is_call("conv2d")) {
+    const bool int8 = node().is_call(kQuantizedConv2dOp);
+    if (!node().is_call("conv2d") && !int8) {
       return absl::InternalError("a library step that is neither a GEMM nor conv2d");
     }
     ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node()));
@@ -1156,7 +1157,9 @@ class Emitter {
     const int64_t groups = call.Int("groups");
     const int64_t cin_g = wd[1], cout_g = out[1] / groups;
     const DType t = out_dtype();
-    const DType acc = AccumulatorType(t);
+    // int8: the sums of (x - zero point) * w in int32, padding counting as
+    // the zero point (a real 0), then the int8 epilogue.
+    const DType acc = int8 ? DType::kI32 : AccumulatorType(t);
     const std::string at = RegisterType(acc);
     std::vector<Operand> ins{Operand{x->type()->dtype, 0, {}, false},
                              Operand{weight->type()->dtype, 0, {}, false}};
@@ -1165,12 +1168,22 @@ class Emitter {
       ins.push_back(Operand{bias->type()->dtype, 0, {}, false});
       refs.push_back(BufferOf(bias));
     }
+    const std::string scales = absl::StrCat("p", ins.size() + 1);
+    if (int8) {
+      const Node* s = call.TensorNode("weight_scales");
+      ins.push_back(Operand{s->type()->dtype, 0, {}, false});
+      refs.push_back(BufferOf(s));
+    }
     const DType xt = x->type()->dtype, wt = weight->type()->dtype;
+    const std::string x_zero_point =
+        int8 ? absl::StrCat(" - ", call.Int("input_zero_point")) : std::string();
+    const std::string initial =
+        bias != nullptr && !int8
+            ? Convert(LoadExpr(bias->type()->dtype, "p3[c1]"), bias->type()->dtype, acc)
+            : Literal(acc, 0);
     Map(out, Contiguous(out), step_->result, ins, refs, [&](const std::vector<std::string>&) {
       return absl::StrCat(
-          "    const long long g = c1 / ", cout_g, "LL;\n    ", at, " acc = ",
-          bias != nullptr ? Convert(LoadExpr(bias->type()->dtype, "p3[c1]"), bias->type()->dtype, acc)
-                          : Literal(acc, 0),
+          "    const long long g = c1 / ", cout_g, "LL;\n    ", at, " acc = ", initial,
           ";\n    for (long long ci = 0; ci < ", cin_g, "LL; ++ci) {\n",
           "      const long long plane = (c0 * ", in[1], "LL + g * ", cin_g, "LL + ci) * ",
           in[2] * in[3], "LL;\n      const long long wbase = (c1 * ", cin_g, "LL + ci) * ",
@@ -1180,12 +1193,35 @@ class Emitter {
           "LL) continue;\n        for (long long kx = 0; kx < ", wd[3],
           "LL; ++kx) {\n          const long long xx = c3 * ", stride[1], "LL - ", pad[1],
           "LL + kx * ", dil[1], "LL;\n          if (xx < 0 || xx >= ", in[3],
-          "LL) continue;\n          acc += ",
-          Convert(LoadExpr(xt, absl::StrCat("p1[plane + y * ", in[3], "LL + xx]")), xt, acc), " * ",
+          "LL) continue;\n          acc += (",
+          Convert(LoadExpr(xt, absl::StrCat("p1[plane + y * ", in[3], "LL + xx]")), xt, acc),
+          x_zero_point, ") * ",
           Convert(LoadExpr(wt, absl::StrCat("p2[wbase + ky * ", wd[3], "LL + kx]")), wt, acc),
-          ";\n        }\n      }\n    }\n    r = ", Convert("acc", acc, t), ";");
+          ";\n        }\n      }\n    }\n",
+          int8 ? Int8Result(call, bias != nullptr, scales) : absl::StrCat("    r = ", Convert("acc", acc, t), ";"));
     });
     return absl::OkStatus();
+  }
+
+  // `r` from the int32 sum `acc` of output channel c1 of an int8 product
+  // (kernel_preamble.h's g_int8_value and g_requantize): `scales` names
+  // the weight scales' pointer, p3 the bias.
+  std::string Int8Result(const OpCall& call, bool has_bias, const std::string& scales) const {
+    auto hex = [](double v) {
+      char buffer[64];
+      std::snprintf(buffer, sizeof(buffer), "%a", v);
+      return std::string(buffer);
+    };
+    std::string code = absl::StrCat(
+        "    const double v = g_int8_value(acc, __dmul_rn(", hex(call.Float("input_scale")),
+        ", (double)", scales, "[c1]), ", has_bias ? "true, p3[c1]" : "false, 0.0f", ", ",
+        call.String("activation") == "relu" ? "true" : "false", ");\n");
+    const DType t = out_dtype();
+    if (t == DType::kF32) return absl::StrCat(code, "    r = (float)v;");
+    const double scale = call.Float("output_scale");
+    return absl::StrCat(code, "    r = (", RegisterType(t), ")g_requantize(v, ", hex(scale), ", ",
+                        hex(1.0 / scale), ", ", call.Int("output_zero_point"), ", ",
+                        t == DType::kU8 ? "0, 255" : "-128, 127", ");");
   }
 
   const StepProgram& p_;
@@ -1215,7 +1251,8 @@ IoLayout LayoutIo(const StepProgram& program) {
 }
 
 bool IsGemmStep(const Step& step) {
-  return step.kind == StepKind::kLibrary && !step.node->is_call("conv2d");
+  return step.kind == StepKind::kLibrary && !step.node->is_call("conv2d") &&
+         !step.node->is_call(kQuantizedConv2dOp);
 }
 
 absl::StatusOr<KernelSource> GenerateKernels(const StepProgram& program,

@@ -110,6 +110,31 @@ __device__ __forceinline__ void g_copy_bytes(char* dst, const char* src, unsigne
     for (unsigned long long i = tid; i < n; i += stride) dst[i] = src[i];
   }
 }
+
+// An int8 product's (quantized_linear, quantized_conv2d) result before it
+// is stored: the int32 sum times `scale` (input scale times the output's
+// weight scale, in double), plus the bias, ReLU; in double and rounded
+// step by step (no fused multiply-add), as the interpreter computes it
+// (backends/interp/kernels_quant.cc).
+__device__ __forceinline__ double g_int8_value(int sum, double scale, bool has_bias, float bias,
+                                               bool relu) {
+  double v = __dmul_rn(scale, (double)sum);
+  if (has_bias) v = __dadd_rn(v, (double)bias);
+  return relu && v < 0.0 ? 0.0 : v;
+}
+
+// That value quantized again: clamp(round_half_even(float(v) / scale) +
+// zero_point), NaN to the zero point. The division is a multiply by the
+// reciprocal `r` corrected by one fused multiply-add (Markstein): the
+// correctly rounded quotient without a call to the division routine.
+__device__ __forceinline__ int g_requantize(double v, double scale, double r, int zero_point,
+                                            int qmin, int qmax) {
+  const double f = (double)(float)v;
+  if (f != f) return zero_point;
+  const double y0 = __dmul_rn(f, r);
+  const double quotient = __fma_rn(__fma_rn(-y0, scale, f), r, y0);
+  return (int)fmin(fmax(rint(quotient) + (double)zero_point, (double)qmin), (double)qmax);
+}
 )CUDA";
 
 }  // namespace graft::cuda

@@ -127,7 +127,7 @@ absl::StatusOr<SkinnyGemm> Int8Plan(const Node& node) {
   SkinnyInt8& q = plan.int8;
   q.input_scale = call.Float("input_scale");
   q.unsigned_input = in == DType::kU8;
-  q.zero_point = static_cast<int>(call.Int("input_zero_point")) - (q.unsigned_input ? 128 : 0);
+  q.zero_point = static_cast<int>(call.Int("input_zero_point"));
   q.output = call.GetDType("output_dtype");
   if (q.output != DType::kF32) {
     if (q.output != DType::kI8 && q.output != DType::kU8) {
@@ -221,11 +221,12 @@ std::string Int8Constants(const std::string& name, const SkinnyInt8& q) {
   };
   const bool quantized = q.output != DType::kF32;
   return absl::StrCat(
-      "struct ", name, " {\n  static constexpr bool flip_x = ", q.unsigned_input ? "true" : "false",
+      "struct ", name, " {\n  static constexpr bool unsigned_x = ", q.unsigned_input ? "true" : "false",
       ";\n  static constexpr int zero_point = ", q.zero_point,
       ";\n  static constexpr double input_scale = ", hex(q.input_scale),
       ";\n  static constexpr bool quantized_output = ", quantized ? "true" : "false",
       ";\n  static constexpr double output_scale = ", hex(q.output_scale),
+      ", output_reciprocal = ", hex(1.0 / q.output_scale),
       ";\n  static constexpr int output_zero_point = ", q.output_zero_point,
       ", qmin = ", q.output == DType::kU8 ? 0 : -128, ", qmax = ", q.output == DType::kU8 ? 255 : 127,
       ";\n};\n");

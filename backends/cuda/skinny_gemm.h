@@ -26,8 +26,6 @@ inline constexpr int64_t kSkinnyCounters = 16384;
 // The constants of an int8 product (graft::quantized_linear, mode 4).
 struct SkinnyInt8 {
   double input_scale = 1;
-  // The input's zero point as the kernel reads the input: a u8 input is
-  // read as x - 128 (s8), so its zero point moves by 128 too.
   int zero_point = 0;
   bool unsigned_input = false;
   DType output = DType::kF32;  // f32, or quantized again to i8 or u8.

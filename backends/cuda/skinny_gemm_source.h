@@ -33,9 +33,9 @@ namespace graft::cuda {
 // tf32 products (hi*hi + hi*lo + lo*hi: about f32's precision, as
 // CUTLASS's 3xTF32), 4 int8 (graft::quantized_linear: s8 x s8 summed in
 // int32 by m16n8k32, whose fragments hold the same bytes where m16n8k16
-// holds bf16; u8 inputs are read as x - 128 with the zero point moved
-// likewise, and a zero point other than 0 subtracts zero_point * (the
-// weight row's sum), summed beside the products with dp4a).
+// holds bf16; s8 x u8 for u8 inputs; a zero point other than 0 subtracts
+// zero_point * (the weight row's sum), summed beside the products with
+// dp4a).
 //
 // More than 64 rows (int8 only) run as row tiles of 64, one more factor
 // of the grid: each re-reads the weights (from L2 where they fit).
@@ -50,19 +50,14 @@ template <class A, class B> struct pick<false, A, B> { typedef B type; };
 // The int8 epilogue's constants: a struct per kernel (skinny_gemm.cc), or
 // this one for the float modes.
 struct no_quant {
-  static constexpr bool flip_x = false;
+  static constexpr bool unsigned_x = false;
   static constexpr int zero_point = 0;
   static constexpr double input_scale = 1.0;
   static constexpr bool quantized_output = false;
-  static constexpr double output_scale = 1.0;
+  static constexpr double output_scale = 1.0, output_reciprocal = 1.0;
   static constexpr int output_zero_point = 0, qmin = 0, qmax = 0;
 };
 
-// u8 as s8: x - 128 in every byte.
-__device__ __forceinline__ uint4 flip_bytes(uint4 v) {
-  v.x ^= 0x80808080u; v.y ^= 0x80808080u; v.z ^= 0x80808080u; v.w ^= 0x80808080u;
-  return v;
-}
 
 // A weight: read once, so kept out of L1. Not volatile: nothing writes
 // the operands while the kernel runs, so the compiler may issue every load
@@ -124,14 +119,24 @@ __device__ __forceinline__ void mma(float* d, unsigned a0, unsigned a1, unsigned
   }
 }
 
-// d += a b on the tensor cores, s8 x s8 summed in s32: m16n8k32.
+// d += a b on the tensor cores, s8 weights times s8 or u8 x summed in
+// s32: m16n8k32.
+template <bool kUnsignedX>
 __device__ __forceinline__ void mma_s8(int* d, unsigned a0, unsigned a1, unsigned a2, unsigned a3,
                                        unsigned b0, unsigned b1) {
-  asm(
-      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, "
-      "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  if (kUnsignedX) {
+    asm(
+        "mma.sync.aligned.m16n8k32.row.col.s32.s8.u8.s32 {%0, %1, %2, %3}, "
+        "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+        : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  } else {
+    asm(
+        "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, "
+        "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+        : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  }
 }
 
 // The two products one 16-byte load of each operand holds. Fragment slot
@@ -146,13 +151,13 @@ __device__ __forceinline__ void mma_pair(float* d, uint4 wl, uint4 wh, uint4 xv)
   mma<kMode>(d, wl.z, wh.z, wl.w, wh.w, xv.z, xv.w);
 }
 
-template <int kMode>
+template <int kMode, bool kUnsignedX>
 __device__ __forceinline__ void product(int* d, uint4 wl, uint4 wh, uint4 xv) {
-  mma_s8(d, wl.x, wh.x, wl.y, wh.y, xv.x, xv.y);
-  mma_s8(d, wl.z, wh.z, wl.w, wh.w, xv.z, xv.w);
+  mma_s8<kUnsignedX>(d, wl.x, wh.x, wl.y, wh.y, xv.x, xv.y);
+  mma_s8<kUnsignedX>(d, wl.z, wh.z, wl.w, wh.w, xv.z, xv.w);
 }
 
-template <int kMode>
+template <int kMode, bool kUnsignedX>
 __device__ __forceinline__ void product(float* d, uint4 wl, uint4 wh, uint4 xv) {
   if (kMode <= 1) {
     mma_pair<kMode>(d, wl, wh, xv);
@@ -224,11 +229,10 @@ __device__ __forceinline__ void multiply(const T* x, const T* xs, int rows, int 
                                        : zero4();
       } else {
         xv[b] = kk < k_end && m < rows ? load_shared_use(x + m * kK + kk) : zero4();
-        if (Q::flip_x) xv[b] = flip_bytes(xv[b]);
       }
     }
 #pragma unroll
-    for (int b = 0; b < kMB; ++b) product<kMode>(acc[b], l[u], h[u], xv[b]);
+    for (int b = 0; b < kMB; ++b) product<kMode, Q::unsigned_x>(acc[b], l[u], h[u], xv[b]);
     if (Q::zero_point != 0) {
       const int ones = 0x01010101;
       ws0 = __dp4a((int)l[u].x, ones, ws0); ws0 = __dp4a((int)l[u].y, ones, ws0);
@@ -239,22 +243,14 @@ __device__ __forceinline__ void multiply(const T* x, const T* xs, int rows, int 
   }
 }
 
-// The int8 result of one output: the int32 sum times input_scale *
-// weight_scale, plus the bias, ReLU, then f32 or quantized again, in
-// double as the interpreter computes it (backends/interp/kernels_quant.cc).
+// The int8 result of one output (kernel_preamble.h): f32, or quantized
+// again.
 template <class Q, int kAct, bool kBias, class Y>
-__device__ __forceinline__ void store_int8(Y* p, int sum, float weight_scale, float bias) {
-  // Rounded step by step (no fused multiply-add), as the host does.
-  double v = __dmul_rn(__dmul_rn(Q::input_scale, (double)weight_scale), (double)sum);
-  if (kBias) v = __dadd_rn(v, (double)bias);
-  if (kAct == 1) v = v < 0.0 ? 0.0 : v;
+__device__ __forceinline__ void store_int8(Y* p, int sum, double scale, float bias) {
+  const double v = g_int8_value(sum, scale, kBias, bias, kAct == 1);
   if constexpr (Q::quantized_output) {
-    const double f = (double)(float)v;
-    double q = (double)Q::output_zero_point;
-    if (f == f) {
-      q = fmin(fmax(rint(f / Q::output_scale) + q, (double)Q::qmin), (double)Q::qmax);
-    }
-    *p = (Y)(int)q;
+    *p = (Y)g_requantize(v, Q::output_scale, Q::output_reciprocal, Q::output_zero_point,
+                         Q::qmin, Q::qmax);
   } else {
     *(float*)p = (float)v;
   }
@@ -318,6 +314,16 @@ __device__ __forceinline__ void gemm(const T* __restrict__ x, const T* __restric
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
   if (!kWeightsReady) load_weights<T, kU>(w0, w1, k_begin, k_end, t, al, ah);
+  // The epilogue's bias and scales for rows n0 and n1, loaded now so that
+  // their latency hides behind the products.
+  float bias_n[2] = {0.0f, 0.0f};
+  double scale_n[2] = {1.0, 1.0};
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int n = (h == 0 ? n0 : n1) < kN ? (h == 0 ? n0 : n1) : kN - 1;
+    if (kBias) bias_n[h] = to_float(bias[n]);
+    if (kMode == 4) scale_n[h] = __dmul_rn(Q::input_scale, (double)weight_scales[n]);
+  }
   // The block's rows of x over its chunk, copied once to shared memory
   // when they fit (each row padded by 64 bytes: the 16-byte reads of 8
   // rows by a quarter warp then fall in distinct banks).
@@ -329,9 +335,8 @@ __device__ __forceinline__ void gemm(const T* __restrict__ x, const T* __restric
     constexpr int kPerRow = kChunk / kVec;
     for (int i = threadIdx.x; i < kM * kPerRow; i += kThreads) {
       const int m = i / kPerRow, c = i % kPerRow, kk = k_begin + c * kVec;
-      uint4 v = kk < k_end && m < rows ? load_shared_use(x + m * kK + kk) : zero4();
-      if (Q::flip_x) v = flip_bytes(v);
-      *(uint4*)(xs + m * kXStride + c * kVec) = v;
+      *(uint4*)(xs + m * kXStride + c * kVec) =
+          kk < k_end && m < rows ? load_shared_use(x + m * kK + kk) : zero4();
     }
     __syncthreads();
   }
@@ -416,16 +421,16 @@ __device__ __forceinline__ void gemm(const T* __restrict__ x, const T* __restric
     for (int h = 0; h < 2; ++h) {
       const int n = h == 0 ? n0 : n1;
       if (n >= kN) continue;
-      const float add = kBias ? to_float(bias[n]) : 0.0f;
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
         const int m = b * 8 + 2 * t + j;
         if (m >= rows) continue;
         if constexpr (kMode == 4) {
           store_int8<Q, kAct, kBias>(y + (long long)m * kN + n, (int)acc[b][h * 2 + j],
-                                     weight_scales[n], add);
+                                     scale_n[h], bias_n[h]);
         } else {
-          store(y + (long long)m * kN + n, activate<kAct>((float)acc[b][h * 2 + j] + add));
+          store(y + (long long)m * kN + n,
+                activate<kAct>((float)acc[b][h * 2 + j] + bias_n[h]));
         }
       }
     }

@@ -1,6 +1,6 @@
 // graft's skinny-product kernel timed alone, beside cuBLAS and a plain
 // streaming read of the same bytes, at the benchmark MLP's three layer
-// shapes (batch 32): what docs/benchmarks.md quotes as "kernels timed alone".
+// shapes (batch 32; int8 with several splits of K): what docs/benchmarks.md quotes as "kernels timed alone".
 // Built with nvcc on the GPU machine (graft itself compiles the kernel with
 // NVRTC; this program includes the same source):
 //
@@ -26,11 +26,31 @@
     }                                                                       \
   } while (0)
 
-// The splits graft's planner picks on a 132-SM GPU (skinny_gemm.cc).
+// S splits of C each (what graft's planner picks on a 132-SM GPU,
+// skinny_gemm.cc, and others).
 template <class T, int kMode, int N, int K, int S, int C>
 __global__ void __launch_bounds__(128, 4) skinny(const T* x, const T* w, const T* b, T* y,
                                                  float* partial, int* counters) {
-  g_skinny::gemm<T, T, kMode, 1, true, true, 32, N, K, S, C>(x, w, b, y, partial, counters);
+  g_skinny::gemm<T, T, T, g_skinny::no_quant, kMode, 1, true, true, 32, 32, N, K, S, C>(
+      x, w, b, nullptr, y, partial, counters);
+}
+
+// The MLP's int8 layers: u8 input (after a ReLU, zero point 0), u8 result.
+struct int8_layer {
+  static constexpr bool unsigned_x = true;
+  static constexpr int zero_point = 0;
+  static constexpr double input_scale = 0.01;
+  static constexpr bool quantized_output = true;
+  static constexpr double output_scale = 0.05, output_reciprocal = 1 / 0.05;
+  static constexpr int output_zero_point = 0, qmin = 0, qmax = 255;
+};
+template <int N, int K, int S, int C>
+__global__ void __launch_bounds__(128, 4) skinny_int8(const signed char* x, const signed char* w,
+                                                      const float* b, const float* scales,
+                                                      unsigned char* y, float* partial,
+                                                      int* counters) {
+  g_skinny::gemm<signed char, unsigned char, float, int8_layer, 4, 1, true, true, 32, 32, N, K, S,
+                 C>(x, w, b, scales, y, partial, counters);
 }
 
 __global__ void stream_read(const uint4* w, size_t n, unsigned* out) {
@@ -112,6 +132,22 @@ int main() {
                     partial, counters);                                                      \
               }),                                                                            \
               read((size_t)N * K * 4));
+#define INT8(N, K, S, C)                                                                     \
+  std::printf("| int8 %dx%d S=%d C=%d | %d MB | %.2f | | %.2f |\n", N, K, S, C, N * K >> 20,   \
+              MicrosecondsPerLaunch([&] {                                                    \
+                skinny_int8<N, K, S, C><<<(N + 63) / 64 * S, 128>>>(                         \
+                    (const signed char*)x, (const signed char*)weights(), (const float*)bias, \
+                    (const float*)bias, (unsigned char*)y, partial, counters);               \
+              }),                                                                            \
+              read((size_t)N * K));
+  INT8(4096, 1024, 2, 512)
+  INT8(4096, 1024, 4, 256)
+  INT8(4096, 1024, 8, 128)
+  INT8(4096, 4096, 8, 512)
+  INT8(4096, 4096, 16, 256)
+  INT8(1024, 4096, 8, 512)
+  INT8(1024, 4096, 16, 256)
+  INT8(1024, 4096, 32, 128)
   BF16(4096, 1024, 4, 256)
   BF16(4096, 4096, 8, 512)
   BF16(1024, 4096, 16, 256)

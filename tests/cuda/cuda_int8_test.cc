@@ -1,6 +1,7 @@
 // Quantized models on the CUDA backend: the reference graph's quantize and
-// dequantize (generated kernels) and graft::quantized_linear (graft's own
-// int8 kernel, backends/cuda/skinny_gemm.h) against the interpreter. Both
+// dequantize (generated kernels), graft::quantized_linear (graft's own
+// int8 kernel, backends/cuda/skinny_gemm.h) and graft::quantized_conv2d (a
+// direct kernel) against the interpreter. Both
 // sides sum the products exactly in int32 and scale them in double, so
 // the results agree bit for bit. The kernels compile by NVRTC on any
 // machine; the runs need a GPU.
@@ -33,8 +34,7 @@ struct Shape {
 };
 
 // The int8 products of an [m, k] input by an [n, k] weight, every variant
-// the kernel has: an i8 input (zero point 0 and not), a u8 input with a
-// zero point, f32 results with and without bias and ReLU, results
+// the kernel has: i8 and u8 inputs, with zero point 0 and not, f32 results with and without bias and ReLU, results
 // quantized again to i8 and u8; beside them per-tensor and per-channel
 // quantize/dequantize. `in_dims` puts leading dims on the input.
 ModuleBuilder Int8Products(std::mt19937_64& rng, const Shape& s,
@@ -49,6 +49,7 @@ ModuleBuilder Int8Products(std::mt19937_64& rng, const Shape& s,
   Node* q = quantize(1.0 / 127, 0, DType::kI8);
   Node* q_zp = quantize(1.0 / 120, -5, DType::kI8);
   Node* u = quantize(2.0 / 255, 121, DType::kU8);
+  Node* u0 = quantize(1.0 / 255, 0, DType::kU8);
   Node* w = b.Const(DType::kI8, {s.n, s.k}, -127, 127);
   Node* scales = b.Const(DType::kF32, {s.n}, 1e-3, 1e-2);
   Node* bias = b.Const(DType::kF32, {s.n}, -1, 1);
@@ -60,6 +61,7 @@ ModuleBuilder Int8Products(std::mt19937_64& rng, const Shape& s,
       product(q, 1.0 / 127, 0, {}),
       product(q_zp, 1.0 / 120, -5, {{"bias", bias}, {"activation", "relu"}}),
       product(u, 2.0 / 255, 121, {{"bias", bias}}),
+      product(u0, 1.0 / 255, 0, {{"activation", "relu"}}),
       product(q, 1.0 / 127, 0,
               {{"bias", bias}, {"output_scale", 0.05}, {"output_zero_point", int64_t{3}},
                {"output_dtype", Argument(DType::kI8)}}),
@@ -77,6 +79,37 @@ ModuleBuilder Int8Products(std::mt19937_64& rng, const Shape& s,
   out.push_back(b.Call("dequantize", {per_channel, channel_scales, zero_points},
                        {{"axis", axis}}));
   b.Out(out);
+  return b;
+}
+
+// Int8 convolutions (direct kernels): padding (which counts as the zero
+// point), strides, dilation, groups and depthwise, an i8 and a u8 input
+// with zero points, f32 results with bias and ReLU, results quantized
+// again.
+ModuleBuilder Int8Convolutions(std::mt19937_64& rng) {
+  ModuleBuilder b(rng);
+  Node* x = b.In(DType::kF32, {2, 8, 9, 11}, -1, 1);
+  Node* q = b.Call("quantize_per_tensor", {x, 1.0 / 120, int64_t{-3}, Argument(DType::kI8)});
+  Node* u = b.Call("quantize_per_tensor", {x, 2.0 / 255, int64_t{130}, Argument(DType::kU8)});
+  auto conv = [&](Node* input, double scale, int64_t zero_point, std::vector<int64_t> weight,
+                  Kwargs kwargs) {
+    Node* w = b.Const(DType::kI8, weight, -127, 127);
+    Node* scales = b.Const(DType::kF32, {weight[0]}, 1e-3, 1e-2);
+    return b.Call(std::string(kQuantizedConv2dOp), {input, scale, zero_point, w, scales},
+                  std::move(kwargs));
+  };
+  Node* bias = b.Const(DType::kF32, {6}, -1, 1);
+  b.Out({conv(q, 1.0 / 120, -3, {6, 8, 3, 3}, {{"padding", Argument::IntList({1})}}),
+         conv(u, 2.0 / 255, 130, {6, 8, 3, 3},
+              {{"bias", bias}, {"activation", "relu"}, {"stride", Argument::IntList({2})},
+               {"padding", Argument::IntList({2, 1})}, {"dilation", Argument::IntList({2})}}),
+         conv(q, 1.0 / 120, -3, {8, 2, 3, 1},
+              {{"groups", int64_t{4}}, {"output_scale", 0.04},
+               {"output_zero_point", int64_t{-2}}, {"output_dtype", Argument(DType::kI8)}}),
+         conv(u, 2.0 / 255, 130, {8, 1, 3, 3},
+              {{"groups", int64_t{8}}, {"padding", Argument::IntList({1})},
+               {"output_scale", 0.02}, {"output_zero_point", int64_t{9}},
+               {"output_dtype", Argument(DType::kU8)}})});
   return b;
 }
 
@@ -109,7 +142,7 @@ TEST(CudaInt8, KernelsCompileWithNvrtc) {
       // Before Ampere there is no s8 mma.sync: no plan, and the emitter says so.
       EXPECT_FALSE(cuda::SkinnyGemmFor(step, options, 132, 75).has_value());
     }
-    EXPECT_EQ(products, 5);
+    EXPECT_EQ(products, 6);
     ASSERT_OK_AND_ASSIGN(cuda::KernelSource source, cuda::GenerateKernels(program, options, 132));
     ASSERT_OK_AND_ASSIGN(std::string cubin, cuda::CompileToCubin(source.source, "sm_90"));
     EXPECT_GT(cubin.size(), 0u);
@@ -136,7 +169,7 @@ TEST(CudaInt8, SaysWhatItCannotRun) {
     EXPECT_NE(s.message().find("multiple of 16"), std::string::npos) << s;
     ++refused;
   }
-  EXPECT_EQ(refused, 5);
+  EXPECT_EQ(refused, 6);
   ModuleBuilder ok = Int8Products(rng, {4, 8, 32});
   cuda::CudaOptions bf16;
   bf16.precision = "bf16";
@@ -162,6 +195,21 @@ TEST(CudaInt8, ProductsMatchTheInterpreterExactly) {
   ExpectCudaMatchesInterp(Int8Products(rng, {42, 50, 96}, {2, 3, 7}), 0);
 }
 
+TEST(CudaInt8, ConvolutionsMatchTheInterpreterExactly) {
+  std::mt19937_64 compile_rng(3);
+  ModuleBuilder compiled = Int8Convolutions(compile_rng);
+  for (const Node* n : compiled.module().graph().nodes()) {
+    EXPECT_OK(cuda::CanLower(*n)) << n->Ref();
+  }
+  ASSERT_OK_AND_ASSIGN(StepProgram program,
+                       cuda::BuildCudaProgram(compiled.module(), TypesOf(compiled), {}));
+  ASSERT_OK_AND_ASSIGN(cuda::KernelSource source, cuda::GenerateKernels(program, {}, 132));
+  EXPECT_OK(cuda::CompileToCubin(source.source, "sm_90").status());
+  SKIP_WITHOUT_GPU();
+  CUDA_TEST_SEED(rng);
+  ExpectCudaMatchesInterp(Int8Convolutions(rng), 0);
+}
+
 // Runs of one compiled product repeat exactly (the split's counters are
 // reset by the kernel for the next run).
 TEST(CudaInt8, RepeatedRunsOfASplitProduct) {
@@ -185,7 +233,8 @@ TEST(CudaInt8, QuantizedModelsRunWhollyOnTheGpu) {
   SKIP_WITHOUT_GPU();
   backend_test::FindSourceDir();
   if (backend_test::SourceDir().empty()) GTEST_SKIP() << "GRAFT_SOURCE_DIR is not set";
-  for (const char* name : {"mlp", "mlp+affine", "gpt2_block_opset17", "gpt2_block_opset13"}) {
+  for (const char* name :
+       {"mlp", "mlp+affine", "gpt2_block_opset17", "gpt2_block_opset13", "cnn", "cnn+affine"}) {
     SCOPED_TRACE(name);
     const std::string model = std::string(name).substr(0, std::string(name).find('+'));
     absl::StatusOr<Module> m =
@@ -196,7 +245,7 @@ TEST(CudaInt8, QuantizedModelsRunWhollyOnTheGpu) {
     int products = 0;
     for (const Node* n : lowered.graph().nodes()) {
       EXPECT_OK(Cuda().CanRun(*n, {})) << n->Ref();
-      products += n->is_call(kQuantizedLinearOp) ? 1 : 0;
+      products += n->is_call(kQuantizedLinearOp) || n->is_call(kQuantizedConv2dOp) ? 1 : 0;
     }
     EXPECT_GT(products, 0);
     const std::vector<Tensor> inputs =
