@@ -371,9 +371,11 @@ class Emitter {
     std::vector<std::string> all = params;
     if (error_flag) all.push_back("int* __restrict__ err");
     absl::StrAppend(&out_.source, "extern \"C\" __global__ void __launch_bounds__(", block,
-                    ") ", name, "(", absl::StrJoin(all, ", "), ") {\n", body, "}\n");
-    out_.launches[step_index_].push_back(
-        KernelLaunch{name, grid, block, std::move(buffers), error_flag});
+                    ") ", name, "(", absl::StrJoin(all, ", "), ") {\n  g_pdl_begin();\n", body,
+                    "}\n");
+    KernelLaunch launch{name, grid, block, std::move(buffers), error_flag};
+    launch.programmatic = compute_capability_ >= 90;  // griddepcontrol: Hopper on.
+    out_.launches[step_index_].push_back(std::move(launch));
   }
 
   // A kernel with one thread per element of `dims` (grid-stride): the

@@ -97,6 +97,18 @@ __device__ __forceinline__ T g_block_reduce(T v, T identity, Op op) {
   return part[0];
 }
 
+// The start of every generated kernel, launched as a programmatic
+// dependent of the kernel before it (Hopper on): wait until that kernel has
+// finished and its writes are visible, then let the next kernel launch, so
+// that its blocks are resident and waiting when this one ends instead of
+// being launched after it.
+__device__ __forceinline__ void g_pdl_begin() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 // Copies `n` bytes with the threads of the grid, 16 at a time where the
 // pointers and the size allow.
 __device__ __forceinline__ void g_copy_bytes(char* dst, const char* src, unsigned long long n) {
