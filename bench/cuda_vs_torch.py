@@ -5,7 +5,8 @@ GPT-2-small block (batch 8, sequence 256, bf16; PyTorch with scaled-dot-product
 attention and with the explicit attention an ONNX export has, graft on that
 export) and a one-node graph. Both are timed the same way: inputs already on the device, a
 loop of runs between two timer reads, the median of five rounds. Prints one
-table of per-run microseconds and ratios (PyTorch's best mode / graft).
+table of per-run microseconds and ratios (PyTorch's best mode / graft), then
+the MLP quantized to int8 (gpu_run --precision int8) beside graft's bf16.
 
   python3 bench/cuda_vs_torch.py [BUILD_DIR] [--modes eager,default,...]
       [--workloads mlp,block,one-node]
