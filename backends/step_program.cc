@@ -43,6 +43,15 @@ bool IsQuantizeOp(const Node& node) {
          node.is_call("quantize_per_channel") || node.is_call("dequantize");
 }
 
+bool IsFloat8QuantizeOp(const Node& node) {
+  if (!IsQuantizeOp(node)) return false;
+  auto float8 = [](const Node* n) {
+    return n != nullptr && n->type().has_value() && IsFloat8(n->type()->dtype);
+  };
+  return float8(&node) || (node.num_args() > 0 && node.arg(0).is_node() &&
+                           float8(node.arg(0).node()));
+}
+
 bool IsIndexOp(const Node& node) {
   return node.is_call("gather") || node.is_call("index_select") ||
          node.is_call("embedding");

@@ -69,23 +69,33 @@ int main(int argc, char** argv) {
               "(%.2fx), %d observers\n\n",
               samples, float_s, calibrate_s, calibrate_s / float_s, report->observers);
 
-  std::string rows = "| calibrator | model output SQNR (dB) |\n|---|---|\n";
+  // Each calibrator from the one pass, with int8 and with fp8 (e4m3)
+  // activations and weights.
+  std::string rows =
+      "| calibrator | int8 model output SQNR (dB) | fp8 e4m3 model output SQNR (dB) |\n"
+      "|---|---|---|\n";
   for (pq::Calibrator c : {pq::Calibrator::kMinMax, pq::Calibrator::kPercentile,
                            pq::Calibrator::kEntropy, pq::Calibrator::kMse}) {
-    pq::QuantConfig config;
-    config.calibrator = c;
-    graft::Module calibrated = prepared.Clone();
-    if (absl::Status s = graft::quantize::ApplyCalibration(calibrated, *stats, config); !s.ok()) {
-      return Fail(s);
+    rows += "| " + std::string(pq::CalibratorName(c)) + " |";
+    for (graft::DType dtype : {graft::DType::kI8, graft::DType::kF8E4M3}) {
+      pq::QuantConfig config;
+      config.calibrator = c;
+      config.activation_dtype = dtype;
+      config.weight_dtype = dtype;
+      graft::Module calibrated = prepared.Clone();
+      if (absl::Status s = graft::quantize::ApplyCalibration(calibrated, *stats, config);
+          !s.ok()) {
+        return Fail(s);
+      }
+      if (absl::Status s = pq::Convert(calibrated, config).status(); !s.ok()) return Fail(s);
+      absl::StatusOr<graft::quantize::AccuracyReport> accuracy =
+          graft::quantize::MeasureAccuracy(model, calibrated, *evaluation, config);
+      if (!accuracy.ok()) return Fail(accuracy.status());
+      std::printf("%s %s:\n%s\n", std::string(pq::CalibratorName(c)).c_str(),
+                  std::string(graft::DTypeName(dtype)).c_str(), accuracy->ToString().c_str());
+      rows += " " + std::to_string(accuracy->model_sqnr).substr(0, 5) + " |";
     }
-    if (absl::Status s = pq::Convert(calibrated, config).status(); !s.ok()) return Fail(s);
-    absl::StatusOr<graft::quantize::AccuracyReport> accuracy =
-        graft::quantize::MeasureAccuracy(model, calibrated, *evaluation, config);
-    if (!accuracy.ok()) return Fail(accuracy.status());
-    std::printf("%s:\n%s\n", std::string(pq::CalibratorName(c)).c_str(),
-                accuracy->ToString().c_str());
-    rows += "| " + std::string(pq::CalibratorName(c)) + " | " +
-            std::to_string(accuracy->model_sqnr).substr(0, 5) + " |\n";
+    rows += "\n";
   }
   std::printf("on %d held-out samples:\n%s", held_out, rows.c_str());
   return 0;

@@ -119,17 +119,16 @@ absl::Status RunQuantize(const QuantizeArgs& args) {
       return absl::FailedPreconditionError(GraphvizMissingMessage());
     }
   }
-  if (args.dtype == "fp8") {
-    return absl::UnimplementedError(
-        "--dtype fp8 (e4m3) needs the CUDA backend's quantized lowering, which graft does not "
-        "have yet; use int8 or uint8");
-  }
   ASSIGN_OR_RETURN(Module module, LoadModule(args.model));
   quantize::QuantizeOptions options;
   passes::quantize::QuantConfig& config = options.config;
   config.skip = args.skip;
   config.per_channel_weights = !args.per_tensor;
-  config.activation_dtype = args.dtype == "uint8" ? DType::kU8 : DType::kI8;
+  // fp8: activations and weights as f8e4m3, symmetric.
+  config.activation_dtype = args.dtype == "uint8" ? DType::kU8
+                            : args.dtype == "fp8" ? DType::kF8E4M3
+                                                  : DType::kI8;
+  config.weight_dtype = args.dtype == "fp8" ? DType::kF8E4M3 : DType::kI8;
   config.symmetric_activations = args.dtype != "uint8";
   ASSIGN_OR_RETURN(config.calibrator, passes::quantize::ParseCalibrator(args.observer));
   for (const std::string& text : args.overrides) {
@@ -216,7 +215,9 @@ Command AddQuantizeCommand(CLI::App& graft) {
   app->add_option("--observer", args->observer, "How activation ranges are chosen")
       ->check(CLI::IsMember({"minmax", "percentile", "entropy", "mse"}))
       ->capture_default_str();
-  app->add_option("--dtype", args->dtype, "Activations: int8 (symmetric) or uint8 (affine)")
+  app->add_option("--dtype", args->dtype,
+                  "int8 (symmetric activations), uint8 (affine activations), or fp8 (e4m3 "
+                  "activations and weights)")
       ->check(CLI::IsMember({"int8", "uint8", "fp8"}))
       ->capture_default_str();
   app->add_option("--skip", args->skip, "GLOB: calls whose names match stay float (repeatable)");

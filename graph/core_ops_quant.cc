@@ -23,13 +23,18 @@ absl::Status RequireFloatInput(const InferContext& ctx, const TensorType& t) {
 
 absl::StatusOr<DType> QuantizedDType(const InferContext& ctx) {
   DType d = ctx.call().GetDType("dtype");
-  if (d == DType::kI8 || d == DType::kU8) return d;
-  return ctx.Error(absl::StrCat("dtype must be i8 or u8, got ", DTypeName(d)));
+  if (d == DType::kI8 || d == DType::kU8 || d == DType::kF8E4M3) return d;
+  return ctx.Error(absl::StrCat("dtype must be i8, u8 or f8e4m3, got ", DTypeName(d)));
 }
 
-// Parameter `param`, a zero point, must be a value of `dtype` (i8 or u8).
+// Parameter `param`, a zero point, must be a value of `dtype` (i8 or u8),
+// or 0 for f8e4m3 (symmetric only).
 absl::Status CheckZeroPoint(const InferContext& ctx, absl::string_view param, DType dtype) {
   const int64_t zero_point = ctx.call().Int(param);
+  if (IsFloat8(dtype)) {
+    if (zero_point == 0) return absl::OkStatus();
+    return ctx.Error(absl::StrCat(param, " must be 0 for f8e4m3, got ", zero_point));
+  }
   const int64_t lo = dtype == DType::kU8 ? 0 : -128, hi = dtype == DType::kU8 ? 255 : 127;
   if (zero_point >= lo && zero_point <= hi) return absl::OkStatus();
   return ctx.Error(absl::StrCat(param, " ", zero_point, " is out of range for ", DTypeName(dtype),
@@ -102,9 +107,9 @@ absl::StatusOr<TensorType> QuantizePerChannel(const InferContext& ctx) {
 
 absl::StatusOr<TensorType> Dequantize(const InferContext& ctx) {
   TensorType t = ctx.Type("input");
-  if (!IsInteger(t.dtype)) {
+  if (!IsInteger(t.dtype) && !IsFloat8(t.dtype)) {
     return ctx.Error(absl::StrCat("input ", t.ToString(),
-                                  " is not a quantized (integer) tensor"));
+                                  " is not a quantized (integer or f8e4m3) tensor"));
   }
   DType dtype = ctx.call().GetDType("dtype");
   if (!IsFloatingPoint(dtype)) {

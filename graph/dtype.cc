@@ -14,15 +14,16 @@ struct DTypeInfo {
 };
 
 constexpr std::array<DTypeInfo, kNumDTypes> kInfo = {{
-    {"f32", 4, true, false, 7},
-    {"f16", 2, true, false, 5},
-    {"bf16", 2, true, false, 6},
-    {"f64", 8, true, false, 8},
+    {"f32", 4, true, false, 8},
+    {"f16", 2, true, false, 6},
+    {"bf16", 2, true, false, 7},
+    {"f64", 8, true, false, 9},
     {"i8", 1, false, true, 1},
     {"u8", 1, false, true, 2},
     {"i32", 4, false, true, 3},
     {"i64", 8, false, true, 4},
     {"bool", 1, false, false, 0},
+    {"f8e4m3", 1, false, false, 5},
 }};
 
 const DTypeInfo& Info(DType d) { return kInfo[static_cast<int>(d)]; }
@@ -41,6 +42,7 @@ std::optional<DType> ParseDType(absl::string_view name) {
 int64_t DTypeSize(DType dtype) { return Info(dtype).size; }
 bool IsFloatingPoint(DType dtype) { return Info(dtype).floating; }
 bool IsInteger(DType dtype) { return Info(dtype).integer; }
+bool IsFloat8(DType dtype) { return dtype == DType::kF8E4M3; }
 
 DType PromoteTypes(DType a, DType b) {
   if (a == b) return a;

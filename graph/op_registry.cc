@@ -280,6 +280,39 @@ bool AllInputsTyped(const Node& node) {
   return true;
 }
 
+// The first f8e4m3 tensor among `a`'s nodes, or null.
+const Node* Float8Operand(const Argument& a) {
+  if (a.is_node()) {
+    const Node* n = a.node();
+    return n->type().has_value() && IsFloat8(n->type()->dtype) ? n : nullptr;
+  }
+  if (!a.is_list()) return nullptr;
+  for (const Argument& e : a.list()) {
+    if (const Node* n = Float8Operand(e)) return n;
+  }
+  return nullptr;
+}
+
+// f8e4m3 is a storage type for quantized values: views move it and
+// dequantize reads it; nothing computes with it.
+absl::Status CheckFloat8Readers(const Node& node, const InferContext& ctx,
+                                const OpSchema& schema) {
+  if (schema.traits.kind == OpKind::kView || schema.name == "dequantize") {
+    return absl::OkStatus();
+  }
+  std::vector<const Argument*> operands;
+  for (const Argument& a : node.args()) operands.push_back(&a);
+  for (const auto& [name, a] : node.kwargs()) operands.push_back(&a);
+  for (const Argument* a : operands) {
+    if (const Node* n = Float8Operand(*a)) {
+      return ctx.Error(absl::StrCat("%", n->name(), " is ", n->type()->ToString(),
+                                    ": f8e4m3 values are only moved (views) and read by "
+                                    "dequantize"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::optional<std::vector<TensorType>>> InferNodeTypes(
@@ -289,6 +322,7 @@ absl::StatusOr<std::optional<std::vector<TensorType>>> InferNodeTypes(
   if (!call->schema().infer) return std::nullopt;
   if (!AllInputsTyped(node)) return std::nullopt;
   InferContext ctx(*call, &node);
+  if (absl::Status s = CheckFloat8Readers(node, ctx, call->schema()); !s.ok()) return s;
   absl::StatusOr<std::vector<TensorType>> types = call->schema().infer(ctx);
   if (!types.ok()) return types.status();
   return std::optional<std::vector<TensorType>>(*std::move(types));

@@ -15,6 +15,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "graph/file_io.h"
 #include "graph/graph.h"
 #include "graph/lexer.h"
@@ -209,10 +210,10 @@ absl::Status TextParser::ParseTensorType(TensorType* type) {
   if (!At(TokenKind::kIdent)) return Expected("a type such as f32[2,3]");
   std::optional<DType> dtype = ParseDType(tok_.text);
   if (!dtype.has_value()) {
-    return ErrorAt(
-        tok_,
-        absl::StrCat("unknown dtype ", DescribeToken(tok_),
-                     " (known: f32, f16, bf16, f64, i8, u8, i32, i64, bool)"));
+    std::vector<absl::string_view> known;
+    for (int d = 0; d < kNumDTypes; ++d) known.push_back(DTypeName(static_cast<DType>(d)));
+    return ErrorAt(tok_, absl::StrCat("unknown dtype ", DescribeToken(tok_), " (known: ",
+                                      absl::StrJoin(known, ", "), ")"));
   }
   Take();
   type->dtype = *dtype;
@@ -716,7 +717,7 @@ absl::Status TextParser::ParseElement(const Token& t, DType dtype,
   };
   const bool is_word_float =
       t.kind == TokenKind::kIdent && (t.text == "inf" || t.text == "nan");
-  if (IsFloatingPoint(dtype)) {
+  if (IsFloatingPoint(dtype) || IsFloat8(dtype)) {
     if (t.kind != TokenKind::kInt && t.kind != TokenKind::kFloat &&
         !is_word_float) {
       if (t.kind == TokenKind::kError) return ErrorAt(t, t.text);
@@ -731,6 +732,10 @@ absl::Status TextParser::ParseElement(const Token& t, DType dtype,
     if (!ParseFloating(t.text, &f)) return out_of_range();
     if (dtype == DType::kF32) {
       out->f32 = f;
+    } else if (IsFloat8(dtype)) {
+      // e4m3fn has no infinities: past 448 is out of range.
+      if (std::fabs(f) > 448) return out_of_range();
+      out->u8 = DoubleToFloat8E4M3(f);
     } else {
       out->u16 = dtype == DType::kF16 ? FloatToHalf(f) : FloatToBFloat16(f);
       float back = dtype == DType::kF16 ? HalfToFloat(out->u16)

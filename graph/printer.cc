@@ -284,6 +284,9 @@ void TextPrinter::AppendElement(const graft::Tensor& t, int64_t i) {
     case DType::kBool:
       out_->append(t.data<uint8_t>()[i] ? "True" : "False");
       return;
+    case DType::kF8E4M3:
+      AppendFloat(out_, Float8E4M3ToFloat(t.data<uint8_t>()[i]));
+      return;
   }
 }
 

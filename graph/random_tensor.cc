@@ -22,6 +22,8 @@ int MantissaBits(DType dtype) {
       return 11;
     case DType::kBF16:
       return 8;
+    case DType::kF8E4M3:
+      return 4;
     default:
       return 24;
   }
@@ -43,7 +45,7 @@ Tensor RandomTensor(DType dtype, std::vector<int64_t> dims, uint64_t seed) {
   for (int64_t i = 0; i < n; ++i) {
     const uint64_t draw = rng.Next();
     double value;
-    if (IsFloatingPoint(dtype)) {
+    if (IsFloatingPoint(dtype) || IsFloat8(dtype)) {
       value = UniformSigned(draw, MantissaBits(dtype));
     } else if (dtype == DType::kBool) {
       value = static_cast<double>(draw >> 63);

@@ -148,6 +148,7 @@ double Tensor::GetAsDouble(int64_t i) const {
     case DType::kI32: return data<int32_t>()[i];
     case DType::kI64: return static_cast<double>(data<int64_t>()[i]);
     case DType::kBool: return data<uint8_t>()[i] != 0 ? 1.0 : 0.0;
+    case DType::kF8E4M3: return Float8E4M3ToFloat(data<uint8_t>()[i]);
   }
   return 0;
 }
@@ -179,6 +180,7 @@ void Tensor::SetFromDouble(int64_t i, double v) {
     case DType::kI32: data<int32_t>()[i] = SaturatingCast<int32_t>(v); return;
     case DType::kI64: data<int64_t>()[i] = SaturatingCast<int64_t>(v); return;
     case DType::kBool: data<uint8_t>()[i] = v != 0 ? 1 : 0; return;
+    case DType::kF8E4M3: data<uint8_t>()[i] = DoubleToFloat8E4M3(v); return;
   }
 }
 
@@ -256,6 +258,42 @@ uint16_t FloatToHalf(float f) {
 
 float BFloat16ToFloat(uint16_t b) {
   return std::bit_cast<float>(static_cast<uint32_t>(b) << 16);
+}
+
+float Float8E4M3ToFloat(uint8_t b) {
+  const int exponent = (b >> 3) & 15, mantissa = b & 7;
+  float magnitude;
+  if (exponent == 15 && mantissa == 7) {
+    magnitude = std::numeric_limits<float>::quiet_NaN();
+  } else if (exponent == 0) {
+    magnitude = std::ldexp(static_cast<float>(mantissa), -9);
+  } else {
+    magnitude = std::ldexp(1.0f + mantissa / 8.0f, exponent - 7);
+  }
+  return std::copysign(magnitude, (b & 0x80) != 0 ? -1.0f : 1.0f);
+}
+
+uint8_t DoubleToFloat8E4M3(double v) {
+  if (std::isnan(v)) return std::signbit(v) ? 0xff : 0x7f;
+  const uint8_t sign = std::signbit(v) ? 0x80 : 0;
+  const double a = std::fabs(v);
+  if (a >= 448) return sign | 0x7e;
+  int e = 0;
+  std::frexp(a, &e);  // a = f * 2^e, f in [0.5, 1): a = 1.m * 2^(e - 1).
+  if (a == 0 || e - 1 < -6) {
+    // Subnormal (or zero): a multiple of 2^-9; 8 of them is the smallest
+    // normal, whose bits are 0x08 as well.
+    return sign | static_cast<uint8_t>(std::nearbyint(std::ldexp(a, 9)));
+  }
+  int exponent = e - 1;
+  int mantissa = static_cast<int>(std::nearbyint((std::ldexp(a, -exponent) - 1) * 8));
+  if (mantissa == 8) {
+    mantissa = 0;
+    ++exponent;
+  }
+  // 448 = 1.75 * 2^8 is the largest; a value rounding past it saturates.
+  if (exponent > 8 || (exponent == 8 && mantissa == 7)) return sign | 0x7e;
+  return sign | static_cast<uint8_t>(((exponent + 7) << 3) | mantissa);
 }
 
 uint16_t FloatToBFloat16(float f) {

@@ -155,6 +155,10 @@ float HalfToFloat(uint16_t h);
 uint16_t FloatToHalf(float f);
 float BFloat16ToFloat(uint16_t b);
 uint16_t FloatToBFloat16(float f);
+// f8e4m3 (e4m3fn): rounded to nearest even, saturating at +-448; NaN stays
+// NaN (0x7f with the sign).
+float Float8E4M3ToFloat(uint8_t b);
+uint8_t DoubleToFloat8E4M3(double v);
 
 template <typename T>
 Tensor Tensor::FromVector(DType dtype, std::vector<int64_t> dims,

@@ -108,7 +108,7 @@ void RegisterBuiltinPasses(PassRegistry& r) {
           "Puts a graft::observe on every float activation and result of the calls "
           "to quantize (docs/quantization.md).",
           "ops=OP;OP... (default linear;matmul;conv2d;graft::linear_activation), "
-          "skip=GLOB;GLOB..., dtype=i8|u8 (default i8)",
+          "skip=GLOB;GLOB..., dtype=i8|u8|f8e4m3 (default i8)",
           [](const PassOptions& o) -> absl::StatusOr<std::unique_ptr<Pass>> {
             ASSIGN_OR_RETURN(std::unique_ptr<quantize::PreparePass> p,
                              quantize::PreparePass::FromOptions(o));
@@ -117,9 +117,9 @@ void RegisterBuiltinPasses(PassRegistry& r) {
   MustRegister(
       r, {"quantize-convert",
           "Turns calibrated observers into quantize/dequantize and stores the quantized "
-          "calls' weights as int8 (the reference graph; docs/quantization.md).",
+          "calls' weights as int8 or f8e4m3 (the reference graph; docs/quantization.md).",
           "ops=OP;OP... (as prepared), skip=GLOB;GLOB... (calls kept float), "
-          "per-tensor=true|false (default false)",
+          "per-tensor=true|false (default false), weights=i8|f8e4m3 (default i8)",
           [](const PassOptions& o) -> absl::StatusOr<std::unique_ptr<Pass>> {
             ASSIGN_OR_RETURN(std::unique_ptr<quantize::ConvertPass> p,
                              quantize::ConvertPass::FromOptions(o));

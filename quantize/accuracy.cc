@@ -159,8 +159,8 @@ absl::StatusOr<AccuracyReport> MeasureAccuracy(const Module& original, const Mod
     if (w != nullptr && IsFloatingPoint(w->dtype())) {
       const int64_t axis =
           config.per_channel_weights ? passes::quantize::WeightAxis(*original_call) : -1;
-      a.weight_sqnr =
-          Sqnr(*w, passes::quantize::DequantizeWeight(passes::quantize::QuantizeWeight(*w, axis)));
+      a.weight_sqnr = Sqnr(*w, passes::quantize::DequantizeWeight(passes::quantize::QuantizeWeight(
+                                   *w, axis, config.weight_dtype)));
     }
     a.output_sqnr = per_call[n->name()].Db();
     report.nodes.push_back(a);

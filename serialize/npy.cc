@@ -351,7 +351,8 @@ absl::string_view Descr(DType dtype) {
     case DType::kF32:
       return "<f4";
     case DType::kBF16:
-      return "<f4";  // Widened: NumPy has no bfloat16.
+    case DType::kF8E4M3:
+      return "<f4";  // Widened: NumPy has no bfloat16 or float8.
     case DType::kF64:
       return "<f8";
     case DType::kF16:
@@ -401,14 +402,14 @@ std::string MakeHeader(const Tensor& tensor) {
   return out + dict;
 }
 
-// The bytes of the data section: the tensor's own, or bf16 widened to f32.
+// The bytes of the data section: the tensor's own, or bf16 and f8e4m3
+// widened to f32.
 Tensor DataToWrite(const Tensor& tensor) {
-  if (tensor.dtype() != DType::kBF16) return tensor;
+  if (tensor.dtype() != DType::kBF16 && tensor.dtype() != DType::kF8E4M3) return tensor;
   Tensor wide(DType::kF32, tensor.dims());
-  const uint16_t* in = tensor.data<uint16_t>();
   float* out = wide.data<float>();
   for (int64_t i = 0; i < tensor.NumElements(); ++i) {
-    out[i] = BFloat16ToFloat(in[i]);
+    out[i] = static_cast<float>(tensor.GetAsDouble(i));
   }
   return wide;
 }

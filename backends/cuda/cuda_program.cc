@@ -81,6 +81,10 @@ absl::Status CanLowerCollective(const Node& node) {
 
 absl::Status CanLowerCall(const Node& node) {
   const std::string& op = node.target();
+  if (IsFloat8QuantizeOp(node)) {
+    return absl::UnimplementedError(
+        absl::StrCat(op, " of f8e4m3 values runs on the interpreter"));
+  }
   if (PointwiseFormulaOf(node).has_value() || IsAliasOp(node) || IsViewCopyOp(node) ||
       IsIndexOp(node) || IsCreateOp(node) || IsRowOp(node)) {
     // Checked below for the ops with conditions.

@@ -41,6 +41,7 @@ std::string StorageType(DType t) {
     case DType::kI32: return "int";
     case DType::kI64: return "long long";
     case DType::kBool: return "unsigned char";
+    case DType::kF8E4M3: return "unsigned char";  // Bytes, moved by views only.
   }
   return "float";
 }
@@ -257,6 +258,8 @@ class Emitter {
       return Skinny(*skinny);
     }
     if (step.node->is_call(kQuantizedLinearOp)) {
+      // Shapes known only now may be ones graft's kernel does not take.
+      RETURN_IF_ERROR(CanLowerQuantizedLinear(*step.node));
       return absl::UnimplementedError(
           "int8 products need compute capability 8.0 or more (mma.sync on s8)");
     }

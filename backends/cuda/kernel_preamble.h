@@ -144,7 +144,9 @@ __device__ __forceinline__ int g_requantize(double v, double scale, double r, in
   const double f = (double)(float)v;
   if (f != f) return zero_point;
   const double y0 = __dmul_rn(f, r);
-  const double quotient = __fma_rn(__fma_rn(-y0, scale, f), r, y0);
+  // An infinite quotient (f infinite, or f * r past the double range)
+  // clamps as it is; the correction would make it NaN.
+  const double quotient = isinf(y0) ? y0 : __fma_rn(__fma_rn(-y0, scale, f), r, y0);
   return (int)fmin(fmax(rint(quotient) + (double)zero_point, (double)qmin), (double)qmax);
 }
 )CUDA";

@@ -88,7 +88,8 @@ absl::StatusOr<ncclDataType_t> NcclType(DType dtype) {
     case DType::kI64: return ncclInt64;
     case DType::kI8: return ncclInt8;
     case DType::kU8: return ncclUint8;
-    case DType::kBool: return ncclUint8;  // One byte each; a gather moves them as they are.
+    case DType::kBool:
+    case DType::kF8E4M3: return ncclUint8;  // One byte each; a gather moves them as they are.
     default:
       return absl::UnimplementedError(
           absl::StrCat("NCCL has no collectives on ", DTypeName(dtype)));

@@ -15,6 +15,8 @@ namespace graft::cuda {
 namespace {
 
 constexpr int kThreads = 128;     // g_skinny::kWarps warps.
+// (2^31 - 1) / (255 * 128): the most terms an int8 product's int32 sums hold.
+constexpr int64_t kMaxInt8ProductTerms = 65793;
 constexpr int64_t kTileRows = 64;
 // Blocks per multiprocessor the split aims at: about what fits at once.
 constexpr int64_t kBlocksPerSm = 4;
@@ -110,6 +112,14 @@ absl::StatusOr<SkinnyGemm> Int8Plan(const Node& node) {
   shape.b_is_nk = true;
   shape.dtype = DType::kI8;
   shape.has_bias = bias != nullptr;
+  if (shape.m < 1 || shape.n < 1) return absl::UnimplementedError("an empty int8 product");
+  // |x - zero point| * |w| is at most 255 * 128: sums of more terms could
+  // leave int32.
+  if (shape.k > kMaxInt8ProductTerms) {
+    return absl::UnimplementedError(absl::StrCat("an int8 product over ", shape.k,
+                                                 " inputs (its int32 sums could overflow past ",
+                                                 kMaxInt8ProductTerms, ")"));
+  }
   if (shape.k % 16 != 0 || shape.k == 0) {
     return absl::UnimplementedError(
         absl::StrCat("an int8 product over ", shape.k, " inputs (graft's kernel takes a multiple of 16)"));

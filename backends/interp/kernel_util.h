@@ -115,6 +115,10 @@ decltype(auto) DispatchDType(DType dtype, Fn&& fn) {
       return fn(I64Traits{});
     case DType::kBool:
       return fn(BoolTraits{});
+    case DType::kF8E4M3:
+      // Bytes: only views (copies) and dequantize read f8 tensors
+      // (InferNodeTypes), and dequantize reads them itself.
+      return fn(U8Traits{});
   }
   return fn(F32Traits{});  // Unreachable: the switch covers every dtype.
 }

@@ -27,8 +27,10 @@ absl::StatusOr<QRange> QuantRange(DType dtype) {
       return QRange{-128, 127};
     case DType::kU8:
       return QRange{0, 255};
+    case DType::kF8E4M3:
+      return QRange{0, 0};  // The zero point: f8e4m3 is symmetric.
     default:
-      return KernelError("quantized dtype must be i8 or u8, got ",
+      return KernelError("quantized dtype must be i8, u8 or f8e4m3, got ",
                          DTypeName(dtype));
   }
 }
@@ -52,6 +54,15 @@ int64_t Quantize(double x, double scale, int64_t zero_point, QRange range) {
   q = std::clamp(q, static_cast<double>(range.min),
                  static_cast<double>(range.max));
   return static_cast<int64_t>(q);
+}
+
+// The value stored for x in `dtype`: an integer step as above, or for
+// f8e4m3 x / scale clamped to +-448 (storing rounds it to the nearest
+// f8e4m3 value, ties to even; NaN stays NaN).
+double QuantizeTo(DType dtype, double x, double scale, int64_t zero_point, QRange range) {
+  if (!IsFloat8(dtype)) return static_cast<double>(Quantize(x, scale, zero_point, range));
+  if (std::isnan(x)) return x;
+  return std::clamp(x / scale, -448.0, 448.0);
 }
 
 // Number of elements before, along and after `axis`.
@@ -80,8 +91,7 @@ absl::StatusOr<Value> QuantizePerTensor(const KernelContext& ctx) {
   Tensor out(dtype, x.dims());
   const int64_t n = x.NumElements();
   for (int64_t i = 0; i < n; ++i) {
-    out.SetFromDouble(i, static_cast<double>(Quantize(x.GetAsDouble(i), scale,
-                                                      zero_point, range)));
+    out.SetFromDouble(i, QuantizeTo(dtype, x.GetAsDouble(i), scale, zero_point, range));
   }
   return Value(out);
 }
@@ -122,9 +132,8 @@ absl::StatusOr<Value> QuantizePerChannel(const KernelContext& ctx) {
     for (int64_t c = 0; c < split.len; ++c) {
       for (int64_t i = 0; i < split.inner; ++i) {
         const int64_t at = (o * split.len + c) * split.inner + i;
-        out.SetFromDouble(at, static_cast<double>(Quantize(
-                                  x.GetAsDouble(at), scales[c],
-                                  static_cast<int64_t>(zps[c]), range)));
+        out.SetFromDouble(at, QuantizeTo(dtype, x.GetAsDouble(at), scales[c],
+                                         static_cast<int64_t>(zps[c]), range));
       }
     }
   }
@@ -133,8 +142,8 @@ absl::StatusOr<Value> QuantizePerChannel(const KernelContext& ctx) {
 
 absl::StatusOr<Value> Dequantize(const KernelContext& ctx) {
   ASSIGN_OR_RETURN(Tensor x, ctx.Input("input"));
-  if (!IsInteger(x.dtype())) {
-    return KernelError("input must be a quantized integer tensor, got ",
+  if (!IsInteger(x.dtype()) && !IsFloat8(x.dtype())) {
+    return KernelError("input must be a quantized (integer or f8e4m3) tensor, got ",
                        x.TypeString());
   }
   const DType dtype = ctx.call().GetDType("dtype");

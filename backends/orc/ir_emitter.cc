@@ -38,6 +38,7 @@ llvm::Type* IrEmitter::StorageType(DType dtype) {
     case DType::kI8:
     case DType::kU8:
     case DType::kBool:
+    case DType::kF8E4M3:  // Bytes, moved by views only.
       return b_.getInt8Ty();
     case DType::kI32:
       return b_.getInt32Ty();

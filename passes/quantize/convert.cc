@@ -13,6 +13,7 @@
 #include "graph/quant_ops.h"
 #include "passes/node_util.h"
 #include "passes/pass_context.h"
+#include "passes/quantize/range_observer.h"
 #include "passes/shape_prop.h"
 #include "support/status_macros.h"
 
@@ -39,7 +40,7 @@ AxisSplit SplitAt(const Tensor& t, int64_t axis) {
 
 }  // namespace
 
-QuantizedWeight QuantizeWeight(const Tensor& weight, int64_t axis) {
+QuantizedWeight QuantizeWeight(const Tensor& weight, int64_t axis, DType dtype) {
   QuantizedWeight q;
   q.axis = axis;
   const AxisSplit s = SplitAt(weight, axis);
@@ -53,7 +54,22 @@ QuantizedWeight QuantizeWeight(const Tensor& weight, int64_t axis) {
       }
     }
   }
-  for (double m : magnitude) q.scales.push_back(std::max(m / 127.0, kMinScale));
+  const bool float8 = IsFloat8(dtype);
+  const double largest = float8 ? kFloat8E4M3Max : 127.0;
+  for (double m : magnitude) q.scales.push_back(std::max(m / largest, kMinScale));
+  if (float8) {
+    q.values = Tensor(dtype, weight.dims());
+    for (int64_t o = 0; o < s.outer; ++o) {
+      for (int64_t c = 0; c < s.len; ++c) {
+        for (int64_t i = 0; i < s.inner; ++i) {
+          const int64_t at = (o * s.len + c) * s.inner + i;
+          const double r = w[at] / q.scales[c];
+          q.values.SetFromDouble(at, std::isnan(r) ? 0.0 : std::clamp(r, -largest, largest));
+        }
+      }
+    }
+    return q;
+  }
   q.values = Tensor(DType::kI8, weight.dims());
   int8_t* out = q.values.data<int8_t>();
   for (int64_t o = 0; o < s.outer; ++o) {
@@ -71,13 +87,12 @@ QuantizedWeight QuantizeWeight(const Tensor& weight, int64_t axis) {
 Tensor DequantizeWeight(const QuantizedWeight& weight) {
   Tensor out(DType::kF32, weight.values.dims());
   const AxisSplit s = SplitAt(weight.values, weight.axis);
-  const int8_t* in = weight.values.data<int8_t>();
   float* dst = out.data<float>();
   for (int64_t o = 0; o < s.outer; ++o) {
     for (int64_t c = 0; c < s.len; ++c) {
       for (int64_t i = 0; i < s.inner; ++i) {
         const int64_t at = (o * s.len + c) * s.inner + i;
-        dst[at] = static_cast<float>(in[at] * weight.scales[c]);
+        dst[at] = static_cast<float>(weight.values.GetAsDouble(at) * weight.scales[c]);
       }
     }
   }
@@ -196,11 +211,12 @@ class Converter {
     if (cached != weights_.end()) {
       dequantized = cached->second;
     } else {
-      const QuantizedWeight q = QuantizeWeight(*tensor, axis);
+      const QuantizedWeight q = QuantizeWeight(*tensor, axis, config_.weight_dtype);
       Graph& graph = module_.graph();
       auto at = graph.InsertingBefore(n);
       const std::string base = w->target();
-      const std::string values = module_.UniqueTensorName(base + "_int8");
+      const std::string values =
+          module_.UniqueTensorName(base + (IsFloat8(config_.weight_dtype) ? "_f8" : "_int8"));
       module_.SetTensor(values, q.values);
       Node* stored = graph.GetAttr(values, q.values.type());
       if (axis < 0) {
@@ -230,7 +246,9 @@ class Converter {
     if (means_ != nullptr) {
       auto mean = means_->find(n->name());
       if (mean != means_->end()) {
-        RETURN_IF_ERROR(CorrectBias(n, *tensor, QuantizeWeight(*tensor, axis), mean->second));
+        RETURN_IF_ERROR(CorrectBias(n, *tensor,
+                                    QuantizeWeight(*tensor, axis, config_.weight_dtype),
+                                    mean->second));
       }
     }
     Node* float_weight = const_cast<Node*>(w);
@@ -390,6 +408,12 @@ absl::StatusOr<std::unique_ptr<ConvertPass>> ConvertPass::FromOptions(const Pass
   ReadOpsAndSkip(options, config);
   ASSIGN_OR_RETURN(bool per_tensor, options.GetBool("per-tensor", false));
   config.per_channel_weights = !per_tensor;
+  const std::string weights = options.GetString("weights", "i8");
+  if (weights != "i8" && weights != "f8e4m3") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("quantize-convert{weights=", weights, "}: weights are i8 or f8e4m3"));
+  }
+  config.weight_dtype = weights == "f8e4m3" ? DType::kF8E4M3 : DType::kI8;
   return std::make_unique<ConvertPass>(std::move(config));
 }
 

@@ -17,11 +17,13 @@ namespace graft::passes::quantize {
 // A weight quantized to symmetric int8: per channel of `axis`, or per
 // tensor (axis -1, one scale).
 struct QuantizedWeight {
-  Tensor values;  // i8, the weight's dims.
+  Tensor values;  // i8 or f8e4m3, the weight's dims.
   std::vector<double> scales;
   int64_t axis = -1;
 };
-QuantizedWeight QuantizeWeight(const Tensor& weight, int64_t axis);
+// Symmetric, per channel of `axis` (-1: per tensor): i8 with scale =
+// largest magnitude / 127, or f8e4m3 with largest magnitude / 448.
+QuantizedWeight QuantizeWeight(const Tensor& weight, int64_t axis, DType dtype = DType::kI8);
 // Back to f32, as the reference graph's dequantize computes it.
 Tensor DequantizeWeight(const QuantizedWeight& weight);
 // The channel axis of the weight a quantized call reads: its output

@@ -129,12 +129,14 @@ absl::StatusOr<std::unique_ptr<PreparePass>> PreparePass::FromOptions(const Pass
   QuantConfig config;
   ReadOpsAndSkip(options, config);
   const std::string dtype = options.GetString("dtype", "i8");
-  if (dtype != "i8" && dtype != "u8") {
+  if (dtype != "i8" && dtype != "u8" && dtype != "f8e4m3") {
     return absl::InvalidArgumentError(
-        absl::StrCat("quantize-prepare{dtype=", dtype, "}: dtype is i8 or u8"));
+        absl::StrCat("quantize-prepare{dtype=", dtype, "}: dtype is i8, u8 or f8e4m3"));
   }
-  config.activation_dtype = dtype == "u8" ? DType::kU8 : DType::kI8;
-  config.symmetric_activations = dtype == "i8";
+  config.activation_dtype = dtype == "u8"       ? DType::kU8
+                            : dtype == "f8e4m3" ? DType::kF8E4M3
+                                                : DType::kI8;
+  config.symmetric_activations = dtype != "u8";
   RETURN_IF_ERROR(config.Validate());
   return std::make_unique<PreparePass>(std::move(config));
 }

@@ -62,9 +62,14 @@ absl::Status QuantConfig::Validate() const {
           "override '", o.glob, "': activations quantize to i8 or u8, not ", DTypeName(*o.dtype)));
     }
   }
-  if (activation_dtype != DType::kI8 && activation_dtype != DType::kU8) {
+  if (activation_dtype != DType::kI8 && activation_dtype != DType::kU8 &&
+      activation_dtype != DType::kF8E4M3) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "activations quantize to i8 or u8, not ", DTypeName(activation_dtype)));
+        "activations quantize to i8, u8 or f8e4m3, not ", DTypeName(activation_dtype)));
+  }
+  if (weight_dtype != DType::kI8 && weight_dtype != DType::kF8E4M3) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("weights quantize to i8 or f8e4m3, not ", DTypeName(weight_dtype)));
   }
   for (const std::string& op : ops) {
     if (OpRegistry::Global().Find(op) == nullptr) {

@@ -41,10 +41,12 @@ struct QuantConfig {
   // command line).
   std::function<bool(const Node&)> predicate;
   // Weights: one scale per output channel (else one per tensor), always
-  // symmetric int8.
+  // symmetric: i8, or f8e4m3 (scale = largest magnitude / 448).
   bool per_channel_weights = true;
+  DType weight_dtype = DType::kI8;
   // Activations: i8 (symmetric, the default: what VNNI and cuBLASLt's int8
-  // kernels take, with no 7-bit reduce_range) or u8 (affine).
+  // kernels take, with no 7-bit reduce_range), u8 (affine) or f8e4m3
+  // (symmetric, scale = clipping range / 448).
   DType activation_dtype = DType::kI8;
   bool symmetric_activations = true;
   // With i8 activations: a value calibration never saw negative (a ReLU's

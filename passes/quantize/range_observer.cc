@@ -45,6 +45,11 @@ QuantParams ParamsForRange(double lo, double hi, DType dtype, bool symmetric) {
   hi = std::max(hi, 0.0);
   QuantParams p;
   p.dtype = dtype;
+  if (IsFloat8(dtype)) {
+    // Symmetric always: the range's larger end at e4m3's largest value.
+    p.scale = std::max(std::max(-lo, hi) / kFloat8E4M3Max, kMinScale);
+    return p;
+  }
   if (symmetric) {
     // 127 steps each side of zero, as PyTorch's symmetric observers.
     p.scale = std::max(std::max(-lo, hi) / 127.0, kMinScale);

@@ -38,8 +38,12 @@ struct QuantRange {
 };
 absl::StatusOr<QuantRange> QuantRangeOf(DType dtype);
 
+// f8e4m3's largest finite value.
+inline constexpr double kFloat8E4M3Max = 448;
+
 // The parameters for clipping range [lo, hi] (widened to hold 0):
-// symmetric (zero point 0 for i8, 128 for u8) or affine.
+// symmetric (zero point 0 for i8, 128 for u8) or affine; f8e4m3 is always
+// symmetric, the larger end of the range at 448.
 QuantParams ParamsForRange(double lo, double hi, DType dtype, bool symmetric);
 
 // What calibration records of one value: its min, max and one histogram of

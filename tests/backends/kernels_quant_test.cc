@@ -24,6 +24,33 @@ TEST(QuantKernels, QuantizePerTensorRoundsHalfToEven) {
   ExpectTensor(u, DType::kU8, {3}, {0, 10, 255});
 }
 
+// f8e4m3: x / scale clamped to +-448, then the nearest e4m3 value (ties to
+// even); NaN stays NaN; dequantize multiplies back. With scale 0.5: 1 -> 2,
+// 300 -> 600 -> 448, -1000 -> -448, 0.0013 -> 0.0026 (1.33 subnormal steps
+// of 2^-9) -> 2^-9, 2.3 -> 4.6 -> 4.5 (1.125 * 4), 2.6 -> 5.2 -> 5.0
+// (halfway between 5 and 5.5 lies at 5.25: down).
+TEST(QuantKernels, Float8QuantizesToTheNearestE4M3Value) {
+  OpRunner r;
+  GRAFT_ASSERT_OK_AND_ASSIGN(
+      q, r.Run("quantize_per_tensor",
+               {r.In(F32({7}, {1, 300, -1000, NAN, 0.0013f, 2.3f, 2.6f})), 0.5, 0,
+                DType::kF8E4M3}));
+  ASSERT_EQ(q.dtype(), DType::kF8E4M3);
+  const std::vector<double> want = {2, 448, -448, NAN, 0x1p-9, 4.5, 5};
+  for (int i = 0; i < 7; ++i) {
+    if (std::isnan(want[i])) {
+      EXPECT_TRUE(std::isnan(q.GetAsDouble(i)));
+    } else {
+      EXPECT_EQ(q.GetAsDouble(i), want[i]) << i;
+    }
+  }
+  OpRunner d;
+  GRAFT_ASSERT_OK_AND_ASSIGN(x, d.Run("dequantize", {d.In(q), 0.5, 0}));
+  EXPECT_EQ(x.GetAsDouble(1), 224);
+  EXPECT_EQ(x.GetAsDouble(5), 2.25);
+  EXPECT_TRUE(std::isnan(x.GetAsDouble(3)));
+}
+
 TEST(QuantKernels, Dequantize) {
   OpRunner r;
   GRAFT_ASSERT_OK_AND_ASSIGN(

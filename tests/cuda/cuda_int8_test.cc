@@ -6,6 +6,7 @@
 // the results agree bit for bit. The kernels compile by NVRTC on any
 // machine; the runs need a GPU.
 
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -44,7 +45,14 @@ ModuleBuilder Int8Products(std::mt19937_64& rng, const Shape& s,
   ModuleBuilder b(rng);
   if (in_dims.empty()) in_dims = {s.m};
   in_dims.push_back(s.k);
-  Node* x = b.In(DType::kF32, in_dims, -1, 1);
+  Tensor x_data = RandomData(DType::kF32, in_dims, rng, -1, 1);
+  // Non-finite inputs: NaN quantizes to the zero point, infinities clamp.
+  if (x_data.NumElements() >= 4) {
+    x_data.data<float>()[0] = std::numeric_limits<float>::quiet_NaN();
+    x_data.data<float>()[1] = std::numeric_limits<float>::infinity();
+    x_data.data<float>()[3] = -std::numeric_limits<float>::infinity();
+  }
+  Node* x = b.In(x_data);
   auto quantize = [&](double scale, int64_t zero_point, DType dtype) {
     return b.Call("quantize_per_tensor", {x, scale, zero_point, Argument(dtype)});
   };
@@ -52,9 +60,17 @@ ModuleBuilder Int8Products(std::mt19937_64& rng, const Shape& s,
   Node* q_zp = quantize(1.0 / 120, -5, DType::kI8);
   Node* u = quantize(2.0 / 255, 121, DType::kU8);
   Node* u0 = quantize(1.0 / 255, 0, DType::kU8);
-  Node* w = b.Const(DType::kI8, {s.n, s.k}, -127, 127);
+  Node* w = b.Const(DType::kI8, {s.n, s.k}, -128, 127);
   Node* scales = b.Const(DType::kF32, {s.n}, 1e-3, 1e-2);
-  Node* bias = b.Const(DType::kF32, {s.n}, -1, 1);
+  // A bias with infinities and NaN where there is room: results quantized
+  // again clamp (NaN to the zero point), as the interpreter's do.
+  Tensor bias_data = RandomData(DType::kF32, {s.n}, rng, -1, 1);
+  if (s.n >= 3) {
+    bias_data.data<float>()[0] = std::numeric_limits<float>::infinity();
+    bias_data.data<float>()[1] = -std::numeric_limits<float>::infinity();
+    bias_data.data<float>()[2] = std::numeric_limits<float>::quiet_NaN();
+  }
+  Node* bias = b.Const(bias_data);
   auto product = [&](Node* input, double scale, int64_t zero_point, Kwargs kwargs) {
     return b.Call(std::string(kQuantizedLinearOp), {input, scale, zero_point, w, scales},
                   std::move(kwargs));
@@ -80,7 +96,32 @@ ModuleBuilder Int8Products(std::mt19937_64& rng, const Shape& s,
   out.push_back(per_channel);
   out.push_back(b.Call("dequantize", {per_channel, channel_scales, zero_points},
                        {{"axis", axis}}));
+  // Per channel of the first dim, named by a negative axis, to bf16.
+  const int64_t rows = in_dims[0];
+  Node* row_scales = b.Const(DType::kF32, {rows}, 1e-3, 2e-2);
+  Node* row_zero_points = b.Const(DType::kI64, {rows}, -20, 20);
+  const int64_t first = -static_cast<int64_t>(in_dims.size());
+  Node* per_row = b.Call("quantize_per_channel",
+                         {x, row_scales, row_zero_points, first, Argument(DType::kI8)});
+  out.push_back(b.Call("dequantize", {per_row, row_scales, row_zero_points},
+                       {{"axis", first}, {"dtype", Argument(DType::kBF16)}}));
   b.Out(out);
+  return b;
+}
+
+// The products of many rows whose x rows do not fit shared memory (read
+// from global memory instead): 24 row tiles of 64 by 22 weight tiles fill
+// the GPU without splitting K, so each block multiplies all 1024 of K.
+ModuleBuilder WideInt8Products(std::mt19937_64& rng) {
+  ModuleBuilder b(rng);
+  Node* x = b.In(DType::kF32, {1536, 1024}, -1, 1);
+  Node* q = b.Call("quantize_per_tensor", {x, 1.0 / 120, int64_t{-5}, Argument(DType::kI8)});
+  Node* u = b.Call("quantize_per_tensor", {x, 2.0 / 255, int64_t{121}, Argument(DType::kU8)});
+  Node* w = b.Const(DType::kI8, {1408, 1024}, -128, 127);
+  Node* scales = b.Const(DType::kF32, {1408}, 1e-3, 1e-2);
+  b.Out({b.Call(std::string(kQuantizedLinearOp), {q, 1.0 / 120, int64_t{-5}, w, scales}),
+         b.Call(std::string(kQuantizedLinearOp), {u, 2.0 / 255, int64_t{121}, w, scales},
+                {{"output_scale", 0.3}, {"output_dtype", Argument(DType::kI8)}})});
   return b;
 }
 
@@ -172,6 +213,13 @@ TEST(CudaInt8, SaysWhatItCannotRun) {
     ++refused;
   }
   EXPECT_EQ(refused, 6);
+  // No rows at all, and more inputs than int32 sums hold: to the interpreter.
+  for (const Shape& s : {Shape{0, 8, 32}, Shape{2, 4, 65808}}) {
+    ModuleBuilder edge = Int8Products(rng, s);
+    for (const Node* n : edge.module().graph().nodes()) {
+      if (n->is_call(kQuantizedLinearOp)) EXPECT_TRUE(absl::IsUnimplemented(cuda::CanLower(*n)));
+    }
+  }
   ModuleBuilder ok = Int8Products(rng, {4, 8, 32});
   cuda::CudaOptions bf16;
   bf16.precision = "bf16";
@@ -195,6 +243,18 @@ TEST(CudaInt8, ProductsMatchTheInterpreterExactly) {
   }
   SCOPED_TRACE("rows as [2, 3, 7]");
   ExpectCudaMatchesInterp(Int8Products(rng, {42, 50, 96}, {2, 3, 7}), 0);
+  SCOPED_TRACE("x rows read from global memory");
+  ModuleBuilder wide = WideInt8Products(rng);
+  ASSERT_OK_AND_ASSIGN(StepProgram program,
+                       cuda::BuildCudaProgram(wide.module(), TypesOf(wide), {}));
+  for (const Step& step : program.steps) {
+    if (!step.node->is_call(kQuantizedLinearOp)) continue;
+    const std::optional<cuda::SkinnyGemm> plan = cuda::SkinnyGemmFor(step, {}, 132);
+    ASSERT_TRUE(plan.has_value());
+    EXPECT_EQ(plan->splits, 1);
+    EXPECT_GT(plan->tile_rows * (plan->chunk + 64), 40 * 1024);  // No shared copy of x.
+  }
+  ExpectCudaMatchesInterp(wide, 0);
 }
 
 TEST(CudaInt8, ConvolutionsMatchTheInterpreterExactly) {

@@ -24,7 +24,7 @@ TEST_F(QuantTest, QuantizePerTensor) {
                       T(DType::kU8, {Sym("batch"), 8})));
   EXPECT_THAT(
       ErrorOf(Infer("quantize_per_tensor", {x, 0.1, 0, DType::kI32})),
-      HasSubstr("quantize_per_tensor: dtype must be i8 or u8, got i32"));
+      HasSubstr("quantize_per_tensor: dtype must be i8, u8 or f8e4m3, got i32"));
   EXPECT_THAT(ErrorOf(Infer("quantize_per_tensor", {x, 0.1, 300, DType::kU8})),
               HasSubstr("zero_point 300 is out of range for u8 [0, 255]"));
   EXPECT_THAT(ErrorOf(Infer("quantize_per_tensor", {x, 0.1, -129, DType::kI8})),
@@ -34,6 +34,23 @@ TEST_F(QuantTest, QuantizePerTensor) {
   Node* q = Input(DType::kI8, {4}, "q");
   EXPECT_THAT(ErrorOf(Infer("quantize_per_tensor", {q, 0.1, 0, DType::kI8})),
               AllOf(HasSubstr("input i8[4]"), HasSubstr("floating point")));
+}
+
+// f8e4m3 is symmetric (zero point 0), and a storage type: views move it
+// and dequantize reads it, nothing else.
+TEST_F(QuantTest, Float8) {
+  Node* x = Input(DType::kF32, {Sym("batch"), 8});
+  EXPECT_TRUE(HasType(Infer("quantize_per_tensor", {x, 0.1, 0, DType::kF8E4M3}),
+                      T(DType::kF8E4M3, {Sym("batch"), 8})));
+  EXPECT_THAT(ErrorOf(Infer("quantize_per_tensor", {x, 0.1, 3, DType::kF8E4M3})),
+              HasSubstr("zero_point must be 0 for f8e4m3, got 3"));
+  Node* f8 = Input(DType::kF8E4M3, {4, 8}, "f8");
+  EXPECT_TRUE(HasType(Infer("dequantize", {f8, 0.1, 0}), T(DType::kF32, {4, 8})));
+  EXPECT_TRUE(HasType(Infer("transpose", {f8, 0, 1}), T(DType::kF8E4M3, {8, 4})));
+  EXPECT_THAT(ErrorOf(Infer("add", {f8, f8})),
+              AllOf(HasSubstr("add: %f8 is f8e4m3[4,8]"),
+                    HasSubstr("only moved (views) and read by dequantize")));
+  EXPECT_THAT(ErrorOf(Infer("cast", {f8, DType::kF32})), HasSubstr("f8e4m3"));
 }
 
 TEST_F(QuantTest, QuantizePerChannel) {

@@ -503,7 +503,7 @@ TEST(ParserTest, ErrorsNameLineAndColumn) {
        "<input>:3:3: expected end of file, got '%x'"},
       {"tensor t : f33[1] = zeros\ngraph():\n  return None\n",
        "<input>:1:12: unknown dtype 'f33' (known: f32, f16, bf16, f64, i8, u8, "
-       "i32, i64, bool)"},
+       "i32, i64, bool, f8e4m3)"},
       {"tensor t : f32[n] = zeros\ngraph():\n  return None\n",
        "<input>:1:12: tensor 't' needs a static shape, got f32[n]"},
       {"tensor t : f32[1000000000,1000000000] = zeros\ngraph():\n  return "

@@ -138,6 +138,7 @@ TEST(TensorTest, RoundTripsThroughDoublesForEveryDType) {
     Tensor t(dtype, {5});
     for (int i = 0; i < 5; ++i) {
       double v = dtype == DType::kU8 ? std::abs(values[i]) : values[i];
+      if (dtype == DType::kF8E4M3 && v == 100) v = 96;  // 100 is no f8e4m3 value.
       t.SetFromDouble(i, v);
       EXPECT_EQ(t.GetAsDouble(i), v) << DTypeName(dtype) << " " << v;
     }
@@ -180,6 +181,51 @@ TEST(TensorTest, FloatToIntegerCastsTruncateAndSaturate) {
 }
 
 // ---- Half precision ----
+
+// f8e4m3 (e4m3fn): bias 7, 3 mantissa bits, subnormals m * 2^-9, largest
+// 448 (0x7e), NaN 0x7f; no infinities.
+TEST(Float8Test, KnownValues) {
+  EXPECT_EQ(DoubleToFloat8E4M3(0.0), 0x00);
+  EXPECT_EQ(DoubleToFloat8E4M3(-0.0), 0x80);
+  EXPECT_EQ(DoubleToFloat8E4M3(1.0), 0x38);
+  EXPECT_EQ(DoubleToFloat8E4M3(-2.0), 0xc0);
+  EXPECT_EQ(DoubleToFloat8E4M3(448.0), 0x7e);
+  EXPECT_EQ(DoubleToFloat8E4M3(0x1p-6), 0x08);   // Smallest normal.
+  EXPECT_EQ(DoubleToFloat8E4M3(0x1p-9), 0x01);   // Smallest subnormal.
+  EXPECT_EQ(DoubleToFloat8E4M3(0x7p-9), 0x07);   // Largest subnormal.
+  EXPECT_EQ(DoubleToFloat8E4M3(1.5 * 0x1p-8), 0x03);  // A subnormal: 3 * 2^-9.
+  EXPECT_EQ(DoubleToFloat8E4M3(std::nan("")), 0x7f);
+  EXPECT_EQ(DoubleToFloat8E4M3(-std::nan("")), 0xff);
+  EXPECT_EQ(Float8E4M3ToFloat(0x7e), 448.0f);
+  EXPECT_EQ(Float8E4M3ToFloat(0x01), 0x1p-9f);
+  EXPECT_EQ(Float8E4M3ToFloat(0x3b), 1.375f);
+  EXPECT_TRUE(std::isnan(Float8E4M3ToFloat(0x7f)));
+  EXPECT_TRUE(std::isnan(Float8E4M3ToFloat(0xff)));
+}
+
+TEST(Float8Test, RoundsToNearestEvenAndSaturates) {
+  // 1 + 1/16 lies halfway between 1 (mantissa 0) and 1.125 (1): to 0.
+  EXPECT_EQ(DoubleToFloat8E4M3(1.0625), 0x38);
+  // 1 + 3/16 lies halfway between mantissas 1 and 2: to 2.
+  EXPECT_EQ(DoubleToFloat8E4M3(1.1875), 0x3a);
+  EXPECT_EQ(DoubleToFloat8E4M3(1.0626), 0x39);  // Just above halfway.
+  // Halfway between subnormals 0 and 2^-9: to 0; 3 * 2^-10 to 2 * 2^-9.
+  EXPECT_EQ(DoubleToFloat8E4M3(0x1p-10), 0x00);
+  EXPECT_EQ(DoubleToFloat8E4M3(0x3p-10), 0x02);
+  // 15.5 * 2^-10 lies between 7 * 2^-9 and the smallest normal 2^-6: up.
+  EXPECT_EQ(DoubleToFloat8E4M3(15.5 * 0x1p-10), 0x08);
+  // Past the largest: 448, never NaN (the e4m3fn saturating conversion).
+  EXPECT_EQ(DoubleToFloat8E4M3(464.0), 0x7e);
+  EXPECT_EQ(DoubleToFloat8E4M3(1e9), 0x7e);
+  EXPECT_EQ(DoubleToFloat8E4M3(-std::numeric_limits<double>::infinity()), 0xfe);
+}
+
+TEST(Float8Test, EveryValueRoundTrips) {
+  for (int b = 0; b < 256; ++b) {
+    const float v = Float8E4M3ToFloat(static_cast<uint8_t>(b));
+    EXPECT_EQ(DoubleToFloat8E4M3(v), b) << b << " " << v;
+  }
+}
 
 TEST(HalfTest, FloatToHalfKnownValues) {
   EXPECT_EQ(FloatToHalf(0.0f), 0x0000);
@@ -307,8 +353,9 @@ TEST(HalfTest, TensorsStoreHalfBits) {
 
 TEST(DTypeTest, NamesSizesAndKinds) {
   const char* names[] = {"f32", "f16", "bf16", "f64", "i8",
-                         "u8",  "i32", "i64",  "bool"};
-  const int64_t sizes[] = {4, 2, 2, 8, 1, 1, 4, 8, 1};
+                         "u8",  "i32", "i64",  "bool", "f8e4m3"};
+  const int64_t sizes[] = {4, 2, 2, 8, 1, 1, 4, 8, 1, 1};
+  static_assert(std::size(names) == kNumDTypes);
   for (int d = 0; d < kNumDTypes; ++d) {
     DType dtype = static_cast<DType>(d);
     EXPECT_EQ(DTypeName(dtype), names[d]);
@@ -321,6 +368,10 @@ TEST(DTypeTest, NamesSizesAndKinds) {
   EXPECT_TRUE(IsInteger(DType::kU8));
   EXPECT_FALSE(IsInteger(DType::kBool));
   EXPECT_FALSE(IsFloatingPoint(DType::kBool));
+  // A storage type: neither, so no arithmetic rule takes it.
+  EXPECT_FALSE(IsFloatingPoint(DType::kF8E4M3));
+  EXPECT_FALSE(IsInteger(DType::kF8E4M3));
+  EXPECT_TRUE(IsFloat8(DType::kF8E4M3));
 }
 
 TEST(DTypeTest, PromotionFollowsPyTorch) {

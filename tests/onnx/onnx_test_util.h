@@ -175,6 +175,8 @@ class ModelBuilder {
         return TP::INT64;
       case DType::kBool:
         return TP::BOOL;
+      case DType::kF8E4M3:
+        return TP::UNDEFINED;
     }
     return TP::UNDEFINED;
   }

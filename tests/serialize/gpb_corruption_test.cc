@@ -418,9 +418,9 @@ TEST_F(GpbCorruptionTest, TableOfHostileModels) {
       {"tuple type with unknown dtype",
        [&](proto::Model& m) {
          node(m, "x").add_tuple_types()->set_dtype(
-             static_cast<proto::DType>(10));
+             static_cast<proto::DType>(11));
        },
-       "node %x: its type has an unknown dtype 10"},
+       "node %x: its type has an unknown dtype 11"},
       // Tensors.
       {"inline data too short",
        [&](proto::Model& m) {

@@ -79,7 +79,7 @@ graph():
     %odd = get_attr[target="odd name/1"]
     %ints = call_function[target=f](args = (3, -7, -9223372036854775808, 0), kwargs = {})
     %floats = call_function[target=f](args = (2.5, 1.0, 1e+20, 0.1, -0.0, 5e-324, inf, -inf, nan), kwargs = {})
-    %words = call_function[target=f](args = (True, False, None, f32, f16, bf16, f64, i8, u8, i32, i64, bool), kwargs = {})
+    %words = call_function[target=f](args = (True, False, None, f32, f16, bf16, f64, i8, u8, i32, i64, bool, f8e4m3), kwargs = {})
     %strings = call_function[target=f](args = ("plain", "q\"b\\s\n\t\x01", "", "\xff\xfe", "caf\xc3\xa9"), kwargs = {})
     %lists = call_function[target=f](args = ([1, 2], [], [[%x, 1], [2.0]], [[[[]]]], [%x, %x]), kwargs = {})
     %kw = call_function[target=ns::op](args = (%x,), kwargs = {dim: -1, "odd key": [f16], keepdim: True, none: None})
