@@ -20,8 +20,9 @@ enum class DType : uint8_t {
   kBool = 8,
   // 8-bit float, e4m3fn as PyTorch's float8_e4m3fn (4 exponent bits, 3
   // mantissa bits, no infinities, NaN 0x7f/0xff, largest 448): a storage
-  // type for quantized values. Only views and dequantize read it
-  // (InferNodeTypes refuses it elsewhere).
+  // type for quantized values. Only views (with f8e4m3 values only) and
+  // dequantize read it (InferNodeTypes refuses it elsewhere). Conversions
+  // saturate at +-448 (PyTorch's .to() gives NaN from 480).
   kF8E4M3 = 9,
 };
 

@@ -293,22 +293,45 @@ const Node* Float8Operand(const Argument& a) {
   return nullptr;
 }
 
-// f8e4m3 is a storage type for quantized values: views move it and
-// dequantize reads it; nothing computes with it.
+// f8e4m3 is a storage type for quantized values: views move it (as bytes,
+// so never into another dtype, and pad fills with 0 only) and dequantize
+// reads it; nothing computes with it.
 absl::Status CheckFloat8Readers(const Node& node, const InferContext& ctx,
                                 const OpSchema& schema) {
-  if (schema.traits.kind == OpKind::kView || schema.name == "dequantize") {
-    return absl::OkStatus();
-  }
-  std::vector<const Argument*> operands;
-  for (const Argument& a : node.args()) operands.push_back(&a);
-  for (const auto& [name, a] : node.kwargs()) operands.push_back(&a);
-  for (const Argument* a : operands) {
-    if (const Node* n = Float8Operand(*a)) {
-      return ctx.Error(absl::StrCat("%", n->name(), " is ", n->type()->ToString(),
-                                    ": f8e4m3 values are only moved (views) and read by "
-                                    "dequantize"));
+  const Node* f8 = nullptr;
+  bool others = false;  // A data operand of another dtype.
+  auto visit = [&](const Argument& a, bool index, auto& self) -> void {
+    if (a.is_list()) {
+      for (const Argument& e : a.list()) self(e, index, self);
+      return;
     }
+    if (!a.is_node() || !a.node()->type().has_value()) return;
+    if (IsFloat8(a.node()->type()->dtype)) {
+      if (f8 == nullptr) f8 = a.node();
+    } else if (!index) {
+      others = true;
+    }
+  };
+  const OpCall& call = ctx.call();
+  for (size_t i = 0; i < schema.params.size(); ++i) {
+    const std::string& param = schema.params[i].name;
+    // The index operands of the gathering views may be integers.
+    const bool index = (param == "index" && (schema.name == "gather" ||
+                                             schema.name == "index_select")) ||
+                       (param == "input" && schema.name == "embedding");
+    visit(call.GetAt(i), index, visit);
+  }
+  if (f8 == nullptr || schema.name == "dequantize") return absl::OkStatus();
+  const std::string what = absl::StrCat("%", f8->name(), " is ", f8->type()->ToString(), ": ");
+  if (schema.traits.kind != OpKind::kView) {
+    return ctx.Error(absl::StrCat(
+        what, "f8e4m3 values are only moved (views) and read by dequantize"));
+  }
+  if (others) {
+    return ctx.Error(absl::StrCat(what, "a view moves f8e4m3 values only with f8e4m3 values"));
+  }
+  if (schema.name == "pad" && ctx.call().Float("value") != 0) {
+    return ctx.Error(absl::StrCat(what, "an f8e4m3 pad fills with 0 only"));
   }
   return absl::OkStatus();
 }
@@ -319,10 +342,12 @@ absl::StatusOr<std::optional<std::vector<TensorType>>> InferNodeTypes(
     const Node& node) {
   absl::StatusOr<OpCall> call = OpCall::Bind(node);
   if (!call.ok()) return call.status();
+  InferContext ctx(*call, &node);
+  // Before the returns below: an op without a type rule, or with an input
+  // not typed yet, still refuses an f8e4m3 operand it has.
+  if (absl::Status s = CheckFloat8Readers(node, ctx, call->schema()); !s.ok()) return s;
   if (!call->schema().infer) return std::nullopt;
   if (!AllInputsTyped(node)) return std::nullopt;
-  InferContext ctx(*call, &node);
-  if (absl::Status s = CheckFloat8Readers(node, ctx, call->schema()); !s.ok()) return s;
   absl::StatusOr<std::vector<TensorType>> types = call->schema().infer(ctx);
   if (!types.ok()) return types.status();
   return std::optional<std::vector<TensorType>>(*std::move(types));

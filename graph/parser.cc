@@ -728,14 +728,18 @@ absl::Status TextParser::ParseElement(const Token& t, DType dtype,
       if (!ParseFloating(t.text, &out->f64)) return out_of_range();
       return absl::OkStatus();
     }
+    if (IsFloat8(dtype)) {
+      // Read as double and rounded once; e4m3fn has no infinities, so past
+      // 448 is out of range.
+      double d;
+      if (!ParseFloating(t.text, &d) || std::fabs(d) > 448) return out_of_range();
+      out->u8 = DoubleToFloat8E4M3(d);
+      return absl::OkStatus();
+    }
     float f;
     if (!ParseFloating(t.text, &f)) return out_of_range();
     if (dtype == DType::kF32) {
       out->f32 = f;
-    } else if (IsFloat8(dtype)) {
-      // e4m3fn has no infinities: past 448 is out of range.
-      if (std::fabs(f) > 448) return out_of_range();
-      out->u8 = DoubleToFloat8E4M3(f);
     } else {
       out->u16 = dtype == DType::kF16 ? FloatToHalf(f) : FloatToBFloat16(f);
       float back = dtype == DType::kF16 ? HalfToFloat(out->u16)

@@ -179,6 +179,9 @@ class Lowerer {
     if (next == nullptr || !next->is_call("quantize_per_tensor")) return;
     absl::StatusOr<OpCall> q = OpCall::Bind(*next);
     if (!q.ok() || !q->Get("scale").is_number() || !q->Get("zero_point").is_int()) return;
+    // An int8 product writes i8 or u8 only (f8e4m3 stays a quantize step).
+    const DType out = q->GetDType("dtype");
+    if (out != DType::kI8 && out != DType::kU8) return;
     call->SetKwarg("activation", Argument(relu != nullptr ? "relu" : "none"));
     call->SetKwarg("output_scale", Argument(q->Float("scale")));
     call->SetKwarg("output_zero_point", Argument(q->Int("zero_point")));

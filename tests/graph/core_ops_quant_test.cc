@@ -51,6 +51,20 @@ TEST_F(QuantTest, Float8) {
               AllOf(HasSubstr("add: %f8 is f8e4m3[4,8]"),
                     HasSubstr("only moved (views) and read by dequantize")));
   EXPECT_THAT(ErrorOf(Infer("cast", {f8, DType::kF32})), HasSubstr("f8e4m3"));
+  // Views move bytes: never into another dtype, and pad fills with 0 only.
+  Node* f32 = Input(DType::kF32, {4, 8}, "y");
+  Node* i8 = Input(DType::kI8, {4, 8}, "z");
+  EXPECT_TRUE(HasType(Infer("concat", {Argument(ArgumentList{f8, f8}), 0}),
+                      T(DType::kF8E4M3, {8, 8})));
+  EXPECT_THAT(ErrorOf(Infer("concat", {Argument(ArgumentList{f8, f32}), 0})),
+              HasSubstr("a view moves f8e4m3 values only with f8e4m3 values"));
+  EXPECT_THAT(ErrorOf(Infer("concat", {Argument(ArgumentList{i8, f8}), 0})),
+              HasSubstr("only with f8e4m3 values"));
+  EXPECT_TRUE(HasType(Infer("pad", {f8, Argument::IntList({1, 1})}), T(DType::kF8E4M3, {4, 10})));
+  EXPECT_THAT(ErrorOf(Infer("pad", {f8, Argument::IntList({1, 1})}, {{"value", 1.0}})),
+              HasSubstr("an f8e4m3 pad fills with 0 only"));
+  Node* ids = Input(DType::kI64, {3}, "ids");
+  EXPECT_TRUE(HasType(Infer("index_select", {f8, 0, ids}), T(DType::kF8E4M3, {3, 8})));
 }
 
 TEST_F(QuantTest, QuantizePerChannel) {

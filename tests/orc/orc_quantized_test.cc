@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "backends/fallback_executable.h"
+#include "graph/random_tensor.h"
 #include "graph/parser.h"
 #include "graph/quant_ops.h"
 #include "gtest/gtest.h"
@@ -25,6 +27,9 @@
 
 namespace graft::orc_test {
 namespace {
+
+using ::graft::testing::StatusIs;
+using ::testing::HasSubstr;
 
 TEST(OrcQuantized, Int8ModelsMatchTheInterpreter) {
   backend_test::FindSourceDir();
@@ -72,7 +77,9 @@ TEST(OrcQuantized, DynamicInt8ProductsMatchTheInterpreter) {
                          passes::quantize::QuantizeDynamic(*m, {}));
     ASSERT_FALSE(report.quantized.empty());
     for (const Node* n : m->graph().nodes()) {
-      if (n->is_call(kDynamicQuantizedLinearOp)) EXPECT_OK(Orc().CanRun(*n, {})) << n->Ref();
+      if (n->is_call(kDynamicQuantizedLinearOp)) {
+        EXPECT_OK(Orc().CanRun(*n, {})) << n->Ref();
+      }
     }
     const std::vector<Tensor> inputs =
         backend_test::RandomInputs(PlaceholderSignature(m->graph()), std::random_device{}());
@@ -82,6 +89,40 @@ TEST(OrcQuantized, DynamicInt8ProductsMatchTheInterpreter) {
     ASSERT_OK_AND_ASSIGN(std::vector<Tensor> want, interp->Run(inputs));
     for (size_t i = 0; i < want.size(); ++i) EXPECT_GE(quantize::Sqnr(want[i], got[i]), 50);
   }
+}
+
+// f8e4m3 quantize and dequantize run on the interpreter, recognized before
+// types are known and with the input given by keyword; the rest of the
+// graph on orc, and the result is the interpreter's.
+TEST(OrcQuantized, Float8QuantizeOpsFallBackToTheInterpreter) {
+  absl::StatusOr<Module> m = ParseModule(R"(
+graph():
+    %x = placeholder[target=x]
+    %q = call_function[target=quantize_per_tensor](args = (%x, 0.01, 0, f8e4m3), kwargs = {})
+    %t = call_function[target=transpose](args = (%q, 0, 1), kwargs = {})
+    %d = call_function[target=dequantize](args = (), kwargs = {input: %t, scale: 0.01, zero_point: 0})
+    %r = call_function[target=relu](args = (%d,), kwargs = {})
+    return r
+)");
+  ASSERT_OK(m.status());
+  int refused = 0;
+  for (const Node* n : m->graph().nodes()) {
+    if (n->is_call("quantize_per_tensor") || n->is_call("dequantize")) {
+      EXPECT_THAT(Orc().CanRun(*n, {}), StatusIs(absl::StatusCode::kUnimplemented,
+                                                 HasSubstr("f8e4m3")));
+      ++refused;
+    }
+  }
+  EXPECT_EQ(refused, 2);
+  CompileOptions options;
+  options.input_types = {TensorType{DType::kF32, {Dim(3), Dim(5)}}};
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> mixed,
+                       CompileWithFallback(Orc(), *m, options));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> interp, Interp().Compile(*m, options));
+  const std::vector<Tensor> inputs = {RandomTensor(DType::kF32, {3, 5}, 7)};
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> got, mixed->Run(inputs));
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> want, interp->Run(inputs));
+  EXPECT_TRUE(got[0].BitwiseEqual(want[0]));
 }
 
 // Grouped and depthwise int8 convolutions run channels-last (oneDNN has no
