@@ -313,6 +313,7 @@ TEST(ParserTest, LiteralTensorsForEveryDType) {
       "tensor j : f32[] = [2.0]\n"
       "tensor k : f32[0,3] = []\n"
       "tensor l : f32[3] = [inf, -inf, nan]\n"
+      "tensor m : f8e4m3[4] = [448, -0.4, 1.06250001, 0.00097656251]\n"
       "graph():\n  return None\n");
   EXPECT_EQ(m.FindTensor("a")->data<float>()[3], 0.1f);
   EXPECT_EQ(m.FindTensor("a")->data<float>()[2], 3.0f);
@@ -332,6 +333,10 @@ TEST(ParserTest, LiteralTensorsForEveryDType) {
   EXPECT_EQ(m.FindTensor("j")->data<float>()[0], 2.0f);
   EXPECT_EQ(m.FindTensor("k")->NumElements(), 0);
   EXPECT_TRUE(std::isnan(m.FindTensor("l")->data<float>()[2]));
+  // f8e4m3 rounds once, from the literal: just past the halfway points
+  // 1.0625 (between 1 and 1.125) and 2^-10 (between 0 and 2^-9) goes up.
+  EXPECT_EQ(m.FindTensor("m")->ToDoubles(),
+            (std::vector<double>{448, -0.40625, 1.125, 0x1p-9}));
 }
 
 // Random data printed as literals must come back with the same bits.
@@ -479,6 +484,8 @@ TEST(ParserTest, ErrorsNameLineAndColumn) {
        "<input>:1:21: value -1 is out of range for u8"},
       {"tensor h : f16[1] = [70000.0]\ngraph():\n  return None\n",
        "<input>:1:22: value 70000.0 is out of range for f16"},
+      {"tensor h : f8e4m3[1] = [448.00001]\ngraph():\n  return None\n",
+       "<input>:1:25: value 448.00001 is out of range for f8e4m3"},
       {"tensor h : f32[1] = [1e39]\ngraph():\n  return None\n",
        "<input>:1:22: value 1e39 is out of range for f32"},
       {"tensor q : i32[1] = [1.5]\ngraph():\n  return None\n",

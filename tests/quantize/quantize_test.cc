@@ -16,7 +16,9 @@
 #include "graph/quant_ops.h"
 #include "gtest/gtest.h"
 #include "backends/interp/interpreter.h"
+#include "graph/random_tensor.h"
 #include "passes/quantize/convert.h"
+#include "passes/shape_prop.h"
 #include "passes/quantize/dynamic.h"
 #include "passes/quantize/lower.h"
 #include "passes/quantize/equalize.h"
@@ -490,6 +492,41 @@ TEST(Convert, Fp8StoresE4M3WeightsAndLowerListsThem) {
   EXPECT_TRUE(audit.lowered.empty());
   EXPECT_FALSE(audit.unfused.empty());
   EXPECT_EQ(audit.int8_macs, 0);
+}
+
+// An int8 product whose result is quantized to f8e4m3 lowers, and the f8
+// quantize stays a step of its own (an int8 product writes i8 or u8 only).
+TEST(Lower, AnF8QuantizeAfterAnInt8ProductStaysAStep) {
+  absl::StatusOr<Module> m = ParseModule(R"(
+tensor w : i8[4,8] = random(seed=1)
+graph():
+    %x : f32[2,8] = placeholder[target=x]
+    %q = call_function[target=quantize_per_tensor](args = (%x, 0.01, 0, i8), kwargs = {})
+    %dx = call_function[target=dequantize](args = (%q, 0.01, 0), kwargs = {})
+    %w = get_attr[target=w]
+    %dw = call_function[target=dequantize](args = (%w, 0.02, 0), kwargs = {})
+    %y = call_function[target=linear](args = (%dx, %dw), kwargs = {})
+    %f = call_function[target=quantize_per_tensor](args = (%y, 0.05, 0, f8e4m3), kwargs = {})
+    %out = call_function[target=dequantize](args = (%f, 0.05, 0), kwargs = {})
+    return out
+)");
+  ASSERT_OK(m.status());
+  ASSERT_OK(passes::PropagateShapes(*m).status());
+  Module lowered = m->Clone();
+  ASSERT_OK_AND_ASSIGN(passes::quantize::LowerReport audit, passes::quantize::Lower(lowered));
+  EXPECT_EQ(audit.lowered.size(), 1u);
+  int f8 = 0;
+  for (const Node* n : lowered.graph().nodes()) {
+    if (n->is_call(kQuantizedLinearOp)) {
+      EXPECT_EQ(n->type()->dtype, DType::kF32);
+    }
+    if (n->is_call("quantize_per_tensor") && n->type()->dtype == DType::kF8E4M3) ++f8;
+  }
+  EXPECT_EQ(f8, 1);
+  const std::vector<Tensor> in = {RandomTensor(DType::kF32, {2, 8}, 3)};
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> want, interp::Interpreter(*m).Run(in));
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> got, interp::Interpreter(lowered).Run(in));
+  EXPECT_GE(Sqnr(want[0], got[0]), 40);
 }
 
 // --min-sqnr: the worst calls return to float until the target is met, and
