@@ -42,6 +42,10 @@ struct SkinnyGemm {
   int mode = 0;            // 0 bf16, 1 f16, 2 tf32, 3 f32 as 3xTF32, 4 int8.
   int64_t tiles = 1, splits = 1, chunk = 0;
   int64_t tile_rows = 1, row_tiles = 1;
+  // 16-byte weight loads in flight per row and thread, and the blocks a
+  // multiprocessor holds at once (the split of K aims at that many, and
+  // the register cap lets that many fit).
+  int unroll = 4, blocks_per_sm = 4;
   bool weights_ready = false;  // The weight is a module tensor.
   SkinnyInt8 int8;             // Mode 4 only.
 

@@ -16,12 +16,14 @@ namespace graft::cuda {
 // x: a sum over k may take its terms in any order, so the k positions of
 // the fragments are permuted to match what one 16-byte load holds, and
 // no shuffle is needed. Weights bypass L1 (read once), two iterations'
-// worth of registers, one in flight while the other multiplies; the
+// worth of registers, each refilled as soon as its products are issued;
+// the
 // block's rows of x over its chunk are copied to shared memory once
-// (when they fit; else read through L1), as its 4 warps all read them.
+// (when they fit; else each warp reads them from L2), as its warps all
+// read them.
 //
 // Launched as a programmatic dependent (PDL), the kernel loads its first
-// weights before it waits for the kernel that writes x.
+// two iterations' weights before it waits for the kernel that writes x.
 //
 // K is split over blocks too, so that small N still fills the GPU. Each
 // block writes its partial sums to a scratch buffer, and the block that
@@ -59,7 +61,7 @@ struct no_quant {
 };
 
 
-// A weight: read once, so kept out of L1. Not volatile: nothing writes
+// A module weight: read once, so kept out of L1. Not volatile: nothing writes
 // the operands while the kernel runs, so the compiler may issue every load
 // of an iteration before the first product waits for one.
 __device__ __forceinline__ uint4 load_stream(const void* p) {
@@ -68,10 +70,13 @@ __device__ __forceinline__ uint4 load_stream(const void* p) {
       : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
   return r;
 }
-// x: read by every warp of the block, so through L1.
-__device__ __forceinline__ uint4 load_shared_use(const void* p) {
+// x: written by the kernel before, whose run this one's blocks may
+// overlap (launched as a programmatic dependent). Read from L2: a
+// non-coherent L1 line of x (ld.global.nc) was measured to return the
+// previous run's values after the wait.
+__device__ __forceinline__ uint4 load_produced(const void* p) {
   uint4 r;
-  asm("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
+  asm("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];"
       : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
   return r;
 }
@@ -193,7 +198,9 @@ __device__ __forceinline__ float activate(float v) {
 }
 
 // One iteration's weights: kU 16-byte loads of rows w0 and w1 at k.
-template <class T, int kU>
+// Module weights (kReady) stream past L1; weights a kernel of the run
+// computes are read from L2 as x is (load_produced).
+template <class T, int kU, bool kReady>
 __device__ __forceinline__ void load_weights(const T* w0, const T* w1, int k, int k_end, int t,
                                              uint4 (&l)[kU], uint4 (&h)[kU]) {
   constexpr int kVec = 16 / sizeof(T), kStep = 4 * kVec;
@@ -201,15 +208,15 @@ __device__ __forceinline__ void load_weights(const T* w0, const T* w1, int k, in
   for (int u = 0; u < kU; ++u) {
     const int kk = k + u * kStep + t * kVec;
     const bool in = kk < k_end;
-    l[u] = in ? load_stream(w0 + kk) : zero4();
-    h[u] = in ? load_stream(w1 + kk) : zero4();
+    l[u] = !in ? zero4() : kReady ? load_stream(w0 + kk) : load_produced(w0 + kk);
+    h[u] = !in ? zero4() : kReady ? load_stream(w1 + kk) : load_produced(w1 + kk);
   }
 }
 
 // One iteration's products: x's matching 16 bytes for each block of 8
 // rows (of `rows`), times the weights loaded. x comes from the block's
 // shared copy (`xs`, rows kXStride apart, from k_begin) when there is one,
-// else from global memory through L1. With an int8 zero point, ws0 and
+// else from global memory (L2). With an int8 zero point, ws0 and
 // ws1 gather the sums of this thread's bytes of weight rows n0 and n1.
 template <class T, class Q, int kMode, int kU, int kMB, int kK, int kXStride, class Acc>
 __device__ __forceinline__ void multiply(const T* x, const T* xs, int rows, int k_begin, int k,
@@ -228,7 +235,7 @@ __device__ __forceinline__ void multiply(const T* x, const T* xs, int rows, int 
         xv[b] = kk < k_end && m < rows ? *(const uint4*)(xs + m * kXStride + (kk - k_begin))
                                        : zero4();
       } else {
-        xv[b] = kk < k_end && m < rows ? load_shared_use(x + m * kK + kk) : zero4();
+        xv[b] = kk < k_end && m < rows ? load_produced(x + m * kK + kk) : zero4();
       }
     }
 #pragma unroll
@@ -262,18 +269,17 @@ __device__ __forceinline__ float to_bits(int v) { return __int_as_float(v); }
 __device__ __forceinline__ void add_bits(float& a, float v) { a += v; }
 __device__ __forceinline__ void add_bits(int& a, float v) { a += __float_as_int(v); }
 
-constexpr int kWarps = 4;         // Per block: 64 weight rows.
-constexpr int kThreads = 32 * kWarps;
-constexpr int kUnroll = 4;        // 16-byte weight loads in flight per row and thread.
-
-// kM rows of x per row tile (at most 64), kRows in all.
+// kWarps warps per block (16 weight rows each), kUnroll 16-byte weight
+// loads in flight per row and thread, kM rows of x per row tile (at most
+// 64), kRows in all.
 template <class T, class Y, class B, class Q, int kMode, int kAct, bool kBias, bool kWeightsReady,
-          int kM, int kRows, int kN, int kK, int kSplits, int kChunk>
+          int kWarps, int kUnroll, int kM, int kRows, int kN, int kK, int kSplits, int kChunk>
 __device__ __forceinline__ void gemm(const T* __restrict__ x, const T* __restrict__ w,
                                      const B* __restrict__ bias,
                                      const float* __restrict__ weight_scales, Y* __restrict__ y,
                                      float* __restrict__ partial, int* __restrict__ counters) {
   typedef typename pick<kMode == 4, int, float>::type Acc;
+  constexpr int kThreads = 32 * kWarps;
   constexpr int kVec = 16 / sizeof(T);  // Elements in one 16-byte load.
   constexpr int kStep = 4 * kVec;       // k covered by a quad of threads.
   constexpr int kMB = (kM + 7) / 8;     // Blocks of 8 rows of x.
@@ -281,7 +287,7 @@ __device__ __forceinline__ void gemm(const T* __restrict__ x, const T* __restric
   constexpr int kRowTiles = (kRows + kM - 1) / kM;
   // Fewer weight loads in flight where x's 8 row blocks or the 3xTF32
   // split need the registers.
-  constexpr int kU = kMB > 4 || kMode == 3 ? 2 : kUnroll;
+  constexpr int kU = kMB > 4 || kMode == 3 ? (kUnroll + 1) / 2 : kUnroll;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, t = lane & 3;
   const int tile = blockIdx.x % kTiles, split = (blockIdx.x / kTiles) % kSplits;
@@ -304,16 +310,29 @@ __device__ __forceinline__ void gemm(const T* __restrict__ x, const T* __restric
 #if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
-  // Module weights depend on no earlier kernel: the first iteration's load
-  // before the wait for the kernel that writes x (programmatic dependent
-  // launch; without it the wait returns at once). Weights a kernel of the
-  // run computes load after it.
+  // Two register buffers of kU loads a row. Module weights depend on no
+  // earlier kernel: both buffers fill before the wait for the kernel that
+  // writes x (programmatic dependent launch; without it the wait returns
+  // at once), so two iterations' weights are in flight while x is staged.
+  // Weights a kernel of the run computes load after the wait.
   uint4 al[kU], ah[kU], bl[kU], bh[kU];
-  if (kWeightsReady) load_weights<T, kU>(w0, w1, k_begin, k_end, t, al, ah);
+  const bool second = k_begin + kStride < k_end;
+  if (kWeightsReady) {
+    load_weights<T, kU, kWeightsReady>(w0, w1, k_begin, k_end, t, al, ah);
+    if (second) load_weights<T, kU, kWeightsReady>(w0, w1, k_begin + kStride, k_end, t, bl, bh);
+  }
 #if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
-  if (!kWeightsReady) load_weights<T, kU>(w0, w1, k_begin, k_end, t, al, ah);
+  // The loads are asm without side effects, which the compiler may move
+  // above the wait: every pointer to what an earlier kernel writes is
+  // taken anew after it, so that its loads depend on the wait.
+  asm volatile("" : "+l"(x) : : "memory");
+  if (!kWeightsReady) asm volatile("" : "+l"(w0), "+l"(w1) : : "memory");
+  if (!kWeightsReady) {
+    load_weights<T, kU, kWeightsReady>(w0, w1, k_begin, k_end, t, al, ah);
+    if (second) load_weights<T, kU, kWeightsReady>(w0, w1, k_begin + kStride, k_end, t, bl, bh);
+  }
   // The epilogue's bias and scales for rows n0 and n1, loaded now so that
   // their latency hides behind the products.
   float bias_n[2] = {0.0f, 0.0f};
@@ -332,11 +351,25 @@ __device__ __forceinline__ void gemm(const T* __restrict__ x, const T* __restric
   constexpr int kXStride = kShareX ? kChunk + kPad : 0;
   __shared__ __align__(16) T xs[kShareX ? kM * (kChunk + kPad) : 1];
   if (kShareX) {
-    constexpr int kPerRow = kChunk / kVec;
-    for (int i = threadIdx.x; i < kM * kPerRow; i += kThreads) {
-      const int m = i / kPerRow, c = i % kPerRow, kk = k_begin + c * kVec;
-      *(uint4*)(xs + m * kXStride + c * kVec) =
-          kk < k_end && m < rows ? load_shared_use(x + m * kK + kk) : zero4();
+    // Eight 16-byte loads a thread in flight before their stores.
+    constexpr int kPerRow = kChunk / kVec, kCopies = (kM * kPerRow + kThreads - 1) / kThreads;
+#pragma unroll 1
+    for (int j0 = 0; j0 < kCopies; j0 += 8) {
+      uint4 v[8];
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const int i = (j0 + j) * kThreads + threadIdx.x;
+        const int m = i / kPerRow, kk = k_begin + (i % kPerRow) * kVec;
+        v[j] = j0 + j < kCopies && m < rows && kk < k_end ? load_produced(x + m * kK + kk)
+                                                          : zero4();
+      }
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const int i = (j0 + j) * kThreads + threadIdx.x;
+        if (j0 + j < kCopies && i < kM * kPerRow) {
+          *(uint4*)(xs + (i / kPerRow) * kXStride + (i % kPerRow) * kVec) = v[j];
+        }
+      }
     }
     __syncthreads();
   }
@@ -344,18 +377,17 @@ __device__ __forceinline__ void gemm(const T* __restrict__ x, const T* __restric
 #pragma unroll
   for (int b = 0; b < kMB; ++b) acc[b][0] = acc[b][1] = acc[b][2] = acc[b][3] = 0;
   int ws0 = 0, ws1 = 0;
-  // Two register buffers: one iteration's loads are in flight while the
-  // other's products run.
+  // Each buffer is refilled two iterations ahead once its products are
+  // issued: the other's loads stay in flight meanwhile.
 #pragma unroll 1
   for (int k = k_begin; k < k_end; k += 2 * kStride) {
-    const bool more = k + kStride < k_end;
-    if (more) load_weights<T, kU>(w0, w1, k + kStride, k_end, t, bl, bh);
     multiply<T, Q, kMode, kU, kMB, kK, kXStride>(x, xs, rows, k_begin, k, k_end, g, t, al, ah,
                                                  acc, ws0, ws1);
-    if (!more) break;
-    if (k + 2 * kStride < k_end) load_weights<T, kU>(w0, w1, k + 2 * kStride, k_end, t, al, ah);
+    if (k + 2 * kStride < k_end) load_weights<T, kU, kWeightsReady>(w0, w1, k + 2 * kStride, k_end, t, al, ah);
+    if (k + kStride >= k_end) break;
     multiply<T, Q, kMode, kU, kMB, kK, kXStride>(x, xs, rows, k_begin, k + kStride, k_end, g, t,
                                                  bl, bh, acc, ws0, ws1);
+    if (k + 3 * kStride < k_end) load_weights<T, kU, kWeightsReady>(w0, w1, k + 3 * kStride, k_end, t, bl, bh);
   }
   if (Q::zero_point != 0) {
     // The quad's four threads hold the row's bytes between them:

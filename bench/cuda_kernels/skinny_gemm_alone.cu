@@ -17,6 +17,7 @@
 #include <cstdio>
 
 #include "kernels.inc"
+#include "int8_layer.h"
 
 #define CHECK(x)                                                            \
   do {                                                                      \
@@ -31,25 +32,16 @@
 template <class T, int kMode, int N, int K, int S, int C>
 __global__ void __launch_bounds__(128, 4) skinny(const T* x, const T* w, const T* b, T* y,
                                                  float* partial, int* counters) {
-  g_skinny::gemm<T, T, T, g_skinny::no_quant, kMode, 1, true, true, 32, 32, N, K, S, C>(
+  g_skinny::gemm<T, T, T, g_skinny::no_quant, kMode, 1, true, true, 4, 4, 32, 32, N, K, S, C>(
       x, w, b, nullptr, y, partial, counters);
 }
 
-// The MLP's int8 layers: u8 input (after a ReLU, zero point 0), u8 result.
-struct int8_layer {
-  static constexpr bool unsigned_x = true;
-  static constexpr int zero_point = 0;
-  static constexpr double input_scale = 0.01;
-  static constexpr bool quantized_output = true;
-  static constexpr double output_scale = 0.05, output_reciprocal = 1 / 0.05;
-  static constexpr int output_zero_point = 0, qmin = 0, qmax = 255;
-};
 template <int N, int K, int S, int C>
 __global__ void __launch_bounds__(128, 4) skinny_int8(const signed char* x, const signed char* w,
                                                       const float* b, const float* scales,
                                                       unsigned char* y, float* partial,
                                                       int* counters) {
-  g_skinny::gemm<signed char, unsigned char, float, int8_layer, 4, 1, true, true, 32, 32, N, K, S,
+  g_skinny::gemm<signed char, unsigned char, float, int8_layer, 4, 1, true, true, 4, 4, 32, 32, N, K, S,
                  C>(x, w, b, scales, y, partial, counters);
 }
 

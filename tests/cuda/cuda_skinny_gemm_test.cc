@@ -231,5 +231,43 @@ TEST(CudaSkinnyGemm, RepeatedRunsOfASplitProduct) {
   }
 }
 
+// Each kernel of a run may be resident before the one it reads has
+// written (programmatic dependent launch): a chain of products and
+// generated kernels, run again and again with two inputs in turn, gives
+// each input's own bits every time, never values left by the run before.
+TEST(CudaSkinnyGemm, ChainedKernelsNeverReadTheRunBefore) {
+  SKIP_WITHOUT_GPU();
+  CUDA_TEST_SEED(rng);
+  for (const char* precision : {"f32", "tf32", "bf16"}) {
+    SCOPED_TRACE(precision);
+    ModuleBuilder b(rng);
+    Node* x = b.In(DType::kF32, {32, 1024}, -1, 1);
+    Node* h = b.Call("graft::linear_activation", {x, b.Const(DType::kF32, {4096, 1024}, -0.05, 0.05)},
+                     {{"bias", b.Const(DType::kF32, {4096}, -0.1, 0.1)}, {"activation", "relu"}});
+    h = b.Call("linear", {b.Call("tanh", {h}), b.Const(DType::kF32, {4096, 4096}, -0.02, 0.02)});
+    h = b.Call("softmax", {b.Call("mul", {h, h}), int64_t{-1}});
+    b.Out({b.Call("linear", {h, b.Const(DType::kF32, {1024, 4096}, -1, 1)})});
+    CompileOptions options;
+    options.options = {{"precision", precision}, {"gemm", "graft"}};
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> reference,
+                         Interp().Compile(b.module(), {}));
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> exe, Cuda().Compile(b.module(), options));
+    std::vector<Tensor> inputs[2], want[2];
+    for (int i = 0; i < 2; ++i) {
+      inputs[i] = {RandomData(DType::kF32, {32, 1024}, rng, -1, 1)};
+      ASSERT_OK_AND_ASSIGN(want[i], exe->Run(inputs[i]));
+      // Values left by an earlier run would also differ from run to run.
+      if (std::string(precision) != "f32") continue;
+      ASSERT_OK_AND_ASSIGN(std::vector<Tensor> interp, reference->Run(inputs[i]));
+      ExpectAllClose(want[i], interp, kReduceTol);
+    }
+    for (int run = 0; run < 40; ++run) {
+      ASSERT_OK_AND_ASSIGN(std::vector<Tensor> got, exe->Run(inputs[run % 2]));
+      ASSERT_EQ(std::memcmp(got[0].raw_data(), want[run % 2][0].raw_data(), got[0].NumBytes()), 0)
+          << "run " << run << " differs from the first run with the same input";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace graft::cuda_test
