@@ -134,7 +134,7 @@ absl::StatusOr<SkinnyGemm> Int8Plan(const Node& node) {
   plan.mode = 4;
   // Half as many bytes a row as bf16: twice the loads in flight, in two
   // larger blocks a multiprocessor (the benchmark MLP's int8 products,
-  // chained: 25.5 us against 31.8 with bf16's layout on an H100,
+  // chained: 25.9 us against 31.5 to 32.5 with bf16's layout on an H100,
   // bench/cuda_kernels/skinny_chain.cu).
   plan.unroll = 8;
   plan.blocks_per_sm = 2;

@@ -181,6 +181,15 @@ __device__ __forceinline__ void product(float* d, uint4 wl, uint4 wh, uint4 xv) 
 __device__ __forceinline__ float to_float(float v) { return v; }
 __device__ __forceinline__ float to_float(g_half v) { return g_h2f(v); }
 __device__ __forceinline__ float to_float(g_bfloat v) { return g_b2f(v); }
+// One bias value, which a kernel of the run may have written (a cast):
+// from L2, as load_produced.
+__device__ __forceinline__ float load_produced_value(const float* p) { return __ldcg(p); }
+template <class H>
+__device__ __forceinline__ float load_produced_value(const H* p) {
+  H v;
+  v.bits = __ldcg((const unsigned short*)p);
+  return to_float(v);
+}
 __device__ __forceinline__ void store(float* p, float v) { *p = v; }
 __device__ __forceinline__ void store(g_half* p, float v) { *p = g_f2h(v); }
 __device__ __forceinline__ void store(g_bfloat* p, float v) { *p = g_f2b(v); }
@@ -327,7 +336,7 @@ __device__ __forceinline__ void gemm(const T* __restrict__ x, const T* __restric
   // The loads are asm without side effects, which the compiler may move
   // above the wait: every pointer to what an earlier kernel writes is
   // taken anew after it, so that its loads depend on the wait.
-  asm volatile("" : "+l"(x) : : "memory");
+  asm volatile("" : "+l"(x), "+l"(bias), "+l"(weight_scales) : : "memory");
   if (!kWeightsReady) asm volatile("" : "+l"(w0), "+l"(w1) : : "memory");
   if (!kWeightsReady) {
     load_weights<T, kU, kWeightsReady>(w0, w1, k_begin, k_end, t, al, ah);
@@ -340,8 +349,8 @@ __device__ __forceinline__ void gemm(const T* __restrict__ x, const T* __restric
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int n = (h == 0 ? n0 : n1) < kN ? (h == 0 ? n0 : n1) : kN - 1;
-    if (kBias) bias_n[h] = to_float(bias[n]);
-    if (kMode == 4) scale_n[h] = __dmul_rn(Q::input_scale, (double)weight_scales[n]);
+    if (kBias) bias_n[h] = load_produced_value(bias + n);
+    if (kMode == 4) scale_n[h] = __dmul_rn(Q::input_scale, (double)__ldcg(weight_scales + n));
   }
   // The block's rows of x over its chunk, copied once to shared memory
   // when they fit (each row padded by 64 bytes: the 16-byte reads of 8
