@@ -1212,11 +1212,7 @@ class Emitter {
   // (kernel_preamble.h's g_int8_value and g_requantize): `scales` names
   // the weight scales' pointer, p3 the bias.
   std::string Int8Result(const OpCall& call, bool has_bias, const std::string& scales) const {
-    auto hex = [](double v) {
-      char buffer[64];
-      std::snprintf(buffer, sizeof(buffer), "%a", v);
-      return std::string(buffer);
-    };
+    const auto hex = ExactDoubleLiteral;
     std::string code = absl::StrCat(
         "    const double v = g_int8_value(acc, __dmul_rn(", hex(call.Float("input_scale")),
         ", (double)", scales, "[c1]), ", has_bias ? "true, p3[c1]" : "false, 0.0f", ", ",
@@ -1253,6 +1249,12 @@ IoLayout LayoutIo(const StepProgram& program) {
   for (const TensorType& t : program.input_types) add(t, io.inputs);
   for (const TensorType& t : program.output_types) add(t, io.outputs);
   return io;
+}
+
+std::string ExactDoubleLiteral(double v) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), "%a", v);
+  return buffer;
 }
 
 bool IsGemmStep(const Step& step) {

@@ -48,6 +48,11 @@ struct KernelSource {
   int64_t copy_in_grid = 1, copy_out_grid = 1;
 };
 
+// `v` as a hexadecimal floating literal ("%a"), which NVRTC reads back to
+// the same double: constants of the int8 epilogues, computed in double
+// as the interpreter does. `v` is finite.
+std::string ExactDoubleLiteral(double v);
+
 // Whether a step runs as a cuBLASLt matrix product rather than a kernel.
 bool IsGemmStep(const Step& step);
 

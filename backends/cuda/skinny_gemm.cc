@@ -1,7 +1,6 @@
 #include "backends/cuda/skinny_gemm.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -228,11 +227,7 @@ namespace {
 // The int8 epilogue's constants as a struct of the kernel's source
 // (doubles as exact hexadecimal literals).
 std::string Int8Constants(const std::string& name, const SkinnyInt8& q) {
-  auto hex = [](double v) {
-    char buffer[64];
-    std::snprintf(buffer, sizeof(buffer), "%a", v);
-    return std::string(buffer);
-  };
+  const auto hex = ExactDoubleLiteral;
   const bool quantized = q.output != DType::kF32;
   return absl::StrCat(
       "struct ", name, " {\n  static constexpr bool unsigned_x = ", q.unsigned_input ? "true" : "false",
