@@ -11,6 +11,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "backends/orc/float8_ir.h"
 #include "backends/orc/ir_emitter.h"
 #include "backends/orc/llvm_jit.h"
 #include "backends/strided_view.h"
@@ -923,7 +924,8 @@ class StepEmitter {
 
   // Computed in f64 as the interpreter does, so the integers agree exactly:
   // q = clamp(round_half_even(x / scale) + zero_point), NaN -> zero point;
-  // x = (q - zero_point) * scale.
+  // x = (q - zero_point) * scale. f8e4m3: q = x / scale to the nearest
+  // f8e4m3 value (float8_ir.h).
   absl::Status Quantize() {
     ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node()));
     const Node* input = call.TensorNode("input");
@@ -955,10 +957,14 @@ class StepEmitter {
                                     : ir_.Constant(f64, scale_value);
       llvm::Value* z = zp_tensor ? ir_.Convert(v[next++], zp.dtype, f64)
                                  : ir_.Constant(f64, zp_value);
-      llvm::Value* x = ir_.Convert(v[0], in_type, f64);
+      llvm::Value* x = in_type == DType::kF8E4M3 ? Float8E4M3ToDouble(b(), v[0])
+                                                 : ir_.Convert(v[0], in_type, f64);
       if (dequantize) {
         return ir_.Convert(b().CreateFMul(b().CreateFSub(x, z), s), f64, t);
       }
+      // f8e4m3 is symmetric (zero point 0): x / scale, rounded and
+      // saturated by the conversion.
+      if (t == DType::kF8E4M3) return DoubleToFloat8E4M3(b(), b().CreateFDiv(x, s));
       llvm::Value* q = b().CreateFAdd(
           b().CreateUnaryIntrinsic(llvm::Intrinsic::nearbyint, b().CreateFDiv(x, s)), z);
       q = b().CreateBinaryIntrinsic(

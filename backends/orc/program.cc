@@ -120,10 +120,6 @@ absl::Status CheckTypes(const Node& node) {
 
 absl::Status CanLowerCall(const Node& node) {
   const std::string& op = node.target();
-  if (IsFloat8QuantizeOp(node)) {
-    return absl::UnimplementedError(
-        absl::StrCat(op, " of f8e4m3 values runs on the interpreter"));
-  }
   if (PointwiseFormulaOf(node).has_value() || IsAliasOp(node) ||
       node.is_call("permute") || node.is_call("transpose") ||
       node.is_call("expand") || node.is_call("concat") ||

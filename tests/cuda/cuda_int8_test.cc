@@ -217,7 +217,9 @@ TEST(CudaInt8, SaysWhatItCannotRun) {
   for (const Shape& s : {Shape{0, 8, 32}, Shape{2, 4, 65808}}) {
     ModuleBuilder edge = Int8Products(rng, s);
     for (const Node* n : edge.module().graph().nodes()) {
-      if (n->is_call(kQuantizedLinearOp)) EXPECT_TRUE(absl::IsUnimplemented(cuda::CanLower(*n)));
+      if (n->is_call(kQuantizedLinearOp)) {
+        EXPECT_TRUE(absl::IsUnimplemented(cuda::CanLower(*n)));
+      }
     }
   }
   ModuleBuilder ok = Int8Products(rng, {4, 8, 32});
