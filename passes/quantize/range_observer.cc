@@ -2,14 +2,25 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "graph/tensor.h"
 
 namespace graft::passes::quantize {
 namespace {
 
 // The smallest scale used: a value that was always zero still quantizes.
 constexpr double kMinScale = 1e-12;
+
+// The distance between f8e4m3 values around |v| (in units of the scale):
+// 2^(e - 3) in binade e, the subnormal step 2^-9 below 2^-6.
+double Float8Step(double v) {
+  int e = 0;
+  std::frexp(v, &e);  // v = f * 2^e, f in [0.5, 1): binade e - 1.
+  return std::ldexp(1.0, std::max(e - 1, -6) - 3);
+}
 
 }  // namespace
 
@@ -133,8 +144,10 @@ double RangeObserver::Percentile(double fraction) const {
 
 // TensorRT's entropy calibration over the histogram of |x|: for each
 // candidate threshold, the seen distribution (outliers folded into the
-// last bin) against its quantization to `levels` levels.
-double RangeObserver::EntropyThreshold(int levels) const {
+// last bin) against its quantization to `levels` uniform levels, or for
+// `float8` to the f8e4m3 values below the threshold (bins whose centers
+// round to one value are one level).
+double RangeObserver::EntropyThreshold(int levels, bool float8) const {
   const std::vector<double> abs = AbsoluteBins();
   const int bins = static_cast<int>(abs.size());
   const double width = span_ / bins;
@@ -146,9 +159,24 @@ double RangeObserver::EntropyThreshold(int levels) const {
     std::vector<double> p(abs.begin(), abs.begin() + i);
     p[i - 1] += suffix[i];
     std::vector<double> q(i, 0.0);
-    for (int k = 0; k < levels; ++k) {
-      const int start = static_cast<int>(static_cast<int64_t>(k) * i / levels);
-      const int end = static_cast<int>(static_cast<int64_t>(k + 1) * i / levels);
+    // Each level's bins [start, end), in order.
+    std::vector<std::pair<int, int>> cells;
+    if (float8) {
+      const double scale = i * width / kFloat8E4M3Max;
+      for (int j = 0; j < i;) {
+        const uint8_t code = DoubleToFloat8E4M3((j + 0.5) * width / scale);
+        int end = j + 1;
+        while (end < i && DoubleToFloat8E4M3((end + 0.5) * width / scale) == code) ++end;
+        cells.emplace_back(j, end);
+        j = end;
+      }
+    } else {
+      for (int k = 0; k < levels; ++k) {
+        cells.emplace_back(static_cast<int>(static_cast<int64_t>(k) * i / levels),
+                           static_cast<int>(static_cast<int64_t>(k + 1) * i / levels));
+      }
+    }
+    for (auto [start, end] : cells) {
       double sum = 0;
       int nonzero = 0;
       for (int j = start; j < end; ++j) {
@@ -176,8 +204,10 @@ double RangeObserver::EntropyThreshold(int levels) const {
 }
 
 // The expected squared error of each threshold: rounding error step^2 / 12
-// inside, the distance to the threshold outside.
-double RangeObserver::MseThreshold(int levels) const {
+// inside (the step threshold / levels, or for `float8` the distance between
+// the f8e4m3 values around the value, with scale threshold / 448), the
+// distance to the threshold outside.
+double RangeObserver::MseThreshold(int levels, bool float8) const {
   const std::vector<double> abs = AbsoluteBins();
   const int bins = static_cast<int>(abs.size());
   const double width = span_ / bins;
@@ -185,11 +215,12 @@ double RangeObserver::MseThreshold(int levels) const {
   double best = span_;
   for (int j = 1; j <= bins; ++j) {
     const double threshold = j * width;
-    const double step = threshold / levels;
+    const double scale = threshold / (float8 ? kFloat8E4M3Max : levels);
     double error = 0;
     for (int k = 0; k < bins; ++k) {
       if (abs[k] == 0) continue;
       const double center = (k + 0.5) * width;
+      const double step = float8 ? Float8Step(center / scale) * scale : scale;
       const double e = center <= threshold ? step * step / 12 : (center - threshold) * (center - threshold);
       error += abs[k] * e;
     }
@@ -216,10 +247,10 @@ std::pair<double, double> RangeObserver::Range(Calibrator calibrator, DType dtyp
       threshold = Percentile(0.9999);
       break;
     case Calibrator::kEntropy:
-      threshold = EntropyThreshold(steps + 1);
+      threshold = EntropyThreshold(steps + 1, IsFloat8(dtype));
       break;
     case Calibrator::kMse:
-      threshold = MseThreshold(steps);
+      threshold = MseThreshold(steps, IsFloat8(dtype));
       break;
   }
   threshold = std::min(threshold, magnitude);

@@ -76,8 +76,9 @@ class RangeObserver {
   // Counts of |x| in kBins / 2 bins over [0, span].
   std::vector<double> AbsoluteBins() const;
   double Percentile(double fraction) const;  // Of |x|.
-  double EntropyThreshold(int levels) const;
-  double MseThreshold(int levels) const;
+  // `levels` uniform levels, or the f8e4m3 values (`float8`).
+  double EntropyThreshold(int levels, bool float8) const;
+  double MseThreshold(int levels, bool float8) const;
 
   int64_t count_ = 0;
   double min_ = std::numeric_limits<double>::infinity();

@@ -104,6 +104,38 @@ TEST(RangeObserver, EveryCalibratorComesFromOnePass) {
   EXPECT_LT(mse, 50);
 }
 
+// The squared error of f8e4m3 quantization with scale th / 448.
+double Float8QuantError(const Tensor& t, double th) {
+  const double scale = th / 448;
+  double error = 0;
+  for (int64_t i = 0; i < t.NumElements(); ++i) {
+    const double x = t.data<float>()[i];
+    const double q =
+        Float8E4M3ToFloat(DoubleToFloat8E4M3(std::clamp(x / scale, -448.0, 448.0))) * scale;
+    error += (x - q) * (x - q);
+  }
+  return error;
+}
+
+// For f8e4m3 the error calibrators model its grid (steps that grow with
+// the value), not 127 uniform steps: on a body and one far outlier, MSE's
+// threshold has no more f8e4m3 error than MinMax's (the uniform model would
+// clip the outlier hard, paying for it in full), and entropy keeps the body.
+TEST(RangeObserver, Float8CalibratorsModelItsGrid) {
+  RangeObserver o;
+  Tensor data = Normal(100000, 3);
+  data.data<float>()[0] = 50;
+  o.Add(data);
+  const double mse = o.Range(Calibrator::kMse, DType::kF8E4M3, true).second;
+  EXPECT_LE(Float8QuantError(data, mse), Float8QuantError(data, 50) * 1.01) << "threshold " << mse;
+  const double uniform = o.Range(Calibrator::kMse, DType::kI8, true).second;
+  EXPECT_GT(Float8QuantError(data, uniform), Float8QuantError(data, 50) * 1.05)
+      << "the int8 threshold " << uniform << " should cost f8e4m3 more than MinMax";
+  const double entropy = o.Range(Calibrator::kEntropy, DType::kF8E4M3, true).second;
+  EXPECT_GT(entropy, 5) << "the body should not be clipped";
+  EXPECT_LE(entropy, 50);
+}
+
 // An overflow upstream (inf) or NaN says nothing of the range.
 TEST(RangeObserver, NonFiniteValuesAreSkipped) {
   RangeObserver o;
