@@ -350,6 +350,18 @@ absl::StatusOr<std::optional<std::vector<TensorType>>> InferNodeTypes(
   if (!AllInputsTyped(node)) return std::nullopt;
   absl::StatusOr<std::vector<TensorType>> types = call->schema().infer(ctx);
   if (!types.ok()) return types.status();
+  // f8e4m3 values come only from quantizing (a creation op or a cast would
+  // write raw bytes or a saturated integer); views move them.
+  const std::string& op = call->schema().name;
+  if (call->schema().traits.kind != OpKind::kView && op != "quantize_per_tensor" &&
+      op != "quantize_per_channel") {
+    for (const TensorType& t : *types) {
+      if (IsFloat8(t.dtype)) {
+        return ctx.Error(
+            "f8e4m3 values are made only by quantize_per_tensor and quantize_per_channel");
+      }
+    }
+  }
   return std::optional<std::vector<TensorType>>(*std::move(types));
 }
 

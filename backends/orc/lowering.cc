@@ -964,7 +964,11 @@ class StepEmitter {
       }
       // f8e4m3 is symmetric (zero point 0): x / scale, rounded and
       // saturated by the conversion.
-      if (t == DType::kF8E4M3) return DoubleToFloat8E4M3(b(), b().CreateFDiv(x, s));
+      // A NaN x goes through as itself, keeping its sign.
+      if (t == DType::kF8E4M3) {
+        return DoubleToFloat8E4M3(
+            b(), b().CreateSelect(b().CreateFCmpUNO(x, x), x, b().CreateFDiv(x, s)));
+      }
       llvm::Value* q = b().CreateFAdd(
           b().CreateUnaryIntrinsic(llvm::Intrinsic::nearbyint, b().CreateFDiv(x, s)), z);
       q = b().CreateBinaryIntrinsic(

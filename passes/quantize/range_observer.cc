@@ -162,7 +162,7 @@ double RangeObserver::EntropyThreshold(int levels, bool float8) const {
     // Each level's bins [start, end), in order.
     std::vector<std::pair<int, int>> cells;
     if (float8) {
-      const double scale = i * width / kFloat8E4M3Max;
+      const double scale = (i + 0.5) * width / kFloat8E4M3Max;  // As returned below.
       for (int j = 0; j < i;) {
         const uint8_t code = DoubleToFloat8E4M3((j + 0.5) * width / scale);
         int end = j + 1;

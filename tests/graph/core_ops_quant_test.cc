@@ -65,6 +65,10 @@ TEST_F(QuantTest, Float8) {
               HasSubstr("an f8e4m3 pad fills with 0 only"));
   Node* ids = Input(DType::kI64, {3}, "ids");
   EXPECT_TRUE(HasType(Infer("index_select", {f8, 0, ids}), T(DType::kF8E4M3, {3, 8})));
+  // Only quantizing makes f8e4m3 values: not a creation op, not a cast.
+  EXPECT_THAT(ErrorOf(Infer("full", {Argument::IntList({2}), -1.0}, {{"dtype", DType::kF8E4M3}})),
+              HasSubstr("made only by quantize_per_tensor and quantize_per_channel"));
+  EXPECT_THAT(ErrorOf(Infer("cast", {f32, DType::kF8E4M3})), HasSubstr("made only by quantize"));
 }
 
 TEST_F(QuantTest, QuantizePerChannel) {

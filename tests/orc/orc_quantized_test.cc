@@ -140,7 +140,9 @@ graph():
       }
     }
   }
-  for (float v : {0.0f, -0.0f, 447.0f, 448.0f, 449.0f, 464.0f, 480.0f, 1e30f,
+  // Below the smallest subnormal 2^-9: the tie at 2^-10 rounds to 0, past it up.
+  for (float v : {0.0f, -0.0f, 0x1p-10f, 0x1.8p-10f, 0x1p-11f, -0x1p-10f, -0x1.8p-10f,
+                  447.0f, 448.0f, 449.0f, 464.0f, 480.0f, 1e30f,
                   std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
                   std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN(),
                   std::numeric_limits<float>::denorm_min()}) {
