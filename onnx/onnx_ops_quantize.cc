@@ -118,6 +118,10 @@ absl::StatusOr<bool> FoldDequantizeLinear(NodeContext& ctx) {
   if (scale == nullptr || (ctx.HasInput(2) && zero_point == nullptr)) return false;
   ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().Int("axis", 1));
   const int64_t n = scale->NumElements();
+  if (zero_point != nullptr && zero_point->NumElements() != n) {
+    return NodeContext::Invalid(absl::StrCat("the zero point has ", zero_point->NumElements(),
+                                             " values and the scale ", n));
+  }
   int64_t channel_stride = 1, channels = 1;
   if (n != 1) {
     ASSIGN_OR_RETURN(int64_t a, NormalizeAxis(axis, x->rank()));

@@ -605,6 +605,14 @@ TEST(OnnxComposedOps, QuantizeLinearRefusesWhatItCannotDo) {
   wide.Node("QuantizeLinear", {"x", "s", "z"}, {"q"});
   wide.Output("q");
   EXPECT_THAT(ImportError(wide), HasSubstr("int8 and uint8"));
+  // A known int32 bias whose zero point has fewer values than its scale.
+  ModelBuilder short_zero_point;
+  short_zero_point.RawInitializer("bias", T(DType::kI32, {2}, {10, -20}));
+  short_zero_point.FloatInitializer("s", {2}, {1, 2});
+  short_zero_point.RawInitializer("z", T(DType::kI32, {1}, {0}));
+  AttrInt(short_zero_point.Node("DequantizeLinear", {"bias", "s", "z"}, {"b"}), "axis", 0);
+  short_zero_point.Output("b");
+  EXPECT_THAT(ImportError(short_zero_point), HasSubstr("the zero point has 1 values and the scale 2"));
 }
 
 // Gemm with transB and a scalar C: not linear's bias (which is [N]) but an
