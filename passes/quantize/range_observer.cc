@@ -163,12 +163,16 @@ double RangeObserver::EntropyThreshold(int levels, bool float8) const {
     std::vector<std::pair<int, int>> cells;
     if (float8) {
       const double scale = (i + 0.5) * width / kFloat8E4M3Max;  // As returned below.
-      for (int j = 0; j < i;) {
+      // The codes rise with the bins: a new code starts a new level.
+      uint8_t previous = 0;
+      for (int j = 0; j < i; ++j) {
         const uint8_t code = DoubleToFloat8E4M3((j + 0.5) * width / scale);
-        int end = j + 1;
-        while (end < i && DoubleToFloat8E4M3((end + 0.5) * width / scale) == code) ++end;
-        cells.emplace_back(j, end);
-        j = end;
+        if (j == 0 || code != previous) {
+          cells.emplace_back(j, j + 1);
+        } else {
+          cells.back().second = j + 1;
+        }
+        previous = code;
       }
     } else {
       for (int k = 0; k < levels; ++k) {
