@@ -17,7 +17,7 @@
 #include <cstdio>
 
 #include "kernels.inc"
-#include "int8_layer.h"
+#include "bench_kernels.h"
 
 #define CHECK(x)                                                            \
   do {                                                                      \
@@ -43,16 +43,6 @@ __global__ void __launch_bounds__(128, 4) skinny_int8(const signed char* x, cons
                                                       int* counters) {
   g_skinny::gemm<signed char, unsigned char, float, int8_layer, 4, 1, true, true, 4, 4, 32, 32, N, K, S,
                  C>(x, w, b, scales, y, partial, counters);
-}
-
-__global__ void stream_read(const uint4* w, size_t n, unsigned* out) {
-  unsigned acc = 0;
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-       i += (size_t)gridDim.x * blockDim.x) {
-    const uint4 v = __ldcs(w + i);
-    acc ^= v.x ^ v.y ^ v.z ^ v.w;
-  }
-  if (acc == 0x12345678u) *out = acc;
 }
 
 template <class F>
