@@ -1,6 +1,7 @@
 #include "backends/bias_into_linear.h"
 
-#include <cstring>
+#include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "graph/graph.h"
@@ -20,15 +21,33 @@ const Tensor* FloatConstant(const Module& module, const Node* node, int64_t rank
              : nullptr;
 }
 
-// The [N, K] transpose of a [K, N] tensor, element bytes moved as they are.
+// `to` = the [N, K] transpose of `from` ([K, N]), in 32 x 32 tiles so that
+// both sides stay in cache (a GPT-2 block's weights are 28 MB).
+template <class E>
+void TransposeAs(const void* from_bytes, void* to_bytes, int64_t k, int64_t n) {
+  constexpr int64_t kTile = 32;
+  const E* from = static_cast<const E*>(from_bytes);
+  E* to = static_cast<E*>(to_bytes);
+  for (int64_t i0 = 0; i0 < k; i0 += kTile) {
+    for (int64_t j0 = 0; j0 < n; j0 += kTile) {
+      const int64_t i1 = std::min(k, i0 + kTile), j1 = std::min(n, j0 + kTile);
+      for (int64_t i = i0; i < i1; ++i) {
+        for (int64_t j = j0; j < j1; ++j) to[j * k + i] = from[i * n + j];
+      }
+    }
+  }
+}
+
+// The [N, K] transpose of a [K, N] float tensor, element bits moved as
+// they are.
 Tensor Transposed(const Tensor& w) {
   const int64_t k = w.dim(0), n = w.dim(1);
-  const size_t size = DTypeSize(w.dtype());
   Tensor t(w.dtype(), {n, k});
-  const char* from = static_cast<const char*>(w.raw_data());
-  char* to = static_cast<char*>(t.raw_data());
-  for (int64_t i = 0; i < k; ++i) {
-    for (int64_t j = 0; j < n; ++j) std::memcpy(to + (j * k + i) * size, from + (i * n + j) * size, size);
+  switch (DTypeSize(w.dtype())) {
+    case 1: TransposeAs<uint8_t>(w.raw_data(), t.raw_data(), k, n); break;
+    case 2: TransposeAs<uint16_t>(w.raw_data(), t.raw_data(), k, n); break;
+    case 4: TransposeAs<uint32_t>(w.raw_data(), t.raw_data(), k, n); break;
+    default: TransposeAs<uint64_t>(w.raw_data(), t.raw_data(), k, n); break;
   }
   return t;
 }

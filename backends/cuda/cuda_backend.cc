@@ -23,7 +23,7 @@ int graft_link_cuda_backend = 0;
 namespace graft::cuda {
 namespace {
 
-constexpr char kMagic[] = "graft-cuda-executable 1\n";
+constexpr char kMagic[] = "graft-cuda-executable 2\n";
 
 absl::StatusOr<CudaOptions> OptionsOf(const CompileOptions& options) {
   for (const auto& [key, value] : options.options) {
@@ -146,9 +146,12 @@ absl::StatusOr<std::string> CudaBackend::SerializeExecutable(const Executable& e
   for (const auto& [step, algo] : artifact.gemm_algos) {
     absl::StrAppend(&bytes, step, "\n", algo.size(), "\n", algo);
   }
-  // The driver reads a CUBIN by the sizes in its own header: check it is
-  // whole before handing it over.
-  absl::StrAppend(&bytes, CubinHash(artifact.cubin), "\n", artifact.cubin);
+  // The driver reads a CUBIN by the sizes in its own header: check each
+  // is whole before handing it over.
+  absl::StrAppend(&bytes, artifact.cubins.size(), "\n");
+  for (const std::string& cubin : artifact.cubins) {
+    absl::StrAppend(&bytes, CubinHash(cubin), "\n", cubin.size(), "\n", cubin);
+  }
   return bytes;
 }
 
@@ -172,13 +175,24 @@ absl::StatusOr<std::unique_ptr<Executable>> CudaBackend::DeserializeExecutable(
     artifact.gemm_algos[static_cast<int>(step)] = std::string(bytes.substr(at, size));
     at += size;
   }
-  const size_t hash_line = bytes.find('\n', at);
-  if (hash_line == absl::string_view::npos) return absl::DataLossError("a damaged cuda executable");
-  const absl::string_view cubin_hash = bytes.substr(at, hash_line - at);
-  artifact.cubin = std::string(bytes.substr(hash_line + 1));
-  if (CubinHash(artifact.cubin) != cubin_hash) {
-    return absl::DataLossError("a damaged cuda executable (its CUBIN does not match its hash)");
+  ASSIGN_OR_RETURN(size_t cubins, ReadNumber(bytes, at));
+  for (size_t i = 0; i < cubins; ++i) {
+    const size_t hash_line = bytes.find('\n', at);
+    if (hash_line == absl::string_view::npos) {
+      return absl::DataLossError("a damaged cuda executable");
+    }
+    const absl::string_view cubin_hash = bytes.substr(at, hash_line - at);
+    at = hash_line + 1;
+    ASSIGN_OR_RETURN(size_t size, ReadNumber(bytes, at));
+    if (size > bytes.size() - at) return absl::DataLossError("a damaged cuda executable");
+    artifact.cubins.emplace_back(bytes.substr(at, size));
+    at += size;
+    if (CubinHash(artifact.cubins.back()) != cubin_hash) {
+      return absl::DataLossError(absl::StrCat("a damaged cuda executable (CUBIN ", i + 1, " of ",
+                                              cubins, " does not match its hash)"));
+    }
   }
+  if (at != bytes.size()) return absl::DataLossError("a damaged cuda executable (trailing bytes)");
   std::vector<ValueSignature> inputs = PlaceholderSignature(module.graph());
   RETURN_IF_ERROR(NarrowSignature(inputs, options.input_types));
   if (!AllConcrete(inputs)) return absl::DataLossError("input types unknown");

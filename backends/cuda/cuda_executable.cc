@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <future>
 #include <utility>
 
 #include "absl/container/inlined_vector.h"
@@ -99,7 +100,9 @@ struct RunContext {
 
 absl::StatusOr<std::unique_ptr<CompiledCudaProgram>> CompiledCudaProgram::Create(
     StepProgram program, const CudaOptions& options, const GpuInfo& gpu,
-    const CudaArtifact* artifact) {
+    const CudaArtifact* artifact, CompilePhases* phases) {
+  CompilePhases unreported;
+  if (phases == nullptr) phases = &unreported;
   std::unique_ptr<CompiledCudaProgram> c(new CompiledCudaProgram());
   c->program_ = std::move(program);
   c->options_ = options;
@@ -117,60 +120,31 @@ absl::StatusOr<std::unique_ptr<CompiledCudaProgram>> CompiledCudaProgram::Create
   RETURN_IF_ERROR(GpuScope(gpu.index).Use());
   ASSIGN_OR_RETURN(KernelSource source, GenerateKernels(p, options, gpu.multiprocessors,
                                                              gpu.major * 10 + gpu.minor));
-  if (artifact != nullptr) {
-    c->cubin_ = artifact->cubin;
+  phases->Mark("kernels generated");
+  // NVRTC runs on other threads while this one plans the cuBLASLt products
+  // and uploads the weights: neither needs the kernels, and cuBLASLt's
+  // first use in a process takes about 100 ms.
+  std::future<absl::StatusOr<std::vector<std::string>>> compiling;
+  if (artifact == nullptr) {
+    compiling = std::async(std::launch::async, [&source, arch = gpu.Arch()] {
+      return CompileUnitsToCubins(source.units, arch);
+    });
+  } else if (artifact->cubins.size() != source.units.size()) {
+    return absl::DataLossError(absl::StrCat("the cached code has ", artifact->cubins.size(),
+                                            " CUBINs for ", source.units.size(), " units"));
   } else {
-    ASSIGN_OR_RETURN(c->cubin_, CompileToCubin(source.source, gpu.Arch()));
+    c->cubins_ = artifact->cubins;
   }
-  RETURN_IF_ERROR(GRAFT_CUDA(cudaLibraryLoadData(&c->library_, c->cubin_.data(), nullptr,
-                                                 nullptr, 0, nullptr, nullptr, 0)));
-  c->launches_.resize(p.steps.size());
-  for (size_t i = 0; i < p.steps.size(); ++i) {
-    for (KernelLaunch& spec : source.launches[i]) {
-      Launch launch;
-      RETURN_IF_ERROR(GRAFT_CUDA(
-          cudaLibraryGetKernel(&launch.kernel, c->library_, spec.name.c_str())));
-      launch.spec = std::move(spec);
-      c->uses_split_k_ |= launch.spec.split_k_scratch;
-      c->launches_[i].push_back(std::move(launch));
-    }
-  }
-  RETURN_IF_ERROR(GRAFT_CUDA(cudaLibraryGetKernel(&c->copy_in_, c->library_, "graft_copy_in")));
-  RETURN_IF_ERROR(
-      GRAFT_CUDA(cudaLibraryGetKernel(&c->copy_out_, c->library_, "graft_copy_out")));
-  c->copy_in_grid_ = static_cast<unsigned>(source.copy_in_grid);
-  c->copy_out_grid_ = static_cast<unsigned>(source.copy_out_grid);
-  RETURN_IF_ERROR(GRAFT_CUBLAS(cublasLtCreate(&c->blas_)));
-  for (size_t i = 0; i < p.steps.size(); ++i) {
-    const Step& step = p.steps[i];
-    if (!IsGemmStep(step) ||
-        SkinnyGemmFor(step, options, gpu.multiprocessors, gpu.major * 10 + gpu.minor)) {
-      continue;
-    }
-    absl::StatusOr<GemmShape> shape = GemmShapeOf(*step.node);
-    if (shape.ok() && shape->m * shape->n * shape->batch == 0) continue;  // Empty.
-    absl::StatusOr<std::unique_ptr<GemmPlan>> plan = absl::InternalError("no GEMM shape");
-    if (!shape.ok()) {
-      plan = shape.status();
-    } else {
-      std::string activation = GemmActivation(step);
-      shape->activation = activation == "gelu" ? "" : activation;
-      shape->tf32 = options.precision == "tf32";
-      std::string algo;
-      if (artifact != nullptr) {
-        auto it = artifact->gemm_algos.find(static_cast<int>(i));
-        if (it != artifact->gemm_algos.end()) algo = it->second;
-      }
-      plan = GemmPlan::Create(c->blas_, *shape, options.autotune, algo);
-    }
-    if (!plan.ok()) {
-      return absl::Status(plan.status().code(),
-                          absl::StrCat("%", step.node->name(), " (", step.node->target(),
-                                       "): ", plan.status().message()));
-    }
-    c->gemms_[static_cast<int>(i)] = *std::move(plan);
-  }
+  RETURN_IF_ERROR(c->PlanGemms(artifact));
+  phases->Mark(absl::StrCat("cublasLt plans (", c->gemms_.size(), ")"));
   RETURN_IF_ERROR(c->UploadWeights());
+  phases->Mark("weights uploaded");
+  if (compiling.valid()) {
+    ASSIGN_OR_RETURN(c->cubins_, compiling.get());
+    phases->Mark(absl::StrCat("nvrtc, the rest (", source.units.size(), " units)"));
+  }
+  RETURN_IF_ERROR(c->LoadKernels(source));
+  phases->Mark("modules loaded");
   size_t launches = c->gemms_.size();
   for (const auto& step : c->launches_) launches += step.size();
   for (const auto& step : c->launches_) {
@@ -185,19 +159,77 @@ absl::StatusOr<std::unique_ptr<CompiledCudaProgram>> CompiledCudaProgram::Create
   return c;
 }
 
+absl::Status CompiledCudaProgram::LoadKernels(KernelSource& source) {
+  for (const std::string& cubin : cubins_) {
+    libraries_.push_back(nullptr);
+    RETURN_IF_ERROR(GRAFT_CUDA(cudaLibraryLoadData(&libraries_.back(), cubin.data(), nullptr,
+                                                   nullptr, 0, nullptr, nullptr, 0)));
+  }
+  launches_.resize(program_.steps.size());
+  for (size_t i = 0; i < program_.steps.size(); ++i) {
+    for (KernelLaunch& spec : source.launches[i]) {
+      Launch launch;
+      RETURN_IF_ERROR(GRAFT_CUDA(
+          cudaLibraryGetKernel(&launch.kernel, libraries_[spec.unit], spec.name.c_str())));
+      launch.spec = std::move(spec);
+      uses_split_k_ |= launch.spec.split_k_scratch;
+      launches_[i].push_back(std::move(launch));
+    }
+  }
+  RETURN_IF_ERROR(GRAFT_CUDA(cudaLibraryGetKernel(&copy_in_, libraries_[0], "graft_copy_in")));
+  RETURN_IF_ERROR(GRAFT_CUDA(cudaLibraryGetKernel(&copy_out_, libraries_[0], "graft_copy_out")));
+  copy_in_grid_ = static_cast<unsigned>(source.copy_in_grid);
+  copy_out_grid_ = static_cast<unsigned>(source.copy_out_grid);
+  return absl::OkStatus();
+}
+
+absl::Status CompiledCudaProgram::PlanGemms(const CudaArtifact* artifact) {
+  RETURN_IF_ERROR(GRAFT_CUBLAS(cublasLtCreate(&blas_)));
+  const int cc = gpu_.major * 10 + gpu_.minor;
+  for (size_t i = 0; i < program_.steps.size(); ++i) {
+    const Step& step = program_.steps[i];
+    if (!IsGemmStep(step) || SkinnyGemmFor(step, options_, gpu_.multiprocessors, cc)) continue;
+    absl::StatusOr<GemmShape> shape = GemmShapeOf(*step.node);
+    if (shape.ok() && shape->m * shape->n * shape->batch == 0) continue;  // Empty.
+    absl::StatusOr<std::unique_ptr<GemmPlan>> plan = absl::InternalError("no GEMM shape");
+    if (!shape.ok()) {
+      plan = shape.status();
+    } else {
+      std::string activation = GemmActivation(step);
+      shape->activation = activation == "gelu" ? "" : activation;
+      shape->tf32 = options_.precision == "tf32";
+      std::string algo;
+      if (artifact != nullptr) {
+        auto it = artifact->gemm_algos.find(static_cast<int>(i));
+        if (it != artifact->gemm_algos.end()) algo = it->second;
+      }
+      plan = GemmPlan::Create(blas_, *shape, options_.autotune, algo);
+    }
+    if (!plan.ok()) {
+      return absl::Status(plan.status().code(),
+                          absl::StrCat("%", step.node->name(), " (", step.node->target(),
+                                       "): ", plan.status().message()));
+    }
+    gemms_[static_cast<int>(i)] = *std::move(plan);
+  }
+  return absl::OkStatus();
+}
+
 CompiledCudaProgram::~CompiledCudaProgram() {
   std::lock_guard<std::recursive_mutex> exclusion(CaptureExclusion());
   if (GpuScope(gpu_.index).Use().ok()) {
     free_contexts_.clear();
     gemms_.clear();
     if (blas_ != nullptr) cublasLtDestroy(blas_);
-    if (library_ != nullptr) cudaLibraryUnload(library_);
+    for (cudaLibrary_t library : libraries_) {
+      if (library != nullptr) cudaLibraryUnload(library);
+    }
     if (weights_ != nullptr) cudaFree(weights_);
   }
 }
 
 CudaArtifact CompiledCudaProgram::Artifact() const {
-  CudaArtifact a{cubin_, {}};
+  CudaArtifact a{cubins_, {}};
   for (const auto& [step, plan] : gemms_) a.gemm_algos[step] = plan->AlgoBytes();
   return a;
 }
@@ -669,8 +701,10 @@ CudaExecutable::CudaExecutable(const Module& module, std::vector<ValueSignature>
 
 absl::StatusOr<std::unique_ptr<CompiledCudaProgram>> CudaExecutable::Build(
     const std::vector<TensorType>& types, const CudaArtifact* artifact) const {
+  CompilePhases phases;
   ASSIGN_OR_RETURN(StepProgram program, BuildCudaProgram(*module_, types, options_));
-  return CompiledCudaProgram::Create(std::move(program), options_, gpu_, artifact);
+  phases.Mark("program");
+  return CompiledCudaProgram::Create(std::move(program), options_, gpu_, artifact, &phases);
 }
 
 absl::Status CudaExecutable::CompileNow(const CudaArtifact* artifact) {

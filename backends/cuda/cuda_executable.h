@@ -17,16 +17,17 @@
 #include "backends/cuda/cuda_program.h"
 #include "backends/cuda/gemm.h"
 #include "backends/cuda/kernel_emitter.h"
+#include "backends/cuda/compile_phases.h"
 #include "backends/programs_by_shape.h"
 #include "backends/step_program.h"
 
 namespace graft::cuda {
 
-// What the disk cache keeps of a compiled program: the CUBIN and the
-// GEMM algorithms chosen (by step), so a new process runs neither NVRTC
-// nor the autotuner.
+// What the disk cache keeps of a compiled program: the CUBINs (one per
+// translation unit) and the GEMM algorithms chosen (by step), so a new
+// process runs neither NVRTC nor the autotuner.
 struct CudaArtifact {
-  std::string cubin;
+  std::vector<std::string> cubins;
   std::map<int, std::string> gemm_algos;
 };
 
@@ -39,9 +40,10 @@ struct RunContext;
 // the GEMM plans, the weights on the device.
 class CompiledCudaProgram {
  public:
+  // `phases` (optional) is told when each phase ends.
   static absl::StatusOr<std::unique_ptr<CompiledCudaProgram>> Create(
       StepProgram program, const CudaOptions& options, const GpuInfo& gpu,
-      const CudaArtifact* artifact = nullptr);
+      const CudaArtifact* artifact = nullptr, CompilePhases* phases = nullptr);
   ~CompiledCudaProgram();
 
   const StepProgram& program() const { return program_; }
@@ -56,6 +58,11 @@ class CompiledCudaProgram {
   };
   CompiledCudaProgram() = default;
   absl::Status UploadWeights();
+  // The cuBLASLt plan of each product cuBLASLt runs (algorithms from
+  // `artifact` where it has them).
+  absl::Status PlanGemms(const CudaArtifact* artifact);
+  // Loads cubins_ and finds each launch's kernel (moved out of `source`).
+  absl::Status LoadKernels(KernelSource& source);
   absl::StatusOr<std::unique_ptr<RunContext>> NewContext() const;
   void* Resolve(const BufferRef& ref, const RunContext& context) const;
   // Every step on the context's stream; with `after_step`, records event
@@ -88,8 +95,8 @@ class CompiledCudaProgram {
   StepProgram program_;
   CudaOptions options_;
   GpuInfo gpu_;
-  std::string cubin_;
-  cudaLibrary_t library_ = nullptr;
+  std::vector<std::string> cubins_;          // One per KernelSource unit.
+  std::vector<cudaLibrary_t> libraries_;     // Loaded from them.
   // graft_copy_in and graft_copy_out (KernelSource) and their grids.
   cudaKernel_t copy_in_ = nullptr, copy_out_ = nullptr;
   unsigned copy_in_grid_ = 1, copy_out_grid_ = 1;

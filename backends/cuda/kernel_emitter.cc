@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <functional>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -62,12 +63,15 @@ DType AccumulatorType(DType t) {
   return DType::kI64;
 }
 
+// `element` ("p1[i]") loaded through g_ld (kernel_preamble.h), as `t`'s
+// register value.
 std::string LoadExpr(DType t, const std::string& element) {
+  const std::string loaded = absl::StrCat("g_ld(&", element, ")");
   switch (t) {
-    case DType::kF16: return absl::StrCat("g_h2f(", element, ")");
-    case DType::kBF16: return absl::StrCat("g_b2f(", element, ")");
-    case DType::kBool: return absl::StrCat("(", element, " != 0)");
-    default: return element;
+    case DType::kF16: return absl::StrCat("g_h2f(", loaded, ")");
+    case DType::kBF16: return absl::StrCat("g_b2f(", loaded, ")");
+    case DType::kBool: return absl::StrCat("(", loaded, " != 0)");
+    default: return loaded;
   }
 }
 
@@ -202,7 +206,6 @@ class Emitter {
         compute_capability_(compute_capability) {}
 
   absl::StatusOr<KernelSource> Run() {
-    out_.source = kKernelPreamble;
     out_.launches.resize(p_.steps.size());
     CopyKernels();
     for (size_t i = 0; i < p_.steps.size(); ++i) {
@@ -214,6 +217,7 @@ class Emitter {
                                                    step.node->target(), "): ", s.message()));
       }
     }
+    PackUnits();
     return std::move(out_);
   }
 
@@ -282,18 +286,14 @@ class Emitter {
   // The kernels that move inputs in and outputs out (KernelSource).
   absl::Status Skinny(const SkinnyGemm& plan) {
     ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node()));
-    if (!skinny_source_added_) {
-      out_.source += kSkinnyGemmSource;
-      skinny_source_added_ = true;
-    }
     std::vector<BufferRef> buffers{BufferOf(call.TensorNode("input")),
                                    BufferOf(call.TensorNode("weight"))};
     // Without a bias the kernel's pointer is never read: pass the weight.
     buffers.push_back(plan.shape.has_bias ? BufferOf(call.TensorNode("bias")) : buffers[1]);
     if (plan.mode == 4) buffers.push_back(BufferOf(call.TensorNode("weight_scales")));
     buffers.push_back(step_->result);
-    const std::string name = NextName();
-    out_.source += SkinnyGemmKernel(name, plan);
+    const std::string name =
+        Define([&](const std::string& n) { return SkinnyGemmKernel(n, plan); }, true);
     KernelLaunch launch{name, plan.grid(), 128, std::move(buffers), false};
     launch.split_k_scratch = true;
     launch.programmatic = compute_capability_ >= 90;  // griddepcontrol: Hopper on.
@@ -331,7 +331,7 @@ class Emitter {
                       io.outputs[j], "ULL, ", n, "ULL);\n");
     }
     absl::StrAppend(&code, "}\n");
-    out_.source += code;
+    copy_kernels_ = std::move(code);
     auto grid = [&](int64_t n) {
       return std::clamp<int64_t>((n / 16 + 255) / 256, 1, static_cast<int64_t>(sms_) * 4);
     };
@@ -362,20 +362,65 @@ class Emitter {
     return absl::StrCat("k", step_index_, "_", kernel_count_++);
   }
 
+  // The name of the kernel `text(name)` defines: an earlier one with the
+  // same text (a repeated layer's), or a new one. `skinny`: a product of
+  // few rows (skinny_gemm_source.h), which gets a unit of its own.
+  std::string Define(const std::function<std::string(const std::string&)>& text, bool skinny) {
+    static constexpr char kPlaceholder[] = "@kernel@";
+    const std::string key = text(kPlaceholder);
+    auto [it, added] = defined_.emplace(key, "");
+    if (!added) return it->second;
+    it->second = NextName();
+    kernels_.push_back({absl::StrReplaceAll(key, {{kPlaceholder, it->second}}), it->second, skinny});
+    return it->second;
+  }
+
+  // KernelSource::units from the kernels defined: each product of few rows
+  // alone, the other kernels kKernelsPerUnit to a unit, the copy kernels in
+  // the first; then each launch's unit.
+  void PackUnits() {
+    constexpr int kKernelsPerUnit = 8;
+    std::map<std::string, int> unit_of;
+    out_.units.push_back(absl::StrCat(kKernelPreamble, copy_kernels_));
+    int in_first = 0, open = 0;  // Kernels in the unit generated kernels fill.
+    for (const DefinedKernel& k : kernels_) {
+      if (k.skinny) {
+        unit_of[k.name] = static_cast<int>(out_.units.size());
+        out_.units.push_back(absl::StrCat(kKernelPreamble, kSkinnyGemmSource, k.text));
+        continue;
+      }
+      if (in_first == kKernelsPerUnit) {
+        open = static_cast<int>(out_.units.size());
+        out_.units.push_back(kKernelPreamble);
+        in_first = 0;
+      }
+      out_.units[open] += k.text;
+      unit_of[k.name] = open;
+      ++in_first;
+    }
+    for (auto& launches : out_.launches) {
+      for (KernelLaunch& launch : launches) launch.unit = unit_of.at(launch.name);
+    }
+  }
+
   int64_t GridFor(int64_t n, int block) const {
     return std::max<int64_t>(1, std::min<int64_t>((n + block - 1) / block,
                                                    static_cast<int64_t>(sms_) * 16));
   }
 
   // Appends `__global__ void name(params) { body }` and its launch.
-  void AddKernel(const std::string& name, const std::vector<std::string>& params,
+  void AddKernel(const std::vector<std::string>& params,
                  const std::string& body, int64_t grid, int block,
                  std::vector<BufferRef> buffers, bool error_flag = false) {
     std::vector<std::string> all = params;
     if (error_flag) all.push_back("int* __restrict__ err");
-    absl::StrAppend(&out_.source, "extern \"C\" __global__ void __launch_bounds__(", block,
-                    ") ", name, "(", absl::StrJoin(all, ", "), ") {\n  g_pdl_begin();\n", body,
-                    "}\n");
+    const std::string name = Define(
+        [&](const std::string& n) {
+          return absl::StrCat("extern \"C\" __global__ void __launch_bounds__(", block, ") ", n,
+                              "(", absl::StrJoin(all, ", "), ") {\n  g_pdl_begin();\n", body,
+                              "}\n");
+        },
+        false);
     KernelLaunch launch{name, grid, block, std::move(buffers), error_flag};
     launch.programmatic = compute_capability_ >= 90;  // griddepcontrol: Hopper on.
     out_.launches[step_index_].push_back(std::move(launch));
@@ -431,7 +476,7 @@ class Emitter {
                     ";\n  }\n");
     std::vector<BufferRef> buffers{out_ref};
     buffers.insert(buffers.end(), in_refs.begin(), in_refs.end());
-    AddKernel(NextName(), params, code, GridFor(n, kThreads), kThreads, std::move(buffers),
+    AddKernel(params, code, GridFor(n, kThreads), kThreads, std::move(buffers),
               error_flag);
   }
 
@@ -655,7 +700,7 @@ class Emitter {
           "LL; ++j) {\n      long long off = 0;\n",
           decompose("j", red_dims, red_strides, "off"), "      acc = ", combine, "(acc, ",
           load, ");\n    }\n    p0[o] = ", store, ";\n  }\n");
-      AddKernel(NextName(), {params0, params1}, code, GridFor(outputs, kThreads), kThreads,
+      AddKernel({params0, params1}, code, GridFor(outputs, kThreads), kThreads,
                 {step_->result, step_->operands[0]});
       return absl::OkStatus();
     }
@@ -668,7 +713,7 @@ class Emitter {
         decompose("j", red_dims, red_strides, "off"), "      acc = ", combine, "(acc, ", load,
         ");\n  }\n  acc = g_block_reduce(acc, ", identity, ", ", combine,
         ");\n  if (threadIdx.x == 0) p0[o] = ", store, ";\n");
-    AddKernel(NextName(), {params0, params1}, code, outputs, threads,
+    AddKernel({params0, params1}, code, outputs, threads,
               {step_->result, step_->operands[0]});
     return absl::OkStatus();
   }
@@ -714,8 +759,7 @@ class Emitter {
     absl::StrAppend(&code, "  for (long long j = threadIdx.x; j < ", rows.n,
                     "LL; j += blockDim.x) p0[start + j * ", rows.inner, "LL] = ",
                     StoreValue(t, Convert(value, acc, t)), ";\n");
-    AddKernel(NextName(),
-              {absl::StrCat(StorageType(t), "* __restrict__ p0"),
+    AddKernel({absl::StrCat(StorageType(t), "* __restrict__ p0"),
                absl::StrCat("const ", StorageType(in_type), "* __restrict__ p1")},
               code, rows.outer * rows.inner, RowThreads(rows.n),
               {step_->result, step_->operands[0]});
@@ -764,7 +808,7 @@ class Emitter {
         at, ")", n, " + ", Literal(acc, call.Float("eps")), ");\n  for (long long j = threadIdx.x; j < ",
         n, "LL; j += blockDim.x) p0[start + j] = ",
         StoreValue(t, Convert(absl::StrCat("((", x, " - mean) * inv)", affine), acc, t)), ";\n");
-    AddKernel(NextName(), params, code, outer, RowThreads(n), std::move(buffers));
+    AddKernel(params, code, outer, RowThreads(n), std::move(buffers));
     return absl::OkStatus();
   }
 
@@ -799,8 +843,7 @@ class Emitter {
     absl::StrAppend(&code, "#pragma unroll\n  for (int k = 0; k < ", per_lane,
                     "; ++k) {\n    const int j = lane + 32 * k;\n    if (j < ", rows.n,
                     ") p0[start + j] = ", StoreValue(t, Convert(value, acc, t)), ";\n  }\n");
-    AddKernel(NextName(),
-              {absl::StrCat(StorageType(t), "* __restrict__ p0"),
+    AddKernel({absl::StrCat(StorageType(t), "* __restrict__ p0"),
                absl::StrCat("const ", StorageType(in_type), "* __restrict__ p1")},
               code, (count + kRowsPerBlock - 1) / kRowsPerBlock, 32 * kRowsPerBlock,
               {step_->result, step_->operands[0]});
@@ -827,7 +870,7 @@ class Emitter {
         "; ++k) {\n    const int j = lane + 32 * k;\n    if (j < ", n, ") p0[start + j] = ",
         StoreValue(t, Convert(absl::StrCat("((v[k] - mean) * inv)", affine), acc, t)),
         ";\n  }\n");
-    AddKernel(NextName(), params, code, (outer + kRowsPerBlock - 1) / kRowsPerBlock,
+    AddKernel(params, code, (outer + kRowsPerBlock - 1) / kRowsPerBlock,
               32 * kRowsPerBlock, std::move(buffers));
     return absl::OkStatus();
   }
@@ -1049,7 +1092,7 @@ class Emitter {
         {BufferOf(table), BufferOf(index)},
         [&](const std::vector<std::string>&) {
           return absl::StrCat(
-              "    const long long j = (long long)p2[", at, "];\n    if (j < 0 || j >= ", size,
+              "    const long long j = (long long)", LoadExpr(index_type, absl::StrCat("p2[", at, "]")), ";\n    if (j < 0 || j >= ", size,
               "LL) { atomicCAS(err, 0, ", failure, "); r = 0; } else { r = ",
               LoadExpr(t, absl::StrCat("p1[", offset, "]")), "; }");
         },
@@ -1080,8 +1123,7 @@ class Emitter {
         ";\n    long long best_at = 0;\n    for (j = 1; j < ", rows.n, "LL; ++j) {\n      const ",
         rt, " v = ", load, ";\n      if (", better,
         ") { best = v; best_at = j; }\n    }\n    p0[o] = best_at;\n  }\n");
-    AddKernel(NextName(),
-              {"long long* __restrict__ p0",
+    AddKernel({"long long* __restrict__ p0",
                absl::StrCat("const ", StorageType(t), "* __restrict__ p1")},
               code, GridFor(rows.outer * rows.inner, kThreads), kThreads,
               {step_->result, step_->operands[0]});
@@ -1215,7 +1257,8 @@ class Emitter {
     const auto hex = ExactDoubleLiteral;
     std::string code = absl::StrCat(
         "    const double v = g_int8_value(acc, __dmul_rn(", hex(call.Float("input_scale")),
-        ", (double)", scales, "[c1]), ", has_bias ? "true, p3[c1]" : "false, 0.0f", ", ",
+        ", (double)", LoadExpr(DType::kF32, absl::StrCat(scales, "[c1]")), "), ",
+        has_bias ? absl::StrCat("true, ", LoadExpr(DType::kF32, "p3[c1]")) : "false, 0.0f", ", ",
         call.String("activation") == "relu" ? "true" : "false", ");\n");
     const DType t = out_dtype();
     if (t == DType::kF32) return absl::StrCat(code, "    r = (float)v;");
@@ -1233,7 +1276,13 @@ class Emitter {
   const Step* step_ = nullptr;
   int step_index_ = 0;
   int kernel_count_ = 0;
-  bool skinny_source_added_ = false;
+  struct DefinedKernel {
+    std::string text, name;
+    bool skinny;
+  };
+  std::vector<DefinedKernel> kernels_;
+  std::map<std::string, std::string> defined_;  // Text (name left out) to name.
+  std::string copy_kernels_;
 };
 
 }  // namespace

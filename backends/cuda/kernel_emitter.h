@@ -25,6 +25,8 @@ struct KernelLaunch {
   // Launched as a programmatic dependent of the kernel before it: the
   // kernel waits (griddepcontrol.wait) before it reads what that one wrote.
   bool programmatic = false;
+  // The translation unit (KernelSource::units) that defines `name`.
+  int unit = 0;
 };
 
 // Where a run context's device buffer keeps each input and output.
@@ -34,11 +36,15 @@ struct IoLayout {
 };
 IoLayout LayoutIo(const StepProgram& program);
 
-// The generated CUDA C++ of a program, one translation unit for NVRTC, and
+// The generated CUDA C++ of a program, as translation units that NVRTC
+// compiles side by side (each whole: the preamble, then its kernels), and
 // the launches of each step (none for the steps that cuBLASLt runs and for
-// empty results).
+// empty results). A kernel whose text another step already generated (a
+// repeated layer) is defined once and launched by both. Each product of
+// few rows is a unit of its own: it costs NVRTC about as much as dozens of
+// generated kernels, which share units.
 struct KernelSource {
-  std::string source;
+  std::vector<std::string> units;  // units[0] holds the copy kernels.
   std::vector<std::vector<KernelLaunch>> launches;  // Per step.
   // graft_copy_in(g_inputs sources, char* io, int* err) copies each input
   // from where the caller has it into io (and clears the error flag);

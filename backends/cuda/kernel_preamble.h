@@ -23,6 +23,26 @@ __device__ __forceinline__ g_bfloat g_f2b(float f) {
   g_bfloat b; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(b.bits) : "f"(f)); return b;
 }
 
+// Every operand load of a generated kernel: ld.global.ca, cached in L1 and
+// coherent with what the kernel before wrote once griddepcontrol.wait has
+// returned. `const __restrict__` alone would let the compiler use the
+// non-coherent path (ld.global.nc), which PTX allows only for data left
+// unchanged for the kernel's whole life; with programmatic dependent
+// launch that life begins while the kernel before still writes, and on an
+// H100 such loads returned the previous run's values (bench/cuda_kernels/
+// skinny_chain.cu stress).
+template <class B, class T> __device__ __forceinline__ T g_ld_as(const T* p) {
+  union { B bits; T value; } u;
+  u.bits = __ldca((const B*)p);
+  return u.value;
+}
+template <class T> __device__ __forceinline__ T g_ld(const T* p) {
+  if constexpr (sizeof(T) == 1) return g_ld_as<unsigned char>(p);
+  else if constexpr (sizeof(T) == 2) return g_ld_as<unsigned short>(p);
+  else if constexpr (sizeof(T) == 4) return g_ld_as<unsigned int>(p);
+  else return g_ld_as<unsigned long long>(p);
+}
+
 template <class T> __device__ __forceinline__ T g_exp(T x) { return (T)exp((double)x); }
 template <> __device__ __forceinline__ float g_exp(float x) { return expf(x); }
 template <class T> __device__ __forceinline__ T g_log(T x) { return (T)log((double)x); }

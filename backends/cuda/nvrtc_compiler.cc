@@ -2,8 +2,11 @@
 
 #include <nvrtc.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -53,10 +56,9 @@ struct ProgramDeleter {
   void operator()(nvrtcProgram p) const { nvrtcDestroyProgram(&p); }
 };
 
-}  // namespace
-
-absl::StatusOr<std::string> CompileToCubin(const std::string& source,
-                                           absl::string_view arch) {
+// `source` compiled for `arch`: the CUBIN for a real architecture
+// ("sm_90"), the PTX for a virtual one ("compute_90").
+absl::StatusOr<std::string> Compile(const std::string& source, absl::string_view arch) {
   DumpSource(source);
   nvrtcProgram raw = nullptr;
   RETURN_IF_ERROR(GRAFT_NVRTC(
@@ -79,10 +81,54 @@ absl::StatusOr<std::string> CompileToCubin(const std::string& source,
         nvrtcGetErrorString(compiled), "\n", ExplainLog(log, source)));
   }
   size_t size = 0;
-  RETURN_IF_ERROR(GRAFT_NVRTC(nvrtcGetCUBINSize(raw, &size)));
-  std::string cubin(size, '\0');
-  RETURN_IF_ERROR(GRAFT_NVRTC(nvrtcGetCUBIN(raw, cubin.data())));
-  return cubin;
+  std::string code;
+  if (absl::StartsWith(arch, "compute_")) {
+    RETURN_IF_ERROR(GRAFT_NVRTC(nvrtcGetPTXSize(raw, &size)));
+    code.resize(size);
+    RETURN_IF_ERROR(GRAFT_NVRTC(nvrtcGetPTX(raw, code.data())));
+    while (!code.empty() && code.back() == '\0') code.pop_back();
+  } else {
+    RETURN_IF_ERROR(GRAFT_NVRTC(nvrtcGetCUBINSize(raw, &size)));
+    code.resize(size);
+    RETURN_IF_ERROR(GRAFT_NVRTC(nvrtcGetCUBIN(raw, code.data())));
+  }
+  return code;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> CompileToCubin(const std::string& source,
+                                           absl::string_view arch) {
+  return Compile(source, arch);
+}
+
+absl::StatusOr<std::string> CompileToPtx(const std::string& source, absl::string_view arch) {
+  if (!absl::StartsWith(arch, "compute_")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("PTX is compiled for a virtual architecture (compute_90), not ", arch));
+  }
+  return Compile(source, arch);
+}
+
+absl::StatusOr<std::vector<std::string>> CompileUnitsToCubins(
+    const std::vector<std::string>& units, absl::string_view arch) {
+  std::vector<absl::StatusOr<std::string>> cubins(units.size(), std::string());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < units.size(); i = next++) cubins[i] = CompileToCubin(units[i], arch);
+  };
+  const size_t threads =
+      std::min<size_t>(units.size(), std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  std::vector<std::string> out;
+  for (absl::StatusOr<std::string>& cubin : cubins) {
+    if (!cubin.ok()) return cubin.status();
+    out.push_back(*std::move(cubin));
+  }
+  return out;
 }
 
 std::string NvrtcVersion() {

@@ -187,11 +187,12 @@ TEST(CudaInt8, KernelsCompileWithNvrtc) {
     }
     EXPECT_EQ(products, 6);
     ASSERT_OK_AND_ASSIGN(cuda::KernelSource source, cuda::GenerateKernels(program, options, 132));
-    ASSERT_OK_AND_ASSIGN(std::string cubin, cuda::CompileToCubin(source.source, "sm_90"));
-    EXPECT_GT(cubin.size(), 0u);
+    ASSERT_OK_AND_ASSIGN(std::vector<std::string> cubins,
+                           cuda::CompileUnitsToCubins(source.units, "sm_90"));
+    EXPECT_EQ(cubins.size(), source.units.size());
     ASSERT_OK_AND_ASSIGN(cuda::KernelSource ampere,
                          cuda::GenerateKernels(program, options, 108, 80));
-    EXPECT_OK(cuda::CompileToCubin(ampere.source, "sm_80").status());
+    EXPECT_OK(cuda::CompileUnitsToCubins(ampere.units, "sm_80").status());
     absl::StatusOr<cuda::KernelSource> turing = cuda::GenerateKernels(program, options, 40, 75);
     EXPECT_FALSE(turing.ok());
     EXPECT_NE(turing.status().message().find("compute capability 8.0"), std::string::npos)
@@ -268,7 +269,7 @@ TEST(CudaInt8, ConvolutionsMatchTheInterpreterExactly) {
   ASSERT_OK_AND_ASSIGN(StepProgram program,
                        cuda::BuildCudaProgram(compiled.module(), TypesOf(compiled), {}));
   ASSERT_OK_AND_ASSIGN(cuda::KernelSource source, cuda::GenerateKernels(program, {}, 132));
-  EXPECT_OK(cuda::CompileToCubin(source.source, "sm_90").status());
+  EXPECT_OK(cuda::CompileUnitsToCubins(source.units, "sm_90").status());
   SKIP_WITHOUT_GPU();
   CUDA_TEST_SEED(rng);
   ExpectCudaMatchesInterp(Int8Convolutions(rng), 0);

@@ -31,6 +31,7 @@ namespace fs = std::filesystem;
 using ::graft::backend_test::ModelFiles;
 using ::graft::backend_test::RandomInputs;
 using ::graft::testing::StatusIs;
+using ::testing::HasSubstr;
 
 std::string NameOf(const std::string& path) {
   return absl::StrCat(fs::path(path).parent_path().filename().string(), "/",
@@ -65,12 +66,79 @@ TEST(CudaCodegen, EveryModelsKernelsCompileWithNvrtc) {
         continue;
       }
       ASSERT_OK_AND_ASSIGN(cuda::KernelSource source, cuda::GenerateKernels(*program, {}, 132));
-      ASSERT_OK_AND_ASSIGN(std::string cubin, cuda::CompileToCubin(source.source, "sm_90"));
-      EXPECT_GT(cubin.size(), 0u);
+      ASSERT_OK_AND_ASSIGN(std::vector<std::string> cubins,
+                           cuda::CompileUnitsToCubins(source.units, "sm_90"));
+      EXPECT_EQ(cubins.size(), source.units.size());
+      // No generated kernel reads through the non-coherent path, which
+      // may return what a buffer held before the kernel this one waits
+      // for wrote it (kernel_preamble.h, g_ld). The products of few rows
+      // use it for module weights only, which no kernel writes.
+      for (const std::string& unit : source.units) {
+        if (unit.find("g_skinny::gemm<") != std::string::npos) continue;
+        ASSERT_OK_AND_ASSIGN(std::string ptx, cuda::CompileToPtx(unit, "compute_90"));
+        EXPECT_THAT(ptx, ::testing::HasSubstr("ld.global"));
+        EXPECT_THAT(ptx, ::testing::Not(HasSubstr("ld.global.nc")));
+      }
       ++compiled;
     }
   }
   EXPECT_GT(compiled, 0);
+}
+
+// Two layers of the same shapes (a repeated block, as in every
+// transformer): their products and pointwise kernels are generated once
+// and launched twice; each product of few rows is a translation unit of
+// its own, compiled beside the others; every launch names a kernel its
+// unit defines. Then, on a GPU, the program matches the interpreter.
+TEST(CudaCodegen, ARepeatedLayerIsCompiledOnce) {
+  CUDA_TEST_SEED(rng);
+  ModuleBuilder b(rng);
+  Node* h = b.In(RandomData(DType::kF32, {4, 96}, rng, -1, 1));
+  for (int layer = 0; layer < 3; ++layer) {
+    Node* w = b.Const(RandomData(DType::kF32, {96, 96}, rng, -0.3, 0.3));
+    Node* bias = b.Const(RandomData(DType::kF32, {96}, rng, -0.5, 0.5));
+    h = b.Call("tanh", {b.Call("linear", {h, w, bias})});
+  }
+  b.Out({h});
+  std::vector<TensorType> types{b.inputs()[0].type()};
+  ASSERT_OK_AND_ASSIGN(StepProgram program, cuda::BuildCudaProgram(b.module(), types, {}));
+  ASSERT_OK_AND_ASSIGN(cuda::KernelSource source, cuda::GenerateKernels(program, {}, 132));
+  std::vector<std::string> product_names, tanh_names;
+  for (size_t i = 0; i < program.steps.size(); ++i) {
+    for (const cuda::KernelLaunch& launch : source.launches[i]) {
+      (launch.split_k_scratch ? product_names : tanh_names).push_back(launch.name);
+      ASSERT_GE(launch.unit, 0);
+      ASSERT_LT(launch.unit, static_cast<int>(source.units.size()));
+      EXPECT_THAT(source.units[launch.unit], HasSubstr(absl::StrCat(") ", launch.name, "(")))
+          << "launch of " << launch.name << " in unit " << launch.unit;
+    }
+  }
+  ASSERT_EQ(product_names.size(), 3u);
+  ASSERT_EQ(tanh_names.size(), 3u);
+  for (int i = 1; i < 3; ++i) {
+    EXPECT_EQ(product_names[i], product_names[0]);
+    EXPECT_EQ(tanh_names[i], tanh_names[0]);
+  }
+  // The copy kernels and the tanh share the first unit; the product has
+  // its own.
+  auto kernels_in = [](const std::string& unit) {
+    int n = 0;
+    for (size_t at = unit.find("__global__"); at != std::string::npos;
+         at = unit.find("__global__", at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  ASSERT_EQ(source.units.size(), 2u);
+  EXPECT_EQ(kernels_in(source.units[0]), 3);
+  EXPECT_EQ(kernels_in(source.units[1]), 1);
+  EXPECT_THAT(source.units[1], HasSubstr(absl::StrCat(") ", product_names[0], "(")));
+  ASSERT_OK_AND_ASSIGN(std::vector<std::string> cubins,
+                       cuda::CompileUnitsToCubins(source.units, "sm_90"));
+  ASSERT_EQ(cubins.size(), source.units.size());
+  for (const std::string& cubin : cubins) EXPECT_GT(cubin.size(), 0u);
+  SKIP_WITHOUT_GPU();
+  ExpectCudaMatchesInterp(b, kReduceTol);
 }
 
 TEST(CudaCodegen, ACompileErrorQuotesTheGeneratedLine) {

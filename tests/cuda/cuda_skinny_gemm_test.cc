@@ -119,13 +119,14 @@ TEST(CudaSkinnyGemm, EveryModeCompilesWithNvrtc) {
       EXPECT_EQ(before_ampere, 0);  // No bf16/tf32 tensor-core products there.
       ASSERT_OK_AND_ASSIGN(cuda::KernelSource source,
                            cuda::GenerateKernels(program, options, 132));
-      ASSERT_OK_AND_ASSIGN(std::string cubin, cuda::CompileToCubin(source.source, "sm_90"));
-      EXPECT_GT(cubin.size(), 0u);
+      ASSERT_OK_AND_ASSIGN(std::vector<std::string> cubins,
+                           cuda::CompileUnitsToCubins(source.units, "sm_90"));
+      EXPECT_EQ(cubins.size(), source.units.size());
       // An A100 (8.0, 108 SMs): the same kernels without Hopper's
       // dependent launch.
       ASSERT_OK_AND_ASSIGN(cuda::KernelSource ampere,
                            cuda::GenerateKernels(program, options, 108, 80));
-      EXPECT_OK(cuda::CompileToCubin(ampere.source, "sm_80").status());
+      EXPECT_OK(cuda::CompileUnitsToCubins(ampere.units, "sm_80").status());
       for (const auto& step : ampere.launches) {
         for (const cuda::KernelLaunch& launch : step) EXPECT_FALSE(launch.programmatic);
       }

@@ -1,0 +1,109 @@
+#include "passes/cast_float.h"
+
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "graph/tensor.h"
+#include "graph/verifier.h"
+#include "tests/passes/test_util.h"
+
+namespace graft::passes {
+namespace {
+
+using ::graft::testing::Ops;
+using ::graft::testing::Parse;
+
+float FromBits(uint32_t bits) {
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// Weights at bf16's rounding edges, each with the bits it must become:
+// ties to even both ways, a carry into the exponent, the largest float
+// (rounds to infinity), infinities, signed zero, subnormals, and NaNs
+// (kept NaN, made quiet, sign kept).
+struct Case {
+  float value;
+  uint16_t bf16;
+};
+const std::vector<Case>& BFloat16Cases() {
+  static const std::vector<Case> cases = {
+      {1.0f, 0x3f80},
+      {FromBits(0x3f808000), 0x3f80},  // 1 + 2^-8: a tie, to even (down).
+      {FromBits(0x3f818000), 0x3f82},  // A tie, to even (up).
+      {FromBits(0x3f808001), 0x3f81},  // Just above the tie.
+      {FromBits(0x3fffffff), 0x4000},  // Carries into the exponent.
+      {-2.5f, 0xc020},
+      {std::numeric_limits<float>::max(), 0x7f80},
+      {std::numeric_limits<float>::infinity(), 0x7f80},
+      {-std::numeric_limits<float>::infinity(), 0xff80},
+      {-0.0f, 0x8000},
+      {FromBits(0x00018000), 0x0002},  // A subnormal tie, to even (up).
+      {FromBits(0x7f800001), 0x7fc0},  // Signalling NaN: quiet, not infinity.
+      {FromBits(0xffa00000), 0xffe0},  // Negative NaN keeps its sign.
+  };
+  return cases;
+}
+
+Module WeightedAdd(int64_t n) {
+  Module m = Parse(absl::StrCat(R"(
+tensor w : f32[)", n, R"(] = zeros
+graph():
+    %x : f32[)", n, R"(] = placeholder[target=x]
+    %w : f32[)", n, R"(] = get_attr[target=w]
+    %y = call_function[target=add](args = (%x, %w), kwargs = {})
+    return y
+)"));
+  return m;
+}
+
+TEST(CastFloatTest, WeightsRoundToNearestEvenInBFloat16) {
+  const std::vector<Case>& cases = BFloat16Cases();
+  const int64_t n = static_cast<int64_t>(cases.size());
+  Module m = WeightedAdd(n);
+  Tensor w(DType::kF32, {n});
+  for (int64_t i = 0; i < n; ++i) w.data<float>()[i] = cases[i].value;
+  m.SetTensor("w", w, m.tensors().at("w").init);
+  absl::StatusOr<bool> changed = CastFloatModule(m, DType::kBF16);
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  EXPECT_TRUE(*changed);
+  const Tensor& narrowed = m.tensors().at("w").value;
+  ASSERT_EQ(narrowed.dtype(), DType::kBF16);
+  for (int64_t i = 0; i < n; ++i) {
+    EXPECT_EQ(narrowed.data<uint16_t>()[i], cases[i].bf16) << "weight " << i;
+    EXPECT_EQ(narrowed.data<uint16_t>()[i], FloatToBFloat16(cases[i].value)) << "weight " << i;
+  }
+  // The f32 input is cast where it enters, the output back to f32.
+  EXPECT_EQ(Ops(m.graph()), "cast add cast");
+  EXPECT_EQ(m.graph().output()->inputs()[0]->type()->dtype, DType::kF32);
+  EXPECT_TRUE(Verify(m).ok());
+}
+
+TEST(CastFloatTest, WeightsBecomeHalf) {
+  Module m = WeightedAdd(3);
+  Tensor w(DType::kF32, {3});
+  w.data<float>()[0] = 1.0f;
+  w.data<float>()[1] = -65504.0f;
+  w.data<float>()[2] = 1e6f;
+  m.SetTensor("w", w, m.tensors().at("w").init);
+  ASSERT_TRUE(CastFloatModule(m, DType::kF16).ok());
+  const Tensor& narrowed = m.tensors().at("w").value;
+  ASSERT_EQ(narrowed.dtype(), DType::kF16);
+  EXPECT_EQ(narrowed.data<uint16_t>()[0], 0x3c00);
+  EXPECT_EQ(narrowed.data<uint16_t>()[1], 0xfbff);
+  EXPECT_EQ(narrowed.data<uint16_t>()[2], 0x7c00);  // Past f16's range: infinity.
+}
+
+TEST(CastFloatTest, OnlyToHalfOrBFloat16) {
+  Module m = WeightedAdd(2);
+  absl::StatusOr<bool> changed = CastFloatModule(m, DType::kI8);
+  ASSERT_FALSE(changed.ok());
+  EXPECT_NE(changed.status().message().find("f16 or bf16, not i8"), std::string::npos)
+      << changed.status();
+}
+
+}  // namespace
+}  // namespace graft::passes
