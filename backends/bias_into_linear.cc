@@ -7,6 +7,7 @@
 #include "graph/graph.h"
 #include "graph/node.h"
 #include "graph/op_registry.h"
+#include "support/parallel_for.h"
 
 namespace graft {
 namespace {
@@ -28,14 +29,18 @@ void TransposeAs(const void* from_bytes, void* to_bytes, int64_t k, int64_t n) {
   constexpr int64_t kTile = 32;
   const E* from = static_cast<const E*>(from_bytes);
   E* to = static_cast<E*>(to_bytes);
-  for (int64_t i0 = 0; i0 < k; i0 += kTile) {
-    for (int64_t j0 = 0; j0 < n; j0 += kTile) {
-      const int64_t i1 = std::min(k, i0 + kTile), j1 = std::min(n, j0 + kTile);
-      for (int64_t i = i0; i < i1; ++i) {
-        for (int64_t j = j0; j < j1; ++j) to[j * k + i] = from[i * n + j];
+  const int64_t row_tiles = (k + kTile - 1) / kTile;
+  ParallelFor(row_tiles, std::max<int64_t>(1, (int64_t{1} << 18) / std::max<int64_t>(n * kTile, 1)),
+              [&](int64_t tile_begin, int64_t tile_end) {
+    for (int64_t i0 = tile_begin * kTile; i0 < std::min(k, tile_end * kTile); i0 += kTile) {
+      for (int64_t j0 = 0; j0 < n; j0 += kTile) {
+        const int64_t i1 = std::min(k, i0 + kTile), j1 = std::min(n, j0 + kTile);
+        for (int64_t i = i0; i < i1; ++i) {
+          for (int64_t j = j0; j < j1; ++j) to[j * k + i] = from[i * n + j];
+        }
       }
     }
-  }
+  });
 }
 
 // The [N, K] transpose of a [K, N] float tensor, element bits moved as

@@ -10,6 +10,7 @@
 #include "graph/graph.h"
 #include "graph/tensor.h"
 #include "passes/shape_prop.h"
+#include "support/parallel_for.h"
 #include "support/status_macros.h"
 
 namespace graft::passes {
@@ -20,17 +21,23 @@ Tensor Narrowed(const Tensor& t, DType dtype) {
   const int64_t n = t.NumElements();
   const float* src = t.data<float>();
   uint16_t* dst = out.data<uint16_t>();
+  constexpr int64_t kGrain = int64_t{1} << 20;
   if (dtype == DType::kBF16) {
     // FloatToBFloat16's rounding (nearest even, NaN kept quiet), written
     // out so that the loop vectorizes: a model's weights are 100s of MB.
-    for (int64_t i = 0; i < n; ++i) {
-      const uint32_t x = std::bit_cast<uint32_t>(src[i]);
-      const uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
-      dst[i] = static_cast<uint16_t>((x & 0x7fffffffu) > 0x7f800000u ? (x >> 16) | 0x40u : rounded);
-    }
+    ParallelFor(n, kGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        const uint32_t x = std::bit_cast<uint32_t>(src[i]);
+        const uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+        dst[i] =
+            static_cast<uint16_t>((x & 0x7fffffffu) > 0x7f800000u ? (x >> 16) | 0x40u : rounded);
+      }
+    });
     return out;
   }
-  for (int64_t i = 0; i < n; ++i) dst[i] = FloatToHalf(src[i]);
+  ParallelFor(n, kGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) dst[i] = FloatToHalf(src[i]);
+  });
   return out;
 }
 

@@ -203,7 +203,7 @@ absl::StatusOr<std::unique_ptr<Executable>> CudaBackend::DeserializeExecutable(
   }
   auto executable = std::make_unique<CudaExecutable>(module, std::move(inputs), cuda, gpu,
                                                      options.keep_outputs_on_device);
-  RETURN_IF_ERROR(executable->CompileNow(&artifact));
+  RETURN_IF_ERROR(executable->CompileNow(&artifact, std::move(program)));
   return std::unique_ptr<Executable>(std::move(executable));
 }
 

@@ -700,20 +700,25 @@ CudaExecutable::CudaExecutable(const Module& module, std::vector<ValueSignature>
       keep_outputs_on_device_(keep_outputs_on_device) {}
 
 absl::StatusOr<std::unique_ptr<CompiledCudaProgram>> CudaExecutable::Build(
-    const std::vector<TensorType>& types, const CudaArtifact* artifact) const {
+    const std::vector<TensorType>& types, const CudaArtifact* artifact,
+    std::optional<StepProgram> program) const {
   CompilePhases phases;
-  ASSIGN_OR_RETURN(StepProgram program, BuildCudaProgram(*module_, types, options_));
-  phases.Mark("program");
-  return CompiledCudaProgram::Create(std::move(program), options_, gpu_, artifact, &phases);
+  if (!program.has_value()) {
+    ASSIGN_OR_RETURN(program, BuildCudaProgram(*module_, types, options_));
+    phases.Mark("program");
+  }
+  return CompiledCudaProgram::Create(*std::move(program), options_, gpu_, artifact, &phases);
 }
 
-absl::Status CudaExecutable::CompileNow(const CudaArtifact* artifact) {
+absl::Status CudaExecutable::CompileNow(const CudaArtifact* artifact,
+                                        std::optional<StepProgram> program) {
   if (!AllConcrete(inputs_)) {
     return absl::FailedPreconditionError("the inputs' shapes are not all fixed");
   }
   std::vector<TensorType> types;
   for (const ValueSignature& s : inputs_) types.push_back(*s.type);
-  ASSIGN_OR_RETURN(std::unique_ptr<CompiledCudaProgram> compiled, Build(types, artifact));
+  ASSIGN_OR_RETURN(std::unique_ptr<CompiledCudaProgram> compiled,
+                   Build(types, artifact, std::move(program)));
   programs_.Put(types, std::move(compiled));
   return absl::OkStatus();
 }

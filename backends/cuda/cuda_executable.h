@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <map>
+#include <optional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -119,8 +120,11 @@ class CudaExecutable : public Executable {
   CudaExecutable(const Module& module, std::vector<ValueSignature> inputs,
                  CudaOptions options, GpuInfo gpu, bool keep_outputs_on_device);
   // Compiles for the signature's types now; fails (FailedPrecondition)
-  // unless they are all known and constant.
-  absl::Status CompileNow(const CudaArtifact* artifact = nullptr);
+  // unless they are all known and constant. `program`, when given, is the
+  // module's step program for those types, already built (a disk cache
+  // entry's check builds it).
+  absl::Status CompileNow(const CudaArtifact* artifact = nullptr,
+                          std::optional<StepProgram> program = std::nullopt);
 
   absl::StatusOr<std::vector<Tensor>> Run(absl::Span<const Tensor> inputs) override;
   const std::vector<ValueSignature>& input_signature() const override { return inputs_; }
@@ -131,7 +135,8 @@ class CudaExecutable : public Executable {
 
  private:
   absl::StatusOr<std::unique_ptr<CompiledCudaProgram>> Build(
-      const std::vector<TensorType>& types, const CudaArtifact* artifact) const;
+      const std::vector<TensorType>& types, const CudaArtifact* artifact,
+      std::optional<StepProgram> program = std::nullopt) const;
 
   std::unique_ptr<Module> module_;
   std::vector<ValueSignature> inputs_, outputs_;
