@@ -29,8 +29,6 @@ namespace graft::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-// Elements of a pointwise kernel per thread and grid step (Map).
-constexpr int kMapUnroll = 4;
 
 // How elements of a dtype are stored, and the type they are computed in.
 std::string StorageType(DType t) {
@@ -447,54 +445,39 @@ class Emitter {
     // 32-bit index arithmetic (division by constants becomes a multiply)
     // unless an offset needs more.
     constexpr int64_t kNarrow = int64_t{1} << 31;
-    const int64_t grid = GridFor((n + kMapUnroll - 1) / kMapUnroll, kThreads);
-    // The last grid step's indices, past n, must fit too.
-    bool narrow = n + grid * kThreads * kMapUnroll < kNarrow && MaxOffset(out, dims) < kNarrow;
+    bool narrow = n < kNarrow && MaxOffset(out, dims) < kNarrow;
     for (const Operand& op : ins) narrow &= !op.load || MaxOffset(op, dims) < kNarrow;
     const std::string idx = narrow ? "int" : "long long", suffix = narrow ? "" : "LL";
-    // Each thread takes kMapUnroll elements a block apart (coalesced), and
-    // loads all of them before it computes and stores any: one load in
-    // flight per thread left HBM mostly idle (a bf16 cast of 3 MB took 11
-    // us on an H100 instead of about 4).
-    std::string coordinates;
+    std::string code = absl::StrCat(
+        "  for (", idx, " i = (", idx, ")blockIdx.x * blockDim.x + threadIdx.x; i < ", n, suffix,
+        "; i += (", idx, ")gridDim.x * blockDim.x) {\n    ", idx, " rest = i;\n");
     for (size_t k = dims.size(); k-- > 0;) {
       if (k == 0) {
-        absl::StrAppend(&coordinates, "      const ", idx, " c0 = rest;\n");
+        absl::StrAppend(&code, "    const ", idx, " c0 = rest;\n");
       } else {
-        absl::StrAppend(&coordinates, "      const ", idx, " c", k, " = rest % ", dims[k], suffix,
+        absl::StrAppend(&code, "    const ", idx, " c", k, " = rest % ", dims[k], suffix,
                         "; rest /= ", dims[k], suffix, ";\n");
       }
     }
-    const std::string element = absl::StrCat(
-        "      const ", idx, " i = base + (", idx, ")u * blockDim.x;\n      if (i >= ", n, suffix,
-        ") break;\n      ", idx, " rest = i;\n", coordinates, "      (void)rest;\n");
-    std::string code = absl::StrCat(
-        "  for (", idx, " base = (", idx, ")blockIdx.x * blockDim.x * ", kMapUnroll,
-        " + threadIdx.x; base < ", n, suffix, "; base += (", idx, ")gridDim.x * blockDim.x * ",
-        kMapUnroll, ") {\n");
-    std::string loads, uses;
+    absl::StrAppend(&code, "    (void)rest;\n");
     std::vector<std::string> loaded;
     for (size_t i = 0; i < ins.size(); ++i) {
       if (!ins[i].load) {
         loaded.push_back("");
         continue;
       }
-      const std::string rt = RegisterType(ins[i].dtype);
-      absl::StrAppend(&code, "    ", rt, " x", i, "_[", kMapUnroll, "];\n");
-      absl::StrAppend(&loads, "      x", i, "_[u] = ",
+      absl::StrAppend(&code, "    const ", RegisterType(ins[i].dtype), " x", i, " = ",
                       LoadExpr(ins[i].dtype, absl::StrCat("p", i + 1, "[", OffsetExpr(ins[i], dims, suffix), "]")),
                       ";\n");
-      absl::StrAppend(&uses, "      const ", rt, " x", i, " = x", i, "_[u];\n");
       loaded.push_back(absl::StrCat("x", i));
     }
-    absl::StrAppend(&code, "#pragma unroll\n    for (int u = 0; u < ", kMapUnroll, "; ++u) {\n",
-                    element, loads, "    }\n#pragma unroll\n    for (int u = 0; u < ", kMapUnroll,
-                    "; ++u) {\n", element, uses, "      ", RegisterType(out.dtype), " r;\n",
-                    body(loaded), "\n      p0[", OffsetExpr(out, dims, suffix), "] = ",
-                    StoreValue(out.dtype, "r"), ";\n    }\n  }\n");
+    absl::StrAppend(&code, "    ", RegisterType(out.dtype), " r;\n", body(loaded),
+                    "\n    p0[", OffsetExpr(out, dims, suffix), "] = ", StoreValue(out.dtype, "r"),
+                    ";\n  }\n");
     std::vector<BufferRef> buffers{out_ref};
     buffers.insert(buffers.end(), in_refs.begin(), in_refs.end());
-    AddKernel(params, code, grid, kThreads, std::move(buffers), error_flag);
+    AddKernel(params, code, GridFor(n, kThreads), kThreads, std::move(buffers),
+              error_flag);
   }
 
   // The value of a pointwise call as an expression, its operands' register
