@@ -9,7 +9,8 @@
 namespace graft {
 
 // Calls `body(begin, end)` on ranges that cover [0, n), each of at least
-// `grain` items, on up to one thread per core (this one included): for
+// `grain` items but the last, on up to one thread per core (this one
+// included): for
 // host loops over a model's weights (casts, transposes), which run once
 // per compile but over hundreds of MB. `body` must be safe to run on
 // disjoint ranges at once.

@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "backends/cuda/cuda_artifact_format.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_executable.h"
 #include "backends/cuda/nccl_world.h"
@@ -22,8 +23,6 @@ int graft_link_cuda_backend = 0;
 
 namespace graft::cuda {
 namespace {
-
-constexpr char kMagic[] = "graft-cuda-executable 2\n";
 
 absl::StatusOr<CudaOptions> OptionsOf(const CompileOptions& options) {
   for (const auto& [key, value] : options.options) {
@@ -66,25 +65,10 @@ std::string ProgramHash(const StepProgram& program) {
   return FingerprintBuilder().AddString(program.Describe()).Finish().ToHex();
 }
 
-std::string CubinHash(absl::string_view cubin) {
-  return FingerprintBuilder().AddBytes(cubin.data(), cubin.size()).Finish().ToHex();
-}
-
 std::vector<TensorType> TypesOf(const std::vector<ValueSignature>& signature) {
   std::vector<TensorType> types;
   for (const ValueSignature& s : signature) types.push_back(*s.type);
   return types;
-}
-
-// Reads "<decimal>\n" at `at`.
-absl::StatusOr<size_t> ReadNumber(absl::string_view bytes, size_t& at) {
-  const size_t end = bytes.find('\n', at);
-  size_t value = 0;
-  if (end == absl::string_view::npos || !absl::SimpleAtoi(bytes.substr(at, end - at), &value)) {
-    return absl::DataLossError("a damaged cuda executable");
-  }
-  at = end + 1;
-  return value;
 }
 
 }  // namespace
@@ -140,70 +124,25 @@ absl::StatusOr<std::string> CudaBackend::SerializeExecutable(const Executable& e
     return absl::UnimplementedError(
         "only executables compiled for fixed input shapes are written to disk");
   }
-  const CudaArtifact artifact = program->Artifact();
-  std::string bytes = absl::StrCat(kMagic, ProgramHash(program->program()), "\n",
-                                   artifact.gemm_algos.size(), "\n");
-  for (const auto& [step, algo] : artifact.gemm_algos) {
-    absl::StrAppend(&bytes, step, "\n", algo.size(), "\n", algo);
-  }
-  // The driver reads a CUBIN by the sizes in its own header: check each
-  // is whole before handing it over.
-  absl::StrAppend(&bytes, artifact.cubins.size(), "\n");
-  for (const std::string& cubin : artifact.cubins) {
-    absl::StrAppend(&bytes, CubinHash(cubin), "\n", cubin.size(), "\n", cubin);
-  }
-  return bytes;
+  return WriteCudaArtifact(ProgramHash(program->program()), program->Artifact());
 }
 
 absl::StatusOr<std::unique_ptr<Executable>> CudaBackend::DeserializeExecutable(
     absl::string_view bytes, const Module& module, const CompileOptions& options) const {
   ASSIGN_OR_RETURN(CudaOptions cuda, OptionsOf(options));
   ASSIGN_OR_RETURN(GpuInfo gpu, ProbeGpu(options.device_index));
-  const absl::string_view magic(kMagic);
-  const size_t hash_end = bytes.find('\n', magic.size());
-  if (!absl::StartsWith(bytes, magic) || hash_end == absl::string_view::npos) {
-    return absl::DataLossError("not a cuda executable");
-  }
-  const absl::string_view hash = bytes.substr(magic.size(), hash_end - magic.size());
-  size_t at = hash_end + 1;
-  CudaArtifact artifact;
-  ASSIGN_OR_RETURN(size_t count, ReadNumber(bytes, at));
-  for (size_t i = 0; i < count; ++i) {
-    ASSIGN_OR_RETURN(size_t step, ReadNumber(bytes, at));
-    ASSIGN_OR_RETURN(size_t size, ReadNumber(bytes, at));
-    if (size > bytes.size() - at) return absl::DataLossError("a damaged cuda executable");
-    artifact.gemm_algos[static_cast<int>(step)] = std::string(bytes.substr(at, size));
-    at += size;
-  }
-  ASSIGN_OR_RETURN(size_t cubins, ReadNumber(bytes, at));
-  for (size_t i = 0; i < cubins; ++i) {
-    const size_t hash_line = bytes.find('\n', at);
-    if (hash_line == absl::string_view::npos) {
-      return absl::DataLossError("a damaged cuda executable");
-    }
-    const absl::string_view cubin_hash = bytes.substr(at, hash_line - at);
-    at = hash_line + 1;
-    ASSIGN_OR_RETURN(size_t size, ReadNumber(bytes, at));
-    if (size > bytes.size() - at) return absl::DataLossError("a damaged cuda executable");
-    artifact.cubins.emplace_back(bytes.substr(at, size));
-    at += size;
-    if (CubinHash(artifact.cubins.back()) != cubin_hash) {
-      return absl::DataLossError(absl::StrCat("a damaged cuda executable (CUBIN ", i + 1, " of ",
-                                              cubins, " does not match its hash)"));
-    }
-  }
-  if (at != bytes.size()) return absl::DataLossError("a damaged cuda executable (trailing bytes)");
+  ASSIGN_OR_RETURN(ReadArtifact entry, ReadCudaArtifact(bytes));
   std::vector<ValueSignature> inputs = PlaceholderSignature(module.graph());
   RETURN_IF_ERROR(NarrowSignature(inputs, options.input_types));
   if (!AllConcrete(inputs)) return absl::DataLossError("input types unknown");
   // The code is only used for the very program it was compiled from.
   ASSIGN_OR_RETURN(StepProgram program, BuildCudaProgram(module, TypesOf(inputs), cuda));
-  if (ProgramHash(program) != hash) {
+  if (ProgramHash(program) != entry.program_hash) {
     return absl::DataLossError("the cached code was compiled from another program");
   }
   auto executable = std::make_unique<CudaExecutable>(module, std::move(inputs), cuda, gpu,
                                                      options.keep_outputs_on_device);
-  RETURN_IF_ERROR(executable->CompileNow(&artifact, std::move(program)));
+  RETURN_IF_ERROR(executable->CompileNow(&entry.artifact, std::move(program)));
   return std::unique_ptr<Executable>(std::move(executable));
 }
 

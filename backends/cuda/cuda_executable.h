@@ -19,18 +19,11 @@
 #include "backends/cuda/gemm.h"
 #include "backends/cuda/kernel_emitter.h"
 #include "backends/cuda/compile_phases.h"
+#include "backends/cuda/cuda_artifact_format.h"
 #include "backends/programs_by_shape.h"
 #include "backends/step_program.h"
 
 namespace graft::cuda {
-
-// What the disk cache keeps of a compiled program: the CUBINs (one per
-// translation unit) and the GEMM algorithms chosen (by step), so a new
-// process runs neither NVRTC nor the autotuner.
-struct CudaArtifact {
-  std::vector<std::string> cubins;
-  std::map<int, std::string> gemm_algos;
-};
 
 // The device memory and CUDA graph of one run in flight. Runs of one
 // program take a free context each, so concurrent runs never share

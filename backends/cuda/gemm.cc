@@ -42,8 +42,9 @@ absl::StatusOr<std::unique_ptr<GemmPlan>> GemmPlan::Create(cublasLtHandle_t hand
   plan->shape_ = shape;
   RETURN_IF_ERROR(plan->Describe());
   if (algo_bytes.size() == sizeof(cublasLtMatmulAlgo_t)) {
-    // An algorithm from the disk cache, whose entry is checked whole and
-    // whose key names this GPU and this cuBLASLt: taken as it is. Checking
+    // An algorithm from the disk cache, whose bytes have their own hash in
+    // the entry and whose key names this GPU and this cuBLASLt: taken as
+    // it is. Checking
     // it (cublasLtMatmulAlgoCheck) would start cuBLASLt's heuristics, which
     // costs a new process about 100 ms (bench/cuda_kernels/
     // cublaslt_first_use.cu) when the program needs none of them.

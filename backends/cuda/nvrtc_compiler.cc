@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <memory>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -117,10 +118,18 @@ absl::StatusOr<std::vector<std::string>> CompileUnitsToCubins(
   auto work = [&] {
     for (size_t i = next++; i < units.size(); i = next++) cubins[i] = CompileToCubin(units[i], arch);
   };
-  const size_t threads =
-      std::min<size_t>(units.size(), std::max(1u, std::thread::hardware_concurrency()));
+  // At most kMaxThreads programs at once: each holds NVRTC's memory.
+  constexpr size_t kMaxThreads = 16;
+  const size_t threads = std::min<size_t>(
+      {units.size(), std::max<size_t>(1, std::thread::hardware_concurrency()), kMaxThreads});
   std::vector<std::thread> pool;
-  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  for (size_t t = 1; t < threads; ++t) {
+    try {
+      pool.emplace_back(work);
+    } catch (const std::system_error&) {
+      break;  // No more threads: the ones there (and this one) do the rest.
+    }
+  }
   work();
   for (std::thread& t : pool) t.join();
   std::vector<std::string> out;
