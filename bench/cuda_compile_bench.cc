@@ -4,7 +4,12 @@
 // NVRTC is most of a cold compile (docs/benchmarks.md); the rest (module
 // load, cuBLASLt's heuristic) needs the GPU and is in gpu_run's compile_ms.
 //
-//   build/bench/cuda_compile [mlp|MODEL] [--precision f32|tf32|bf16] [--rounds 3]
+//   build/bench/cuda_compile [mlp|stack|MODEL] [--precision f32|tf32|bf16] [--rounds 3]
+//       [--layers 12]
+//
+// `stack`: --layers transformer-sized feed-forward layers at batch 8
+// (768 -> 3072, GELU, 3072 -> 768, residual add), every layer the same
+// shapes as in a real model: a repeated layer's kernels compile once.
 //
 // Prints one line per round: program, generation and NVRTC milliseconds
 // (the units compiled side by side on every core), the kernel launches,
@@ -21,6 +26,8 @@
 #include "backends/cuda/kernel_emitter.h"
 #include "backends/cuda/nvrtc_compiler.h"
 #include "graph/graph.h"
+#include "graph/random_tensor.h"
+#include "passes/shape_prop.h"
 #include "serialize/model_io.h"
 #include "workloads/benchmark_mlp.h"
 
@@ -37,20 +44,49 @@ int Fail(const std::string& what) {
   return 1;
 }
 
+graft::Module FeedForwardStack(int layers) {
+  graft::Module module;
+  graft::Graph& g = module.graph();
+  graft::Node* h = g.Placeholder("x", graft::TensorType{graft::DType::kF32, {8, 768}});
+  auto weight = [&](const std::string& name, std::vector<int64_t> dims,
+                    uint64_t seed) -> graft::Node* {
+    graft::Tensor t = graft::RandomTensor(graft::DType::kF32, dims, seed);
+    const graft::TensorType type = t.type();
+    module.SetTensor(name, std::move(t));
+    return g.GetAttr(name, type);
+  };
+  for (int l = 0; l < layers; ++l) {
+    const std::string p = "layer" + std::to_string(l) + "_";
+    graft::Node* w1 = weight(p + "w1", {3072, 768}, 4 * l);
+    graft::Node* b1 = weight(p + "b1", {3072}, 4 * l + 1);
+    graft::Node* w2 = weight(p + "w2", {768, 3072}, 4 * l + 2);
+    graft::Node* b2 = weight(p + "b2", {768}, 4 * l + 3);
+    graft::Node* up = g.CallFunction("linear", {h, w1, b1});
+    graft::Node* down = g.CallFunction("linear", {g.CallFunction("gelu", {up}), w2, b2});
+    h = g.CallFunction("add", {h, down});
+  }
+  g.Output(h);
+  (void)graft::passes::PropagateShapes(module);
+  return module;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string workload = argc > 1 && argv[1][0] != '-' ? argv[1] : "mlp";
   std::string precision = "bf16";
-  int rounds = 3;
+  int rounds = 3, layers = 12;
   for (int i = 1; i + 1 < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--precision") precision = argv[i + 1];
     if (flag == "--rounds") rounds = std::atoi(argv[i + 1]);
+    if (flag == "--layers") layers = std::atoi(argv[i + 1]);
   }
   graft::Module module;
   if (workload == "mlp") {
     module = graft::BuildBenchmarkMlp(32, 1);
+  } else if (workload == "stack") {
+    module = FeedForwardStack(layers);
   } else {
     absl::StatusOr<graft::Module> loaded = graft::LoadModel(workload);
     if (!loaded.ok()) return Fail(loaded.status().ToString());
