@@ -11,6 +11,7 @@
 #include "backends/strided_view.h"
 #include "graph/quant_ops.h"
 #include "backends/bias_into_linear.h"
+#include "backends/unpack_int4_constants.h"
 #include "passes/recognize_composites.h"
 #include "backends/inline_submodules.h"
 #include "graph/collective_ops.h"
@@ -486,6 +487,7 @@ absl::StatusOr<StepProgram> BuildStepProgram(
   }
   p.input_types = input_types;
   RETURN_IF_ERROR(InlineSubmodules(*p.module));
+  RETURN_IF_ERROR(UnpackInt4Constants(*p.module).status());
   RETURN_IF_ERROR(passes::PropagateShapes(*p.module).status());
   // Inference rewrites every compiled program wants: spelled-out layer
   // norms and GELUs made ops again (a GELU can then ride in the product

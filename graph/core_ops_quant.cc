@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "graph/core_ops_internal.h"
+#include "graph/int4_ops.h"
 #include "graph/quant_ops.h"
 #include "support/status_macros.h"
 #include "graph/type_rules.h"
@@ -255,6 +256,17 @@ absl::StatusOr<TensorType> QuantizedConv2d(const InferContext& ctx) {
   return out;
 }
 
+absl::StatusOr<TensorType> UnpackInt4(const InferContext& ctx) {
+  TensorType t = ctx.Type("packed");
+  if (t.dtype != DType::kU8 || t.rank() < 1 || t.shape.back().is_symbolic()) {
+    return ctx.Error(absl::StrCat("packed ", t.ToString(),
+                                  " must be u8 with a last dim of known size"));
+  }
+  t.dtype = DType::kI8;
+  t.shape.back() = Dim(2 * t.shape.back().value());
+  return t;
+}
+
 }  // namespace
 
 void RegisterQuantOps(OpRegistry& r) {
@@ -320,6 +332,12 @@ void RegisterQuantOps(OpRegistry& r) {
           .summary = "a 2-D convolution on int8 values (quantize-lower): i8/u8 input, i8 "
                      "weight with per-output-channel scales, an optional ReLU, an f32 result "
                      "or one quantized again"});
+  Add(r, {.name = std::string(kUnpackInt4Op),
+          .params = {Param("packed", K::kTensor)},
+          .traits = {.kind = OpKind::kOther},
+          .infer = One(UnpackInt4),
+          .summary = "4-bit integers stored two to a byte (u8 [..., n]) as i8 [..., 2n]: "
+                     "each byte's low nibble, then its high nibble, two's complement"});
   Add(r, {.name = std::string(kDynamicQuantizedLinearOp),
           .params = {Param("input", K::kTensor), Param("weight", K::kTensor),
                      Param("weight_scales", K::kTensor), Optional("bias", K::kTensor)},

@@ -11,6 +11,7 @@
 #include "backends/interp/elementwise.h"
 #include "backends/interp/kernel.h"
 #include "backends/interp/kernel_util.h"
+#include "graph/int4_ops.h"
 #include "graph/quant_ops.h"
 #include "support/status_macros.h"
 
@@ -390,6 +391,18 @@ absl::StatusOr<Value> DynamicQuantizedLinear(const KernelContext& ctx) {
   return Value(y);
 }
 
+absl::StatusOr<Value> UnpackInt4(const KernelContext& ctx) {
+  ASSIGN_OR_RETURN(Tensor packed, ctx.Input("packed"));
+  if (packed.dtype() != DType::kU8 || packed.rank() < 1) {
+    return KernelError("unpack_int4: packed ", packed.TypeString(), " must be u8 with a dim");
+  }
+  std::vector<int64_t> dims = packed.dims();
+  dims.back() *= 2;
+  Tensor out(DType::kI8, dims);
+  UnpackInt4Bytes(packed.data<uint8_t>(), packed.NumElements(), out.data<int8_t>());
+  return Value(out);
+}
+
 }  // namespace
 
 void RegisterQuantKernels(KernelTable& t) {
@@ -403,6 +416,7 @@ void RegisterQuantKernels(KernelTable& t) {
   t.Add(std::string(kQuantizedLinearOp), QuantizedLinear);
   t.Add(std::string(kQuantizedConv2dOp), QuantizedConv2d);
   t.Add(std::string(kDynamicQuantizedLinearOp), DynamicQuantizedLinear);
+  t.Add(std::string(kUnpackInt4Op), UnpackInt4);
   t.Add("quantize_per_channel", QuantizePerChannel);
   t.Add("dequantize", Dequantize);
 }

@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "graph/fused_ops.h"
 #include "graph/graph.h"
+#include "graph/int4_ops.h"
 #include "graph/op_registry.h"
 #include "passes/node_util.h"
 #include "passes/quantize/quant_config.h"
@@ -21,6 +24,20 @@ bool Skipped(const WeightOnlyConfig& config, const Node& n) {
     if (GlobMatches(glob, n.name())) return true;
   }
   return false;
+}
+
+// `q` (i8 values in [-8, 7], an even last dim) two to a byte, as
+// graft::unpack_int4 reads them.
+Tensor PackedInt4(const Tensor& q) {
+  std::vector<int64_t> dims = q.dims();
+  dims.back() /= 2;
+  Tensor packed(DType::kU8, dims);
+  const int8_t* from = q.data<int8_t>();
+  uint8_t* to = packed.data<uint8_t>();
+  for (int64_t i = 0; i < packed.NumElements(); ++i) {
+    to[i] = PackInt4Pair(from[2 * i], from[2 * i + 1]);
+  }
+  return packed;
 }
 
 }  // namespace
@@ -101,13 +118,20 @@ absl::StatusOr<WeightOnlyReport> QuantizeWeightsOnly(Module& module,
       }
     }
     const std::string base = absl::StrCat(w->target(), "_int", config.bits);
+    const bool pack = config.bits == 4 && group % 2 == 0;
+    if (config.bits == 4 && !pack) report.unpacked.push_back(n->name());
+    const Tensor stored = pack ? PackedInt4(q) : q;
     const std::string q_name = module.UniqueTensorName(base);
-    module.SetTensor(q_name, q);
+    module.SetTensor(q_name, stored);
     const std::string s_name = module.UniqueTensorName(base + "_scales");
     module.SetTensor(s_name, scales);
     auto at = graph.InsertingBefore(n);
-    Node* values = graph.CallFunction(
-        "cast", {Argument(graph.GetAttr(q_name, q.type())), Argument(DType::kF32)});
+    Node* ints = graph.GetAttr(q_name, stored.type());
+    if (pack) {
+      ints = graph.CallFunction(std::string(kUnpackInt4Op), {Argument(ints)});
+      InferAndSetType(ints);
+    }
+    Node* values = graph.CallFunction("cast", {Argument(ints), Argument(DType::kF32)});
     Node* scaled = graph.CallFunction("mul", {Argument(values),
                                               Argument(graph.GetAttr(s_name, scales.type()))});
     Node* weight = graph.CallFunction("reshape", {Argument(scaled), Argument::IntList({out, in})});

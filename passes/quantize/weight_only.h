@@ -27,6 +27,9 @@ struct WeightOnlyReport {
   // Layers whose input features do not divide by the group size: one scale
   // per output instead.
   std::vector<std::string> per_channel;
+  // 4-bit layers whose groups have an odd size: stored one value per byte
+  // instead of two.
+  std::vector<std::string> unpacked;
 };
 
 // The f32 constant 2-D weight of a linear layer (linear, or
@@ -38,9 +41,10 @@ Tensor WeightOutIn(const Node& call, const Tensor& weight);
 
 // Each linear (and graft::linear_activation with an [out, in] weight, and
 // matmul by an [in, out] constant, grouped as its transpose) whose weight
-// is an f32 constant reads it from int values (stored i8, one per byte
-// also for 4 bits) times its group's scale:
+// is an f32 constant reads it from int values times its group's scale:
 //   reshape(mul(cast(q[out, in/g, g], f32), scales[out, in/g, 1]), [out, in])
+// 8-bit values are stored i8; 4-bit ones two to a byte (u8 [out, in/g,
+// g/2], read through graft::unpack_int4, graph/int4_ops.h) where g is even.
 // (then permuted back to [in, out] for a matmul).
 // Activations stay float: no calibration. The result is a reference graph
 // any backend runs.

@@ -115,6 +115,19 @@ TEST(QuantKernels, RoundTripErrorIsAtMostHalfAScale) {
   }
 }
 
+// Two 4-bit values a byte, low nibble first, two's complement: 0x12 ->
+// (2, 1), 0x7f -> (-1, 7), 0x80 -> (0, -8), 0xf8 -> (-8, -1), 0x00 -> (0, 0).
+TEST(QuantKernels, UnpackInt4) {
+  OpRunner r;
+  GRAFT_ASSERT_OK_AND_ASSIGN(
+      x, r.Run("graft::unpack_int4", {r.In(T(DType::kU8, {1, 5}, {0x12, 0x7f, 0x80, 0xf8, 0x00}))}));
+  ExpectTensor(x, DType::kI8, {1, 10}, {2, 1, -1, 7, 0, -8, -8, -1, 0, 0});
+  OpRunner wrong;  // Only bytes.
+  absl::StatusOr<Tensor> i8 = wrong.Run("graft::unpack_int4", {wrong.In(T(DType::kI8, {2}, {1, 2}))});
+  ASSERT_FALSE(i8.ok());
+  EXPECT_THAT(i8.status().message(), HasSubstr("must be u8"));
+}
+
 TEST(QuantKernels, Errors) {
   absl::StatusOr<Tensor> scale0 =
       RunUnary("quantize_per_tensor", F32({1}, {1}), {0.0, 0, DType::kI8});

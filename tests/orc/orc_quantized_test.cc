@@ -9,16 +9,19 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "backends/fallback_executable.h"
 #include "graph/random_tensor.h"
+#include "graph/int4_ops.h"
 #include "graph/parser.h"
 #include "graph/quant_ops.h"
 #include "gtest/gtest.h"
 #include "passes/quantize/dynamic.h"
 #include "passes/quantize/lower.h"
+#include "passes/quantize/weight_only.h"
 #include "quantize/accuracy.h"
 #include "quantize/quantize_model.h"
 #include "serialize/model_io.h"
@@ -64,18 +67,43 @@ TEST(OrcQuantized, Int8ModelsMatchTheInterpreter) {
   }
 }
 
+// The MLP and GPT-2 block of tests/onnx_models, or none where the source
+// tree or ONNX support is missing.
+std::vector<std::pair<std::string, Module>> OnnxTestModels() {
+  std::vector<std::pair<std::string, Module>> models;
+  backend_test::FindSourceDir();
+  if (backend_test::SourceDir().empty()) return models;
+  for (const char* name : {"mlp", "gpt2_block_opset17"}) {
+    absl::StatusOr<Module> m =
+        LoadModel(backend_test::SourceDir() + "/tests/onnx_models/" + name + "/model.onnx");
+    if (!m.ok()) return {};
+    models.emplace_back(name, *std::move(m));
+  }
+  return models;
+}
+
+// `m` on orc and on the interpreter with the same fresh random inputs:
+// every output at least `min_sqnr` dB from the interpreter's.
+void ExpectOrcNearInterp(const Module& m, double min_sqnr) {
+  const std::vector<Tensor> inputs =
+      backend_test::RandomInputs(PlaceholderSignature(m.graph()), std::random_device{}());
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> orc, Orc().Compile(m, {}));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> interp, Interp().Compile(m, {}));
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> got, orc->Run(inputs));
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> want, interp->Run(inputs));
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_GE(quantize::Sqnr(want[i], got[i]), min_sqnr);
+}
+
 // Dynamic quantization: the rows are quantized as the interpreter does
 // them and the int32 sums are exact; but a row's float input (a layer
 // norm's result, say) may differ in its last bit between the backends and
 // round to the other step, so they are compared by SQNR.
 TEST(OrcQuantized, DynamicInt8ProductsMatchTheInterpreter) {
-  backend_test::FindSourceDir();
-  if (backend_test::SourceDir().empty()) GTEST_SKIP() << "GRAFT_SOURCE_DIR is not set";
-  for (const char* name : {"mlp", "gpt2_block_opset17"}) {
+  std::vector<std::pair<std::string, Module>> models = OnnxTestModels();
+  if (models.empty()) GTEST_SKIP() << "no GRAFT_SOURCE_DIR or no ONNX support";
+  for (auto& [name, model] : models) {
     SCOPED_TRACE(name);
-    absl::StatusOr<Module> m =
-        LoadModel(backend_test::SourceDir() + "/tests/onnx_models/" + name + "/model.onnx");
-    if (!m.ok()) GTEST_SKIP() << m.status();
+    Module* m = &model;
     ASSERT_OK_AND_ASSIGN(passes::quantize::DynamicReport report,
                          passes::quantize::QuantizeDynamic(*m, {}));
     ASSERT_FALSE(report.quantized.empty());
@@ -84,13 +112,30 @@ TEST(OrcQuantized, DynamicInt8ProductsMatchTheInterpreter) {
         EXPECT_OK(Orc().CanRun(*n, {})) << n->Ref();
       }
     }
-    const std::vector<Tensor> inputs =
-        backend_test::RandomInputs(PlaceholderSignature(m->graph()), std::random_device{}());
-    ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> orc, Orc().Compile(*m, {}));
-    ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> interp, Interp().Compile(*m, {}));
-    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> got, orc->Run(inputs));
-    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> want, interp->Run(inputs));
-    for (size_t i = 0; i < want.size(); ++i) EXPECT_GE(quantize::Sqnr(want[i], got[i]), 50);
+    ExpectOrcNearInterp(*m, 50);
+  }
+}
+
+// Weight-only int4 (its values two to a byte, read through
+// graft::unpack_int4): orc compiles the whole model, the unpacking done
+// once at compile time, and gives the interpreter's results.
+TEST(OrcQuantized, PackedInt4WeightsUnpackAtCompileTime) {
+  std::vector<std::pair<std::string, Module>> models = OnnxTestModels();
+  if (models.empty()) GTEST_SKIP() << "no GRAFT_SOURCE_DIR or no ONNX support";
+  for (auto& [name, model] : models) {
+    SCOPED_TRACE(name);
+    Module* m = &model;
+    passes::quantize::WeightOnlyConfig config;
+    config.bits = 4;
+    config.group_size = 16;
+    ASSERT_OK_AND_ASSIGN(passes::quantize::WeightOnlyReport report,
+                         passes::quantize::QuantizeWeightsOnly(*m, config));
+    ASSERT_FALSE(report.quantized.empty());
+    EXPECT_TRUE(report.unpacked.empty());
+    int unpacks = 0;
+    for (const Node* n : m->graph().nodes()) unpacks += n->is_call(kUnpackInt4Op);
+    EXPECT_EQ(unpacks, static_cast<int>(report.quantized.size()));
+    ExpectOrcNearInterp(*m, 80);
   }
 }
 

@@ -12,11 +12,13 @@
 #include <vector>
 
 #include "gmock/gmock.h"
+#include "graph/int4_ops.h"
 #include "graph/parser.h"
 #include "graph/quant_ops.h"
 #include "gtest/gtest.h"
 #include "backends/interp/interpreter.h"
 #include "graph/random_tensor.h"
+#include "graph/verifier.h"
 #include "passes/quantize/convert.h"
 #include "passes/shape_prop.h"
 #include "passes/quantize/dynamic.h"
@@ -383,23 +385,50 @@ TEST(WeightOnly, Int8AndInt4PerGroup) {
   EXPECT_GE(int4_group, 15);
 }
 
+// 4-bit values two to a byte: each weight, rebuilt from its byte's nibble
+// (low for even positions) times its group's scale, lies within half a
+// scale of the float weight; an odd group keeps one value per byte.
 TEST(WeightOnly, StoresIntValuesAndGroupScales) {
   Module m = Parse(kPerceptron);
+  const Tensor w = m.FindTensor("fc1.weight")->Clone();
   passes::quantize::WeightOnlyConfig config;
   config.bits = 4;
   config.group_size = 4;
   ASSERT_OK_AND_ASSIGN(passes::quantize::WeightOnlyReport r,
                        passes::quantize::QuantizeWeightsOnly(m, config));
   EXPECT_THAT(r.quantized, ::testing::ElementsAre("fc1", "fc2"));
+  EXPECT_TRUE(r.unpacked.empty());
   const Tensor* q = m.FindTensor("fc1.weight_int4");
   ASSERT_NE(q, nullptr);
-  EXPECT_EQ(q->dims(), (std::vector<int64_t>{16, 2, 4}));
-  for (int64_t i = 0; i < q->NumElements(); ++i) {
-    EXPECT_GE(q->GetAsDouble(i), -8);
-    EXPECT_LE(q->GetAsDouble(i), 7);
-  }
+  ASSERT_EQ(q->dtype(), DType::kU8);
+  EXPECT_EQ(q->dims(), (std::vector<int64_t>{16, 2, 2}));
   EXPECT_EQ(m.FindTensor("fc1.weight"), nullptr);  // The float weight is gone.
-  EXPECT_EQ(m.FindTensor("fc1.weight_int4_scales")->dims(), (std::vector<int64_t>{16, 2, 1}));
+  const Tensor* scales = m.FindTensor("fc1.weight_int4_scales");
+  ASSERT_NE(scales, nullptr);
+  EXPECT_EQ(scales->dims(), (std::vector<int64_t>{16, 2, 1}));
+  int far = 0;
+  for (int64_t i = 0; i < w.NumElements(); ++i) {
+    const uint8_t byte = q->data<uint8_t>()[i / 2];
+    const int value = i % 2 == 0 ? LowInt4(byte) : HighInt4(byte);
+    const double scale = scales->data<float>()[i / 4];
+    far += std::fabs(value * scale - w.data<float>()[i]) > scale / 2 + 1e-7;
+  }
+  EXPECT_EQ(far, 0);
+  EXPECT_TRUE(Verify(m).ok());
+
+  config.group_size = 0;  // One group of all 5 input features: odd.
+  ASSERT_OK_AND_ASSIGN(Module three, ParseModule(R"(
+tensor w : f32[4,5] = random(seed=1)
+graph():
+    %x : f32[2,5] = placeholder[target=x]
+    %w = get_attr[target=w]
+    %y = call_function[target=linear](args = (%x, %w), kwargs = {})
+    return y
+)"));
+  ASSERT_OK_AND_ASSIGN(r, passes::quantize::QuantizeWeightsOnly(three, config));
+  EXPECT_THAT(r.unpacked, ::testing::ElementsAre("y"));
+  ASSERT_NE(three.FindTensor("w_int4"), nullptr);
+  EXPECT_EQ(three.FindTensor("w_int4")->dtype(), DType::kI8);
 }
 
 // Cross-layer equalization keeps the function and evens the channels'
