@@ -43,6 +43,31 @@ Tensor Narrowed(const Tensor& t, DType dtype) {
 
 bool IsF32(const Node* n) { return n->type().has_value() && n->type()->dtype == DType::kF32; }
 
+// Each cast of integers to f32 (weight-only quantization's
+// cast(q) * scales) made a cast to `dtype`: the model's float type is
+// `dtype` now. Casts of floats to f32 are explicit precision and stay.
+bool NarrowIntegerToFloatCasts(Graph& graph, DType dtype) {
+  bool changed = false;
+  for (Node* n : graph.nodes()) {
+    if (!n->is_call("cast") || n->num_args() < 1 || !n->arg(0).is_node()) continue;
+    const Node* input = n->arg(0).node();
+    if (!input->type().has_value() || IsFloatingPoint(input->type()->dtype)) continue;
+    if (n->num_args() >= 2 && n->arg(1).is_dtype() && n->arg(1).dtype_value() == DType::kF32) {
+      n->SetArg(1, Argument(dtype));
+      changed = true;
+      continue;
+    }
+    for (const auto& [name, value] : n->kwargs()) {
+      if (name == "dtype" && value.is_dtype() && value.dtype_value() == DType::kF32) {
+        n->SetKwarg("dtype", Argument(dtype));
+        changed = true;
+        break;
+      }
+    }
+  }
+  return changed;
+}
+
 }  // namespace
 
 absl::StatusOr<bool> CastFloatModule(Module& module, DType dtype) {
@@ -78,6 +103,7 @@ absl::StatusOr<bool> CastFloatModule(Module& module, DType dtype) {
     module.SetTensor(name, std::move(tensor), module.tensors().at(name).init);
     changed = true;
   }
+  changed |= NarrowIntegerToFloatCasts(graph, dtype);
   for (Node* p : graph.placeholders()) {
     if (!IsF32(p) || p->num_uses() == 0) continue;
     Node* cast;

@@ -16,8 +16,11 @@
 #include "backends/cuda/nvrtc_compiler.h"
 #include "backends/fallback_executable.h"
 #include "gmock/gmock.h"
+#include "graph/int4_ops.h"
+#include "graph/parser.h"
 #include "gtest/gtest.h"
 #include "onnx/onnx_import.h"
+#include "passes/quantize/weight_only.h"
 #include "serialize/model_io.h"
 #include "support/status_matchers.h"
 #include "tests/backends/cache_dirs.h"
@@ -140,6 +143,37 @@ TEST(CudaCodegen, ARepeatedLayerIsCompiledOnce) {
   for (const std::string& cubin : cubins) EXPECT_GT(cubin.size(), 0u);
   SKIP_WITHOUT_GPU();
   ExpectCudaMatchesInterp(b, kReduceTol);
+}
+
+// Weight-only int4 weights (two to a byte, graft::unpack_int4) become
+// module tensors of int8 values when the program is built: no step of the
+// program unpacks, and its kernels compile.
+TEST(CudaCodegen, PackedInt4WeightsUnpackWhenTheProgramIsBuilt) {
+  absl::StatusOr<Module> m = ParseModule(R"(
+tensor w : f32[64,96] = random(seed=1)
+graph():
+    %x : f32[4,96] = placeholder[target=x]
+    %w = get_attr[target=w]
+    %y = call_function[target=linear](args = (%x, %w), kwargs = {})
+    return y
+)");
+  ASSERT_OK(m.status());
+  passes::quantize::WeightOnlyConfig config;
+  config.bits = 4;
+  config.group_size = 32;
+  ASSERT_OK_AND_ASSIGN(passes::quantize::WeightOnlyReport report,
+                       passes::quantize::QuantizeWeightsOnly(*m, config));
+  ASSERT_EQ(report.quantized.size(), 1u);
+  for (const char* precision : {"f32", "bf16"}) {
+    SCOPED_TRACE(precision);
+    cuda::CudaOptions options;
+    options.precision = precision;
+    ASSERT_OK_AND_ASSIGN(StepProgram program,
+                         cuda::BuildCudaProgram(*m, {TensorType{DType::kF32, {4, 96}}}, options));
+    for (const Step& step : program.steps) EXPECT_FALSE(step.node->is_call(kUnpackInt4Op));
+    ASSERT_OK_AND_ASSIGN(cuda::KernelSource source, cuda::GenerateKernels(program, options, 132));
+    EXPECT_OK(cuda::CompileUnitsToCubins(source.units, "sm_90").status());
+  }
 }
 
 TEST(CudaCodegen, ACompileErrorQuotesTheGeneratedLine) {

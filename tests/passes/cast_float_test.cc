@@ -97,6 +97,31 @@ TEST(CastFloatTest, WeightsBecomeHalf) {
   EXPECT_EQ(narrowed.data<uint16_t>()[2], 0x7c00);  // Past f16's range: infinity.
 }
 
+// Weight-only quantization's cast(q) * scales: integers cast to f32 are
+// cast to the new float type, so the product sees one dtype.
+TEST(CastFloatTest, IntegersCastToTheNewFloatType) {
+  Module m = Parse(R"(
+tensor q : i8[4] = zeros
+tensor s : f32[4] = zeros
+graph():
+    %x : f32[4] = placeholder[target=x]
+    %q = get_attr[target=q]
+    %s = get_attr[target=s]
+    %c = call_function[target=cast](args = (%q, f32), kwargs = {})
+    %w = call_function[target=mul](args = (%c, %s), kwargs = {})
+    %y = call_function[target=add](args = (%x, %w), kwargs = {})
+    return y
+)");
+  absl::StatusOr<bool> changed = CastFloatModule(m, DType::kBF16);
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  for (const Node* n : m.graph().nodes()) {
+    if (n->name() == "c" || n->name() == "w") {
+      EXPECT_EQ(n->type()->dtype, DType::kBF16) << n->name();
+    }
+  }
+  EXPECT_TRUE(Verify(m).ok());
+}
+
 TEST(CastFloatTest, OnlyToHalfOrBFloat16) {
   Module m = WeightedAdd(2);
   absl::StatusOr<bool> changed = CastFloatModule(m, DType::kI8);
