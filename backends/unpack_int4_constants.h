@@ -3,6 +3,7 @@
 
 #include "absl/status/statusor.h"
 #include "graph/module.h"
+#include "graph/node.h"
 
 namespace graft {
 
@@ -12,6 +13,11 @@ namespace graft {
 // never unpack at run time: the file keeps half the bytes, the compiled
 // program what it runs fastest. Returns whether it changed anything.
 absl::StatusOr<bool> UnpackInt4Constants(Module& module);
+
+// Whether `node` is a graft::unpack_int4 of a module tensor, which
+// UnpackInt4Constants folds: compiled backends claim such nodes (their
+// CanRun) and leave other unpacks to the interpreter.
+bool IsInt4ConstantUnpack(const Node& node);
 
 }  // namespace graft
 

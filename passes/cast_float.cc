@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "graph/graph.h"
+#include "graph/int4_ops.h"
 #include "graph/tensor.h"
 #include "passes/shape_prop.h"
 #include "support/parallel_for.h"
@@ -43,27 +44,41 @@ Tensor Narrowed(const Tensor& t, DType dtype) {
 
 bool IsF32(const Node* n) { return n->type().has_value() && n->type()->dtype == DType::kF32; }
 
-// Each cast of integers to f32 (weight-only quantization's
-// cast(q) * scales) made a cast to `dtype`: the model's float type is
-// `dtype` now. Casts of floats to f32 are explicit precision and stay.
-bool NarrowIntegerToFloatCasts(Graph& graph, DType dtype) {
+// A module tensor's node, through an unpack of 4-bit values.
+bool IsConstant(const Node* n) {
+  if (n->is_call(kUnpackInt4Op) && n->num_args() == 1 && n->arg(0).is_node()) {
+    n = n->arg(0).node();
+  }
+  return n->op() == OpCode::kGetAttr;
+}
+
+// Weight-only quantization's dequantization, mul(cast(q, f32), scales)
+// with q and scales module tensors: its cast made a cast to `dtype`, as
+// the scales become `dtype`. Other casts to f32 (positions, masks, an
+// explicit precision) stay, as torch's model.to(dtype) leaves forward's.
+bool NarrowDequantizationCasts(Graph& graph, DType dtype) {
   bool changed = false;
   for (Node* n : graph.nodes()) {
-    if (!n->is_call("cast") || n->num_args() < 1 || !n->arg(0).is_node()) continue;
-    const Node* input = n->arg(0).node();
-    if (!input->type().has_value() || IsFloatingPoint(input->type()->dtype)) continue;
-    if (n->num_args() >= 2 && n->arg(1).is_dtype() && n->arg(1).dtype_value() == DType::kF32) {
-      n->SetArg(1, Argument(dtype));
-      changed = true;
+    if (!n->is_call("cast") || n->num_args() != 2 || !n->arg(0).is_node() ||
+        !n->arg(1).is_dtype() || n->arg(1).dtype_value() != DType::kF32 ||
+        !n->kwargs().empty()) {
       continue;
     }
-    for (const auto& [name, value] : n->kwargs()) {
-      if (name == "dtype" && value.is_dtype() && value.dtype_value() == DType::kF32) {
-        n->SetKwarg("dtype", Argument(dtype));
-        changed = true;
-        break;
-      }
+    const Node* q = n->arg(0).node();
+    if (!q->type().has_value() || IsFloatingPoint(q->type()->dtype) || !IsConstant(q) ||
+        n->num_uses() == 0) {
+      continue;
     }
+    bool scaled = true;
+    for (const Node* user : n->users()) {
+      const bool by_constant = user->is_call("mul") && user->num_args() == 2 &&
+                               user->arg(0).is_node() && user->arg(1).is_node() &&
+                               IsConstant(user->arg(user->arg(0).node() == n ? 1 : 0).node());
+      scaled &= by_constant;
+    }
+    if (!scaled) continue;
+    n->SetArg(1, Argument(dtype));
+    changed = true;
   }
   return changed;
 }
@@ -103,7 +118,7 @@ absl::StatusOr<bool> CastFloatModule(Module& module, DType dtype) {
     module.SetTensor(name, std::move(tensor), module.tensors().at(name).init);
     changed = true;
   }
-  changed |= NarrowIntegerToFloatCasts(graph, dtype);
+  changed |= NarrowDequantizationCasts(graph, dtype);
   for (Node* p : graph.placeholders()) {
     if (!IsF32(p) || p->num_uses() == 0) continue;
     Node* cast;

@@ -11,10 +11,10 @@ namespace graft::passes {
 // `model.to(torch.bfloat16)` does: every f32 tensor of the module becomes
 // `dtype`, each f32 input is cast to `dtype` where it enters, and each f32
 // output is cast back to f32, so callers keep passing and getting f32.
-// A cast of integers to f32 (weight-only quantization's dequantization)
-// casts to `dtype` instead; values of other dtypes, and f32 values that
-// ops make from floats (an explicit cast to f32), are left alone. Returns
-// whether anything changed.
+// Weight-only quantization's dequantization (mul(cast(q, f32), scales),
+// both module tensors) casts q to `dtype` instead. Values of other dtypes,
+// and f32 values other ops make (an explicit cast to f32, of positions or
+// of a mask), are left alone. Returns whether anything changed.
 absl::StatusOr<bool> CastFloatModule(Module& module, DType dtype);
 
 }  // namespace graft::passes

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/cuda/gemm.h"
 #include "backends/cuda/skinny_gemm.h"
+#include "backends/unpack_int4_constants.h"
 #include "graph/collective_ops.h"
 #include "graph/op_registry.h"
 #include "graph/op_traits.h"
@@ -113,6 +114,8 @@ absl::Status CanLowerCall(const Node& node) {
     return CanLowerQuantizedLinear(node);
   } else if (node.is_call(kQuantizedConv2dOp)) {
     return CanLowerQuantizedConv2d(node);
+  } else if (IsInt4ConstantUnpack(node)) {
+    // Folded into an int8 module tensor when the program is built.
   } else {
     return absl::UnimplementedError(
         absl::StrCat("the cuda backend has no code for op '", op, "' yet"));

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "backends/unpack_int4_constants.h"
 #include "graph/dtype.h"
 #include "graph/op_registry.h"
 #include "graph/op_traits.h"
@@ -207,6 +208,8 @@ absl::Status CanLowerCall(const Node& node) {
         !node.arg(0).node()->is_call("split")) {
       return absl::UnimplementedError("getitem of anything but split");
     }
+  } else if (IsInt4ConstantUnpack(node)) {
+    // Folded into an int8 module tensor when the program is built.
   } else {
     return absl::UnimplementedError(
         absl::StrCat("the orc backend has no code for op '", op, "' yet"));

@@ -164,6 +164,11 @@ graph():
   ASSERT_OK_AND_ASSIGN(passes::quantize::WeightOnlyReport report,
                        passes::quantize::QuantizeWeightsOnly(*m, config));
   ASSERT_EQ(report.quantized.size(), 1u);
+  for (const Node* n : m->graph().nodes()) {
+    if (n->is_call(kUnpackInt4Op)) {
+      EXPECT_OK(cuda::CanLower(*n));  // No graph break.
+    }
+  }
   for (const char* precision : {"f32", "bf16"}) {
     SCOPED_TRACE(precision);
     cuda::CudaOptions options;

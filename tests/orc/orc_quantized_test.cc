@@ -133,7 +133,11 @@ TEST(OrcQuantized, PackedInt4WeightsUnpackAtCompileTime) {
     ASSERT_FALSE(report.quantized.empty());
     EXPECT_TRUE(report.unpacked.empty());
     int unpacks = 0;
-    for (const Node* n : m->graph().nodes()) unpacks += n->is_call(kUnpackInt4Op);
+    for (const Node* n : m->graph().nodes()) {
+      if (!n->is_call(kUnpackInt4Op)) continue;
+      ++unpacks;
+      EXPECT_OK(Orc().CanRun(*n, {})) << n->Ref();  // No graph break.
+    }
     EXPECT_EQ(unpacks, static_cast<int>(report.quantized.size()));
     ExpectOrcNearInterp(*m, 80);
   }

@@ -97,28 +97,38 @@ TEST(CastFloatTest, WeightsBecomeHalf) {
   EXPECT_EQ(narrowed.data<uint16_t>()[2], 0x7c00);  // Past f16's range: infinity.
 }
 
-// Weight-only quantization's cast(q) * scales: integers cast to f32 are
-// cast to the new float type, so the product sees one dtype.
-TEST(CastFloatTest, IntegersCastToTheNewFloatType) {
+// Weight-only quantization's cast(q) * scales (both module tensors) casts
+// to the new float type, so the product sees one dtype; a cast of
+// positions (arange) stays f32: bf16 holds integers exactly only to 256.
+TEST(CastFloatTest, DequantizationCastsToTheNewFloatType) {
   Module m = Parse(R"(
-tensor q : i8[4] = zeros
-tensor s : f32[4] = zeros
+tensor q : i8[300] = zeros
+tensor s : f32[300] = zeros
 graph():
-    %x : f32[4] = placeholder[target=x]
+    %x : f32[300] = placeholder[target=x]
     %q = get_attr[target=q]
     %s = get_attr[target=s]
     %c = call_function[target=cast](args = (%q, f32), kwargs = {})
     %w = call_function[target=mul](args = (%c, %s), kwargs = {})
     %y = call_function[target=add](args = (%x, %w), kwargs = {})
-    return y
+    %i = call_function[target=arange](args = (0, 300), kwargs = {})
+    %p = call_function[target=cast](args = (%i, f32), kwargs = {})
+    return (y, p)
 )");
   absl::StatusOr<bool> changed = CastFloatModule(m, DType::kBF16);
   ASSERT_TRUE(changed.ok()) << changed.status();
+  int seen = 0;
   for (const Node* n : m.graph().nodes()) {
     if (n->name() == "c" || n->name() == "w") {
       EXPECT_EQ(n->type()->dtype, DType::kBF16) << n->name();
+      ++seen;
+    }
+    if (n->name() == "p") {
+      EXPECT_EQ(n->type()->dtype, DType::kF32);
+      ++seen;
     }
   }
+  EXPECT_EQ(seen, 3);
   EXPECT_TRUE(Verify(m).ok());
 }
 
