@@ -9,11 +9,6 @@
 
 namespace graft {
 
-bool IsInt4ConstantUnpack(const Node& node) {
-  return node.is_call(kUnpackInt4Op) && node.num_args() == 1 && node.arg(0).is_node() &&
-         node.arg(0).node()->op() == OpCode::kGetAttr;
-}
-
 absl::StatusOr<bool> UnpackInt4Constants(Module& module) {
   Graph& graph = module.graph();
   std::vector<Node*> unpacks;

@@ -2,8 +2,8 @@
 #define GRAFT_BACKENDS_UNPACK_INT4_CONSTANTS_H_
 
 #include "absl/status/statusor.h"
+#include "graph/int4_ops.h"
 #include "graph/module.h"
-#include "graph/node.h"
 
 namespace graft {
 
@@ -14,10 +14,8 @@ namespace graft {
 // program what it runs fastest. Returns whether it changed anything.
 absl::StatusOr<bool> UnpackInt4Constants(Module& module);
 
-// Whether `node` is a graft::unpack_int4 of a module tensor, which
-// UnpackInt4Constants folds: compiled backends claim such nodes (their
-// CanRun) and leave other unpacks to the interpreter.
-bool IsInt4ConstantUnpack(const Node& node);
+// Compiled backends claim the unpacks it folds (IsInt4ConstantUnpack,
+// graph/int4_ops.h) and leave the others to the interpreter.
 
 }  // namespace graft
 

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "absl/strings/string_view.h"
+#include "graph/node.h"
 
 namespace graft {
 
@@ -17,6 +18,13 @@ namespace graft {
 // [-8, 7]. Backends that cannot run it fold it over module tensors at
 // compile time (backends/unpack_int4_constants.h).
 inline constexpr absl::string_view kUnpackInt4Op = "graft::unpack_int4";
+
+// Whether `node` unpacks a module tensor (its argument a get_attr): the
+// form compiled backends fold into an int8 module tensor.
+inline bool IsInt4ConstantUnpack(const Node& node) {
+  return node.is_call(kUnpackInt4Op) && node.num_args() == 1 && node.arg(0).is_node() &&
+         node.arg(0).node()->op() == OpCode::kGetAttr;
+}
 
 // The byte holding `low` and `high` (each in [-8, 7]).
 inline uint8_t PackInt4Pair(int8_t low, int8_t high) {

@@ -44,12 +44,9 @@ Tensor Narrowed(const Tensor& t, DType dtype) {
 
 bool IsF32(const Node* n) { return n->type().has_value() && n->type()->dtype == DType::kF32; }
 
-// A module tensor's node, through an unpack of 4-bit values.
+// A module tensor's node, or an unpack of one's 4-bit values.
 bool IsConstant(const Node* n) {
-  if (n->is_call(kUnpackInt4Op) && n->num_args() == 1 && n->arg(0).is_node()) {
-    n = n->arg(0).node();
-  }
-  return n->op() == OpCode::kGetAttr;
+  return n->op() == OpCode::kGetAttr || IsInt4ConstantUnpack(*n);
 }
 
 // Weight-only quantization's dequantization, mul(cast(q, f32), scales)

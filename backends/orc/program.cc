@@ -4,8 +4,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "backends/unpack_int4_constants.h"
 #include "graph/dtype.h"
+#include "graph/int4_ops.h"
 #include "graph/op_registry.h"
 #include "graph/op_traits.h"
 #include "graph/quant_ops.h"
