@@ -16,9 +16,11 @@
 #include "backends/inline_submodules.h"
 #include "graph/collective_ops.h"
 #include "graph/dtype.h"
+#include "graph/fused_ops.h"
 #include "graph/op_registry.h"
 #include "graph/op_traits.h"
 #include "passes/fold_batchnorm.h"
+#include "passes/fuse_attention.h"
 #include "passes/fuse_elementwise.h"
 #include "passes/pass_context.h"
 #include "passes/shape_prop.h"
@@ -104,6 +106,7 @@ absl::Status CanLowerFusedGroup(const Module& group, const StepTarget& target) {
 StepKind KindOfStep(const Node& node, const StepTarget& target) {
   if (node.op() == OpCode::kCallModule) return StepKind::kPointwise;
   if (IsCollectiveOp(node.target())) return StepKind::kCollective;
+  if (node.is_call(kAttentionOp)) return StepKind::kAttention;
   if (IsViewCopyOp(node)) return StepKind::kView;
   if (node.is_call("concat")) return StepKind::kConcat;
   if (node.is_call("pad")) return StepKind::kPad;
@@ -497,6 +500,9 @@ absl::StatusOr<StepProgram> BuildStepProgram(
   RETURN_IF_ERROR(passes::RecognizeCompositesPass().Run(*p.module, context).status());
   RETURN_IF_ERROR(passes::FoldBatchNormPass().Run(*p.module, context).status());
   RETURN_IF_ERROR(passes::PropagateShapes(*p.module).status());
+  if (target.accepts_attention) {
+    RETURN_IF_ERROR(passes::FuseAttention(*p.module, target.accepts_attention).status());
+  }
   RETURN_IF_ERROR(FoldBiasIntoLinear(*p.module).status());
   RETURN_IF_ERROR(passes::FuseElementwisePass().Run(*p.module, context).status());
   RETURN_IF_ERROR(passes::PropagateShapes(*p.module).status());

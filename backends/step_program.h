@@ -53,6 +53,7 @@ enum class StepKind : unsigned char {
                // between NCHW and channels-last (NHWC).
   kCollective,  // graft::all_reduce, graft::all_gather: through the
                 // executable's communicator, no generated code.
+  kAttention,   // graft::attention, where the target fuses it.
 };
 
 struct Step {
@@ -109,6 +110,9 @@ struct StepTarget {
   // "gelu", "gelu_tanh") to its result as it writes it.
   std::function<bool(const Node& call, absl::string_view activation)>
       absorbs_activation;
+  // Which graft::attention nodes (passes/fuse_attention.h) the backend
+  // runs; null: attention stays written out.
+  std::function<bool(const Node& attention)> accepts_attention;
   // Whether ungrouped 4-D convolutions read and write channels-last (NHWC)
   // values, with kCopy steps converting around them.
   bool channels_last_convs = false;

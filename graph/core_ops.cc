@@ -129,6 +129,20 @@ std::optional<int64_t> ConvFlops(const Node& node, int weight_arg) {
 
 std::optional<int64_t> Conv2dFlops(const Node& node) { return ConvFlops(node, 1); }
 
+// 2 T S (D + Dv) per matrix of the leading dims: 2 S (D + Dv) per query
+// row.
+std::optional<int64_t> AttentionFlops(const Node& node) {
+  std::optional<TensorType> k = StaticArgType(node, 1), v = StaticArgType(node, 2);
+  std::optional<int64_t> out = StaticResultElements(node);
+  if (!k.has_value() || !v.has_value() || k->rank() < 2 || !out.has_value() ||
+      v->shape.back().value() == 0) {
+    return std::nullopt;
+  }
+  const int64_t rows = *out / v->shape.back().value();
+  return 2 * rows * k->shape[k->rank() - 2].value() *
+         (k->shape.back().value() + v->shape.back().value());
+}
+
 std::optional<int64_t> QuantizedConv2dFlops(const Node& node) { return ConvFlops(node, 3); }
 
 ParamSpec Param(std::string name, ParamKind kind) {

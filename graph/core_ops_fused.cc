@@ -1,3 +1,5 @@
+#include <limits>
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -5,6 +7,7 @@
 #include "graph/fused_ops.h"
 #include "graph/op_registry.h"
 #include "graph/type_rules.h"
+#include "support/status_macros.h"
 
 namespace graft::core_ops {
 namespace {
@@ -74,6 +77,53 @@ absl::StatusOr<std::vector<TensorType>> InferLinearActivation(
   return std::vector<TensorType>{TensorType{x->dtype, std::move(shape)}};
 }
 
+absl::StatusOr<std::vector<TensorType>> InferAttention(const InferContext& ctx) {
+  ASSIGN_OR_RETURN(TensorType q, TypeOf(ctx, "query"));
+  ASSIGN_OR_RETURN(TensorType k, TypeOf(ctx, "key"));
+  ASSIGN_OR_RETURN(TensorType v, TypeOf(ctx, "value"));
+  if (!IsFloatingPoint(q.dtype) || k.dtype != q.dtype || v.dtype != q.dtype) {
+    return ctx.Error(absl::StrCat("query, key and value must share a floating-point dtype, got ",
+                                  q.ToString(), ", ", k.ToString(), " and ", v.ToString()));
+  }
+  if (q.rank() < 2 || k.rank() != q.rank() || v.rank() != q.rank()) {
+    return ctx.Error(absl::StrCat("query, key and value need the same rank, at least 2, got ",
+                                  q.ToString(), ", ", k.ToString(), " and ", v.ToString()));
+  }
+  const size_t r = q.rank();
+  for (size_t i = 0; i + 2 < r; ++i) {
+    if (rules::DimsConflict(q.shape[i], k.shape[i]) ||
+        rules::DimsConflict(q.shape[i], v.shape[i])) {
+      return ctx.Error(absl::StrCat("query, key and value must have the same leading dims, got ",
+                                    q.ToString(), ", ", k.ToString(), " and ", v.ToString()));
+    }
+  }
+  if (rules::DimsConflict(q.shape[r - 1], k.shape[r - 1]) ||
+      rules::DimsConflict(k.shape[r - 2], v.shape[r - 2])) {
+    return ctx.Error(absl::StrCat("query [..., T, D], key [..., S, D] and value [..., S, Dv] "
+                                  "do not fit: ", q.ToString(), ", ", k.ToString(), " and ",
+                                  v.ToString()));
+  }
+  if (ctx.call().TensorNode("mask") != nullptr) {
+    ASSIGN_OR_RETURN(TensorType m, TypeOf(ctx, "mask"));
+    Shape scores(q.shape.begin(), q.shape.end() - 1);
+    scores.push_back(k.shape[r - 2]);
+    if (m.dtype != DType::kBool || m.rank() > r) {
+      return ctx.Error(absl::StrCat("mask must be bool and broadcast to the scores, got ",
+                                    m.ToString()));
+    }
+    for (size_t i = 0; i < m.rank(); ++i) {
+      const Dim d = m.shape[m.rank() - 1 - i], s = scores[r - 1 - i];
+      if (!(d.is_constant() && d.value() == 1) && rules::DimsConflict(d, s)) {
+        return ctx.Error(absl::StrCat("mask ", m.ToString(), " does not broadcast to the scores' ",
+                                      TensorType{DType::kBool, scores}.ToString()));
+      }
+    }
+  }
+  Shape shape(q.shape.begin(), q.shape.end() - 1);
+  shape.push_back(v.shape[r - 1]);
+  return std::vector<TensorType>{TensorType{q.dtype, std::move(shape)}};
+}
+
 }  // namespace
 
 void RegisterFusedOps(OpRegistry& registry) {
@@ -92,6 +142,24 @@ void RegisterFusedOps(OpRegistry& registry) {
   schema.summary =
       "activation(input @ weight^T + bias) in one op (relu, gelu, gelu_tanh)";
   Add(registry, std::move(schema));
+
+  OpSchema attention;
+  attention.name = std::string(kAttentionOp);
+  attention.params = {
+      {"query", ParamKind::kTensor},
+      {"key", ParamKind::kTensor},
+      {"value", ParamKind::kTensor},
+      {"mask", ParamKind::kTensor, /*optional=*/true, Argument()},
+      {"scale", ParamKind::kFloat, false, Argument(1.0)},
+      {"masked_value", ParamKind::kFloat, false,
+       Argument(-std::numeric_limits<double>::infinity())},
+      {"causal", ParamKind::kBool, false, Argument(false)},
+  };
+  attention.traits = {.kind = OpKind::kContraction, .flops = AttentionFlops};
+  attention.infer = InferAttention;
+  attention.summary =
+      "softmax(where(mask, masked_value, query @ key^T * scale), -1) @ value in one op";
+  Add(registry, std::move(attention));
 }
 
 }  // namespace graft::core_ops

@@ -47,6 +47,7 @@ ParamSpec Defaulted(std::string name, ParamKind kind, Argument default_value);
 // linear ops) or the weight's in_channels * kh * kw (conv2d).
 std::optional<int64_t> LastDimContractionFlops(const Node& node);
 std::optional<int64_t> Conv2dFlops(const Node& node);
+std::optional<int64_t> AttentionFlops(const Node& node);  // graft::attention.
 std::optional<int64_t> QuantizedConv2dFlops(const Node& node);  // Its weight is argument 3.
 // conv2d's result type (of the input's dtype) from its input, weight,
 // bias, stride, padding, dilation and groups, the dtypes unchecked: the

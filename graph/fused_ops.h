@@ -20,6 +20,19 @@ namespace graft {
 inline constexpr absl::string_view kLinearActivationOp =
     "graft::linear_activation";
 
+// Attention in one op, made by fuse-attention where a backend runs it:
+//   graft::attention(query: Tensor, key: Tensor, value: Tensor,
+//                    mask: Tensor? = None, scale: float = 1.0,
+//                    masked_value: float = -inf, causal: bool = false)
+// = softmax(where(mask, masked_value, (query @ key^T) * scale), -1) @ value,
+// with query [..., T, D], key [..., S, D], value [..., S, Dv] sharing one
+// floating-point dtype and the same leading dims, and mask (bool, true
+// where the score is replaced, as torch.masked_fill) broadcasting to
+// [..., T, S]; `causal` also sets the scores of keys after the query
+// (j > i) to -inf (torch's is_causal). The result is [..., T, Dv]. A row
+// whose every score is -inf is NaN, as softmax makes it.
+inline constexpr absl::string_view kAttentionOp = "graft::attention";
+
 
 }  // namespace graft
 

@@ -6,6 +6,7 @@
 #include "backends/cuda/gemm.h"
 #include "backends/cuda/skinny_gemm.h"
 #include "graph/collective_ops.h"
+#include "graph/fused_ops.h"
 #include "graph/int4_ops.h"
 #include "graph/op_registry.h"
 #include "graph/op_traits.h"
@@ -80,6 +81,32 @@ absl::Status CanLowerCollective(const Node& node) {
   return absl::OkStatus();
 }
 
+// graft's attention kernel (attention_source.h): tensor-core operands
+// (bf16, f16) and head dims that are multiples of 16 up to 128 (its
+// registers and shared memory).
+absl::Status CanLowerAttention(const Node& node) {
+  ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node));
+  const Node* q = call.TensorNode("query");
+  const Node* v = call.TensorNode("value");
+  if (q == nullptr || v == nullptr || !q->type().has_value() || !v->type().has_value() ||
+      q->type()->rank() < 2) {
+    return absl::OkStatus();  // Checked again once the program is typed.
+  }
+  const DType t = q->type()->dtype;
+  if (t != DType::kBF16 && t != DType::kF16) {
+    return absl::UnimplementedError(absl::StrCat(
+        "attention in ", DTypeName(t), ": graft's attention kernel takes bf16 and f16"));
+  }
+  for (const Dim d : {q->type()->shape.back(), v->type()->shape.back()}) {
+    if (d.is_symbolic() || d.value() % 16 != 0 || d.value() == 0 || d.value() > 128) {
+      return absl::UnimplementedError(absl::StrCat(
+          "attention with head dim ", d.ToString(), ": graft's attention kernel takes multiples "
+          "of 16 up to 128"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CanLowerCall(const Node& node) {
   const std::string& op = node.target();
   if (IsFloat8QuantizeOp(node)) {
@@ -114,6 +141,8 @@ absl::Status CanLowerCall(const Node& node) {
     return CanLowerQuantizedLinear(node);
   } else if (node.is_call(kQuantizedConv2dOp)) {
     return CanLowerQuantizedConv2d(node);
+  } else if (node.is_call(kAttentionOp)) {
+    return CanLowerAttention(node);
   } else if (IsInt4ConstantUnpack(node)) {
     // Folded into an int8 module tensor when the program is built.
   } else {
@@ -167,6 +196,8 @@ absl::StatusOr<StepProgram> BuildCudaProgram(const Module& module,
           [](const Node& call, absl::string_view activation) {
             return IsGemmCall(call) && (activation == "relu" || activation == "gelu_tanh");
           },
+      // Written-out attention becomes one kernel where it can run it.
+      .accepts_attention = [](const Node& n) { return CanLowerAttention(n).ok(); },
       .channels_last_convs = false,
       .options_key = options.Key()};
   if (options.precision != "bf16" && options.precision != "f16") {

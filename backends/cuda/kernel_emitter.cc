@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "backends/cuda/attention_source.h"
 #include "backends/cuda/gemm.h"
 #include "backends/cuda/kernel_preamble.h"
 #include "backends/cuda/skinny_gemm.h"
@@ -63,16 +64,21 @@ DType AccumulatorType(DType t) {
   return DType::kI64;
 }
 
+// A stored element's value (`element` already loaded) as `t`'s register
+// value.
+std::string FromStorage(DType t, const std::string& element) {
+  switch (t) {
+    case DType::kF16: return absl::StrCat("g_h2f(", element, ")");
+    case DType::kBF16: return absl::StrCat("g_b2f(", element, ")");
+    case DType::kBool: return absl::StrCat("(", element, " != 0)");
+    default: return element;
+  }
+}
+
 // `element` ("p1[i]") loaded through g_ld (kernel_preamble.h), as `t`'s
 // register value.
 std::string LoadExpr(DType t, const std::string& element) {
-  const std::string loaded = absl::StrCat("g_ld(&", element, ")");
-  switch (t) {
-    case DType::kF16: return absl::StrCat("g_h2f(", loaded, ")");
-    case DType::kBF16: return absl::StrCat("g_b2f(", loaded, ")");
-    case DType::kBool: return absl::StrCat("(", loaded, " != 0)");
-    default: return loaded;
-  }
+  return FromStorage(t, absl::StrCat("g_ld(&", element, ")"));
 }
 
 std::string StoreValue(DType t, const std::string& value) {
@@ -245,6 +251,7 @@ class Emitter {
       case StepKind::kCollective:
         return absl::OkStatus();  // NCCL, from the executable.
       case StepKind::kQuantize: return Quantize();
+      case StepKind::kAttention: return Attention();
       case StepKind::kMatmul:  // Every matmul is a cuBLASLt call here.
       case StepKind::kScan:    // cumsum falls back (cuda_program.cc).
         break;
@@ -293,7 +300,7 @@ class Emitter {
     if (plan.mode == 4) buffers.push_back(BufferOf(call.TensorNode("weight_scales")));
     buffers.push_back(step_->result);
     const std::string name =
-        Define([&](const std::string& n) { return SkinnyGemmKernel(n, plan); }, true);
+        Define([&](const std::string& n) { return SkinnyGemmKernel(n, plan); }, kSkinnyGemmSource);
     KernelLaunch launch{name, plan.grid(), 128, std::move(buffers), false};
     launch.split_k_scratch = true;
     launch.programmatic = compute_capability_ >= 90;  // griddepcontrol: Hopper on.
@@ -363,30 +370,35 @@ class Emitter {
   }
 
   // The name of the kernel `text(name)` defines: an earlier one with the
-  // same text (a repeated layer's), or a new one. `skinny`: a product of
-  // few rows (skinny_gemm_source.h), which gets a unit of its own.
-  std::string Define(const std::function<std::string(const std::string&)>& text, bool skinny) {
+  // same text (a repeated layer's), or a new one. `library`: the source
+  // the kernel instantiates (a product of few rows, skinny_gemm_source.h,
+  // or attention, attention_source.h), which gets a unit of its own, since
+  // one costs NVRTC as much as dozens of generated kernels; null for a
+  // kernel that needs the preamble only.
+  std::string Define(const std::function<std::string(const std::string&)>& text,
+                     const char* library) {
     static constexpr char kPlaceholder[] = "@kernel@";
     const std::string key = text(kPlaceholder);
     auto [it, added] = defined_.emplace(key, "");
     if (!added) return it->second;
     it->second = NextName();
-    kernels_.push_back({absl::StrReplaceAll(key, {{kPlaceholder, it->second}}), it->second, skinny});
+    kernels_.push_back(
+        {absl::StrReplaceAll(key, {{kPlaceholder, it->second}}), it->second, library});
     return it->second;
   }
 
-  // KernelSource::units from the kernels defined: each product of few rows
-  // alone, the other kernels kKernelsPerUnit to a unit, the copy kernels in
-  // the first; then each launch's unit.
+  // KernelSource::units from the kernels defined: each that instantiates a
+  // library alone, the other kernels kKernelsPerUnit to a unit, the copy
+  // kernels in the first; then each launch's unit.
   void PackUnits() {
     constexpr int kKernelsPerUnit = 8;
     std::map<std::string, int> unit_of;
     out_.units.push_back(absl::StrCat(kKernelPreamble, copy_kernels_));
     int in_first = 0, open = 0;  // Kernels in the unit generated kernels fill.
     for (const DefinedKernel& k : kernels_) {
-      if (k.skinny) {
+      if (k.library != nullptr) {
         unit_of[k.name] = static_cast<int>(out_.units.size());
-        out_.units.push_back(absl::StrCat(kKernelPreamble, kSkinnyGemmSource, k.text));
+        out_.units.push_back(absl::StrCat(kKernelPreamble, k.library, k.text));
         continue;
       }
       if (in_first == kKernelsPerUnit) {
@@ -411,7 +423,8 @@ class Emitter {
   // Appends `__global__ void name(params) { body }` and its launch.
   void AddKernel(const std::vector<std::string>& params,
                  const std::string& body, int64_t grid, int block,
-                 std::vector<BufferRef> buffers, bool error_flag = false) {
+                 std::vector<BufferRef> buffers, bool error_flag = false,
+                 const char* library = nullptr) {
     std::vector<std::string> all = params;
     if (error_flag) all.push_back("int* __restrict__ err");
     const std::string name = Define(
@@ -420,16 +433,17 @@ class Emitter {
                               "(", absl::StrJoin(all, ", "), ") {\n  g_pdl_begin();\n", body,
                               "}\n");
         },
-        false);
+        library);
     KernelLaunch launch{name, grid, block, std::move(buffers), error_flag};
     launch.programmatic = compute_capability_ >= 90;  // griddepcontrol: Hopper on.
     out_.launches[step_index_].push_back(std::move(launch));
   }
 
-  // A kernel with one thread per element of `dims` (grid-stride): the
-  // coordinates are c0, c1, ...; `body` gets each loaded operand (empty for
-  // pointer-only operands, named p1, p2, ...) and returns statements that
-  // set `r`, the result in the output's register type.
+  // A kernel with one thread per element of `dims` (grid-stride), or per
+  // VectorWidth elements of its last dimension: the coordinates are c0,
+  // c1, ... and the flat index i; `body` gets each loaded operand (empty
+  // for pointer-only operands, named p1, p2, ...) and returns statements
+  // that set `r`, the result in the output's register type.
   void Map(const std::vector<int64_t>& dims, const Operand& out, BufferRef out_ref,
            const std::vector<Operand>& ins, const std::vector<BufferRef>& in_refs,
            const std::function<std::string(const std::vector<std::string>&)>& body,
@@ -447,19 +461,44 @@ class Emitter {
     constexpr int64_t kNarrow = int64_t{1} << 31;
     bool narrow = n < kNarrow && MaxOffset(out, dims) < kNarrow;
     for (const Operand& op : ins) narrow &= !op.load || MaxOffset(op, dims) < kNarrow;
-    const std::string idx = narrow ? "int" : "long long", suffix = narrow ? "" : "LL";
-    std::string code = absl::StrCat(
-        "  for (", idx, " i = (", idx, ")blockIdx.x * blockDim.x + threadIdx.x; i < ", n, suffix,
-        "; i += (", idx, ")gridDim.x * blockDim.x) {\n    ", idx, " rest = i;\n");
+    const IndexType index{narrow ? "int" : "long long", narrow ? "" : "LL"};
+    const int width = VectorWidth(dims, out, ins);
+    const std::string code = width > 1 ? VectorLoop(dims, out, ins, body, index, width)
+                                       : ScalarLoop(dims, out, ins, body, index);
+    std::vector<BufferRef> buffers{out_ref};
+    buffers.insert(buffers.end(), in_refs.begin(), in_refs.end());
+    AddKernel(params, code, GridFor(n / width, kThreads), kThreads, std::move(buffers),
+              error_flag);
+  }
+
+  struct IndexType {
+    std::string type;    // "int" or "long long"
+    std::string suffix;  // of its literals: "" or "LL"
+  };
+
+  // Statements that set c0, c1, ...: the coordinates of flat index i.
+  static std::string Coordinates(const std::vector<int64_t>& dims, const IndexType& index) {
+    std::string code = absl::StrCat("    ", index.type, " rest = i;\n");
     for (size_t k = dims.size(); k-- > 0;) {
       if (k == 0) {
-        absl::StrAppend(&code, "    const ", idx, " c0 = rest;\n");
+        absl::StrAppend(&code, "    const ", index.type, " c0 = rest;\n");
       } else {
-        absl::StrAppend(&code, "    const ", idx, " c", k, " = rest % ", dims[k], suffix,
-                        "; rest /= ", dims[k], suffix, ";\n");
+        absl::StrAppend(&code, "    const ", index.type, " c", k, " = rest % ", dims[k],
+                        index.suffix, "; rest /= ", dims[k], index.suffix, ";\n");
       }
     }
-    absl::StrAppend(&code, "    (void)rest;\n");
+    return absl::StrCat(code, "    (void)rest;\n");
+  }
+
+  static std::string ScalarLoop(const std::vector<int64_t>& dims, const Operand& out,
+                                const std::vector<Operand>& ins,
+                                const std::function<std::string(const std::vector<std::string>&)>& body,
+                                const IndexType& index) {
+    const std::string& idx = index.type;
+    std::string code = absl::StrCat(
+        "  for (", idx, " i = (", idx, ")blockIdx.x * blockDim.x + threadIdx.x; i < ",
+        Product(dims, 0, dims.size()), index.suffix, "; i += (", idx,
+        ")gridDim.x * blockDim.x) {\n", Coordinates(dims, index));
     std::vector<std::string> loaded;
     for (size_t i = 0; i < ins.size(); ++i) {
       if (!ins[i].load) {
@@ -467,17 +506,85 @@ class Emitter {
         continue;
       }
       absl::StrAppend(&code, "    const ", RegisterType(ins[i].dtype), " x", i, " = ",
-                      LoadExpr(ins[i].dtype, absl::StrCat("p", i + 1, "[", OffsetExpr(ins[i], dims, suffix), "]")),
+                      LoadExpr(ins[i].dtype, absl::StrCat("p", i + 1, "[", OffsetExpr(ins[i], dims, index.suffix), "]")),
                       ";\n");
       loaded.push_back(absl::StrCat("x", i));
     }
     absl::StrAppend(&code, "    ", RegisterType(out.dtype), " r;\n", body(loaded),
-                    "\n    p0[", OffsetExpr(out, dims, suffix), "] = ", StoreValue(out.dtype, "r"),
+                    "\n    p0[", OffsetExpr(out, dims, index.suffix), "] = ", StoreValue(out.dtype, "r"),
                     ";\n  }\n");
-    std::vector<BufferRef> buffers{out_ref};
-    buffers.insert(buffers.end(), in_refs.begin(), in_refs.end());
-    AddKernel(params, code, GridFor(n, kThreads), kThreads, std::move(buffers),
-              error_flag);
+    return code;
+  }
+
+  // How many consecutive elements of the last dimension one thread of Map
+  // takes: 16 bytes of the output (at most 8 elements), where every
+  // operand is loaded (not read by the body through its pointer) and the
+  // last dimension divides into such groups; 1 otherwise.
+  static int VectorWidth(const std::vector<int64_t>& dims, const Operand& out,
+                         const std::vector<Operand>& ins) {
+    if (dims.empty() || out.strides.size() != dims.size()) return 1;
+    for (const Operand& op : ins) {
+      if (!op.load || op.strides.size() != dims.size()) return 1;
+    }
+    int width = std::min<int>(8, static_cast<int>(16 / DTypeSize(out.dtype)));
+    while (width > 1 && dims.back() % width != 0) width /= 2;
+    return width;
+  }
+
+  // Map's loop with `width` elements per thread: an operand whose last
+  // stride is 1 (the output's too) is loaded as a vector, one whose last
+  // stride is 0 once, any other one element at a time.
+  static std::string VectorLoop(const std::vector<int64_t>& dims, const Operand& out,
+                                const std::vector<Operand>& ins,
+                                const std::function<std::string(const std::vector<std::string>&)>& body,
+                                const IndexType& index, int width) {
+    const std::string& idx = index.type;
+    const size_t last = dims.size() - 1;
+    const int64_t groups = Product(dims, 0, dims.size()) / width;
+    std::string code = absl::StrCat(
+        "  for (", idx, " t = (", idx, ")blockIdx.x * blockDim.x + threadIdx.x; t < ", groups,
+        index.suffix, "; t += (", idx, ")gridDim.x * blockDim.x) {\n    const ", idx,
+        " i = t * ", width, index.suffix, ";\n", Coordinates(dims, index));
+    auto last_stride = [&](const Operand& op) { return op.strides[last]; };
+    std::string per_element;  // Statements for element v of the group.
+    std::vector<std::string> loaded;
+    for (size_t k = 0; k < ins.size(); ++k) {
+      const Operand& op = ins[k];
+      const std::string x = absl::StrCat("x", k), p = absl::StrCat("p", k + 1);
+      const std::string at = absl::StrCat(p, "[", OffsetExpr(op, dims, index.suffix), "]");
+      const std::string rt = RegisterType(op.dtype);
+      if (last_stride(op) == 1) {
+        absl::StrAppend(&code, "    __align__(16) ", StorageType(op.dtype), " a", k, "[", width,
+                        "];\n    g_ldv(a", k, ", &", at, ");\n");
+        absl::StrAppend(&per_element, "      const ", rt, " ", x, " = ",
+                        FromStorage(op.dtype, absl::StrCat("a", k, "[v]")), ";\n");
+      } else if (last_stride(op) == 0) {
+        absl::StrAppend(&code, "    const ", rt, " ", x, " = ", LoadExpr(op.dtype, at), ";\n");
+      } else {
+        absl::StrAppend(&per_element, "      const ", rt, " ", x, " = ", LoadExpr(op.dtype, at),
+                        ";\n");
+      }
+      loaded.push_back(x);
+    }
+    const bool vector_store = last_stride(out) == 1;
+    const std::string out_at = absl::StrCat("p0[", OffsetExpr(out, dims, index.suffix), "]");
+    if (vector_store) {
+      absl::StrAppend(&code, "    __align__(16) ", StorageType(out.dtype), " o[", width, "];\n");
+    }
+    // Element v's own i and last coordinate, shadowing the group's.
+    absl::StrAppend(&code, "    const ", idx, " g_i = i, g_c = c", last, ";\n",
+                    "    #pragma unroll\n    for (int v = 0; v < ", width, "; ++v) {\n",
+                    "      const ", idx, " i = g_i + v, c", last, " = g_c + v;\n",
+                    "      (void)i; (void)c", last, ";\n", per_element, "      ",
+                    RegisterType(out.dtype), " r;\n", body(loaded), "\n");
+    if (vector_store) {
+      absl::StrAppend(&code, "      o[v] = ", StoreValue(out.dtype, "r"), ";\n    }\n",
+                      "    g_stv(&", out_at, ", o);\n  }\n");
+    } else {
+      absl::StrAppend(&code, "      ", out_at, " = ", StoreValue(out.dtype, "r"),
+                      ";\n    }\n  }\n");
+    }
+    return code;
   }
 
   // The value of a pointwise call as an expression, its operands' register
@@ -824,28 +931,122 @@ class Emitter {
                         "LL) return;\n  const long long start = row * ", n, "LL;\n");
   }
 
+  // graft::attention as one kernel (attention_source.h): a block per 64
+  // queries of each matrix of the leading dims; the mask, if any, read
+  // through its broadcast strides.
+  absl::Status Attention() {
+    ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node()));
+    const Node* q = call.TensorNode("query");
+    const Node* k = call.TensorNode("key");
+    const Node* v = call.TensorNode("value");
+    const Node* mask = call.IsNone("mask") ? nullptr : call.TensorNode("mask");
+    const std::vector<int64_t> qd = DimsOf(*q), kd = DimsOf(*k), vd = DimsOf(*v);
+    const size_t r = qd.size();
+    const int64_t t_len = qd[r - 2], s_len = kd[r - 2], d = qd[r - 1], dv = vd[r - 1];
+    const int64_t batch = Product(qd, 0, r - 2);
+    if (batch * t_len * dv == 0) return absl::OkStatus();
+    const int64_t tiles = (t_len + 63) / 64;
+    const DType t = out_dtype();
+    std::vector<std::string> params{absl::StrCat(StorageType(t), "* __restrict__ p0")};
+    for (int i = 1; i <= 3; ++i) {
+      params.push_back(absl::StrCat("const ", StorageType(t), "* __restrict__ p", i));
+    }
+    std::vector<BufferRef> buffers{step_->result, BufferOf(q), BufferOf(k), BufferOf(v)};
+    std::string masked = "false";
+    if (mask != nullptr) {
+      std::vector<int64_t> scores(qd.begin(), qd.end() - 1);
+      scores.push_back(s_len);
+      const std::vector<int64_t> strides = BroadcastStrides(DimsOf(*mask), scores);
+      params.push_back("const unsigned char* __restrict__ p4");
+      buffers.push_back(BufferOf(mask));
+      std::string offset = absl::StrCat("(long long)i * ", strides[r - 2], "LL + (long long)j * ",
+                                        strides[r - 1], "LL");
+      std::string lead = "    long long rest = b;\n";
+      for (size_t i = r - 2; i-- > 0;) {
+        absl::StrAppend(&lead, "    const long long c", i, " = rest % ", qd[i], "LL; rest /= ",
+                        qd[i], "LL;\n");
+        absl::StrAppend(&offset, " + c", i, " * ", strides[i], "LL");
+      }
+      masked = absl::StrCat("[&](long long b, int i, int j) {\n", lead, "    return p4[",
+                            offset, "] != 0;\n  }");
+    } else {
+      masked = "[](long long, int, int) { return false; }";
+    }
+    const std::string body = absl::StrCat(
+        "  g_attention::run<", StorageType(t), ", ", d, ", ", dv, ", ",
+        call.Bool("causal") ? "true" : "false", ", ", mask != nullptr ? "true" : "false",
+        ">(p0, p1, p2, p3, ", t_len, ", ", s_len, ", ", tiles, ", ",
+        FloatLiteral(call.Float("scale")), ", ", FloatLiteral(call.Float("masked_value")),
+        ",\n    ", masked, ");\n");
+    AddKernel(params, body, batch * tiles, 128, std::move(buffers), false, kAttentionSource);
+    return absl::OkStatus();
+  }
+
+  // A float literal of `v` (infinities and NaN included).
+  static std::string FloatLiteral(double v) { return Literal(DType::kF32, v); }
+
+  // Where a warp-per-row kernel keeps its row: lane `lane` holds v[k] for
+  // k < per_lane, element J(k) of the row, taken `width` consecutive
+  // elements at a time (16 bytes of the input, when the row divides into
+  // such pieces) so that each load and store moves a vector.
+  struct WarpRow {
+    int64_t n;
+    int width;
+    int64_t per_lane;
+
+    WarpRow(int64_t row_length, DType in_type) : n(row_length) {
+      width = std::min<int>(8, static_cast<int>(16 / DTypeSize(in_type)));
+      while (width > 1 && n % width != 0) width /= 2;
+      per_lane = (n + 32 * width - 1) / (32 * width) * width;
+    }
+    std::string J(const std::string& k) const {
+      if (width == 1) return absl::StrCat("(lane + 32 * ", k, ")");
+      return absl::StrCat("((lane + 32 * (", k, " / ", width, ")) * ", width, " + ", k, " % ",
+                          width, ")");
+    }
+    // Declares `at` v[per_lane] and loads the row into it (`fill` past n).
+    std::string Load(DType in_type, DType acc, const std::string& fill) const {
+      const std::string at = RegisterType(acc);
+      return absl::StrCat(
+          "  ", at, " v[", per_lane, "];\n#pragma unroll\n  for (int c = 0; c < ",
+          per_lane / width, "; ++c) {\n    const int j0 = (lane + 32 * c) * ", width,
+          ";\n    __align__(16) ", StorageType(in_type), " a[", width, "];\n    if (j0 < ", n,
+          ") g_ldv(a, p1 + start + j0);\n#pragma unroll\n    for (int e = 0; e < ", width,
+          "; ++e) v[c * ", width, " + e] = j0 < ", n, " ? ",
+          Convert(FromStorage(in_type, "a[e]"), in_type, acc), " : ", fill, ";\n  }\n");
+    }
+    // Stores `value` (an expression of k and j, the element's index in the
+    // row) as `t` for every element of the row.
+    std::string Store(DType t, const std::string& value) const {
+      return absl::StrCat(
+          "#pragma unroll\n  for (int c = 0; c < ", per_lane / width,
+          "; ++c) {\n    const int j0 = (lane + 32 * c) * ", width, ";\n    if (j0 >= ", n,
+          ") continue;\n    __align__(16) ", StorageType(t), " o[", width,
+          "];\n#pragma unroll\n    for (int e = 0; e < ", width, "; ++e) {\n      const int k = c * ",
+          width, " + e, j = j0 + e;\n      (void)j;\n      o[e] = ", StoreValue(t, value),
+          ";\n    }\n    g_stv(p0 + start + j0, o);\n  }\n");
+    }
+  };
+
   absl::Status WarpSoftmax(const Rows& rows, DType in_type, bool log) {
     const DType t = out_dtype(), acc = AccumulatorType(t);
     const std::string at = RegisterType(acc);
-    const int64_t count = rows.outer, per_lane = (rows.n + 31) / 32;
+    const WarpRow row(rows.n, in_type);
     const std::string lowest = Extreme(acc, false);
     std::string code = absl::StrCat(
-        WarpRowStart(count, rows.n), "  ", at, " v[", per_lane, "];\n  ", at, " m = ", lowest,
-        ";\n#pragma unroll\n  for (int k = 0; k < ", per_lane,
-        "; ++k) {\n    const int j = lane + 32 * k;\n    v[k] = j < ", rows.n, " ? ",
-        Convert(LoadExpr(in_type, "p1[start + j]"), in_type, acc), " : ", lowest,
-        ";\n    m = g_max(m, v[k]);\n  }\n  m = g_warp_reduce(m, g_max_op());\n  ", at,
-        " s = 0;\n#pragma unroll\n  for (int k = 0; k < ", per_lane, "; ++k) {\n    if (lane + 32 * k < ",
-        rows.n, ") s += g_exp<", at, ">(v[k] - m);\n  }\n  s = g_warp_reduce(s, g_sum_op());\n");
+        WarpRowStart(rows.outer, rows.n), row.Load(in_type, acc, lowest), "  ", at, " m = ",
+        lowest, ";\n#pragma unroll\n  for (int k = 0; k < ", row.per_lane,
+        "; ++k) m = g_max(m, v[k]);\n  m = g_warp_reduce(m, g_max_op());\n  ", at,
+        " s = 0;\n#pragma unroll\n  for (int k = 0; k < ", row.per_lane, "; ++k) {\n    if (",
+        row.J("k"), " < ", rows.n, ") s += g_exp<", at,
+        ">(v[k] - m);\n  }\n  s = g_warp_reduce(s, g_sum_op());\n");
     const std::string value = log ? absl::StrCat("v[k] - m - g_log<", at, ">(s)")
                                   : absl::StrCat("g_exp<", at, ">(v[k] - m) * inv");
     if (!log) absl::StrAppend(&code, "  const ", at, " inv = (", at, ")1 / s;\n");
-    absl::StrAppend(&code, "#pragma unroll\n  for (int k = 0; k < ", per_lane,
-                    "; ++k) {\n    const int j = lane + 32 * k;\n    if (j < ", rows.n,
-                    ") p0[start + j] = ", StoreValue(t, Convert(value, acc, t)), ";\n  }\n");
+    absl::StrAppend(&code, row.Store(t, Convert(value, acc, t)));
     AddKernel({absl::StrCat(StorageType(t), "* __restrict__ p0"),
                absl::StrCat("const ", StorageType(in_type), "* __restrict__ p1")},
-              code, (count + kRowsPerBlock - 1) / kRowsPerBlock, 32 * kRowsPerBlock,
+              code, (rows.outer + kRowsPerBlock - 1) / kRowsPerBlock, 32 * kRowsPerBlock,
               {step_->result, step_->operands[0]});
     return absl::OkStatus();
   }
@@ -855,21 +1056,16 @@ class Emitter {
                              std::vector<BufferRef> buffers) {
     const DType t = out_dtype(), acc = AccumulatorType(t);
     const std::string at = RegisterType(acc);
-    const int64_t per_lane = (n + 31) / 32;
+    const WarpRow row(n, in_type);
     std::string code = absl::StrCat(
-        WarpRowStart(outer, n), "  ", at, " v[", per_lane, "];\n  ", at,
-        " s = 0;\n#pragma unroll\n  for (int k = 0; k < ", per_lane,
-        "; ++k) {\n    const int j = lane + 32 * k;\n    v[k] = j < ", n, " ? ",
-        Convert(LoadExpr(in_type, "p1[start + j]"), in_type, acc), " : (", at,
-        ")0;\n    s += v[k];\n  }\n  const ", at, " mean = g_warp_reduce(s, g_sum_op()) / (", at,
-        ")", n, ";\n  ", at, " q = 0;\n#pragma unroll\n  for (int k = 0; k < ", per_lane,
-        "; ++k) {\n    if (lane + 32 * k < ", n, ") { const ", at,
+        WarpRowStart(outer, n), row.Load(in_type, acc, absl::StrCat("(", at, ")0")), "  ", at,
+        " s = 0;\n#pragma unroll\n  for (int k = 0; k < ", row.per_lane,
+        "; ++k) s += v[k];\n  const ", at, " mean = g_warp_reduce(s, g_sum_op()) / (", at, ")",
+        n, ";\n  ", at, " q = 0;\n#pragma unroll\n  for (int k = 0; k < ", row.per_lane,
+        "; ++k) {\n    if (", row.J("k"), " < ", n, ") { const ", at,
         " d = v[k] - mean; q += d * d; }\n  }\n  const ", at, " inv = (", at, ")1 / g_sqrt<", at,
-        ">(g_warp_reduce(q, g_sum_op()) / (", at, ")", n, " + ", Literal(acc, eps),
-        ");\n#pragma unroll\n  for (int k = 0; k < ", per_lane,
-        "; ++k) {\n    const int j = lane + 32 * k;\n    if (j < ", n, ") p0[start + j] = ",
-        StoreValue(t, Convert(absl::StrCat("((v[k] - mean) * inv)", affine), acc, t)),
-        ";\n  }\n");
+        ">(g_warp_reduce(q, g_sum_op()) / (", at, ")", n, " + ", Literal(acc, eps), ");\n",
+        row.Store(t, Convert(absl::StrCat("((v[k] - mean) * inv)", affine), acc, t)));
     AddKernel(params, code, (outer + kRowsPerBlock - 1) / kRowsPerBlock,
               32 * kRowsPerBlock, std::move(buffers));
     return absl::OkStatus();
@@ -1278,7 +1474,7 @@ class Emitter {
   int kernel_count_ = 0;
   struct DefinedKernel {
     std::string text, name;
-    bool skinny;
+    const char* library;
   };
   std::vector<DefinedKernel> kernels_;
   std::map<std::string, std::string> defined_;  // Text (name left out) to name.

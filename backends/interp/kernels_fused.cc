@@ -2,7 +2,9 @@
 
 #include "backends/interp/kernels_fused.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -84,10 +86,93 @@ absl::StatusOr<Value> LinearActivation(const KernelContext& ctx) {
   return Value(CastTensor(acc, x.dtype()));
 }
 
+// softmax(where(mask, masked_value, q k^T * scale)) v per matrix of the
+// leading dims (keys after the query at -inf when causal), in double,
+// rounded once. A row whose scores are all -inf
+// is NaN (0 / 0), as softmax makes it.
+absl::StatusOr<Value> Attention(const KernelContext& ctx) {
+  ASSIGN_OR_RETURN(Tensor q, ctx.Input("query"));
+  ASSIGN_OR_RETURN(Tensor k, ctx.Input("key"));
+  ASSIGN_OR_RETURN(Tensor v, ctx.Input("value"));
+  ASSIGN_OR_RETURN(std::optional<Tensor> mask, ctx.OptionalInput("mask"));
+  const double scale = ctx.call().Float("scale");
+  const double masked_value = ctx.call().Float("masked_value");
+  const bool causal = ctx.call().Bool("causal");
+  const int r = static_cast<int>(q.rank());
+  if (r < 2 || k.rank() != q.rank() || v.rank() != q.rank() || !IsFloatingPoint(q.dtype()) ||
+      k.dtype() != q.dtype() || v.dtype() != q.dtype()) {
+    return KernelError("query, key and value must share a floating-point dtype and a rank of "
+                       "at least 2, got ", q.TypeString(), ", ", k.TypeString(), " and ",
+                       v.TypeString());
+  }
+  const int64_t t = q.dim(r - 2), d = q.dim(r - 1), s = k.dim(r - 2), dv = v.dim(r - 1);
+  std::vector<int64_t> lead(q.dims().begin(), q.dims().end() - 2);
+  if (std::vector<int64_t>(k.dims().begin(), k.dims().end() - 2) != lead ||
+      std::vector<int64_t>(v.dims().begin(), v.dims().end() - 2) != lead || k.dim(r - 1) != d ||
+      v.dim(r - 2) != s) {
+    return KernelError("query [..., T, D], key [..., S, D] and value [..., S, Dv] do not fit: ",
+                       q.TypeString(), ", ", k.TypeString(), " and ", v.TypeString());
+  }
+  std::vector<int64_t> scores = lead;
+  scores.push_back(t);
+  scores.push_back(s);
+  std::vector<int64_t> mask_strides;
+  if (mask) {
+    if (mask->dtype() != DType::kBool) return KernelError("mask must be bool, got ", mask->TypeString());
+    ASSIGN_OR_RETURN(std::vector<int64_t> b, BroadcastDims(mask->dims(), scores));
+    if (b != scores) {
+      return KernelError("mask ", mask->TypeString(), " does not broadcast to the scores' ",
+                         DimsString(scores));
+    }
+    mask_strides = BroadcastStrides(mask->dims(), scores);
+  }
+  std::vector<int64_t> out_dims = lead;
+  out_dims.push_back(t);
+  out_dims.push_back(dv);
+  ASSIGN_OR_RETURN(Tensor out, NewTensor(DType::kF64, out_dims));
+  const std::vector<double> qd = q.ToDoubles(), kd = k.ToDoubles(), vd = v.ToDoubles();
+  const std::vector<double> md = mask ? mask->ToDoubles() : std::vector<double>();
+  double* po = out.data<double>();
+  int64_t batches = 1;
+  for (int64_t n : lead) batches *= n;
+  std::vector<double> p(static_cast<size_t>(s));
+  for (int64_t b = 0; b < batches; ++b) {
+    int64_t mask_base = 0;
+    for (int64_t i = static_cast<int64_t>(lead.size()) - 1, rest = b; mask && i >= 0; --i) {
+      mask_base += rest % lead[i] * mask_strides[i];
+      rest /= lead[i];
+    }
+    for (int64_t i = 0; i < t; ++i) {
+      double m = -std::numeric_limits<double>::infinity();
+      bool nan = false;
+      for (int64_t j = 0; j < s; ++j) {
+        double dot = 0;
+        for (int64_t e = 0; e < d; ++e) dot += qd[(b * t + i) * d + e] * kd[(b * s + j) * d + e];
+        p[j] = dot * scale;
+        if (mask && md[mask_base + i * mask_strides[r - 2] + j * mask_strides[r - 1]] != 0) {
+          p[j] = masked_value;
+        }
+        if (causal && j > i) p[j] = -std::numeric_limits<double>::infinity();
+        nan |= std::isnan(p[j]);
+        m = std::max(m, p[j]);
+      }
+      double sum = 0;
+      for (int64_t j = 0; j < s; ++j) sum += p[j] = std::exp(p[j] - m);
+      for (int64_t e = 0; e < dv; ++e) {
+        double acc = 0;
+        for (int64_t j = 0; j < s; ++j) acc += p[j] * vd[(b * s + j) * dv + e];
+        po[(b * t + i) * dv + e] = nan ? std::nan("") : acc / sum;
+      }
+    }
+  }
+  return Value(CastTensor(out, q.dtype()));
+}
+
 }  // namespace
 
 void RegisterFusedKernels(KernelTable& table) {
   table.Add("graft::linear_activation", LinearActivation);
+  table.Add("graft::attention", Attention);
 }
 
 }  // namespace graft::interp

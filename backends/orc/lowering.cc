@@ -74,7 +74,8 @@ class StepEmitter {
       case StepKind::kCreate:
         return Create();
       case StepKind::kCollective:
-        break;  // CanLower refuses collectives: the interpreter runs them.
+      case StepKind::kAttention:
+        break;  // CanLower refuses these: the interpreter runs them.
     }
     return absl::InternalError("unknown step kind");
   }

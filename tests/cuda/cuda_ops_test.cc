@@ -25,14 +25,6 @@ using ::graft::testing::StatusIs;
 using ::testing::HasSubstr;
 using Dims = std::vector<int64_t>;
 
-Argument Ints(std::vector<int64_t> v) { return Argument::IntList(v); }
-
-Argument List(std::vector<Node*> nodes) {
-  ArgumentList l;
-  for (Node* n : nodes) l.push_back(n);
-  return Argument(std::move(l));
-}
-
 TEST(CudaPointwise, FloatOpsBroadcast) {
   SKIP_WITHOUT_GPU();
   CUDA_TEST_SEED(rng);

@@ -27,6 +27,14 @@ inline Backend& Cuda() {
   return *backend;
 }
 
+inline Argument Ints(std::vector<int64_t> v) { return Argument::IntList(v); }
+
+inline Argument List(std::vector<Node*> nodes) {
+  ArgumentList l;
+  for (Node* n : nodes) l.push_back(n);
+  return Argument(std::move(l));
+}
+
 // DESIGN section 5: tf32 1e-3, bf16 and f16 1e-2.
 inline constexpr double kTf32Tol = 1e-3;
 inline constexpr double kHalfTol = 1e-2;

@@ -128,7 +128,8 @@ std::map<std::string, DocOp> ParseOpsDoc(const std::string& doc) {
   } else if (int64_t i = 0; absl::SimpleAtoi(text, &i)) {
     ok = a.is_int() && a.int_value() == i;
   } else if (double d = 0; absl::SimpleAtod(text, &d)) {
-    ok = a.is_double() && std::abs(a.double_value() - d) <= 1e-12 * std::abs(d);
+    ok = a.is_double() && (a.double_value() == d ||  // Infinities too.
+                             std::abs(a.double_value() - d) <= 1e-12 * std::abs(d));
   }
   if (ok) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure()

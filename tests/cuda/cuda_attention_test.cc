@@ -1,0 +1,80 @@
+// Written-out attention on the CUDA backend: in bf16 and f16 the program
+// runs it as one graft::attention kernel (passes/fuse_attention.h,
+// attention_source.h), whose generated source compiles anywhere; on a GPU
+// it matches the interpreter's written-out f32 attention, causal, masked
+// either way, and with tiles that the sequence lengths leave partial.
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "backends/cuda/cuda_program.h"
+#include "backends/cuda/kernel_emitter.h"
+#include "backends/cuda/nvrtc_compiler.h"
+#include "gtest/gtest.h"
+#include "support/status_matchers.h"
+#include "tests/backends/attention_models.h"
+#include "tests/cuda/cuda_test_util.h"
+
+namespace graft::cuda_test {
+namespace {
+
+using Mask = AttentionSpec::Mask;
+
+int StepsOf(const StepProgram& program, StepKind kind) {
+  int n = 0;
+  for (const Step& step : program.steps) n += step.kind == kind && !step.elided;
+  return n;
+}
+
+TEST(CudaCodegen, WrittenOutAttentionIsOneKernelInHalfPrecision) {
+  CUDA_TEST_SEED(rng);
+  ModuleBuilder b(rng);
+  AttentionSpec spec{.lead = {2, 12}, .t = 256, .s = 256, .d = 64, .dv = 64, .scale = 0.125};
+  b.Out({WrittenOutAttention(b, spec, rng)});
+  std::vector<TensorType> types;
+  for (const Tensor& t : b.inputs()) types.push_back(t.type());
+  for (const char* precision : {"bf16", "f16", "f32"}) {
+    SCOPED_TRACE(precision);
+    cuda::CudaOptions options;
+    options.precision = precision;
+    ASSERT_OK_AND_ASSIGN(StepProgram program, cuda::BuildCudaProgram(b.module(), types, options));
+    const bool half = std::string(precision) != "f32";
+    EXPECT_EQ(StepsOf(program, StepKind::kAttention), half ? 1 : 0);
+    EXPECT_EQ(StepsOf(program, StepKind::kSoftmax), half ? 0 : 1);
+    ASSERT_OK_AND_ASSIGN(cuda::KernelSource source, cuda::GenerateKernels(program, options, 132));
+    ASSERT_OK(cuda::CompileUnitsToCubins(source.units, "sm_90").status());
+  }
+}
+
+TEST(CudaAttention, MatchesTheInterpreter) {
+  SKIP_WITHOUT_GPU();
+  CUDA_TEST_SEED(rng);
+  struct Case {
+    const char* precision;
+    AttentionSpec spec;
+  };
+  const std::vector<Case> cases = {
+      {"bf16", {.lead = {2, 12}, .t = 256, .s = 256, .d = 64, .dv = 64, .scale = 0.125}},
+      {"bf16", {.lead = {2, 3}, .t = 70, .s = 70, .d = 64, .dv = 64, .mask = Mask::kFillWhereTrue}},
+      {"f16", {.lead = {3}, .t = 5, .s = 130, .d = 128, .dv = 128, .mask = Mask::kNone,
+               .keys_by_permute = false}},
+      {"f16", {.lead = {2, 2}, .t = 100, .s = 100, .d = 32, .dv = 32, .mask = Mask::kKeepWhereTrue,
+               .fill = -1e4, .divide = true}},
+      {"bf16", {.lead = {1, 4}, .t = 129, .s = 129, .d = 16, .dv = 48, .scale = 0.25}},
+  };
+  for (Case c : cases) {
+    SCOPED_TRACE(absl::StrCat(c.precision, " t ", c.spec.t, " s ", c.spec.s, " d ", c.spec.d,
+                              " mask ", static_cast<int>(c.spec.mask)));
+    c.spec.lo = -1;
+    c.spec.hi = 1;
+    ModuleBuilder b(rng);
+    b.Out({WrittenOutAttention(b, c.spec, rng)});
+    CompileOptions options;
+    options.options["precision"] = c.precision;
+    ExpectCudaMatchesInterp(b, kHalfTol, options);
+  }
+}
+
+}  // namespace
+}  // namespace graft::cuda_test
