@@ -270,6 +270,7 @@ class ProgramBuilder {
     }
     step.can_fail = step.kind == StepKind::kLibrary || step.kind == StepKind::kIndex;
     if (step.kind == StepKind::kView) ComposeView(step, sources);
+    if (step.kind == StepKind::kAttention) ReadViewsInPlace(step, sources);
     const bool channels_last = step.channels_last && !LayoutFree(node);
     values_[&node] = {.step = Push(std::move(step), std::move(sources)),
                       .channels_last = channels_last};
@@ -306,6 +307,44 @@ class ProgramBuilder {
     step.view_source = *composed;
     sources = sources_[j];
     composed_away_.insert(j);
+  }
+
+  // q, k and v of an attention step read where their views point (the
+  // split of one product, per head), so that the views need not run; the
+  // mask (the last input, where there is one) is read as it is.
+  void ReadViewsInPlace(Step& step, std::vector<ValueSource>& sources) {
+    step.operand_views.assign(step.inputs.size(), std::nullopt);
+    const int64_t align = target_.strided_attention_operands;
+    if (align <= 0) return;
+    absl::StatusOr<OpCall> call = OpCall::Bind(*step.node);
+    if (!call.ok()) return;
+    for (const char* param : {"query", "key", "value"}) {
+      const Node* operand = call->TensorNode(param);
+      const auto at = std::find(step.inputs.begin(), step.inputs.end(), operand);
+      if (at == step.inputs.end()) continue;
+      const size_t i = static_cast<size_t>(at - step.inputs.begin());
+      if (step.operand_views[i].has_value() || sources[i].step < 0) continue;
+      const int j = sources[i].step;
+      const Step& view = p_.steps[j];
+      if (view.kind != StepKind::kView || view.node != operand) continue;
+      absl::StatusOr<StridedSource> source =
+          view.view_source.has_value() ? absl::StatusOr<StridedSource>(*view.view_source)
+                                       : ViewSource(*operand);
+      if (!source.ok() || source->strides.empty() || source->strides.back() != 1 ||
+          source->offset % align != 0) {
+        continue;
+      }
+      bool aligned = true;
+      for (size_t d = 0; d + 1 < source->strides.size(); ++d) {
+        aligned &= source->strides[d] % align == 0;
+      }
+      if (!aligned) continue;
+      // inputs[i] stays the view (its type is the operand's); its buffer
+      // is the view's input's.
+      step.operand_views[i] = *source;
+      sources[i] = sources_[j][0];
+      composed_away_.insert(j);
+    }
   }
 
   // Composed-away view steps that no step reads and whose result is not an
@@ -543,6 +582,9 @@ std::string StepProgram::Describe() const {
     if (s.view_source.has_value()) {
       absl::StrAppend(&text, " view ", s.view_source->offset, " [",
                       absl::StrJoin(s.view_source->strides, ","), "]");
+    }
+    for (const std::optional<StridedSource>& v : s.operand_views) {
+      if (v.has_value()) absl::StrAppend(&text, " in-place ", v->offset, " [", absl::StrJoin(v->strides, ","), "]");
     }
     absl::StrAppend(&text, s.elided ? " elided" : "", "\n");
   }

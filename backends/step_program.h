@@ -80,6 +80,11 @@ struct Step {
   // kView: where each element is in inputs[0], when the view was composed
   // with the views before it (else ViewSource(*node)).
   std::optional<StridedSource> view_source;
+  // kAttention: for each input, the view it is read through in place (its
+  // operand is then the buffer of the view's input, read at these
+  // strides), where the target reads operands strided
+  // (StepTarget::strided_attention_operands).
+  std::vector<std::optional<StridedSource>> operand_views;
   // kView: a view that later views read through and nothing else reads;
   // backends run nothing for it.
   bool elided = false;
@@ -113,6 +118,10 @@ struct StepTarget {
   // Which graft::attention nodes (passes/fuse_attention.h) the backend
   // runs; null: attention stays written out.
   std::function<bool(const Node& attention)> accepts_attention;
+  // Whether graft::attention reads a view operand (a permute of a split,
+  // as q, k and v are) in place: `aligned` elements is the alignment it
+  // needs of the view's offset and strides; 0 reads only whole buffers.
+  int64_t strided_attention_operands = 0;
   // Whether ungrouped 4-D convolutions read and write channels-last (NHWC)
   // values, with kCopy steps converting around them.
   bool channels_last_convs = false;

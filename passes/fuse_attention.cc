@@ -42,7 +42,8 @@ struct Match {
 
 // A call whose argument `i` is a number: that number.
 std::optional<double> NumberArg(const Node& n, size_t i) {
-  if (n.num_args() <= i || !n.arg(i).is_number() || !n.kwargs().empty()) return std::nullopt;
+  if (n.num_args() <= i || !n.arg(i).is_number() || !n.kwargs().empty())
+    return std::nullopt;
   return n.arg(i).number();
 }
 
@@ -88,16 +89,19 @@ Node* StripMask(Node* n, const Node* user, Match& m) {
 
 // The pattern ending in `out` (matmul(softmax(...), v)), or nullopt.
 std::optional<Match> MatchAttention(Node* out) {
-  if (!out->is_call("matmul") || out->num_args() != 2 || !out->kwargs().empty() ||
-      !out->arg(0).is_node() || !out->arg(1).is_node()) {
+  if (!out->is_call("matmul") || out->num_args() != 2 ||
+      !out->kwargs().empty() || !out->arg(0).is_node() ||
+      !out->arg(1).is_node()) {
     return std::nullopt;
   }
   Node* softmax = out->arg(0).node();
-  if (!softmax->is_call("softmax") || !OnlyUsedBy(softmax, out)) return std::nullopt;
+  if (!softmax->is_call("softmax") || !OnlyUsedBy(softmax, out))
+    return std::nullopt;
   absl::StatusOr<OpCall> call = OpCall::Bind(*softmax);
   std::optional<TensorType> st = KnownType(*softmax);
   if (!call.ok() || !st.has_value() || st->rank() < 2 ||
-      (call->Int("dim") != -1 && call->Int("dim") != static_cast<int64_t>(st->rank()) - 1)) {
+      (call->Int("dim") != -1 &&
+       call->Int("dim") != static_cast<int64_t>(st->rank()) - 1)) {
     return std::nullopt;
   }
   Match m;
@@ -107,19 +111,22 @@ std::optional<Match> MatchAttention(Node* out) {
   Node* s = StripMask(x, softmax, m);
   s = StripScale(s, m.last == nullptr ? softmax : m.last, m);
   const Node* product_user = m.last == nullptr ? softmax : m.last;
-  if (!s->is_call("matmul") || !OnlyUsedBy(s, product_user) || s->num_args() != 2 ||
-      !s->kwargs().empty() || !s->arg(0).is_node() || !s->arg(1).is_node()) {
+  if (!s->is_call("matmul") || !OnlyUsedBy(s, product_user) ||
+      s->num_args() != 2 || !s->kwargs().empty() || !s->arg(0).is_node() ||
+      !s->arg(1).is_node()) {
     return std::nullopt;
   }
   m.q = s->arg(0).node();
   m.kt = s->arg(1).node();
   // The same leading dims everywhere, and the scores' shape unchanged by
   // the mask and scale (no broadcasting up).
-  std::optional<std::vector<int64_t>> q = StaticDims(*m.q), kt = StaticDims(*m.kt),
-                                      v = StaticDims(*m.v), scores = StaticDims(*s),
+  std::optional<std::vector<int64_t>> q = StaticDims(*m.q),
+                                      kt = StaticDims(*m.kt),
+                                      v = StaticDims(*m.v),
+                                      scores = StaticDims(*s),
                                       probs = StaticDims(*softmax);
-  if (!q || !kt || !v || !scores || !probs || q->size() < 2 || kt->size() != q->size() ||
-      v->size() != q->size() || scores != probs) {
+  if (!q || !kt || !v || !scores || !probs || q->size() < 2 ||
+      kt->size() != q->size() || v->size() != q->size() || scores != probs) {
     return std::nullopt;
   }
   const size_t r = q->size();
@@ -155,10 +162,14 @@ Node* KeysOf(Graph& graph, Node* kt, size_t rank, bool& created) {
   created = false;
   if (kt->is_call("transpose") && kt->num_args() == 3 && kt->arg(0).is_node() &&
       kt->arg(1).is_int() && kt->arg(2).is_int() && kt->kwargs().empty()) {
-    auto norm = [&](int64_t d) { return d < 0 ? d + static_cast<int64_t>(rank) : d; };
-    const int64_t a = norm(kt->arg(1).int_value()), b = norm(kt->arg(2).int_value());
+    auto norm = [&](int64_t d) {
+      return d < 0 ? d + static_cast<int64_t>(rank) : d;
+    };
+    const int64_t a = norm(kt->arg(1).int_value()),
+                  b = norm(kt->arg(2).int_value());
     const int64_t last = static_cast<int64_t>(rank) - 1;
-    if ((a == last && b == last - 1) || (a == last - 1 && b == last)) return kt->arg(0).node();
+    if ((a == last && b == last - 1) || (a == last - 1 && b == last))
+      return kt->arg(0).node();
   }
   Node* k = graph.CallFunction("transpose", {kt, int64_t{-2}, int64_t{-1}});
   InferAndSetType(k);
@@ -168,8 +179,8 @@ Node* KeysOf(Graph& graph, Node* kt, size_t rank, bool& created) {
 
 }  // namespace
 
-absl::StatusOr<int> FuseAttention(Module& module,
-                                  const std::function<bool(const Node& fused)>& accept) {
+absl::StatusOr<int> FuseAttention(
+    Module& module, const std::function<bool(const Node& fused)>& accept) {
   Graph& graph = module.graph();
   std::vector<Node*> products;
   for (Node* n : graph.nodes()) {
@@ -200,11 +211,13 @@ absl::StatusOr<int> FuseAttention(Module& module,
         mask = m->mask;
       }
     }
-    Node* fused = graph.CallFunction(kAttentionOp, {m->q, k, m->v, mask, m->scale, m->fill, causal});
+    Node* fused = graph.CallFunction(
+        kAttentionOp, {m->q, k, m->v, mask, m->scale, m->fill, causal});
     InferAndSetType(fused);
     if (fused->type() != want || !accept(*fused)) {
       RETURN_IF_ERROR(graph.EraseNode(fused));
-      for (auto it = added.rbegin(); it != added.rend(); ++it) EraseIfDead(graph, *it);
+      for (auto it = added.rbegin(); it != added.rend(); ++it)
+        EraseIfDead(graph, *it);
       continue;
     }
     out->ReplaceAllUsesWith(fused);

@@ -28,8 +28,8 @@ namespace graft::passes {
 // `accept` sees each fused node, typed, before it replaces the pattern; a
 // node it refuses is erased and the pattern stays. Returns how many
 // patterns were fused.
-absl::StatusOr<int> FuseAttention(Module& module,
-                                  const std::function<bool(const Node& fused)>& accept);
+absl::StatusOr<int> FuseAttention(
+    Module& module, const std::function<bool(const Node& fused)>& accept);
 
 }  // namespace graft::passes
 

@@ -43,17 +43,29 @@ constexpr int kRows = 64;  // Queries per block (16 per warp).
 constexpr int kKeys = 64;  // Keys per tile.
 __device__ __forceinline__ float minus_inf() { return __int_as_float(0xff800000); }
 
-// Rows [0, n) of a [*, width] matrix into shared memory (row pitch
-// `pitch`), 16 bytes at a time; rows past `valid` are zeros.
+// Where matrix b of q, k and v starts (elements).
+struct bases {
+  long long q, k, v;
+};
+
+// Starts copying rows [0, 64) of a matrix (`row` elements apart) into
+// shared memory (row pitch `Pitch`), 16 bytes per cp.async; rows past
+// `valid` become zeros. The copy lands by cp.async.wait_group.
 template <class T, int Width, int Pitch>
-__device__ __forceinline__ void load_tile(T* dst, const T* src, int valid) {
+__device__ __forceinline__ void load_tile(T* dst, const T* src, long long row, int valid) {
   constexpr int chunks = Width * (int)sizeof(T) / 16;
   for (int c = threadIdx.x; c < kKeys * chunks; c += blockDim.x) {
     const int r = c / chunks, e = (c % chunks) * (16 / (int)sizeof(T));
-    uint4 value = make_uint4(0, 0, 0, 0);
-    if (r < valid) value = __ldca((const uint4*)(src + (long long)r * Width + e));
-    *(uint4*)(dst + r * Pitch + e) = value;
+    // A row past the end reads nothing (size 0) from a valid address.
+    const T* from = src + (long long)(r < valid ? r : 0) * row + e;
+    const unsigned to = (unsigned)__cvta_generic_to_shared(dst + r * Pitch + e);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(to), "l"(from),
+                 "r"(r < valid ? 16 : 0));
   }
+}
+__device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N> __device__ __forceinline__ void wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
 __device__ __forceinline__ float quad_max(float x) {
@@ -65,116 +77,157 @@ __device__ __forceinline__ float quad_sum(float x) {
   return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
+// One warp's 16 rows against one tile of 64 keys (k0 on) in shared memory:
+// scores, online softmax, output accumulated.
+template <class T, int D, int DV, bool Causal, bool HasMask, class Masked>
+__device__ __forceinline__ void tile(const unsigned (&qf)[D / 16][4], float (&o)[DV / 8][4],
+                                     float& m0, float& m1, float& l0, float& l1, const T* ks,
+                                     const T* vs, long long b, int k0, int row0, int t_len,
+                                     int s_len, float scale, float masked_value, Masked& masked) {
+  constexpr int KP = D + 8, VP = DV + 8;
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int row1 = row0 + 8;
+  float s[kKeys / 8][4];
+#pragma unroll
+  for (int nt = 0; nt < kKeys / 8; ++nt) {
+    s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
+    const T* krow = ks + (nt * 8 + g) * KP + 2 * t;
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      mma_op<T>::run(s[nt], qf[kk], *(const unsigned*)(krow + kk * 16),
+                     *(const unsigned*)(krow + kk * 16 + 8));
+    }
+  }
+  float tm0 = minus_inf(), tm1 = minus_inf();
+#pragma unroll
+  for (int nt = 0; nt < kKeys / 8; ++nt) {
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int j = k0 + nt * 8 + 2 * t + e;
+      float x0 = s[nt][e] * scale, x1 = s[nt][2 + e] * scale;
+      if (HasMask && j < s_len) {
+        if (row0 < t_len && masked(b, row0, j)) x0 = masked_value;
+        if (row1 < t_len && masked(b, row1, j)) x1 = masked_value;
+      }
+      if (Causal && j > row0) x0 = minus_inf();
+      if (Causal && j > row1) x1 = minus_inf();
+      if (j >= s_len) x0 = x1 = minus_inf();
+      s[nt][e] = x0;
+      s[nt][2 + e] = x1;
+      tm0 = g_max(tm0, x0);
+      tm1 = g_max(tm1, x1);
+    }
+  }
+  const float mn0 = g_max(m0, quad_max(tm0)), mn1 = g_max(m1, quad_max(tm1));
+  // Exponents are taken against the new maximum, or 0 while every score
+  // seen is -inf (exp(-inf - -inf) would be NaN).
+  const float ref0 = mn0 == minus_inf() ? 0.f : mn0, ref1 = mn1 == minus_inf() ? 0.f : mn1;
+  const float c0 = __expf(m0 - ref0), c1 = __expf(m1 - ref1);
+  m0 = mn0;
+  m1 = mn1;
+  l0 *= c0;
+  l1 *= c1;
+#pragma unroll
+  for (int n = 0; n < DV / 8; ++n) {
+    o[n][0] *= c0;
+    o[n][1] *= c0;
+    o[n][2] *= c1;
+    o[n][3] *= c1;
+  }
+  unsigned pf[kKeys / 16][4];
+#pragma unroll
+  for (int nt = 0; nt < kKeys / 8; ++nt) {
+    const float p00 = __expf(s[nt][0] - ref0), p01 = __expf(s[nt][1] - ref0);
+    const float p10 = __expf(s[nt][2] - ref1), p11 = __expf(s[nt][3] - ref1);
+    l0 += p00 + p01;
+    l1 += p10 + p11;
+    pf[nt / 2][(nt % 2) * 2] = mma_op<T>::pack(p00, p01);
+    pf[nt / 2][(nt % 2) * 2 + 1] = mma_op<T>::pack(p10, p11);
+  }
+  // v's fragments by ldmatrix.trans: lanes 8m..8m+7 give the rows of
+  // matrix m (keys +8 for odd m, dims +8 for m >= 2).
+  const int m = lane >> 3, r = lane & 7;
+  const unsigned v_lane = (unsigned)__cvta_generic_to_shared(
+      vs + ((m & 1) * 8 + r) * VP + (m >> 1) * 8);
+#pragma unroll
+  for (int kk = 0; kk < kKeys / 16; ++kk) {
+#pragma unroll
+    for (int n2 = 0; n2 < DV / 16; ++n2) {
+      unsigned b0, b1, b2, b3;
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+                   : "=r"(b0), "=r"(b1), "=r"(b2), "=r"(b3)
+                   : "r"(v_lane + (unsigned)((kk * 16 * VP + n2 * 16) * (int)sizeof(T))));
+      mma_op<T>::run(o[2 * n2], pf[kk], b0, b1);
+      mma_op<T>::run(o[2 * n2 + 1], pf[kk], b2, b3);
+    }
+  }
+}
+
 // out[b] = softmax(scores) v[b] for the block's 64 queries of matrix b,
 // scores = q[b] k[b]^T * scale, then masked_value where masked(b, i, j),
-// then -inf after the query when Causal, and -inf past the keys.
-template <class T, int D, int DV, bool Causal, bool HasMask, class Masked>
+// then -inf after the query when Causal, and -inf past the keys. q, k and
+// v are read at at(b) with rows q_row, k_row and v_row elements apart
+// (views of one product, in place); out is dense. The next key tile is
+// copied (cp.async) while this one is used where two fit in shared memory.
+template <class T, int D, int DV, bool Causal, bool HasMask, class Masked, class At>
 __device__ __forceinline__ void run(T* out, const T* q, const T* k, const T* v, int t_len,
                                     int s_len, int tiles, float scale, float masked_value,
-                                    Masked masked) {
+                                    Masked masked, At at, long long q_row, long long k_row,
+                                    long long v_row) {
   static_assert(D % 16 == 0 && DV % 16 == 0, "head dims are multiples of 16");
   constexpr int KP = D + 8, VP = DV + 8;  // Padded pitches: no bank conflicts.
-  __shared__ __align__(16) T ks[kKeys * KP];
-  __shared__ __align__(16) T vs[kKeys * VP];
+  constexpr int kStageBytes = kKeys * (KP + VP) * (int)sizeof(T);
+  constexpr int Stages = 2 * kStageBytes <= 48 * 1024 ? 2 : 1;
+  __shared__ __align__(16) T ks[Stages][kKeys * KP];
+  __shared__ __align__(16) T vs[Stages][kKeys * VP];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const long long b = blockIdx.x / tiles;
   const int q0 = (int)(blockIdx.x % tiles) * kRows;
   const int row0 = q0 + warp * 16 + g, row1 = row0 + 8;
-  const T* qb = q + b * t_len * (long long)D;
-  const T* kb = k + b * s_len * (long long)D;
-  const T* vb = v + b * s_len * (long long)DV;
+  const bases where = at(b);
+  const T* qb = q + where.q;
+  const T* kb = k + where.k;
+  const T* vb = v + where.v;
 
   unsigned qf[D / 16][4];
 #pragma unroll
   for (int kk = 0; kk < D / 16; ++kk) {
     const int col = kk * 16 + 2 * t;
-    qf[kk][0] = row0 < t_len ? g_ld((const unsigned*)(qb + (long long)row0 * D + col)) : 0u;
-    qf[kk][1] = row1 < t_len ? g_ld((const unsigned*)(qb + (long long)row1 * D + col)) : 0u;
-    qf[kk][2] = row0 < t_len ? g_ld((const unsigned*)(qb + (long long)row0 * D + col + 8)) : 0u;
-    qf[kk][3] = row1 < t_len ? g_ld((const unsigned*)(qb + (long long)row1 * D + col + 8)) : 0u;
+    qf[kk][0] = row0 < t_len ? g_ld((const unsigned*)(qb + row0 * q_row + col)) : 0u;
+    qf[kk][1] = row1 < t_len ? g_ld((const unsigned*)(qb + row1 * q_row + col)) : 0u;
+    qf[kk][2] = row0 < t_len ? g_ld((const unsigned*)(qb + row0 * q_row + col + 8)) : 0u;
+    qf[kk][3] = row1 < t_len ? g_ld((const unsigned*)(qb + row1 * q_row + col + 8)) : 0u;
   }
   float o[DV / 8][4];
 #pragma unroll
   for (int n = 0; n < DV / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
   float m0 = minus_inf(), m1 = minus_inf(), l0 = 0.f, l1 = 0.f;
   const int key_end = Causal ? min(s_len, q0 + kRows) : s_len;
+  const int n_tiles = (key_end + kKeys - 1) / kKeys;
   const bool warp_has_rows = q0 + warp * 16 < t_len;
-
-  for (int k0 = 0; k0 < key_end; k0 += kKeys) {
-    __syncthreads();  // The tiles before are read.
-    load_tile<T, D, KP>(ks, kb + (long long)k0 * D, s_len - k0);
-    load_tile<T, DV, VP>(vs, vb + (long long)k0 * DV, s_len - k0);
-    __syncthreads();
-    if (!warp_has_rows || (Causal && k0 > q0 + warp * 16 + 15)) continue;
-
-    float s[kKeys / 8][4];
-#pragma unroll
-    for (int nt = 0; nt < kKeys / 8; ++nt) {
-      s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
-      const T* krow = ks + (nt * 8 + g) * KP + 2 * t;
-#pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-        mma_op<T>::run(s[nt], qf[kk], *(const unsigned*)(krow + kk * 16),
-                       *(const unsigned*)(krow + kk * 16 + 8));
-      }
+  auto issue = [&](int i) {
+    load_tile<T, D, KP>(ks[i % Stages], kb + (long long)i * kKeys * k_row, k_row, s_len - i * kKeys);
+    load_tile<T, DV, VP>(vs[i % Stages], vb + (long long)i * kKeys * v_row, v_row,
+                         s_len - i * kKeys);
+    commit();
+  };
+  if (n_tiles > 0) issue(0);
+  for (int i = 0; i < n_tiles; ++i) {
+    if (Stages == 2) {
+      if (i + 1 < n_tiles) issue(i + 1);
+      else commit();  // An empty group: wait<1> then means tile i.
+      wait<1>();
+    } else {
+      wait<0>();
     }
-    float tm0 = minus_inf(), tm1 = minus_inf();
-#pragma unroll
-    for (int nt = 0; nt < kKeys / 8; ++nt) {
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int j = k0 + nt * 8 + 2 * t + e;
-        float x0 = s[nt][e] * scale, x1 = s[nt][2 + e] * scale;
-        if (HasMask && j < s_len) {
-          if (row0 < t_len && masked(b, row0, j)) x0 = masked_value;
-          if (row1 < t_len && masked(b, row1, j)) x1 = masked_value;
-        }
-        if (Causal && j > row0) x0 = minus_inf();
-        if (Causal && j > row1) x1 = minus_inf();
-        if (j >= s_len) x0 = x1 = minus_inf();
-        s[nt][e] = x0;
-        s[nt][2 + e] = x1;
-        tm0 = g_max(tm0, x0);
-        tm1 = g_max(tm1, x1);
-      }
+    __syncthreads();  // Every thread's copies of tile i have landed.
+    const int k0 = i * kKeys;
+    if (warp_has_rows && !(Causal && k0 > q0 + warp * 16 + 15)) {
+      tile<T, D, DV, Causal, HasMask>(qf, o, m0, m1, l0, l1, ks[i % Stages], vs[i % Stages], b,
+                                      k0, row0, t_len, s_len, scale, masked_value, masked);
     }
-    const float mn0 = g_max(m0, quad_max(tm0)), mn1 = g_max(m1, quad_max(tm1));
-    // Exponents are taken against the new maximum, or 0 while every score
-    // seen is -inf (exp(-inf - -inf) would be NaN).
-    const float ref0 = mn0 == minus_inf() ? 0.f : mn0, ref1 = mn1 == minus_inf() ? 0.f : mn1;
-    const float c0 = __expf(m0 - ref0), c1 = __expf(m1 - ref1);
-    m0 = mn0;
-    m1 = mn1;
-    l0 *= c0;
-    l1 *= c1;
-#pragma unroll
-    for (int n = 0; n < DV / 8; ++n) {
-      o[n][0] *= c0;
-      o[n][1] *= c0;
-      o[n][2] *= c1;
-      o[n][3] *= c1;
-    }
-    unsigned pf[kKeys / 16][4];
-#pragma unroll
-    for (int nt = 0; nt < kKeys / 8; ++nt) {
-      const float p00 = __expf(s[nt][0] - ref0), p01 = __expf(s[nt][1] - ref0);
-      const float p10 = __expf(s[nt][2] - ref1), p11 = __expf(s[nt][3] - ref1);
-      l0 += p00 + p01;
-      l1 += p10 + p11;
-      pf[nt / 2][(nt % 2) * 2] = mma_op<T>::pack(p00, p01);
-      pf[nt / 2][(nt % 2) * 2 + 1] = mma_op<T>::pack(p10, p11);
-    }
-#pragma unroll
-    for (int kk = 0; kk < kKeys / 16; ++kk) {
-      const unsigned short* v0 = (const unsigned short*)(vs + (kk * 16 + 2 * t) * VP + g);
-#pragma unroll
-      for (int n = 0; n < DV / 8; ++n) {
-        const unsigned short* vn = v0 + n * 8;
-        const unsigned b0 = (unsigned)vn[0] | ((unsigned)vn[VP] << 16);
-        const unsigned b1 = (unsigned)vn[8 * VP] | ((unsigned)vn[9 * VP] << 16);
-        mma_op<T>::run(o[n], pf[kk], b0, b1);
-      }
-    }
+    __syncthreads();  // Tile i's buffers are free for tile i + Stages.
+    if (Stages == 1 && i + 1 < n_tiles) issue(i + 1);
   }
   if (!warp_has_rows) return;
   // A row with every score -inf sums to 0: 0 * inf is NaN, as softmax.

@@ -198,6 +198,8 @@ absl::StatusOr<StepProgram> BuildCudaProgram(const Module& module,
           },
       // Written-out attention becomes one kernel where it can run it.
       .accepts_attention = [](const Node& n) { return CanLowerAttention(n).ok(); },
+      // Its kernel reads q, k and v rows 16 bytes at a time (8 elements).
+      .strided_attention_operands = 8,
       .channels_last_convs = false,
       .options_key = options.Key()};
   if (options.precision != "bf16" && options.precision != "f16") {

@@ -890,19 +890,29 @@ class Emitter {
         absl::StrCat(StorageType(t), "* __restrict__ p0"),
         absl::StrCat("const ", StorageType(in_type), "* __restrict__ p1")};
     std::vector<BufferRef> buffers{step_->result, BufferOf(input)};
-    std::string affine;
+    // The affine part, element j: read from memory (`affine`), or from the
+    // piece the warp kernel loads with the row's (`piece_affine`, after
+    // `preload`, WarpRow::Store).
+    std::string affine, piece_affine, preload;
+    const WarpRow row(n, in_type);
     auto add_param = [&](const Node* n, const std::string& name) {
-      params.push_back(absl::StrCat("const ", StorageType(n->type()->dtype), "* __restrict__ ",
-                                    name));
+      const DType pt = n->type()->dtype;
+      params.push_back(absl::StrCat("const ", StorageType(pt), "* __restrict__ ", name));
       buffers.push_back(BufferOf(n));
-      return Convert(LoadExpr(n->type()->dtype, absl::StrCat(name, "[j]")), n->type()->dtype,
-                     acc);
+      absl::StrAppend(&preload, "    __align__(16) ", StorageType(pt), " ", name, "_a[",
+                      row.width, "];\n    g_ldv(", name, "_a, ", name, " + j0);\n");
+      return std::make_pair(Convert(LoadExpr(pt, absl::StrCat(name, "[j]")), pt, acc),
+                            Convert(FromStorage(pt, absl::StrCat(name, "_a[e]")), pt, acc));
     };
-    if (weight != nullptr) absl::StrAppend(&affine, " * ", add_param(weight, "w"));
-    if (bias != nullptr) absl::StrAppend(&affine, " + ", add_param(bias, "b"));
+    for (const auto& [param, name, op] : {std::tuple{weight, "w", " * "}, std::tuple{bias, "b", " + "}}) {
+      if (param == nullptr) continue;
+      const auto [element, piece] = add_param(param, name);
+      absl::StrAppend(&affine, op, element);
+      absl::StrAppend(&piece_affine, op, piece);
+    }
     if (n <= kWarpRowMax) {
-      return WarpLayerNorm(outer, n, in_type, affine, call.Float("eps"), std::move(params),
-                           std::move(buffers));
+      return WarpLayerNorm(outer, row, in_type, piece_affine, preload, call.Float("eps"),
+                           std::move(params), std::move(buffers));
     }
     const std::string x = Convert(LoadExpr(in_type, "p1[start + j]"), in_type, acc);
     std::string code = absl::StrCat(
@@ -932,52 +942,66 @@ class Emitter {
   }
 
   // graft::attention as one kernel (attention_source.h): a block per 64
-  // queries of each matrix of the leading dims; the mask, if any, read
-  // through its broadcast strides.
+  // queries of each matrix of the leading dims; q, k and v read through
+  // the views the program builder left them in (Step::operand_views), the
+  // mask, if any, through its broadcast strides.
   absl::Status Attention() {
     ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node()));
-    const Node* q = call.TensorNode("query");
-    const Node* k = call.TensorNode("key");
-    const Node* v = call.TensorNode("value");
-    const Node* mask = call.IsNone("mask") ? nullptr : call.TensorNode("mask");
-    const std::vector<int64_t> qd = DimsOf(*q), kd = DimsOf(*k), vd = DimsOf(*v);
+    const std::vector<int64_t> qd = DimsOf(*call.TensorNode("query")),
+                               kd = DimsOf(*call.TensorNode("key")),
+                               vd = DimsOf(*call.TensorNode("value"));
     const size_t r = qd.size();
     const int64_t t_len = qd[r - 2], s_len = kd[r - 2], d = qd[r - 1], dv = vd[r - 1];
+    const std::vector<int64_t> lead(qd.begin(), qd.end() - 2);
     const int64_t batch = Product(qd, 0, r - 2);
     if (batch * t_len * dv == 0) return absl::OkStatus();
     const int64_t tiles = (t_len + 63) / 64;
     const DType t = out_dtype();
     std::vector<std::string> params{absl::StrCat(StorageType(t), "* __restrict__ p0")};
-    for (int i = 1; i <= 3; ++i) {
-      params.push_back(absl::StrCat("const ", StorageType(t), "* __restrict__ p", i));
+    std::vector<BufferRef> buffers{step_->result};
+    // Matrix b's start in each operand, and its row stride.
+    std::string at = "    long long rest = b;\n";
+    for (size_t i = r - 2; i-- > 0;) {
+      absl::StrAppend(&at, "    const long long c", i, " = rest % ", lead[i], "LL; rest /= ",
+                      lead[i], "LL;\n");
     }
-    std::vector<BufferRef> buffers{step_->result, BufferOf(q), BufferOf(k), BufferOf(v)};
-    std::string masked = "false";
-    if (mask != nullptr) {
+    std::string starts;
+    std::vector<int64_t> rows;
+    int index = 1;
+    for (const char* param : {"query", "key", "value"}) {
+      const Node* n = call.TensorNode(param);
+      const size_t i = OperandIndex(n);
+      params.push_back(absl::StrCat("const ", StorageType(t), "* __restrict__ p", index++));
+      buffers.push_back(step_->operands[i]);
+      const std::vector<int64_t> dims = DimsOf(*n);
+      const std::optional<StridedSource>& view = step_->operand_views[i];
+      const std::vector<int64_t> strides = view ? view->strides : ContiguousStrides(dims);
+      std::string start = absl::StrCat(view ? view->offset : 0, "LL");
+      for (size_t k = 0; k + 2 < r; ++k) absl::StrAppend(&start, " + c", k, " * ", strides[k], "LL");
+      absl::StrAppend(&starts, starts.empty() ? "" : ", ", start);
+      rows.push_back(strides[r - 2]);
+    }
+    std::string masked = "[](long long, int, int) { return false; }";
+    if (!call.IsNone("mask")) {
+      const Node* mask = call.TensorNode("mask");
       std::vector<int64_t> scores(qd.begin(), qd.end() - 1);
       scores.push_back(s_len);
       const std::vector<int64_t> strides = BroadcastStrides(DimsOf(*mask), scores);
       params.push_back("const unsigned char* __restrict__ p4");
-      buffers.push_back(BufferOf(mask));
+      buffers.push_back(step_->operands[OperandIndex(mask)]);
       std::string offset = absl::StrCat("(long long)i * ", strides[r - 2], "LL + (long long)j * ",
                                         strides[r - 1], "LL");
-      std::string lead = "    long long rest = b;\n";
-      for (size_t i = r - 2; i-- > 0;) {
-        absl::StrAppend(&lead, "    const long long c", i, " = rest % ", qd[i], "LL; rest /= ",
-                        qd[i], "LL;\n");
-        absl::StrAppend(&offset, " + c", i, " * ", strides[i], "LL");
-      }
-      masked = absl::StrCat("[&](long long b, int i, int j) {\n", lead, "    return p4[",
-                            offset, "] != 0;\n  }");
-    } else {
-      masked = "[](long long, int, int) { return false; }";
+      for (size_t i = 0; i + 2 < r; ++i) absl::StrAppend(&offset, " + c", i, " * ", strides[i], "LL");
+      masked = absl::StrCat("[&](long long b, int i, int j) {\n", at, "    return p4[", offset,
+                            "] != 0;\n  }");
     }
     const std::string body = absl::StrCat(
         "  g_attention::run<", StorageType(t), ", ", d, ", ", dv, ", ",
-        call.Bool("causal") ? "true" : "false", ", ", mask != nullptr ? "true" : "false",
+        call.Bool("causal") ? "true" : "false", ", ", call.IsNone("mask") ? "false" : "true",
         ">(p0, p1, p2, p3, ", t_len, ", ", s_len, ", ", tiles, ", ",
         FloatLiteral(call.Float("scale")), ", ", FloatLiteral(call.Float("masked_value")),
-        ",\n    ", masked, ");\n");
+        ",\n    ", masked, ",\n    [&](long long b) {\n", at, "    return g_attention::bases{",
+        starts, "};\n  }, ", rows[0], "LL, ", rows[1], "LL, ", rows[2], "LL);\n");
     AddKernel(params, body, batch * tiles, 128, std::move(buffers), false, kAttentionSource);
     return absl::OkStatus();
   }
@@ -1016,12 +1040,13 @@ class Emitter {
           Convert(FromStorage(in_type, "a[e]"), in_type, acc), " : ", fill, ";\n  }\n");
     }
     // Stores `value` (an expression of k and j, the element's index in the
-    // row) as `t` for every element of the row.
-    std::string Store(DType t, const std::string& value) const {
+    // row, and e, its index in the piece at j0) as `t` for every element of
+    // the row; `preload`: statements run for each piece first.
+    std::string Store(DType t, const std::string& value, const std::string& preload = "") const {
       return absl::StrCat(
           "#pragma unroll\n  for (int c = 0; c < ", per_lane / width,
           "; ++c) {\n    const int j0 = (lane + 32 * c) * ", width, ";\n    if (j0 >= ", n,
-          ") continue;\n    __align__(16) ", StorageType(t), " o[", width,
+          ") continue;\n", preload, "    __align__(16) ", StorageType(t), " o[", width,
           "];\n#pragma unroll\n    for (int e = 0; e < ", width, "; ++e) {\n      const int k = c * ",
           width, " + e, j = j0 + e;\n      (void)j;\n      o[e] = ", StoreValue(t, value),
           ";\n    }\n    g_stv(p0 + start + j0, o);\n  }\n");
@@ -1051,12 +1076,12 @@ class Emitter {
     return absl::OkStatus();
   }
 
-  absl::Status WarpLayerNorm(int64_t outer, int64_t n, DType in_type, const std::string& affine,
-                             double eps, std::vector<std::string> params,
-                             std::vector<BufferRef> buffers) {
+  absl::Status WarpLayerNorm(int64_t outer, const WarpRow& row, DType in_type,
+                             const std::string& affine, const std::string& preload, double eps,
+                             std::vector<std::string> params, std::vector<BufferRef> buffers) {
     const DType t = out_dtype(), acc = AccumulatorType(t);
     const std::string at = RegisterType(acc);
-    const WarpRow row(n, in_type);
+    const int64_t n = row.n;
     std::string code = absl::StrCat(
         WarpRowStart(outer, n), row.Load(in_type, acc, absl::StrCat("(", at, ")0")), "  ", at,
         " s = 0;\n#pragma unroll\n  for (int k = 0; k < ", row.per_lane,
@@ -1065,7 +1090,7 @@ class Emitter {
         "; ++k) {\n    if (", row.J("k"), " < ", n, ") { const ", at,
         " d = v[k] - mean; q += d * d; }\n  }\n  const ", at, " inv = (", at, ")1 / g_sqrt<", at,
         ">(g_warp_reduce(q, g_sum_op()) / (", at, ")", n, " + ", Literal(acc, eps), ");\n",
-        row.Store(t, Convert(absl::StrCat("((v[k] - mean) * inv)", affine), acc, t)));
+        row.Store(t, Convert(absl::StrCat("((v[k] - mean) * inv)", affine), acc, t), preload));
     AddKernel(params, code, (outer + kRowsPerBlock - 1) / kRowsPerBlock,
               32 * kRowsPerBlock, std::move(buffers));
     return absl::OkStatus();

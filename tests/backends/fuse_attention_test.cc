@@ -24,7 +24,7 @@ using Mask = AttentionSpec::Mask;
 
 // A fresh seed per test, printed with every failure of the test.
 #define ATTENTION_TEST_SEED(rng)                               \
-  const uint32_t seed_##rng = interp_test::FreshSeed();     \
+  const uint32_t seed_##rng = interp_test::FreshSeed();        \
   SCOPED_TRACE(::testing::Message() << "seed " << seed_##rng); \
   std::mt19937_64 rng(seed_##rng)
 
@@ -40,10 +40,12 @@ std::vector<const Node*> AttentionNodes(const Module& m) {
 // against the written-out module on the interpreter; returns the copy.
 Module FuseAndCompare(const ModuleBuilder& b, double tol) {
   Module fused = b.module().Clone();
-  absl::StatusOr<int> n = passes::FuseAttention(fused, [](const Node&) { return true; });
+  absl::StatusOr<int> n =
+      passes::FuseAttention(fused, [](const Node&) { return true; });
   EXPECT_OK(n.status());
   fused.graph().Cleanup();
-  std::unique_ptr<Executable> want_exe = Interp().Compile(b.module(), {}).value();
+  std::unique_ptr<Executable> want_exe =
+      Interp().Compile(b.module(), {}).value();
   std::unique_ptr<Executable> got_exe = Interp().Compile(fused, {}).value();
   std::vector<Tensor> want = want_exe->Run(b.inputs()).value();
   std::vector<Tensor> got = got_exe->Run(b.inputs()).value();
@@ -54,20 +56,25 @@ Module FuseAndCompare(const ModuleBuilder& b, double tol) {
 TEST(FuseAttention, ACausalMaskTensorBecomesCausal) {
   ATTENTION_TEST_SEED(rng);
   for (DType dtype : {DType::kF64, DType::kF32}) {
-    SCOPED_TRACE(DTypeName(dtype));
-    ModuleBuilder b(rng);
-    AttentionSpec spec;
-    spec.dtype = dtype;
-    b.Out({WrittenOutAttention(b, spec, rng)});
-    Module fused = FuseAndCompare(b, dtype == DType::kF64 ? 1e-12 : 1e-5);
-    std::vector<const Node*> found = AttentionNodes(fused);
-    ASSERT_EQ(found.size(), 1u) << PrintModule(fused);
-    ASSERT_OK_AND_ASSIGN(OpCall call, OpCall::Bind(*found[0]));
-    EXPECT_TRUE(call.Bool("causal"));
-    EXPECT_TRUE(call.IsNone("mask"));
-    EXPECT_DOUBLE_EQ(call.Float("scale"), 0.35);
-    for (const char* gone : {"softmax", "where", "mul"}) {
-      for (const Node* n : fused.graph().nodes()) EXPECT_FALSE(n->is_call(gone)) << gone;
+    for (bool packed : {false, true}) {
+      SCOPED_TRACE(::testing::Message()
+                   << DTypeName(dtype) << (packed ? " packed q, k, v" : ""));
+      ModuleBuilder b(rng);
+      AttentionSpec spec;
+      spec.dtype = dtype;
+      spec.packed_qkv = packed;
+      b.Out({WrittenOutAttention(b, spec, rng)});
+      Module fused = FuseAndCompare(b, dtype == DType::kF64 ? 1e-12 : 1e-5);
+      std::vector<const Node*> found = AttentionNodes(fused);
+      ASSERT_EQ(found.size(), 1u) << PrintModule(fused);
+      ASSERT_OK_AND_ASSIGN(OpCall call, OpCall::Bind(*found[0]));
+      EXPECT_TRUE(call.Bool("causal"));
+      EXPECT_TRUE(call.IsNone("mask"));
+      EXPECT_DOUBLE_EQ(call.Float("scale"), 0.35);
+      for (const char* gone : {"softmax", "where", "mul"}) {
+        for (const Node* n : fused.graph().nodes())
+          EXPECT_FALSE(n->is_call(gone)) << gone;
+      }
     }
   }
 }
@@ -90,11 +97,19 @@ TEST(FuseAttention, OtherMasksScalesAndKeysStayExact) {
       {Mask::kCausalTensor, -1e4, false, true, {1, 2}, 6, 6},
   };
   for (const Case& c : cases) {
-    SCOPED_TRACE(::testing::Message() << "mask " << static_cast<int>(c.mask) << " fill " << c.fill
-                                      << " t " << c.t << " s " << c.s);
+    SCOPED_TRACE(::testing::Message()
+                 << "mask " << static_cast<int>(c.mask) << " fill " << c.fill
+                 << " t " << c.t << " s " << c.s);
     ModuleBuilder b(rng);
-    AttentionSpec spec{.dtype = DType::kF64, .lead = c.lead, .t = c.t, .s = c.s, .d = 4,
-                       .dv = 5, .mask = c.mask, .fill = c.fill, .divide = c.divide,
+    AttentionSpec spec{.dtype = DType::kF64,
+                       .lead = c.lead,
+                       .t = c.t,
+                       .s = c.s,
+                       .d = 4,
+                       .dv = 5,
+                       .mask = c.mask,
+                       .fill = c.fill,
+                       .divide = c.divide,
                        .keys_by_permute = c.permute};
     b.Out({WrittenOutAttention(b, spec, rng)});
     Module fused = FuseAndCompare(b, 1e-12);
@@ -109,14 +124,21 @@ TEST(FuseAttention, OtherMasksScalesAndKeysStayExact) {
 TEST(FuseAttention, ARowWithEveryKeyMaskedIsNaNBothWays) {
   ATTENTION_TEST_SEED(rng);
   ModuleBuilder b(rng);
-  AttentionSpec spec{.dtype = DType::kF64, .lead = {1, 2}, .t = 3, .s = 4, .d = 4, .dv = 5,
+  AttentionSpec spec{.dtype = DType::kF64,
+                     .lead = {1, 2},
+                     .t = 3,
+                     .s = 4,
+                     .d = 4,
+                     .dv = 5,
                      .mask = Mask::kFillWhereTrue};
   b.Out({WrittenOutAttention(b, spec, rng)});
-  const Tensor& mask = b.inputs().back();  // [1, 1, 3, 4]: row 1 all masked, the rest none.
+  const Tensor& mask =
+      b.inputs().back();  // [1, 1, 3, 4]: row 1 all masked, the rest none.
   for (int64_t j = 0; j < 12; ++j) mask.data<bool>()[j] = j / 4 == 1;
   Module fused = FuseAndCompare(b, 1e-12);
-  std::vector<Tensor> got = Interp().Compile(fused, {}).value()->Run(b.inputs()).value();
-  EXPECT_TRUE(std::isnan(got[0].GetAsDouble(1 * 5)));   // Head 0, query 1.
+  std::vector<Tensor> got =
+      Interp().Compile(fused, {}).value()->Run(b.inputs()).value();
+  EXPECT_TRUE(std::isnan(got[0].GetAsDouble(1 * 5)));  // Head 0, query 1.
   EXPECT_FALSE(std::isnan(got[0].GetAsDouble(0)));
 }
 
@@ -125,7 +147,8 @@ TEST(FuseAttention, LeavesWhatItMustNotFuse) {
   auto unchanged = [](const ModuleBuilder& b, bool accept) {
     Module m = b.module().Clone();
     const std::string before = PrintModule(m);
-    absl::StatusOr<int> n = passes::FuseAttention(m, [&](const Node&) { return accept; });
+    absl::StatusOr<int> n =
+        passes::FuseAttention(m, [&](const Node&) { return accept; });
     ASSERT_OK(n.status());
     EXPECT_EQ(*n, 0);
     m.graph().Cleanup();
@@ -143,7 +166,8 @@ TEST(FuseAttention, LeavesWhatItMustNotFuse) {
     Node* q = b.In(DType::kF32, {2, 5, 4});
     Node* k = b.In(DType::kF32, {2, 5, 4});
     Node* v = b.In(DType::kF32, {2, 5, 4});
-    Node* p = b.Call("softmax", {b.Call("matmul", {q, b.Call("transpose", {k, 1, 2})}), -1});
+    Node* p = b.Call(
+        "softmax", {b.Call("matmul", {q, b.Call("transpose", {k, 1, 2})}), -1});
     b.Out({b.Call("matmul", {p, v}), p});
     unchanged(b, true);
   }
@@ -153,8 +177,10 @@ TEST(FuseAttention, LeavesWhatItMustNotFuse) {
     Node* q = b.In(DType::kF32, {5, 4});
     Node* kt = b.In(DType::kF32, {3, 4, 5});
     Node* v = b.In(DType::kF32, {3, 5, 4});
-    b.Out({b.Call("matmul", {b.Call("softmax", {b.Call("matmul", {q, kt}), -1}), v}),
-           b.Call("matmul", {b.Call("softmax", {b.Call("matmul", {v, kt}), 1}), v})});
+    b.Out({b.Call("matmul",
+                  {b.Call("softmax", {b.Call("matmul", {q, kt}), -1}), v}),
+           b.Call("matmul",
+                  {b.Call("softmax", {b.Call("matmul", {v, kt}), 1}), v})});
     unchanged(b, true);
   }
 }
