@@ -3,7 +3,8 @@
 one run on one GPU, on the benchmark MLP (batch 32; fp32, tf32, bf16), a
 GPT-2-small block (batch 8, sequence 256, bf16; PyTorch with scaled-dot-product
 attention and with the explicit attention an ONNX export has, graft on that
-export) and a one-node graph. Both are timed the same way: inputs already on the device, a
+export) and a one-node graph; graft's bf16 rows also with bf16 inputs and outputs
+(gpu_run --io-dtype bf16), as PyTorch's bf16 models take and return. Both are timed the same way: inputs already on the device, a
 loop of runs between two timer reads, the median of five rounds. Prints one
 table of per-run microseconds and ratios (PyTorch's best mode / graft), then
 the MLP quantized to int8 (gpu_run --precision int8) beside graft's bf16.
@@ -72,8 +73,10 @@ def torch_times(make, x):
     return out
 
 
-def graft_time(workload, precision, gemm):
+def graft_time(workload, precision, gemm, io=None):
     cmd = [f"{build}/bench/gpu_run", workload, "--precision", precision, "--gemm", gemm]
+    if io:
+        cmd += ["--io-dtype", io]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         print(r.stderr, file=sys.stderr)
@@ -105,6 +108,11 @@ for precision, torch_dtype, matmul in [("f32", torch.float32, "highest"),
     for gemm in ["auto", "graft", "cublaslt"]:
         g = graft_time("mlp", precision, gemm)
         rows.append((f"MLP b32 {precision}", t, g, gemm, floor))
+        print(rows[-1], flush=True)
+    if precision == "bf16":
+        # Taking and returning bf16, as PyTorch's bf16 model does.
+        g = graft_time("mlp", precision, "auto", "bf16")
+        rows.append((f"MLP b32 {precision}", t, g, "auto, bf16 I/O", floor))
         print(rows[-1], flush=True)
 # The benchmark MLP quantized to int8 (gpu_run --precision int8: graft
 # quantize's flow, then quantize-lower) beside graft's own bf16 run.
@@ -150,8 +158,8 @@ if os.path.exists(block_file) and "block" in workloads:
         for mode, us in torch_times(lambda: Block(sdpa=sdpa).to(dev, torch.bfloat16).eval(),
                                     x).items():
             t[f"{mode}{'' if sdpa else ' explicit'}"] = us
-    for gemm in ["auto"]:
-        g = graft_time(block_file, "bf16", gemm)
+    for gemm, io in [("auto", None), ("auto, bf16 I/O", "bf16")]:
+        g = graft_time(block_file, "bf16", "auto", io)
         rows.append(("GPT-2 block b8 s256 bf16", t, g, gemm, 0))
         print(rows[-1], flush=True)
 

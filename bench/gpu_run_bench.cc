@@ -22,6 +22,11 @@
 // copied back: what `Executable::Run` costs end to end. init_ms is the
 // CUDA context's start, before the compile (compile_ms).
 //
+// --io-dtype bf16|f16: the model's f32 inputs declared in that dtype, so
+// that a run takes and returns half-precision tensors, as a PyTorch model
+// moved to bf16 does (with --precision bf16 or f16; the default keeps f32
+// inputs, cast where they enter, and f32 outputs).
+//
 // --cache-dir DIR: times only the compile, through the compile cache on
 // disk in DIR (a compile, then a disk hit in each process after).
 
@@ -158,7 +163,7 @@ int CompileThroughCache(graft::Backend& backend, const graft::Module& module,
 int main(int argc, char** argv) {
   if (argc < 2) return Fail("usage: gpu_run mlp|one-node [--precision P] [--autotune 0|1]");
   const std::string workload = argv[1];
-  std::string precision = "f32", autotune = "0", gemm = "auto";
+  std::string precision = "f32", autotune = "0", gemm = "auto", io_dtype;
   int64_t batch = 32;
   int runs = 200, gpus = 0;
   std::string cache_dir;
@@ -173,6 +178,7 @@ int main(int argc, char** argv) {
     if (flag == "--gpus") gpus = std::atoi(argv[i + 1]);
     if (flag == "--shard-by") shard_by = argv[i + 1];
     if (flag == "--cache-dir") cache_dir = argv[i + 1];
+    if (flag == "--io-dtype") io_dtype = argv[i + 1];
   }
   graft::Module module;
   if (workload == "mlp") {
@@ -183,6 +189,17 @@ int main(int argc, char** argv) {
     absl::StatusOr<graft::Module> loaded = graft::LoadModel(workload);
     if (!loaded.ok()) return Fail(loaded.status().ToString());
     module = *std::move(loaded);
+  }
+  graft::DType input_dtype = graft::DType::kF32;
+  if (!io_dtype.empty()) {
+    std::optional<graft::DType> parsed = graft::ParseDType(io_dtype);
+    if (!parsed.has_value() || !graft::IsFloatingPoint(*parsed)) return Fail("bad --io-dtype");
+    input_dtype = *parsed;
+    for (graft::Node* p : module.graph().placeholders()) {
+      if (p->type().has_value() && p->type()->dtype == graft::DType::kF32) {
+        p->set_type(graft::TensorType{input_dtype, p->type()->shape});
+      }
+    }
   }
   double int8_share = -1;
   if (precision == "int8") {
@@ -221,7 +238,7 @@ int main(int argc, char** argv) {
     if (d.is_symbolic()) return Fail("the model's inputs have symbolic dims");
     dims.push_back(d.value());
   }
-  const graft::Tensor host = graft::RandomTensor(graft::DType::kF32, dims, 7);
+  const graft::Tensor host = graft::RandomTensor(input_dtype, dims, 7);
   absl::StatusOr<graft::Tensor> device =
       graft::CopyToDevice(host, (*backend)->allocator(options));
   if (!device.ok()) return Fail(device.status().ToString());

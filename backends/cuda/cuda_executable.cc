@@ -87,6 +87,16 @@ struct RunContext {
   bool direct = false;
   std::vector<const void*> direct_inputs;
   std::vector<void*> direct_outputs;
+  // Graph runs: the kernel nodes of the launches that read or write the
+  // inputs and outputs bound in place (CompiledCudaProgram::BindsIo), with
+  // their launch, found while capturing (`record_bound`).
+  struct BoundNode {
+    cudaGraphNode_t node;
+    const void* launch;
+    cudaKernelNodeParams params;
+  };
+  bool record_bound = false;
+  std::vector<BoundNode> bound_nodes;
 
   ~RunContext() {
     std::lock_guard<std::recursive_mutex> exclusion(CaptureExclusion());
@@ -156,7 +166,42 @@ absl::StatusOr<std::unique_ptr<CompiledCudaProgram>> CompiledCudaProgram::Create
   c->input_offsets_ = io.inputs;
   c->output_offsets_ = io.outputs;
   c->io_bytes_ = io.bytes;
+  c->FindBindableIo();
   return c;
+}
+
+void CompiledCudaProgram::FindBindableIo() {
+  bound_inputs_.assign(program_.input_types.size(), true);
+  bound_outputs_.assign(program_.output_types.size(), true);
+  auto refuse = [&](const BufferRef& ref) {
+    if (ref.where == BufferRef::Where::kInput) bound_inputs_[ref.index] = false;
+    if (ref.where == BufferRef::Where::kOutput) bound_outputs_[ref.index] = false;
+  };
+  for (size_t i = 0; i < program_.steps.size(); ++i) {
+    const Step& step = program_.steps[i];
+    if (gemms_.contains(static_cast<int>(i)) || step.kind == StepKind::kCollective) {
+      refuse(step.result);
+      for (const BufferRef& ref : step.operands) refuse(ref);
+    }
+  }
+  // Each bound launch's node is set on every run: a few at most.
+  constexpr int kMostBoundLaunches = 16;
+  int bound = 0;
+  for (const std::vector<Launch>& step : launches_) {
+    for (const Launch& launch : step) bound += BindsIo(launch);
+  }
+  if (bound > kMostBoundLaunches) {
+    bound_inputs_.assign(bound_inputs_.size(), false);
+    bound_outputs_.assign(bound_outputs_.size(), false);
+  }
+}
+
+bool CompiledCudaProgram::BindsIo(const Launch& launch) const {
+  for (const BufferRef& ref : launch.spec.buffers) {
+    if (ref.where == BufferRef::Where::kInput && bound_inputs_[ref.index]) return true;
+    if (ref.where == BufferRef::Where::kOutput && bound_outputs_[ref.index]) return true;
+  }
+  return false;
 }
 
 absl::Status CompiledCudaProgram::LoadKernels(KernelSource& source) {
@@ -296,6 +341,19 @@ void* CompiledCudaProgram::Resolve(const BufferRef& ref, const RunContext& conte
   return nullptr;
 }
 
+void CompiledCudaProgram::LaunchArguments(const Launch& launch, RunContext& context,
+                                          absl::InlinedVector<void*, 8>& pointers,
+                                          absl::InlinedVector<void*, 8>& args) const {
+  for (const BufferRef& ref : launch.spec.buffers) pointers.push_back(Resolve(ref, context));
+  if (launch.spec.error_flag) pointers.push_back(context.error);
+  if (launch.spec.split_k_scratch) {
+    pointers.push_back(context.workspace);
+    pointers.push_back(context.tile_counters);
+  }
+  // `pointers` is complete: its elements stay where they are.
+  for (void*& p : pointers) args.push_back(&p);
+}
+
 // Every step's work on the context's stream, in order.
 absl::Status CompiledCudaProgram::Enqueue(RunContext& context,
                                           const std::vector<cudaEvent_t>* after_step) const {
@@ -323,15 +381,8 @@ absl::Status CompiledCudaProgram::Enqueue(RunContext& context,
     }
     for (const Launch& launch : launches_[i]) {
       if (!status.ok()) break;
-      absl::InlinedVector<void*, 8> pointers;
-      for (const BufferRef& ref : launch.spec.buffers) pointers.push_back(Resolve(ref, context));
-      if (launch.spec.error_flag) pointers.push_back(context.error);
-      if (launch.spec.split_k_scratch) {
-        pointers.push_back(context.workspace);
-        pointers.push_back(context.tile_counters);
-      }
-      absl::InlinedVector<void*, 8> args;
-      for (void*& p : pointers) args.push_back(&p);
+      absl::InlinedVector<void*, 8> pointers, args;
+      LaunchArguments(launch, context, pointers, args);
       cudaLaunchConfig_t config{};
       config.gridDim = dim3(static_cast<unsigned>(launch.spec.grid));
       config.blockDim = dim3(launch.spec.block);
@@ -345,6 +396,18 @@ absl::Status CompiledCudaProgram::Enqueue(RunContext& context,
       }
       status = GRAFT_CUDA(cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(launch.kernel),
                                               args.data()));
+      if (status.ok() && context.record_bound && BindsIo(launch)) {
+        // The node this launch just added: the capture's one dependency.
+        cudaStreamCaptureStatus capturing;
+        const cudaGraphNode_t* last = nullptr;
+        size_t count = 0;
+        status = GRAFT_CUDA(cudaStreamGetCaptureInfo(context.stream, &capturing, nullptr, nullptr,
+                                                     &last, nullptr, &count));
+        if (status.ok() && count != 1) {
+          status = absl::InternalError("a captured launch is not the capture's one dependency");
+        }
+        if (status.ok()) context.bound_nodes.push_back({last[0], &launch, {}});
+      }
     }
     if (status.ok() && after_step != nullptr) {
       status = GRAFT_CUDA(cudaEventRecord((*after_step)[i + 1], context.stream));
@@ -451,7 +514,10 @@ absl::Status CompiledCudaProgram::Capture(RunContext& context, void** in_args,
         cudaStreamBeginCapture(context.stream, cudaStreamCaptureModeThreadLocal)));
     absl::Status enqueued;
     if (with_copies) enqueued = LaunchCopy(context, true, in_args);
+    context.bound_nodes.clear();
+    context.record_bound = true;
     if (enqueued.ok()) enqueued = Enqueue(context);
+    context.record_bound = false;
     if (enqueued.ok() && with_copies) enqueued = LaunchCopy(context, false, out_args);
     cudaGraph_t graph = nullptr;
     absl::Status ended = GRAFT_CUDA(cudaStreamEndCapture(context.stream, &graph));
@@ -468,6 +534,13 @@ absl::Status CompiledCudaProgram::Capture(RunContext& context, void** in_args,
         cudaGetLastError();
         cudaGraphDestroy(graph);
         continue;
+      }
+    }
+    for (RunContext::BoundNode& bound : context.bound_nodes) {
+      if (cudaGraphKernelNodeGetParams(bound.node, &bound.params) != cudaSuccess) {
+        cudaGetLastError();
+        cudaGraphDestroy(graph);
+        return absl::InternalError("a captured kernel's parameters cannot be read back");
       }
     }
     absl::Status made = GRAFT_CUDA(cudaGraphInstantiate(&context.graph, graph, 0));
@@ -591,8 +664,15 @@ absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::RunDirect(
 absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::RunIn(
     RunContext& context, absl::Span<const Tensor> inputs, bool keep_outputs_on_device) const {
   std::vector<const void*> sources(std::max<size_t>(inputs.size(), 1), nullptr);
+  context.direct_inputs.assign(inputs.size(), nullptr);
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& t = inputs[i];
+    const bool here = !t.on_host() && t.device().index == gpu_.index;
+    if (bound_inputs_[i] && here && reinterpret_cast<uintptr_t>(t.raw_data()) % kDirectAlign == 0) {
+      context.direct_inputs[i] = t.raw_data();  // Read in place; no copy.
+      continue;
+    }
+    context.direct_inputs[i] = context.io + input_offsets_[i];
     sources[i] = t.raw_data();
     if (!t.on_host() && t.device().index != gpu_.index && t.NumBytes() > 0) {
       // Another GPU's memory (a rank's input given on GPU 0): the copy
@@ -617,15 +697,21 @@ absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::RunIn(
   }
   std::vector<Tensor> outputs;
   std::vector<void*> destinations;
+  context.direct_outputs.clear();
   const std::shared_ptr<DeviceAllocator> allocator = GpuAllocator(gpu_.index);
   for (size_t j = 0; j < program_.output_types.size(); ++j) {
     const TensorType& type = program_.output_types[j];
     void* dst = context.staging + output_offsets_[j];
+    context.direct_outputs.push_back(context.io + output_offsets_[j]);
     if (keep_outputs_on_device) {
       ASSIGN_OR_RETURN(std::shared_ptr<Storage> storage,
                        Storage::AllocateOn(allocator, BytesOf(type)));
       outputs.emplace_back(type.dtype, DimsOfType(type), std::move(storage));
       dst = outputs.back().raw_data();
+      if (bound_outputs_[j]) {
+        context.direct_outputs.back() = dst;  // Written in place; no copy.
+        dst = nullptr;
+      }
     }
     destinations.push_back(!keep_outputs_on_device && BytesOf(type) >= kCopyEngineBytes
                                ? nullptr
@@ -643,6 +729,7 @@ absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::RunIn(
       RETURN_IF_ERROR(Profile(context));
     }
   }
+  RETURN_IF_ERROR(BindIo(context));
   if (context.copy_in != nullptr) {
     context.copy_in_params.kernelParams = in_args;
     context.copy_out_params.kernelParams = out_args;
@@ -656,13 +743,29 @@ absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::RunIn(
     RETURN_IF_ERROR(GRAFT_CUDA(cudaGraphLaunch(context.graph, context.stream)));
     RETURN_IF_ERROR(LaunchCopy(context, false, out_args));
   }
-  for (size_t j = 0; j + 1 < destinations.size(); ++j) {
+  for (size_t j = 0; j + 1 < destinations.size() && !keep_outputs_on_device; ++j) {
     if (destinations[j] != nullptr) continue;
     RETURN_IF_ERROR(GRAFT_CUDA(cudaMemcpyAsync(
         context.staging + output_offsets_[j], context.io + output_offsets_[j],
         BytesOf(program_.output_types[j]), cudaMemcpyDeviceToHost, context.stream)));
   }
   return Finish(context, std::move(outputs), keep_outputs_on_device);
+}
+
+// Points the graph's bound launches at this run's inputs and outputs
+// (context.direct_inputs and direct_outputs: the caller's, or io).
+absl::Status CompiledCudaProgram::BindIo(RunContext& context) const {
+  context.direct = true;
+  absl::Status status;
+  for (RunContext::BoundNode& bound : context.bound_nodes) {
+    absl::InlinedVector<void*, 8> pointers, args;
+    LaunchArguments(*static_cast<const Launch*>(bound.launch), context, pointers, args);
+    bound.params.kernelParams = args.data();
+    status = GRAFT_CUDA(cudaGraphExecKernelNodeSetParams(context.graph, bound.node, &bound.params));
+    if (!status.ok()) break;
+  }
+  context.direct = false;
+  return status;
 }
 
 absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::Run(absl::Span<const Tensor> inputs,

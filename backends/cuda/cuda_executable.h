@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "backends/backend.h"
 #include "backends/cuda/cuda_device.h"
@@ -66,6 +67,23 @@ class CompiledCudaProgram {
   absl::Status EnqueueCollective(const Step& step, RunContext& context) const;
   absl::Status Profile(RunContext& context) const;
   absl::Status Capture(RunContext& context, void** in_args, void** out_args) const;
+  // `launch`'s kernel arguments in `context` (pointers, then the pointers'
+  // addresses in `args`).
+  void LaunchArguments(const Launch& launch, RunContext& context,
+                       absl::InlinedVector<void*, 8>& pointers,
+                       absl::InlinedVector<void*, 8>& args) const;
+  // Whether `launch` reads an input or writes an output that graph runs
+  // bind in place (bound_inputs_, bound_outputs_).
+  bool BindsIo(const Launch& launch) const;
+  // Which inputs and outputs graph runs read and write where the caller
+  // has them, instead of copying them through io: those that only
+  // generated kernels touch (their graph nodes get the run's pointers),
+  // none that cuBLASLt or NCCL reads or writes.
+  void FindBindableIo();
+  std::vector<bool> bound_inputs_, bound_outputs_;
+  // Sets the kernel nodes of the graph's bound launches to the run's
+  // pointers.
+  absl::Status BindIo(RunContext& context) const;
   // NCCL collectives among the steps: their capture waits for other ranks.
   bool has_collectives_ = false;
   // Some launch is a split-K skinny product (workspace and tile counters).
