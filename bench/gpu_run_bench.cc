@@ -35,6 +35,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,7 @@
 #include "backends/sharded_executable.h"
 #include "graph/graph.h"
 #include "graph/random_tensor.h"
+#include "passes/cast_float.h"
 #include "passes/quantize/lower.h"
 #include "passes/shape_prop.h"
 #include "quantize/quantize_model.h"
@@ -200,6 +202,9 @@ int main(int argc, char** argv) {
         p->set_type(graft::TensorType{input_dtype, p->type()->shape});
       }
     }
+    // The weights in that dtype too (the inputs, no longer f32, get no cast).
+    absl::StatusOr<bool> cast = graft::passes::CastFloatModule(module, input_dtype);
+    if (!cast.ok()) return Fail(cast.status().ToString());
   }
   double int8_share = -1;
   if (precision == "int8") {

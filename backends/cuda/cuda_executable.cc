@@ -93,10 +93,12 @@ struct RunContext {
   struct BoundNode {
     cudaGraphNode_t node;
     const void* launch;
-    cudaKernelNodeParams params;
   };
   bool record_bound = false;
   std::vector<BoundNode> bound_nodes;
+  // Whether setting those nodes worked once: else every input and output
+  // goes through io.
+  bool binds_io = false;
 
   ~RunContext() {
     std::lock_guard<std::recursive_mutex> exclusion(CaptureExclusion());
@@ -406,7 +408,7 @@ absl::Status CompiledCudaProgram::Enqueue(RunContext& context,
         if (status.ok() && count != 1) {
           status = absl::InternalError("a captured launch is not the capture's one dependency");
         }
-        if (status.ok()) context.bound_nodes.push_back({last[0], &launch, {}});
+        if (status.ok()) context.bound_nodes.push_back({last[0], &launch});
       }
     }
     if (status.ok() && after_step != nullptr) {
@@ -536,19 +538,23 @@ absl::Status CompiledCudaProgram::Capture(RunContext& context, void** in_args,
         continue;
       }
     }
-    for (RunContext::BoundNode& bound : context.bound_nodes) {
-      if (cudaGraphKernelNodeGetParams(bound.node, &bound.params) != cudaSuccess) {
-        cudaGetLastError();
-        cudaGraphDestroy(graph);
-        return absl::InternalError("a captured kernel's parameters cannot be read back");
-      }
-    }
     absl::Status made = GRAFT_CUDA(cudaGraphInstantiate(&context.graph, graph, 0));
     if (!made.ok()) {
       cudaGraphDestroy(graph);
       return made;
     }
     context.graph_def = graph;
+    // The bound nodes set once to io, as captured: where the driver
+    // refuses, runs copy every input and output instead.
+    context.direct_inputs.clear();
+    for (size_t offset : input_offsets_) context.direct_inputs.push_back(context.io + offset);
+    context.direct_outputs.clear();
+    for (size_t offset : output_offsets_) context.direct_outputs.push_back(context.io + offset);
+    context.binds_io = !context.bound_nodes.empty() && BindIo(context).ok();
+    if (!context.binds_io) {
+      cudaGetLastError();
+      context.bound_nodes.clear();
+    }
     return absl::OkStatus();
   }
   return absl::InternalError("capturing the run as a CUDA graph failed");
@@ -663,12 +669,26 @@ absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::RunDirect(
 // (then in host tensors) or in fresh device tensors.
 absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::RunIn(
     RunContext& context, absl::Span<const Tensor> inputs, bool keep_outputs_on_device) const {
+  if (context.graph == nullptr) {
+    // The copy kernels' arguments are set on each run.
+    std::vector<void*> none(inputs.size() + program_.output_types.size() + 2, nullptr);
+    char* io = context.io;
+    int* error = context.error;
+    void* in_args[] = {none.data(), &io, &error};
+    void* out_args[] = {none.data(), &io, &error};
+    RETURN_IF_ERROR(Capture(context, in_args, out_args));
+    const char* profile = std::getenv("GRAFT_CUDA_PROFILE");
+    if (profile != nullptr && *profile != '\0' && *profile != '0' && !profiled_.exchange(true)) {
+      RETURN_IF_ERROR(Profile(context));
+    }
+  }
   std::vector<const void*> sources(std::max<size_t>(inputs.size(), 1), nullptr);
   context.direct_inputs.assign(inputs.size(), nullptr);
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& t = inputs[i];
     const bool here = !t.on_host() && t.device().index == gpu_.index;
-    if (bound_inputs_[i] && here && reinterpret_cast<uintptr_t>(t.raw_data()) % kDirectAlign == 0) {
+    if (context.binds_io && bound_inputs_[i] && here &&
+        reinterpret_cast<uintptr_t>(t.raw_data()) % kDirectAlign == 0) {
       context.direct_inputs[i] = t.raw_data();  // Read in place; no copy.
       continue;
     }
@@ -708,7 +728,7 @@ absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::RunIn(
                        Storage::AllocateOn(allocator, BytesOf(type)));
       outputs.emplace_back(type.dtype, DimsOfType(type), std::move(storage));
       dst = outputs.back().raw_data();
-      if (bound_outputs_[j]) {
+      if (context.binds_io && bound_outputs_[j]) {
         context.direct_outputs.back() = dst;  // Written in place; no copy.
         dst = nullptr;
       }
@@ -722,14 +742,7 @@ absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::RunIn(
   int* error = context.error;
   void* in_args[] = {sources.data(), &io, &error};
   void* out_args[] = {destinations.data(), &io, &error};
-  if (context.graph == nullptr) {
-    RETURN_IF_ERROR(Capture(context, in_args, out_args));
-    const char* profile = std::getenv("GRAFT_CUDA_PROFILE");
-    if (profile != nullptr && *profile != '\0' && *profile != '0' && !profiled_.exchange(true)) {
-      RETURN_IF_ERROR(Profile(context));
-    }
-  }
-  RETURN_IF_ERROR(BindIo(context));
+  if (context.binds_io) RETURN_IF_ERROR(BindIo(context));
   if (context.copy_in != nullptr) {
     context.copy_in_params.kernelParams = in_args;
     context.copy_out_params.kernelParams = out_args;
@@ -757,11 +770,16 @@ absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::RunIn(
 absl::Status CompiledCudaProgram::BindIo(RunContext& context) const {
   context.direct = true;
   absl::Status status;
-  for (RunContext::BoundNode& bound : context.bound_nodes) {
+  for (const RunContext::BoundNode& bound : context.bound_nodes) {
+    const Launch& launch = *static_cast<const Launch*>(bound.launch);
     absl::InlinedVector<void*, 8> pointers, args;
-    LaunchArguments(*static_cast<const Launch*>(bound.launch), context, pointers, args);
-    bound.params.kernelParams = args.data();
-    status = GRAFT_CUDA(cudaGraphExecKernelNodeSetParams(context.graph, bound.node, &bound.params));
+    LaunchArguments(launch, context, pointers, args);
+    cudaKernelNodeParams params{};
+    params.func = reinterpret_cast<void*>(launch.kernel);
+    params.gridDim = dim3(static_cast<unsigned>(launch.spec.grid));
+    params.blockDim = dim3(launch.spec.block);
+    params.kernelParams = args.data();
+    status = GRAFT_CUDA(cudaGraphExecKernelNodeSetParams(context.graph, bound.node, &params));
     if (!status.ok()) break;
   }
   context.direct = false;
