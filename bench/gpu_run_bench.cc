@@ -197,14 +197,29 @@ int main(int argc, char** argv) {
     std::optional<graft::DType> parsed = graft::ParseDType(io_dtype);
     if (!parsed.has_value() || !graft::IsFloatingPoint(*parsed)) return Fail("bad --io-dtype");
     input_dtype = *parsed;
-    for (graft::Node* p : module.graph().placeholders()) {
-      if (p->type().has_value() && p->type()->dtype == graft::DType::kF32) {
-        p->set_type(graft::TensorType{input_dtype, p->type()->shape});
-      }
-    }
-    // The weights in that dtype too (the inputs, no longer f32, get no cast).
+    // The model in that dtype (inputs cast where they enter), then each
+    // input declared in it, its entry cast gone.
     absl::StatusOr<bool> cast = graft::passes::CastFloatModule(module, input_dtype);
     if (!cast.ok()) return Fail(cast.status().ToString());
+    for (graft::Node* p : module.graph().placeholders()) {
+      if (!p->type().has_value() || p->type()->dtype != graft::DType::kF32) continue;
+      p->set_type(graft::TensorType{input_dtype, p->type()->shape});
+      for (graft::Node* user : std::vector<graft::Node*>(p->users().begin(), p->users().end())) {
+        if (user->is_call("cast")) {
+          user->ReplaceAllUsesWith(p);
+          if (!module.graph().EraseNode(user).ok()) return Fail("an input's cast stays used");
+        }
+      }
+    }
+    // And each output left in it: no cast back to f32.
+    graft::Node* output = module.graph().output();
+    const std::vector<graft::Node*> results = output->inputs();
+    for (graft::Node* cast_back : results) {
+      if (cast_back->is_call("cast") && cast_back->num_uses() == 1) {
+        cast_back->ReplaceAllUsesWith(cast_back->inputs()[0]);
+        (void)module.graph().EraseNode(cast_back);
+      }
+    }
   }
   double int8_share = -1;
   if (precision == "int8") {
