@@ -204,7 +204,7 @@ int main(int argc, char** argv) {
     for (graft::Node* p : module.graph().placeholders()) {
       if (!p->type().has_value() || p->type()->dtype != graft::DType::kF32) continue;
       p->set_type(graft::TensorType{input_dtype, p->type()->shape});
-      for (graft::Node* user : std::vector<graft::Node*>(p->users().begin(), p->users().end())) {
+      for (graft::Node* user : p->users()) {
         if (user->is_call("cast")) {
           user->ReplaceAllUsesWith(p);
           if (!module.graph().EraseNode(user).ok()) return Fail("an input's cast stays used");
