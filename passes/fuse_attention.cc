@@ -37,7 +37,9 @@ struct Match {
   bool mask_keeps = false;  // where(mask, scores, fill): true keeps the score.
   double scale = 1.0;
   double fill = -std::numeric_limits<double>::infinity();
-  Node* last = nullptr;  // The mask's or scale's node nearest the product.
+  Node* last = nullptr;       // The mask's or scale's node nearest the product.
+  int64_t t = 0, s = 0;       // The scores' last two dims.
+  DType dtype = DType::kF32;  // The scores'.
 };
 
 // A call whose argument `i` is a number: that number.
@@ -134,23 +136,31 @@ std::optional<Match> MatchAttention(Node* out) {
     if ((*kt)[i] != (*q)[i] || (*v)[i] != (*q)[i]) return std::nullopt;
   }
   if ((*kt)[r - 1] == 0) return std::nullopt;  // No keys: nothing to normalize.
+  m.t = (*scores)[r - 2];
+  m.s = (*scores)[r - 1];
+  m.dtype = KnownType(*s)->dtype;
   return m;
 }
 
-// Whether `mask` is a module tensor [1, ..., 1, T, S] that is true exactly
-// where the key comes after the query (j > i): torch's causal mask.
-bool IsCausalMask(const Module& module, const Node& mask) {
+// Whether `mask` is a module tensor [1, ..., 1, t, s] that is true exactly
+// where the key comes after the query (j > i): torch's causal mask, of the
+// scores' own t and s (one that broadcasts along them is not).
+bool IsCausalMask(const Module& module, const Node& mask, int64_t t,
+                  int64_t s) {
   if (mask.op() != OpCode::kGetAttr) return false;
-  const Tensor* t = module.FindTensor(mask.target());
-  if (t == nullptr || t->dtype() != DType::kBool || t->rank() < 2) return false;
-  const int r = static_cast<int>(t->rank());
+  const Tensor* tensor = module.FindTensor(mask.target());
+  if (tensor == nullptr || tensor->dtype() != DType::kBool ||
+      tensor->rank() < 2)
+    return false;
+  const int r = static_cast<int>(tensor->rank());
   for (int i = 0; i + 2 < r; ++i) {
-    if (t->dim(i) != 1) return false;
+    if (tensor->dim(i) != 1) return false;
   }
-  const int64_t rows = t->dim(r - 2), cols = t->dim(r - 1);
+  const int64_t rows = tensor->dim(r - 2), cols = tensor->dim(r - 1);
+  if (rows != t || cols != s) return false;
   for (int64_t i = 0; i < rows; ++i) {
     for (int64_t j = 0; j < cols; ++j) {
-      if ((t->GetAsDouble(i * cols + j) != 0) != (j > i)) return false;
+      if ((tensor->GetAsDouble(i * cols + j) != 0) != (j > i)) return false;
     }
   }
   return true;
@@ -198,9 +208,12 @@ absl::StatusOr<int> FuseAttention(
     if (created) added.push_back(k);
     Argument mask;
     bool causal = false;
+    // The fill as where stores it, in the scores' dtype (f32's lowest is
+    // -inf in bf16).
+    m->fill = Tensor::Scalar(m->dtype, m->fill).GetAsDouble(0);
     if (m->mask != nullptr) {
       if (!m->mask_keeps && std::isinf(m->fill) && m->fill < 0 &&
-          IsCausalMask(module, *m->mask)) {
+          IsCausalMask(module, *m->mask, m->t, m->s)) {
         causal = true;
       } else if (m->mask_keeps) {
         Node* flipped = graph.CallFunction("logical_not", {m->mask});

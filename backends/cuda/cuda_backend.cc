@@ -131,6 +131,7 @@ absl::StatusOr<std::unique_ptr<Executable>> CudaBackend::DeserializeExecutable(
     absl::string_view bytes, const Module& module, const CompileOptions& options) const {
   ASSIGN_OR_RETURN(CudaOptions cuda, OptionsOf(options));
   ASSIGN_OR_RETURN(GpuInfo gpu, ProbeGpu(options.device_index));
+  cuda.compute_capability = gpu.major * 10 + gpu.minor;
   ASSIGN_OR_RETURN(ReadArtifact entry, ReadCudaArtifact(bytes));
   std::vector<ValueSignature> inputs = PlaceholderSignature(module.graph());
   RETURN_IF_ERROR(NarrowSignature(inputs, options.input_types));

@@ -315,6 +315,8 @@ absl::StatusOr<std::unique_ptr<RunContext>> CompiledCudaProgram::NewContext() co
   context->arena = context->io + io_bytes_;
   context->error = reinterpret_cast<int*>(context->arena + arena);
   context->workspace = gemms ? context->arena + arena + kAlign : nullptr;
+  // No bad index yet (the memory may hold an earlier allocation's bytes).
+  RETURN_IF_ERROR(GRAFT_CUDA(cudaMemsetAsync(context->error, 0, sizeof(int), context->stream)));
   if (uses_split_k_) {
     context->tile_counters = reinterpret_cast<int*>(context->arena + arena + kAlign +
                                                     kGemmWorkspaceBytes);
@@ -775,7 +777,13 @@ absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::RunIn(
         direct_error_flag_ || std::any_of(destinations.begin(), destinations.end() - 1,
                                           [](const void* p) { return p != nullptr; });
     *context.host_error = 0;
-    if (copy_in) RETURN_IF_ERROR(LaunchCopy(context, true, in_args));
+    if (copy_in) {
+      RETURN_IF_ERROR(LaunchCopy(context, true, in_args));
+    } else if (direct_error_flag_) {
+      // graft_copy_in clears the device's error flag: without it, clear it
+      // here, or a bad index of an earlier run fails every later one.
+      RETURN_IF_ERROR(GRAFT_CUDA(cudaMemsetAsync(context.error, 0, sizeof(int), context.stream)));
+    }
     RETURN_IF_ERROR(GRAFT_CUDA(cudaGraphLaunch(context.graph, context.stream)));
     if (copy_out) RETURN_IF_ERROR(LaunchCopy(context, false, out_args));
   }
@@ -841,7 +849,9 @@ CudaExecutable::CudaExecutable(const Module& module, std::vector<ValueSignature>
       outputs_(OutputSignature(module_->graph())),
       options_(std::move(options)),
       gpu_(std::move(gpu)),
-      keep_outputs_on_device_(keep_outputs_on_device) {}
+      keep_outputs_on_device_(keep_outputs_on_device) {
+  options_.compute_capability = gpu_.major * 10 + gpu_.minor;
+}
 
 absl::StatusOr<std::unique_ptr<CompiledCudaProgram>> CudaExecutable::Build(
     const std::vector<TensorType>& types, const CudaArtifact* artifact,

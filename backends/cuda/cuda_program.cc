@@ -197,7 +197,11 @@ absl::StatusOr<StepProgram> BuildCudaProgram(const Module& module,
             return IsGemmCall(call) && (activation == "relu" || activation == "gelu_tanh");
           },
       // Written-out attention becomes one kernel where it can run it.
-      .accepts_attention = [](const Node& n) { return CanLowerAttention(n).ok(); },
+      // (cp.async, mma.m16n8k16 on bf16 and f16: compute capability 8.0 on).
+      .accepts_attention =
+          [cc = options.compute_capability](const Node& n) {
+            return cc >= 80 && CanLowerAttention(n).ok();
+          },
       // Its kernel reads q, k and v rows 16 bytes at a time (8 elements).
       .strided_attention_operands = 8,
       .channels_last_convs = false,

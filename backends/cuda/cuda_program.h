@@ -29,6 +29,11 @@ struct CudaOptions {
   // The rank's link to the other GPUs, for a module with collectives
   // (compiled code does not depend on it, so Key() leaves it out).
   std::shared_ptr<NcclCommunicator> communicator;
+  // The GPU's compute capability (major * 10 + minor), which decides the
+  // kernels the program may use (attention's needs 80); set from the GPU
+  // the program is compiled for. The device is part of every cache key,
+  // so Key() leaves it out.
+  int compute_capability = 90;
 
   std::string Key() const;
 };

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graph/fused_ops.h"
@@ -121,25 +122,57 @@ TEST(FuseAttention, OtherMasksScalesAndKeysStayExact) {
   }
 }
 
+// A row whose keys are all masked is NaN both ways; so is one masked with
+// f32's lowest in bf16, where the written-out where stores -inf (the fused
+// op takes the fill as where stores it).
 TEST(FuseAttention, ARowWithEveryKeyMaskedIsNaNBothWays) {
   ATTENTION_TEST_SEED(rng);
+  for (const auto& [dtype, fill] :
+       {std::pair<DType, double>{DType::kF64, -INFINITY},
+        std::pair<DType, double>{DType::kBF16, -3.4028234663852886e38}}) {
+    SCOPED_TRACE(DTypeName(dtype));
+    ModuleBuilder b(rng);
+    AttentionSpec spec{.dtype = dtype,
+                       .lead = {1, 2},
+                       .t = 3,
+                       .s = 4,
+                       .d = 4,
+                       .dv = 5,
+                       .mask = Mask::kFillWhereTrue,
+                       .fill = fill,
+                       .lo = -1,
+                       .hi = 1};
+    b.Out({WrittenOutAttention(b, spec, rng)});
+    const Tensor& mask =
+        b.inputs().back();  // [1, 1, 3, 4]: row 1 all masked, the rest none.
+    for (int64_t j = 0; j < 12; ++j) mask.data<bool>()[j] = j / 4 == 1;
+    Module fused = FuseAndCompare(b, dtype == DType::kF64 ? 1e-12 : 2e-2);
+    std::vector<Tensor> got =
+        Interp().Compile(fused, {}).value()->Run(b.inputs()).value();
+    EXPECT_TRUE(std::isnan(got[0].GetAsDouble(1 * 5)));  // Head 0, query 1.
+    EXPECT_FALSE(std::isnan(got[0].GetAsDouble(0)));
+  }
+}
+
+// A mask tensor that broadcasts along the keys (all false: nothing is
+// masked) is not the causal pattern, though it is false wherever j <= i.
+TEST(FuseAttention, AMaskOfOtherDimsIsNotCausal) {
+  ATTENTION_TEST_SEED(rng);
   ModuleBuilder b(rng);
-  AttentionSpec spec{.dtype = DType::kF64,
-                     .lead = {1, 2},
-                     .t = 3,
-                     .s = 4,
-                     .d = 4,
-                     .dv = 5,
-                     .mask = Mask::kFillWhereTrue};
-  b.Out({WrittenOutAttention(b, spec, rng)});
-  const Tensor& mask =
-      b.inputs().back();  // [1, 1, 3, 4]: row 1 all masked, the rest none.
-  for (int64_t j = 0; j < 12; ++j) mask.data<bool>()[j] = j / 4 == 1;
+  Node* q = b.In(DType::kF64, {2, 6, 4});
+  Node* k = b.In(DType::kF64, {2, 6, 4});
+  Node* v = b.In(DType::kF64, {2, 6, 4});
+  Node* none = b.Const(Tensor(DType::kBool, {1, 6, 1}));
+  Node* scores = b.Call(
+      "mul", {b.Call("matmul", {q, b.Call("transpose", {k, 1, 2})}), 0.5});
+  scores = b.Call("where", {none, -INFINITY, scores});
+  b.Out({b.Call("matmul", {b.Call("softmax", {scores, -1}), v})});
   Module fused = FuseAndCompare(b, 1e-12);
-  std::vector<Tensor> got =
-      Interp().Compile(fused, {}).value()->Run(b.inputs()).value();
-  EXPECT_TRUE(std::isnan(got[0].GetAsDouble(1 * 5)));  // Head 0, query 1.
-  EXPECT_FALSE(std::isnan(got[0].GetAsDouble(0)));
+  std::vector<const Node*> found = AttentionNodes(fused);
+  ASSERT_EQ(found.size(), 1u);
+  ASSERT_OK_AND_ASSIGN(OpCall call, OpCall::Bind(*found[0]));
+  EXPECT_FALSE(call.Bool("causal"));
+  EXPECT_FALSE(call.IsNone("mask"));
 }
 
 TEST(FuseAttention, LeavesWhatItMustNotFuse) {

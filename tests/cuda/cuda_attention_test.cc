@@ -57,6 +57,14 @@ TEST(CudaCodegen, WrittenOutAttentionIsOneKernelInHalfPrecision) {
                          cuda::GenerateKernels(program, options, 132));
     ASSERT_OK(cuda::CompileUnitsToCubins(source.units, "sm_90").status());
   }
+  // A GPU before compute capability 8.0 (no cp.async, no bf16 mma) keeps
+  // attention written out.
+  cuda::CudaOptions turing;
+  turing.precision = "f16";
+  turing.compute_capability = 75;
+  ASSERT_OK_AND_ASSIGN(StepProgram program, cuda::BuildCudaProgram(b.module(), types, turing));
+  EXPECT_EQ(StepsOf(program, StepKind::kAttention), 0);
+  EXPECT_EQ(StepsOf(program, StepKind::kSoftmax), 1);
 }
 
 TEST(CudaAttention, MatchesTheInterpreter) {

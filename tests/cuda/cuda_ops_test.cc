@@ -470,6 +470,32 @@ TEST(CudaExecutable, GraphRunsBindDeviceInputsAndOutputsInPlace) {
     }
     previous = got;
   }
+  // An index program whose ids are bound in place (no copy kernel runs):
+  // a bad id fails its run only; the runs after it succeed.
+  ModuleBuilder ib(rng);
+  Node* table = ib.In(DType::kF32, {50, 64}, -1, 1);
+  Node* ids = ib.In(DType::kI64, {256}, 0, 50);
+  Node* rows = ib.Call("index_select", {table, int64_t{0}, ids});
+  ib.Out({ib.Call("softmax", {ib.Call("mul", {rows, 3.0}), int64_t{-1}})});
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> select, Cuda().Compile(ib.module(), on_device));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> select_ref, Interp().Compile(ib.module(), {}));
+  std::vector<Tensor> good;
+  for (const Tensor& t : ib.inputs()) {
+    ASSERT_OK_AND_ASSIGN(Tensor d, CopyToDevice(t, Cuda().allocator(on_device)));
+    good.push_back(d);
+  }
+  Tensor bad_ids = ib.inputs()[1].Clone();
+  bad_ids.data<int64_t>()[7] = 50;
+  ASSERT_OK_AND_ASSIGN(Tensor bad_on_gpu, CopyToDevice(bad_ids, Cuda().allocator(on_device)));
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> want, select_ref->Run(ib.inputs()));
+  for (int run = 0; run < 3; ++run) {
+    SCOPED_TRACE(absl::StrCat("index run ", run));
+    EXPECT_THAT(select->Run({good[0], bad_on_gpu}),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("out of range")));
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> got, select->Run(good));
+    ASSERT_OK_AND_ASSIGN(Tensor host, CopyToHost(got[0]));
+    ExpectClose(host, want[0], kReduceTol, "after a bad id");
+  }
 }
 
 TEST(CudaBackend, RefusesBadOptionsAndSaysWhatFallsBack) {
