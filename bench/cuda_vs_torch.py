@@ -10,7 +10,7 @@ table of per-run microseconds and ratios (PyTorch's best mode / graft), then
 the MLP quantized to int8 (gpu_run --precision int8) beside graft's bf16.
 
   python3 bench/cuda_vs_torch.py [BUILD_DIR] [--modes eager,default,...]
-      [--workloads mlp,block,one-node]
+      [--workloads mlp,block,attention,one-node]
 
 BUILD_DIR holds bench/gpu_run (default build-gpu). The block is read from
 .benchmodels/gpt2_block.gpb (bench/models/export_gpt2_block.py, then graft
@@ -23,7 +23,7 @@ import torch
 
 build = next((a for a in sys.argv[1:2] if not a.startswith("--")), "build-gpu")
 modes = ["eager", "default", "reduce-overhead", "max-autotune"]
-workloads = ["mlp", "block", "one-node"]
+workloads = ["mlp", "block", "attention", "one-node"]
 for i, a in enumerate(sys.argv):
     if a == "--modes":
         modes = sys.argv[i + 1].split(",")
@@ -162,6 +162,22 @@ if os.path.exists(block_file) and "block" in workloads:
         g = graft_time(block_file, "bf16", "auto", io)
         rows.append(("GPT-2 block b8 s256 bf16", t, g, gemm, 0))
         print(rows[-1], flush=True)
+
+if "attention" in workloads:
+    # Causal attention alone over q, k and v split from one product (the
+    # GPT-2 block's shapes): PyTorch's scaled_dot_product_attention (flash)
+    # beside graft's written-out attention, which it runs as one kernel.
+    class Sdpa(nn.Module):
+        def forward(s, x):
+            B, T, C3 = x.shape
+            q, k, v = [z.view(B, T, 12, C3 // 36).transpose(1, 2) for z in x.split(C3 // 3, dim=2)]
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    x = torch.randn(8, 256, 3 * 768, device=dev, dtype=torch.bfloat16)
+    t = torch_times(lambda: Sdpa(), x)
+    g = graft_time("attention", "bf16", "auto", "bf16")
+    rows.append(("attention b8 s256 12x64 bf16 causal", t, g, "auto, bf16 I/O", 0))
+    print(rows[-1], flush=True)
 
 if "one-node" in workloads:
     torch.set_float32_matmul_precision("highest")

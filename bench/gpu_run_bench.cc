@@ -3,7 +3,7 @@
 // between two clock reads (each graft run ends synchronized, so the wall
 // clock is the run's time), the median of five rounds. Prints one JSON line.
 //
-//   build/bench/gpu_run mlp|one-node|MODEL [--precision f32|tf32|bf16|f16|int8]
+//   build/bench/gpu_run mlp|one-node|attention|MODEL [--precision f32|tf32|bf16|f16|int8]
 //       [--autotune 0|1] [--gemm auto|cublaslt] [--batch 32] [--runs 200] [--gpus N] [--shard-by tensor|batch]
 //       [--cache-dir DIR]
 //
@@ -34,6 +34,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -69,6 +70,41 @@ graft::Module OneNode() {
   graft::Graph& g = module.graph();
   graft::Node* x = g.Placeholder("x", graft::TensorType{graft::DType::kF32, {1024}});
   g.Output(g.CallFunction("relu", {x}));
+  (void)graft::passes::PropagateShapes(module);
+  return module;
+}
+
+// GPT-2's causal attention alone, as its export writes it out, over q, k
+// and v split from one [8, 256, 3 x 768] product: 12 heads of 64, the
+// causal mask a module tensor. The bf16 CUDA program runs it as one kernel
+// (graft::attention), which PyTorch's scaled_dot_product_attention is
+// timed beside in bench/cuda_vs_torch.py.
+graft::Module Attention() {
+  using graft::Argument;
+  constexpr int64_t kBatch = 8, kSeq = 256, kHeads = 12, kDim = 64, kWidth = kHeads * kDim;
+  graft::Module module;
+  graft::Tensor causal(graft::DType::kBool, {1, 1, kSeq, kSeq});
+  for (int64_t i = 0; i < kSeq; ++i) {
+    for (int64_t j = 0; j < kSeq; ++j) causal.data<bool>()[i * kSeq + j] = j > i;
+  }
+  module.SetTensor("causal", causal);
+  graft::Graph& g = module.graph();
+  graft::Node* x =
+      g.Placeholder("qkv", graft::TensorType{graft::DType::kF32, {kBatch, kSeq, 3 * kWidth}});
+  graft::Node* parts = g.CallFunction("split", {x, Argument::IntList({kWidth, kWidth, kWidth}),
+                                                int64_t{2}});
+  std::vector<graft::Node*> heads;
+  for (int64_t i = 0; i < 3; ++i) {
+    heads.push_back(g.CallFunction(
+        "reshape", {g.CallFunction("getitem", {parts, i}),
+                    Argument::IntList({kBatch, kSeq, kHeads, kDim})}));
+  }
+  graft::Node* q = g.CallFunction("permute", {heads[0], Argument::IntList({0, 2, 1, 3})});
+  graft::Node* kt = g.CallFunction("permute", {heads[1], Argument::IntList({0, 2, 3, 1})});
+  graft::Node* v = g.CallFunction("permute", {heads[2], Argument::IntList({0, 2, 1, 3})});
+  graft::Node* s = g.CallFunction("mul", {g.CallFunction("matmul", {q, kt}), 0.125});
+  s = g.CallFunction("where", {g.GetAttr("causal"), -std::numeric_limits<double>::infinity(), s});
+  g.Output(g.CallFunction("matmul", {g.CallFunction("softmax", {s, int64_t{-1}}), v}));
   (void)graft::passes::PropagateShapes(module);
   return module;
 }
@@ -187,6 +223,8 @@ int main(int argc, char** argv) {
     module = graft::BuildBenchmarkMlp(batch, 1);
   } else if (workload == "one-node") {
     module = OneNode();
+  } else if (workload == "attention") {
+    module = Attention();
   } else {
     absl::StatusOr<graft::Module> loaded = graft::LoadModel(workload);
     if (!loaded.ok()) return Fail(loaded.status().ToString());
