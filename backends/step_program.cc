@@ -239,6 +239,7 @@ class ProgramBuilder {
       return absl::OkStatus();
     }
     if (AbsorbActivation(node)) return absl::OkStatus();
+    if (AbsorbOutputPermute(node)) return absl::OkStatus();
     Step step{.kind = KindOfStep(node, target_), .node = &node};
     if (node.is_call("getitem")) {
       step.inputs.push_back(node.arg(0).node()->inputs()[0]);
@@ -436,6 +437,49 @@ class ProgramBuilder {
     return true;
   }
 
+  // A permute (or transpose) that alone reads an attention step's result
+  // and keeps its last dim last: the attention writes the permute's value
+  // directly (Step::result_view), and the permute does not run.
+  bool AbsorbOutputPermute(const Node& node) {
+    if (!node.is_call("permute") && !node.is_call("transpose")) return false;
+    const Node* input = node.inputs()[0];
+    auto value = values_.find(input);
+    if (value == values_.end() || value->second.step < 0 || input->num_uses() != 1) {
+      return false;
+    }
+    Step& step = p_.steps[value->second.step];
+    if (step.kind != StepKind::kAttention || step.node != input || step.result_view) return false;
+    absl::StatusOr<OpCall> call = OpCall::Bind(node);
+    if (!call.ok()) return false;
+    const int64_t rank = static_cast<int64_t>(DimsOf(*input).size());
+    std::vector<int64_t> perm(rank);
+    for (int64_t k = 0; k < rank; ++k) perm[k] = k;
+    if (node.is_call("permute")) {
+      const std::vector<int64_t> dims = call->Ints("dims");
+      if (static_cast<int64_t>(dims.size()) != rank) return false;
+      for (int64_t k = 0; k < rank; ++k) perm[k] = dims[k] < 0 ? dims[k] + rank : dims[k];
+    } else {
+      int64_t a = call->Int("dim0"), b = call->Int("dim1");
+      a = a < 0 ? a + rank : a;
+      b = b < 0 ? b + rank : b;
+      if (a < 0 || b < 0 || a >= rank || b >= rank) return false;
+      std::swap(perm[a], perm[b]);
+    }
+    if (perm.back() != rank - 1) return false;  // The kernel writes rows of Dv.
+    // Element a of the attention lands where the permute puts it: input
+    // dim perm[k] steps by the permute's contiguous stride k.
+    const std::vector<int64_t> view_strides = ContiguousStrides(DimsOf(node));
+    std::vector<int64_t> strides(rank, 0);
+    for (int64_t k = 0; k < rank; ++k) {
+      if (perm[k] < 0 || perm[k] >= rank) return false;
+      strides[perm[k]] = view_strides[k];
+    }
+    step.result_view = StridedSource{0, strides};
+    const ValueSource source = value->second;  // Inserting may rehash.
+    values_[&node] = source;
+    return true;
+  }
+
   absl::Status AssignOutputs(const Node& output) {
     std::vector<const Node*> values;
     if (output.num_args() == 1 && output.arg(0).is_node()) {
@@ -582,6 +626,9 @@ std::string StepProgram::Describe() const {
     if (s.view_source.has_value()) {
       absl::StrAppend(&text, " view ", s.view_source->offset, " [",
                       absl::StrJoin(s.view_source->strides, ","), "]");
+    }
+    if (s.result_view.has_value()) {
+      absl::StrAppend(&text, " writes [", absl::StrJoin(s.result_view->strides, ","), "]");
     }
     for (const std::optional<StridedSource>& v : s.operand_views) {
       if (v.has_value()) absl::StrAppend(&text, " in-place ", v->offset, " [", absl::StrJoin(v->strides, ","), "]");

@@ -85,6 +85,10 @@ struct Step {
   // strides), where the target reads operands strided
   // (StepTarget::strided_attention_operands).
   std::vector<std::optional<StridedSource>> operand_views;
+  // kAttention: where each element of the result goes in its buffer, when
+  // the permute that alone read it (heads merged back, as transformers
+  // do) was absorbed: the buffer holds the permute's value.
+  std::optional<StridedSource> result_view;
   // kView: a view that later views read through and nothing else reads;
   // backends run nothing for it.
   bool elided = false;

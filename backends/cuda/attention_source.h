@@ -43,9 +43,9 @@ constexpr int kRows = 64;  // Queries per block (16 per warp).
 constexpr int kKeys = 64;  // Keys per tile.
 __device__ __forceinline__ float minus_inf() { return __int_as_float(0xff800000); }
 
-// Where matrix b of q, k and v starts (elements).
+// Where matrix b of q, k, v and the output starts (elements).
 struct bases {
-  long long q, k, v;
+  long long q, k, v, o;
 };
 
 // Starts copying rows [0, 64) of a matrix (`row` elements apart) into
@@ -165,15 +165,16 @@ __device__ __forceinline__ void tile(const unsigned (&qf)[D / 16][4], float (&o)
 
 // out[b] = softmax(scores) v[b] for the block's 64 queries of matrix b,
 // scores = q[b] k[b]^T * scale, then masked_value where masked(b, i, j),
-// then -inf after the query when Causal, and -inf past the keys. q, k and
-// v are read at at(b) with rows q_row, k_row and v_row elements apart
-// (views of one product, in place); out is dense. The next key tile is
+// then -inf after the query when Causal, and -inf past the keys. q, k, v
+// and out are at at(b), with rows q_row, k_row, v_row and o_row elements
+// apart (views of one product read in place; the output written as the
+// permute that merges the heads back lays it out). The next key tile is
 // copied (cp.async) while this one is used where two fit in shared memory.
 template <class T, int D, int DV, bool Causal, bool HasMask, class Masked, class At>
 __device__ __forceinline__ void run(T* out, const T* q, const T* k, const T* v, int t_len,
                                     int s_len, int tiles, float scale, float masked_value,
                                     Masked masked, At at, long long q_row, long long k_row,
-                                    long long v_row) {
+                                    long long v_row, long long o_row) {
   static_assert(D % 16 == 0 && DV % 16 == 0, "head dims are multiples of 16");
   constexpr int KP = D + 8, VP = DV + 8;  // Padded pitches: no bank conflicts.
   constexpr int kStageBytes = kKeys * (KP + VP) * (int)sizeof(T);
@@ -232,15 +233,15 @@ __device__ __forceinline__ void run(T* out, const T* q, const T* k, const T* v, 
   if (!warp_has_rows) return;
   // A row with every score -inf sums to 0: 0 * inf is NaN, as softmax.
   const float inv0 = 1.f / quad_sum(l0), inv1 = 1.f / quad_sum(l1);
-  T* ob = out + b * t_len * (long long)DV;
+  T* ob = out + where.o;
 #pragma unroll
   for (int n = 0; n < DV / 8; ++n) {
     const int col = n * 8 + 2 * t;
     if (row0 < t_len) {
-      *(unsigned*)(ob + (long long)row0 * DV + col) = mma_op<T>::pack(o[n][0] * inv0, o[n][1] * inv0);
+      *(unsigned*)(ob + row0 * o_row + col) = mma_op<T>::pack(o[n][0] * inv0, o[n][1] * inv0);
     }
     if (row1 < t_len) {
-      *(unsigned*)(ob + (long long)row1 * DV + col) = mma_op<T>::pack(o[n][2] * inv1, o[n][3] * inv1);
+      *(unsigned*)(ob + row1 * o_row + col) = mma_op<T>::pack(o[n][2] * inv1, o[n][3] * inv1);
     }
   }
 }

@@ -981,6 +981,17 @@ class Emitter {
       absl::StrAppend(&starts, starts.empty() ? "" : ", ", start);
       rows.push_back(strides[r - 2]);
     }
+    {
+      // The result: dense, or laid out as the permute it was read through
+      // (Step::result_view).
+      const std::vector<int64_t> strides = step_->result_view
+                                               ? step_->result_view->strides
+                                               : ContiguousStrides(DimsOf(node()));
+      std::string start = "0LL";
+      for (size_t k = 0; k + 2 < r; ++k) absl::StrAppend(&start, " + c", k, " * ", strides[k], "LL");
+      absl::StrAppend(&starts, ", ", start);
+      rows.push_back(strides[r - 2]);
+    }
     std::string masked = "[](long long, int, int) { return false; }";
     if (!call.IsNone("mask")) {
       const Node* mask = call.TensorNode("mask");
@@ -1001,7 +1012,7 @@ class Emitter {
         ">(p0, p1, p2, p3, ", t_len, ", ", s_len, ", ", tiles, ", ",
         FloatLiteral(call.Float("scale")), ", ", FloatLiteral(call.Float("masked_value")),
         ",\n    ", masked, ",\n    [&](long long b) {\n", at, "    return g_attention::bases{",
-        starts, "};\n  }, ", rows[0], "LL, ", rows[1], "LL, ", rows[2], "LL);\n");
+        starts, "};\n  }, ", rows[0], "LL, ", rows[1], "LL, ", rows[2], "LL, ", rows[3], "LL);\n");
     AddKernel(params, body, batch * tiles, 128, std::move(buffers), false, kAttentionSource);
     return absl::OkStatus();
   }

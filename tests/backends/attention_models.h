@@ -34,6 +34,9 @@ struct AttentionSpec {
   // q, k and v split from one [batch, t, 3 heads d] input and permuted per
   // head, as a GPT-2 export has them (t == s, d == dv, two leading dims).
   bool packed_qkv = false;
+  // The output's heads merged back: reshape(permute(out, 0, 2, 1, 3),
+  // [batch, t, heads dv]), as the projection after attention reads it.
+  bool merge_heads = false;
   double lo = -2, hi = 2;  // The inputs' range.
 };
 
@@ -117,7 +120,14 @@ inline Node* WrittenOutAttention(ModuleBuilder& b, const AttentionSpec& spec,
     kt = Keys(b, spec);
     v = b.In(spec.dtype, vd, spec.lo, spec.hi);
   }
-  return WrittenOutAttentionOf(b, spec, rng, q, kt, v);
+  Node* out = WrittenOutAttentionOf(b, spec, rng, q, kt, v);
+  if (spec.merge_heads) {
+    out = b.Call(
+        "reshape",
+        {b.Call("permute", {out, Argument::IntList({0, 2, 1, 3})}),
+         Argument::IntList({spec.lead[0], spec.t, spec.lead[1] * spec.dv})});
+  }
+  return out;
 }
 
 }  // namespace graft::differential

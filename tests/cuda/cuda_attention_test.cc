@@ -39,7 +39,8 @@ TEST(CudaCodegen, WrittenOutAttentionIsOneKernelInHalfPrecision) {
                      .d = 64,
                      .dv = 64,
                      .scale = 0.125,
-                     .packed_qkv = true};
+                     .packed_qkv = true,
+                     .merge_heads = true};
   b.Out({WrittenOutAttention(b, spec, rng)});
   std::vector<TensorType> types;
   for (const Tensor& t : b.inputs()) types.push_back(t.type());
@@ -52,7 +53,9 @@ TEST(CudaCodegen, WrittenOutAttentionIsOneKernelInHalfPrecision) {
     const bool half = std::string(precision) != "f32";
     EXPECT_EQ(StepsOf(program, StepKind::kAttention), half ? 1 : 0);
     EXPECT_EQ(StepsOf(program, StepKind::kSoftmax), half ? 0 : 1);
-    EXPECT_EQ(StepsOf(program, StepKind::kView), half ? 0 : 3);
+    // In half precision neither the views of q, k and v nor the permute
+    // merging the heads back run.
+    EXPECT_EQ(StepsOf(program, StepKind::kView), half ? 0 : 4);
     ASSERT_OK_AND_ASSIGN(cuda::KernelSource source,
                          cuda::GenerateKernels(program, options, 132));
     ASSERT_OK(cuda::CompileUnitsToCubins(source.units, "sm_90").status());
@@ -62,7 +65,8 @@ TEST(CudaCodegen, WrittenOutAttentionIsOneKernelInHalfPrecision) {
   cuda::CudaOptions turing;
   turing.precision = "f16";
   turing.compute_capability = 75;
-  ASSERT_OK_AND_ASSIGN(StepProgram program, cuda::BuildCudaProgram(b.module(), types, turing));
+  ASSERT_OK_AND_ASSIGN(StepProgram program,
+                       cuda::BuildCudaProgram(b.module(), types, turing));
   EXPECT_EQ(StepsOf(program, StepKind::kAttention), 0);
   EXPECT_EQ(StepsOf(program, StepKind::kSoftmax), 1);
 }
@@ -107,14 +111,21 @@ TEST(CudaAttention, MatchesTheInterpreter) {
         .fill = -1e4,
         .divide = true}},
       {"bf16",
-       {.lead = {1, 4}, .t = 129, .s = 129, .d = 16, .dv = 48, .scale = 0.25}},
+       {.lead = {1, 4},
+        .t = 129,
+        .s = 129,
+        .d = 16,
+        .dv = 48,
+        .scale = 0.25,
+        .merge_heads = true}},
       {"bf16",
        {.lead = {3, 4},
         .t = 100,
         .s = 100,
         .d = 32,
         .dv = 32,
-        .packed_qkv = true}},
+        .packed_qkv = true,
+        .merge_heads = true}},
       {"f16",
        {.lead = {2, 2},
         .t = 64,
