@@ -83,8 +83,14 @@ absl::Status CanLowerCollective(const Node& node) {
 
 // graft's attention kernel (attention_source.h): tensor-core operands
 // (bf16, f16) and head dims that are multiples of 16 up to 128 (its
-// registers and shared memory).
-absl::Status CanLowerAttention(const Node& node) {
+// registers and shared memory), on compute capability 8.0 on (cp.async,
+// mma.m16n8k16 on bf16 and f16).
+absl::Status CanLowerAttention(const Node& node, int compute_capability) {
+  if (compute_capability < 80) {
+    return absl::UnimplementedError(absl::StrCat(
+        "attention needs compute capability 8.0 or more; this GPU has ",
+        compute_capability / 10, ".", compute_capability % 10));
+  }
   ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node));
   const Node* q = call.TensorNode("query");
   const Node* v = call.TensorNode("value");
@@ -107,7 +113,7 @@ absl::Status CanLowerAttention(const Node& node) {
   return absl::OkStatus();
 }
 
-absl::Status CanLowerCall(const Node& node) {
+absl::Status CanLowerCall(const Node& node, int compute_capability) {
   const std::string& op = node.target();
   if (IsFloat8QuantizeOp(node)) {
     return absl::UnimplementedError(
@@ -142,7 +148,7 @@ absl::Status CanLowerCall(const Node& node) {
   } else if (node.is_call(kQuantizedConv2dOp)) {
     return CanLowerQuantizedConv2d(node);
   } else if (node.is_call(kAttentionOp)) {
-    return CanLowerAttention(node);
+    return CanLowerAttention(node, compute_capability);
   } else if (IsInt4ConstantUnpack(node)) {
     // Folded into an int8 module tensor when the program is built.
   } else {
@@ -171,7 +177,9 @@ std::string CudaOptions::Key() const {
                       gemm == "auto" ? "" : absl::StrCat(" gemm ", gemm));
 }
 
-absl::Status CanLower(const Node& node) {
+absl::Status CanLower(const Node& node) { return CanLower(node, 90); }
+
+absl::Status CanLower(const Node& node, int compute_capability) {
   switch (node.op()) {
     case OpCode::kPlaceholder:
     case OpCode::kGetAttr:
@@ -180,7 +188,7 @@ absl::Status CanLower(const Node& node) {
       // BuildStepProgram checks that a submodule is a pointwise group.
       return absl::OkStatus();
     case OpCode::kCallFunction:
-      return CanLowerCall(node);
+      return CanLowerCall(node, compute_capability);
   }
   return absl::UnimplementedError("unknown node kind");
 }
@@ -189,7 +197,7 @@ absl::StatusOr<StepProgram> BuildCudaProgram(const Module& module,
                                              const std::vector<TensorType>& input_types,
                                              const CudaOptions& options) {
   StepTarget target{
-      .can_lower = CanLower,
+      .can_lower = [cc = options.compute_capability](const Node& n) { return CanLower(n, cc); },
       .is_library_call = IsLibraryCall,
       // cuBLASLt's epilogues: ReLU and tanh-GELU (no exact GELU).
       .absorbs_activation =
@@ -200,7 +208,7 @@ absl::StatusOr<StepProgram> BuildCudaProgram(const Module& module,
       // (cp.async, mma.m16n8k16 on bf16 and f16: compute capability 8.0 on).
       .accepts_attention =
           [cc = options.compute_capability](const Node& n) {
-            return cc >= 80 && CanLowerAttention(n).ok();
+            return CanLowerAttention(n, cc).ok();
           },
       // Its kernel reads q, k and v rows 16 bytes at a time (8 elements).
       .strided_attention_operands = 8,

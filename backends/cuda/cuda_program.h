@@ -40,6 +40,9 @@ struct CudaOptions {
 
 // Why the CUDA backend cannot run `node`, or OK.
 absl::Status CanLower(const Node& node);
+// The same on a GPU of compute capability `compute_capability` (major * 10
+// + minor): graft::attention needs 80.
+absl::Status CanLower(const Node& node, int compute_capability);
 
 // The module as steps for the CUDA backend, cast to the precision first.
 absl::StatusOr<StepProgram> BuildCudaProgram(const Module& module,

@@ -11,6 +11,7 @@
 #include "backends/cuda/cuda_program.h"
 #include "backends/cuda/kernel_emitter.h"
 #include "backends/cuda/nvrtc_compiler.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "support/status_matchers.h"
 #include "tests/backends/attention_models.h"
@@ -19,6 +20,8 @@
 namespace graft::cuda_test {
 namespace {
 
+using ::graft::testing::StatusIs;
+using ::testing::HasSubstr;
 using Mask = AttentionSpec::Mask;
 
 int StepsOf(const StepProgram& program, StepKind kind) {
@@ -69,6 +72,20 @@ TEST(CudaCodegen, WrittenOutAttentionIsOneKernelInHalfPrecision) {
                        cuda::BuildCudaProgram(b.module(), types, turing));
   EXPECT_EQ(StepsOf(program, StepKind::kAttention), 0);
   EXPECT_EQ(StepsOf(program, StepKind::kSoftmax), 1);
+  // A graph that already holds the fused op: refused there, with the reason.
+  cuda::CudaOptions hopper;
+  hopper.precision = "f16";
+  ASSERT_OK_AND_ASSIGN(StepProgram fused,
+                       cuda::BuildCudaProgram(b.module(), types, hopper));
+  const Node* attention = nullptr;
+  for (const Step& step : fused.steps) {
+    if (step.kind == StepKind::kAttention) attention = step.node;
+  }
+  ASSERT_NE(attention, nullptr);
+  EXPECT_OK(cuda::CanLower(*attention, 90));
+  EXPECT_THAT(cuda::CanLower(*attention, 75),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       HasSubstr("compute capability 8.0")));
 }
 
 TEST(CudaAttention, MatchesTheInterpreter) {
