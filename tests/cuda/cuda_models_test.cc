@@ -3,6 +3,8 @@
 // interpreter; and, on any machine, the generated kernels of every model
 // compiled by NVRTC for Hopper (a code generator bug shows without a GPU).
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -210,8 +212,30 @@ TEST(CudaModels, EveryModelMatchesTheInterpreter) {
       ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> e,
                            CompileWithFallback(Cuda(), module, options, &report));
       ASSERT_OK_AND_ASSIGN(std::vector<Tensor> got, e->Run(inputs));
-      ExpectAllClose(got, want, std::string(precision) == "f32" ? kReduceTol : kTf32Tol,
-                     e->output_signature());
+      if (std::string(precision) == "f32") {
+        ExpectAllClose(got, want, kReduceTol, e->output_signature());
+      } else {
+        // tf32 rounds every product operand to 10 mantissa bits, so an
+        // output that is a small difference of large products (a
+        // quantized model's, after ReLU) can be off by more than 1e-3 of
+        // the largest output: the model is held to 1e-3 of its outputs'
+        // norm instead.
+        ASSERT_EQ(got.size(), want.size());
+        for (size_t i = 0; i < got.size(); ++i) {
+          double diff = 0, norm = 0;
+          for (int64_t k = 0; k < want[i].NumElements(); ++k) {
+            const double w = want[i].GetAsDouble(k), g = got[i].GetAsDouble(k);
+            if (!std::isfinite(w)) {
+              EXPECT_TRUE(std::isnan(w) ? std::isnan(g) : g == w) << "output " << i << " at " << k;
+              continue;
+            }
+            diff += (g - w) * (g - w);
+            norm += w * w;
+          }
+          EXPECT_LE(std::sqrt(diff), kTf32Tol * std::max(std::sqrt(norm), 1e-3))
+              << "output " << i;
+        }
+      }
       std::printf("%s %s: %d partitions, %d on cuda, %zu graph breaks\n", NameOf(path).c_str(),
                   precision, report.partitions, report.backend_partitions,
                   report.breaks.size());
