@@ -222,18 +222,9 @@ TEST(CudaModels, EveryModelMatchesTheInterpreter) {
         // norm instead.
         ASSERT_EQ(got.size(), want.size());
         for (size_t i = 0; i < got.size(); ++i) {
-          double diff = 0, norm = 0;
-          for (int64_t k = 0; k < want[i].NumElements(); ++k) {
-            const double w = want[i].GetAsDouble(k), g = got[i].GetAsDouble(k);
-            if (!std::isfinite(w)) {
-              EXPECT_TRUE(std::isnan(w) ? std::isnan(g) : g == w) << "output " << i << " at " << k;
-              continue;
-            }
-            diff += (g - w) * (g - w);
-            norm += w * w;
-          }
-          EXPECT_LE(std::sqrt(diff), kTf32Tol * std::max(std::sqrt(norm), 1e-3))
-              << "output " << i;
+          const L2Comparison c = CompareL2(got[i], want[i]);
+          EXPECT_EQ(c.nonfinite_mismatches, 0) << "output " << i;
+          EXPECT_LE(c.diff, kTf32Tol * std::max(c.norm, 1e-3)) << "output " << i;
         }
       }
       std::printf("%s %s: %d partitions, %d on cuda, %zu graph breaks\n", NameOf(path).c_str(),

@@ -308,14 +308,10 @@ TEST(CudaPrecision, Tf32Bf16F16) {
     for (size_t i = 0; i < got.size(); ++i) {
       ASSERT_EQ(got[i].dtype(), DType::kF32);  // Outputs stay f32.
       ASSERT_EQ(got[i].dims(), want[i].dims());
-      double diff = 0, norm = 0;
-      for (int64_t e = 0; e < want[i].NumElements(); ++e) {
-        const double d = got[i].GetAsDouble(e) - want[i].GetAsDouble(e);
-        diff += d * d;
-        norm += want[i].GetAsDouble(e) * want[i].GetAsDouble(e);
-      }
-      EXPECT_LE(std::sqrt(diff / norm), kHalfTol) << "output " << i;
-      EXPECT_GT(std::sqrt(diff / norm), 0) << "output " << i << " is exact: not computed in "
+      const L2Comparison c = CompareL2(got[i], want[i]);
+      EXPECT_EQ(c.nonfinite_mismatches, 0) << "output " << i;
+      EXPECT_LE(c.diff / c.norm, kHalfTol) << "output " << i;
+      EXPECT_GT(c.diff / c.norm, 0) << "output " << i << " is exact: not computed in "
                                            << precision << "?";
     }
   }

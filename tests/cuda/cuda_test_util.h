@@ -5,6 +5,8 @@
 // differential_test_util.h with the backend fixed to cuda. Tests that need
 // a GPU skip with the reason where there is none.
 
+#include <cmath>
+#include <cstdint>
 #include <memory>
 #include <random>
 #include <vector>
@@ -35,6 +37,30 @@ inline Argument List(std::vector<Node*> nodes) {
   return Argument(std::move(l));
 }
 
+// ||got - want|| and ||want|| over the elements where `want` is finite;
+// the others must be the same (NaN for NaN), counted as mismatches. For
+// precisions whose error is relative to a whole output, not to each
+// element (half-precision models, tf32 products that cancel).
+struct L2Comparison {
+  double diff = 0, norm = 0;
+  int64_t nonfinite_mismatches = 0;
+};
+inline L2Comparison CompareL2(const Tensor& got, const Tensor& want) {
+  L2Comparison c;
+  for (int64_t k = 0; k < want.NumElements(); ++k) {
+    const double w = want.GetAsDouble(k), g = got.GetAsDouble(k);
+    if (!std::isfinite(w)) {
+      c.nonfinite_mismatches += std::isnan(w) ? !std::isnan(g) : g != w;
+      continue;
+    }
+    c.diff += (g - w) * (g - w);
+    c.norm += w * w;
+  }
+  c.diff = std::sqrt(c.diff);
+  c.norm = std::sqrt(c.norm);
+  return c;
+}
+
 // DESIGN section 5: tf32 1e-3, bf16 and f16 1e-2.
 inline constexpr double kTf32Tol = 1e-3;
 inline constexpr double kHalfTol = 1e-2;
@@ -54,9 +80,9 @@ inline void ExpectCudaMatchesInterp(const ModuleBuilder& b, double tol,
   } while (0)
 
 // A fresh seed per test, printed with every failure of the test.
-#define CUDA_TEST_SEED(rng)                                   \
+#define CUDA_TEST_SEED(rng)                                      \
   const uint32_t seed_##rng = ::graft::interp_test::FreshSeed(); \
-  SCOPED_TRACE(absl::StrCat("seed ", seed_##rng));            \
+  SCOPED_TRACE(absl::StrCat("seed ", seed_##rng));               \
   std::mt19937_64 rng(seed_##rng)
 
 #endif  // GRAFT_TESTS_CUDA_CUDA_TEST_UTIL_H_
