@@ -74,6 +74,9 @@ class Executable {
 
   // Inputs may be on the host or on the executable's device; outputs are on
   // the host unless CompileOptions::keep_outputs_on_device asked otherwise.
+  // Outputs kept on a device may still be being computed when Run returns
+  // (the CUDA backend queues such runs); copies of them, and later runs on
+  // that device, are ordered after it (DeviceAllocator::Synchronize waits).
   virtual absl::StatusOr<std::vector<Tensor>> Run(
       absl::Span<const Tensor> inputs) = 0;
   virtual const std::vector<ValueSignature>& input_signature() const = 0;

@@ -39,6 +39,10 @@ class DeviceAllocator {
                                   size_t bytes) = 0;
   virtual absl::Status CopyFromHost(const void* host_src, void* device_dst,
                                     size_t bytes) = 0;
+  // Waits until the device has done the work queued on it (a CUDA run that
+  // keeps its outputs on the device may return before they are computed;
+  // copies wait by themselves). For timing, as torch.cuda.synchronize().
+  virtual absl::Status Synchronize() { return absl::OkStatus(); }
 };
 
 }  // namespace graft

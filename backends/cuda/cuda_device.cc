@@ -84,20 +84,38 @@ class CudaAllocator : public DeviceAllocator {
     free_.emplace(it->second, data);
     sizes_.erase(it);
   }
+  // Both copies go on the device's stream and wait for it: a copy out
+  // sees what the runs queued before it wrote, a copy in lands after they
+  // read what the block held.
   absl::Status CopyToHost(const void* device_src, void* host_dst,
                           size_t bytes) override {
-    RETURN_IF_ERROR(Use(index_));
-    std::lock_guard<std::recursive_mutex> exclusion(CaptureExclusion());
-    return GRAFT_CUDA(cudaMemcpy(host_dst, device_src, bytes, cudaMemcpyDeviceToHost));
+    return CopyInOrder(host_dst, device_src, bytes, cudaMemcpyDeviceToHost);
   }
   absl::Status CopyFromHost(const void* host_src, void* device_dst,
                             size_t bytes) override {
+    return CopyInOrder(device_dst, host_src, bytes, cudaMemcpyHostToDevice);
+  }
+  // Leaves the calling thread's current device as it was: a run waits
+  // here for another GPU's inputs between launches on its own.
+  absl::Status Synchronize() override {
+    int current = 0;
+    RETURN_IF_ERROR(GRAFT_CUDA(cudaGetDevice(&current)));
+    ASSIGN_OR_RETURN(cudaStream_t stream, DeviceStream(index_));
     RETURN_IF_ERROR(Use(index_));
-    std::lock_guard<std::recursive_mutex> exclusion(CaptureExclusion());
-    return GRAFT_CUDA(cudaMemcpy(device_dst, host_src, bytes, cudaMemcpyHostToDevice));
+    const absl::Status waited = GRAFT_CUDA(cudaStreamSynchronize(stream));
+    RETURN_IF_ERROR(Use(current));
+    return waited;
   }
 
  private:
+  absl::Status CopyInOrder(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+    RETURN_IF_ERROR(Use(index_));
+    ASSIGN_OR_RETURN(cudaStream_t stream, DeviceStream(index_));
+    std::lock_guard<std::recursive_mutex> exclusion(CaptureExclusion());
+    RETURN_IF_ERROR(GRAFT_CUDA(cudaMemcpyAsync(dst, src, bytes, kind, stream)));
+    return GRAFT_CUDA(cudaStreamSynchronize(stream));
+  }
+
   // Sizes in steps of 512 bytes (small) or 2 MiB (large), so blocks fit
   // the next request of about the same size.
   static size_t RoundUp(size_t bytes) {
@@ -133,6 +151,35 @@ absl::StatusOr<GpuInfo> ProbeGpu(int index) {
 std::recursive_mutex& CaptureExclusion() {
   static std::recursive_mutex* const mu = new std::recursive_mutex();
   return *mu;
+}
+
+absl::StatusOr<cudaStream_t> DeviceStream(int index) {
+  static std::mutex mu;
+  static std::map<int, cudaStream_t>* streams = new std::map<int, cudaStream_t>();
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = streams->find(index);
+  if (it != streams->end()) return it->second;
+  int current = 0;
+  RETURN_IF_ERROR(GRAFT_CUDA(cudaGetDevice(&current)));
+  RETURN_IF_ERROR(Use(index));
+  cudaStream_t stream = nullptr;
+  absl::Status made;
+  {
+    std::lock_guard<std::recursive_mutex> exclusion(CaptureExclusion());
+    made = GRAFT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  }
+  (void)Use(current);
+  RETURN_IF_ERROR(made);
+  streams->emplace(index, stream);
+  return stream;
+}
+
+absl::StatusOr<bool> DeviceIdle(int index) {
+  ASSIGN_OR_RETURN(cudaStream_t stream, DeviceStream(index));
+  const cudaError_t state = cudaStreamQuery(stream);
+  if (state == cudaErrorNotReady) return false;
+  RETURN_IF_ERROR(GRAFT_CUDA(state));
+  return true;
 }
 
 std::shared_ptr<DeviceAllocator> GpuAllocator(int index) {

@@ -8,6 +8,10 @@
 #include "absl/status/statusor.h"
 #include "graph/device.h"
 
+// cuda_runtime_api.h's stream, declared as it does: code that includes
+// this file need not see the CUDA headers.
+typedef struct CUstream_st* cudaStream_t;
+
 namespace graft::cuda {
 
 // What the code generator and the cache key need to know of a GPU.
@@ -32,8 +36,19 @@ struct GpuInfo {
 // index; tests skip with its message.
 absl::StatusOr<GpuInfo> ProbeGpu(int index = 0);
 
-// The memory of one GPU, through cudaMalloc and cudaMemcpy.
+// The memory of one GPU: cudaMalloc'd blocks kept for reuse, and copies
+// ordered on DeviceStream(index) (each waits for the work queued before it).
 std::shared_ptr<DeviceAllocator> GpuAllocator(int index);
+
+// The one stream on which every run on GPU `index` is launched, as
+// PyTorch's default stream: runs that keep their outputs on the device
+// return once queued, and whatever reads those outputs next (a run, a
+// copy to the host) is ordered after them. So a block the allocator hands
+// out again is never written while a queued run may still read it.
+// Created on first use, never destroyed.
+absl::StatusOr<cudaStream_t> DeviceStream(int index);
+// Whether everything queued on DeviceStream(index) has finished.
+absl::StatusOr<bool> DeviceIdle(int index);
 
 // Held while a run is captured as a CUDA graph, and around every call that
 // may synchronize the device (cudaMalloc, cudaFree, cudaMallocHost,

@@ -60,10 +60,19 @@ struct GpuScope {
   int index;
 };
 
+// Waits for the runs queued on another GPU, which may still be writing
+// `t`: this GPU's stream is not ordered after that GPU's.
+absl::Status WaitForDevice(const Tensor& t) {
+  return t.storage()->allocator()->Synchronize();
+}
+
 }  // namespace
 
 struct RunContext {
+  // Where runs are launched: the device's stream (DeviceStream), or
+  // `own_stream` while the run is captured as a graph.
   cudaStream_t stream = nullptr;
+  cudaStream_t own_stream = nullptr;
   void* memory = nullptr;  // io, then the arena, the error flag, the workspace.
   char* io = nullptr;
   char* arena = nullptr;
@@ -107,8 +116,23 @@ struct RunContext {
     if (graph_def != nullptr) cudaGraphDestroy(graph_def);
     if (pinned != nullptr) cudaFreeHost(pinned);
     if (memory != nullptr) cudaFree(memory);
-    if (stream != nullptr) cudaStreamDestroy(stream);
+    if (own_stream != nullptr) cudaStreamDestroy(own_stream);
   }
+};
+
+// Points the context's launches at its own stream while it is captured.
+class CaptureOnOwnStream {
+ public:
+  explicit CaptureOnOwnStream(RunContext& context) : context_(context), queue_(context.stream) {
+    context_.stream = context_.own_stream;
+  }
+  ~CaptureOnOwnStream() { context_.stream = queue_; }
+  CaptureOnOwnStream(const CaptureOnOwnStream&) = delete;
+  CaptureOnOwnStream& operator=(const CaptureOnOwnStream&) = delete;
+
+ private:
+  RunContext& context_;
+  cudaStream_t queue_;
 };
 
 absl::StatusOr<std::unique_ptr<CompiledCudaProgram>> CompiledCudaProgram::Create(
@@ -266,6 +290,10 @@ absl::Status CompiledCudaProgram::PlanGemms(const CudaArtifact* artifact) {
 CompiledCudaProgram::~CompiledCudaProgram() {
   std::lock_guard<std::recursive_mutex> exclusion(CaptureExclusion());
   if (GpuScope(gpu_.index).Use().ok()) {
+    // Runs still queued use the contexts' memory and the weights.
+    if (absl::StatusOr<cudaStream_t> queue = DeviceStream(gpu_.index); queue.ok()) {
+      (void)cudaStreamSynchronize(*queue);
+    }
     free_contexts_.clear();
     gemms_.clear();
     if (blas_ != nullptr) cublasLtDestroy(blas_);
@@ -304,7 +332,9 @@ absl::Status CompiledCudaProgram::UploadWeights() {
 absl::StatusOr<std::unique_ptr<RunContext>> CompiledCudaProgram::NewContext() const {
   auto context = std::make_unique<RunContext>();
   std::lock_guard<std::recursive_mutex> exclusion(CaptureExclusion());
-  RETURN_IF_ERROR(GRAFT_CUDA(cudaStreamCreateWithFlags(&context->stream, cudaStreamNonBlocking)));
+  ASSIGN_OR_RETURN(context->stream, DeviceStream(gpu_.index));
+  RETURN_IF_ERROR(
+      GRAFT_CUDA(cudaStreamCreateWithFlags(&context->own_stream, cudaStreamNonBlocking)));
   const bool gemms = !gemms_.empty() || uses_split_k_;
   const size_t arena = AlignUp(program_.arena_bytes);
   const size_t counters = uses_split_k_ ? kSkinnyCounters * sizeof(int) : 0;
@@ -524,6 +554,7 @@ absl::Status CompiledCudaProgram::Capture(RunContext& context, void** in_args,
   // which must not wait for this lock meanwhile.
   std::unique_lock<std::recursive_mutex> exclusion(CaptureExclusion(), std::defer_lock);
   if (!has_collectives_) exclusion.lock();
+  CaptureOnOwnStream capturing(context);
   for (bool with_copies : {true, false}) {
     RETURN_IF_ERROR(GRAFT_CUDA(
         cudaStreamBeginCapture(context.stream, cudaStreamCaptureModeThreadLocal)));
@@ -593,10 +624,19 @@ absl::Status CompiledCudaProgram::FailedStep(int failed_step) const {
                    "): an index is out of range for the dim it selects from"));
 }
 
-// The run's one wait; then a bad index found on the device fails it, and
-// host outputs are copied out of the pinned staging.
+bool CompiledCudaProgram::MustWait(absl::Span<const Tensor> inputs,
+                                   bool keep_outputs_on_device) const {
+  return !keep_outputs_on_device || direct_error_flag_ ||
+         std::any_of(inputs.begin(), inputs.end(), [](const Tensor& t) { return t.on_host(); });
+}
+
+// The run's one wait, where it has one (MustWait); then a bad index found
+// on the device fails it, and host outputs are copied out of the pinned
+// staging.
 absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::Finish(
-    RunContext& context, std::vector<Tensor> outputs, bool keep_outputs_on_device) const {
+    RunContext& context, std::vector<Tensor> outputs, bool keep_outputs_on_device,
+    bool wait) const {
+  if (!wait) return outputs;
   RETURN_IF_ERROR(GRAFT_CUDA(cudaStreamSynchronize(context.stream)));
   RETURN_IF_ERROR(FailedStep(*context.host_error));
   if (!keep_outputs_on_device) {
@@ -635,6 +675,7 @@ absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::RunDirect(
                                                  t.NumBytes(), cudaMemcpyHostToDevice,
                                                  context.stream)));
     } else {
+      RETURN_IF_ERROR(WaitForDevice(t));
       RETURN_IF_ERROR(GRAFT_CUDA(cudaMemcpyPeerAsync(io, gpu_.index, t.raw_data(),
                                                      t.device().index, t.NumBytes(),
                                                      context.stream)));
@@ -678,7 +719,8 @@ absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::RunDirect(
                                                  cudaMemcpyDeviceToHost, context.stream)));
     }
   }
-  return Finish(context, std::move(outputs), keep_outputs_on_device);
+  return Finish(context, std::move(outputs), keep_outputs_on_device,
+                MustWait(inputs, keep_outputs_on_device));
 }
 
 // Copy in, the graph, copy out, one wait. Host inputs go through pinned
@@ -714,6 +756,7 @@ absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::RunIn(
     if (!t.on_host() && t.device().index != gpu_.index && t.NumBytes() > 0) {
       // Another GPU's memory (a rank's input given on GPU 0): the copy
       // kernel could not read it without peer access.
+      RETURN_IF_ERROR(WaitForDevice(t));
       RETURN_IF_ERROR(GRAFT_CUDA(cudaMemcpyPeerAsync(context.io + input_offsets_[i], gpu_.index,
                                                      sources[i], t.device().index, t.NumBytes(),
                                                      context.stream)));
@@ -793,7 +836,8 @@ absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::RunIn(
         context.staging + output_offsets_[j], context.io + output_offsets_[j],
         BytesOf(program_.output_types[j]), cudaMemcpyDeviceToHost, context.stream)));
   }
-  return Finish(context, std::move(outputs), keep_outputs_on_device);
+  return Finish(context, std::move(outputs), keep_outputs_on_device,
+                MustWait(inputs, keep_outputs_on_device));
 }
 
 // Points the graph's bound launches at this run's inputs and outputs

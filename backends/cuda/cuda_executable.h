@@ -95,8 +95,13 @@ class CompiledCudaProgram {
   // graft_copy_in (`in`) or graft_copy_out on the context's stream.
   absl::Status LaunchCopy(RunContext& context, bool in, void** args) const;
   absl::Status FailedStep(int failed_step) const;
+  // Whether a run waits for the GPU before it returns: its outputs go to
+  // the host, an input came from the host (the next run refills the pinned
+  // staging it is read from), or a bad index must fail this very run.
+  // Else it returns once queued on the device's stream (DeviceStream).
+  bool MustWait(absl::Span<const Tensor> inputs, bool keep_outputs_on_device) const;
   absl::StatusOr<std::vector<Tensor>> Finish(RunContext& context, std::vector<Tensor> outputs,
-                                             bool keep_outputs_on_device) const;
+                                             bool keep_outputs_on_device, bool wait) const;
   absl::StatusOr<std::vector<Tensor>> RunDirect(RunContext& context,
                                                 absl::Span<const Tensor> inputs,
                                                 bool keep_outputs_on_device) const;

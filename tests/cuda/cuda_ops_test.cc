@@ -418,6 +418,87 @@ TEST(CudaExecutable, SmallProgramsRunWithoutAGraph) {
 // new tensors, inputs on either side, an output fed back as an input, and
 // a misaligned view of a device tensor: every result matches the
 // interpreter, and each run's outputs are its own.
+// A run that keeps its outputs on the device returns once it is queued on
+// the device's stream; what reads its outputs next (another executable's
+// run, a copy to the host) is ordered after it, and an input's block,
+// freed and handed out again while the run is queued, is not overwritten
+// before the run has read it.
+TEST(CudaExecutable, DeviceRunsReturnOnceQueuedAndStayInOrder) {
+  SKIP_WITHOUT_GPU();
+  CUDA_TEST_SEED(rng);
+  // Milliseconds of GPU work: sixteen 2048-wide f32 products. (Its input
+  // is the only block of its size the test frees.)
+  ModuleBuilder slow_b(rng);
+  Node* h = slow_b.In(DType::kF32, {2048, 1024}, -1, 1);
+  for (int i = 0; i < 16; ++i) {
+    Node* w = slow_b.Const(DType::kF32, {i == 0 ? 1024 : 2048, 2048}, -0.04, 0.04);
+    h = slow_b.Call("tanh", {slow_b.Call("matmul", {h, w})});
+  }
+  slow_b.Out({h});
+  // Two small models, the second reading the first's output.
+  ModuleBuilder first_b(rng);
+  Node* x = first_b.In(DType::kF32, {256, 128}, -2, 2);
+  first_b.Out({first_b.Call("softmax", {first_b.Call("mul", {x, 3.0}), int64_t{-1}})});
+  ModuleBuilder second_b(rng);
+  Node* y = second_b.In(DType::kF32, {256, 128}, 0, 1);
+  Node* w = second_b.Const(DType::kF32, {64, 128}, -1, 1);
+  second_b.Out({second_b.Call("relu", {second_b.Call("linear", {y, w})})});
+
+  CompileOptions on_device;
+  on_device.keep_outputs_on_device = true;
+  const std::shared_ptr<DeviceAllocator> gpu = Cuda().allocator(on_device);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> slow, Cuda().Compile(slow_b.module(), on_device));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> slow_waits,
+                       Cuda().Compile(slow_b.module(), {}));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> first, Cuda().Compile(first_b.module(), on_device));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> second,
+                       Cuda().Compile(second_b.module(), on_device));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> first_ref, Interp().Compile(first_b.module(), {}));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> second_ref,
+                       Interp().Compile(second_b.module(), {}));
+
+  const Tensor big = slow_b.inputs()[0];
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> slow_want, slow_waits->Run({big}));
+  ASSERT_OK(slow->Run({big}).status());  // Captures the graph.
+  ASSERT_OK(gpu->Synchronize());
+  for (int round = 0; round < 6; ++round) {
+    SCOPED_TRACE(absl::StrCat("round ", round));
+    ASSERT_OK_AND_ASSIGN(Tensor big_on_gpu, CopyToDevice(big, gpu));
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> slow_got, slow->Run({big_on_gpu}));
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> slow_again, slow->Run({big_on_gpu}));
+    ASSERT_OK_AND_ASSIGN(const bool idle, cuda::DeviceIdle(0));
+    EXPECT_FALSE(idle) << "the runs waited for the GPU";
+    // The input's block, freed, is handed out again to the next copy of
+    // the same size, which must land after both runs have read it.
+    const void* freed = big_on_gpu.raw_data();
+    big_on_gpu = Tensor();
+    ASSERT_OK_AND_ASSIGN(Tensor other,
+                         CopyToDevice(RandomData(DType::kF32, {2048, 1024}, rng, -1, 1), gpu));
+    EXPECT_EQ(other.raw_data(), freed);
+    // Chained small runs, their inputs dropped as soon as they are queued.
+    std::vector<Tensor> xs, want;
+    std::vector<Tensor> outs;
+    for (int i = 0; i < 4; ++i) {
+      xs.push_back(RandomData(DType::kF32, {256, 128}, rng, -2, 2));
+      ASSERT_OK_AND_ASSIGN(std::vector<Tensor> p, first_ref->Run({xs.back()}));
+      ASSERT_OK_AND_ASSIGN(std::vector<Tensor> q, second_ref->Run(p));
+      want.push_back(q[0]);
+      ASSERT_OK_AND_ASSIGN(Tensor x_on_gpu, CopyToDevice(xs.back(), gpu));
+      ASSERT_OK_AND_ASSIGN(std::vector<Tensor> mid, first->Run({x_on_gpu}));
+      ASSERT_OK_AND_ASSIGN(std::vector<Tensor> out, second->Run(mid));
+      outs.push_back(out[0]);
+    }
+    for (size_t i = 0; i < outs.size(); ++i) {
+      ASSERT_OK_AND_ASSIGN(Tensor host, CopyToHost(outs[i]));
+      ExpectClose(host, want[i], kReduceTol, absl::StrCat("chained run ", i));
+    }
+    for (const std::vector<Tensor>* got : {&slow_got, &slow_again}) {
+      ASSERT_OK_AND_ASSIGN(Tensor host, CopyToHost((*got)[0]));
+      ExpectClose(host, slow_want[0], 1e-5, "the slow model");
+    }
+  }
+}
+
 TEST(CudaExecutable, GraphRunsBindDeviceInputsAndOutputsInPlace) {
   SKIP_WITHOUT_GPU();
   CUDA_TEST_SEED(rng);
