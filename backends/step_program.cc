@@ -239,6 +239,7 @@ class ProgramBuilder {
       return absl::OkStatus();
     }
     if (AbsorbActivation(node)) return absl::OkStatus();
+    if (AbsorbResidual(node)) return absl::OkStatus();
     if (AbsorbOutputPermute(node)) return absl::OkStatus();
     Step step{.kind = KindOfStep(node, target_), .node = &node};
     if (node.is_call("getitem")) {
@@ -437,6 +438,56 @@ class ProgramBuilder {
     return true;
   }
 
+  // add(product, r) where the product is a library call's result that
+  // nothing else reads and r, of the same type, is computed before it:
+  // the call adds r as it writes (Step::residual), one pass instead of
+  // two. Either operand order. Not where r is a program input or the sum
+  // a program output: a generated kernel reads and writes those where the
+  // caller has them, a library call only through a copy.
+  bool AbsorbResidual(const Node& node) {
+    if (!target_.absorbs_residual || !node.is_call("add") || node.inputs().size() != 2 ||
+        node.args().size() != 2 || !node.arg(0).is_node() || !node.arg(1).is_node()) {
+      return false;
+    }
+    for (const Node* user : node.users()) {
+      if (user->op() == OpCode::kOutput) return false;
+    }
+    for (int first : {0, 1}) {
+      const Node* product = node.arg(first).node();
+      const Node* residual = node.arg(1 - first).node();
+      auto value = values_.find(product);
+      auto added = values_.find(residual);
+      if (product == residual || value == values_.end() || added == values_.end() ||
+          value->second.step < 0 || product->num_uses() != 1 ||
+          product->type() != node.type() || residual->type() != node.type() ||
+          added->second.channels_last || added->second.step >= value->second.step ||
+          (added->second.step < 0 && added->second.external.where == BufferRef::Where::kInput)) {
+        continue;
+      }
+      const int index = value->second.step;
+      Step& step = p_.steps[index];
+      if (step.kind != StepKind::kLibrary || step.node != product || !step.activation.empty() ||
+          step.residual >= 0 || step.channels_last || !target_.absorbs_residual(*product)) {
+        continue;
+      }
+      auto known = std::find(step.inputs.begin(), step.inputs.end(), residual);
+      step.residual = static_cast<int>(known - step.inputs.begin());
+      if (known == step.inputs.end()) {
+        step.inputs.push_back(residual);
+        step.operand_channels_last.push_back(false);
+        sources_[index].push_back(added->second);
+      }
+      if (added->second.step >= 0) {
+        int& last = last_use_[added->second.step];
+        last = std::max(last, index);
+      }
+      const ValueSource source = value->second;  // Inserting may rehash.
+      values_[&node] = source;
+      return true;
+    }
+    return false;
+  }
+
   // A permute (or transpose) that alone reads an attention step's result
   // and keeps its last dim last: the attention writes the permute's value
   // directly (Step::result_view), and the permute does not run.
@@ -619,6 +670,7 @@ std::string StepProgram::Describe() const {
                     s.node->target(), " ", s.node->type()->ToString(), " -> ",
                     RefText(s.result), " <-");
     for (const BufferRef& r : s.operands) absl::StrAppend(&text, " ", RefText(r));
+    if (s.residual >= 0) absl::StrAppend(&text, " +residual ", s.residual);
     absl::StrAppend(&text, " state ", s.state, " ", s.activation,
                     s.can_fail ? " can-fail" : "", s.channels_last ? " nhwc" : "",
                     " <");

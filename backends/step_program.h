@@ -68,6 +68,10 @@ struct Step {
   // kLibrary: an activation applied to the result by the library call
   // ("relu", "gelu", "gelu_tanh"), absorbed from the op that followed.
   std::string activation;
+  // kLibrary: the index in `inputs` (and `operands`) of a tensor of the
+  // result's type added to the product as it is written (the add that
+  // followed, absorbed: StepTarget::absorbs_residual); -1: none.
+  int residual = -1;
   // Steps that can fail at run time (library calls, index lookups) return
   // non-zero; for the others the entry function does not check.
   bool can_fail = false;
@@ -119,6 +123,11 @@ struct StepTarget {
   // "gelu", "gelu_tanh") to its result as it writes it.
   std::function<bool(const Node& call, absl::string_view activation)>
       absorbs_activation;
+  // Whether the library call `call` (nothing absorbed into it yet) can add
+  // a tensor of its result's type as it writes the result: add(call, r)
+  // then runs as the call alone (a residual connection in a GEMM's
+  // epilogue). Null: never.
+  std::function<bool(const Node& call)> absorbs_residual;
   // Which graft::attention nodes (passes/fuse_attention.h) the backend
   // runs; null: attention stays written out.
   std::function<bool(const Node& attention)> accepts_attention;

@@ -73,10 +73,14 @@ def torch_times(make, x):
     return out
 
 
-def graft_time(workload, precision, gemm, io=None):
+def graft_time(workload, precision, gemm, io=None, autotune=False):
     cmd = [f"{build}/bench/gpu_run", workload, "--precision", precision, "--gemm", gemm]
     if io:
         cmd += ["--io-dtype", io]
+    if autotune:
+        # cuBLASLt's candidates timed at compile time, as max-autotune times
+        # its own.
+        cmd += ["--autotune", "1"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         print(r.stderr, file=sys.stderr)
@@ -158,8 +162,9 @@ if os.path.exists(block_file) and "block" in workloads:
         for mode, us in torch_times(lambda: Block(sdpa=sdpa).to(dev, torch.bfloat16).eval(),
                                     x).items():
             t[f"{mode}{'' if sdpa else ' explicit'}"] = us
-    for gemm, io in [("auto", None), ("auto, bf16 I/O", "bf16")]:
-        g = graft_time(block_file, "bf16", "auto", io)
+    for gemm, io, tuned in [("auto", None, False), ("auto, bf16 I/O", "bf16", False),
+                            ("auto, bf16 I/O, autotune", "bf16", True)]:
+        g = graft_time(block_file, "bf16", "auto", io, tuned)
         rows.append(("GPT-2 block b8 s256 bf16", t, g, gemm, 0))
         print(rows[-1], flush=True)
 

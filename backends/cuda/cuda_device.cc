@@ -111,8 +111,13 @@ class CudaAllocator : public DeviceAllocator {
   absl::Status CopyInOrder(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
     RETURN_IF_ERROR(Use(index_));
     ASSIGN_OR_RETURN(cudaStream_t stream, DeviceStream(index_));
-    std::lock_guard<std::recursive_mutex> exclusion(CaptureExclusion());
-    RETURN_IF_ERROR(GRAFT_CUDA(cudaMemcpyAsync(dst, src, bytes, kind, stream)));
+    {
+      std::lock_guard<std::recursive_mutex> exclusion(CaptureExclusion());
+      RETURN_IF_ERROR(GRAFT_CUDA(cudaMemcpyAsync(dst, src, bytes, kind, stream)));
+    }
+    // Not under the lock: the runs waited for may include a rank's
+    // collective that another rank's thread, which may need the lock,
+    // must join.
     return GRAFT_CUDA(cudaStreamSynchronize(stream));
   }
 

@@ -111,6 +111,9 @@ struct RunContext {
   std::string bind_error;  // Why not, for GRAFT_CUDA_PROFILE.
 
   ~RunContext() {
+    // Runs that returned early may still use the memory (a context whose
+    // run failed is dropped while earlier runs on it are queued).
+    if (stream != nullptr) (void)cudaStreamSynchronize(stream);
     std::lock_guard<std::recursive_mutex> exclusion(CaptureExclusion());
     if (graph != nullptr) cudaGraphExecDestroy(graph);
     if (graph_def != nullptr) cudaGraphDestroy(graph_def);
@@ -270,6 +273,7 @@ absl::Status CompiledCudaProgram::PlanGemms(const CudaArtifact* artifact) {
       std::string activation = GemmActivation(step);
       shape->activation = activation == "gelu" ? "" : activation;
       shape->tf32 = options_.precision == "tf32";
+      shape->residual = step.residual >= 0;
       std::string algo;
       if (artifact != nullptr) {
         auto it = artifact->gemm_algos.find(static_cast<int>(i));
@@ -288,20 +292,21 @@ absl::Status CompiledCudaProgram::PlanGemms(const CudaArtifact* artifact) {
 }
 
 CompiledCudaProgram::~CompiledCudaProgram() {
-  std::lock_guard<std::recursive_mutex> exclusion(CaptureExclusion());
-  if (GpuScope(gpu_.index).Use().ok()) {
-    // Runs still queued use the contexts' memory and the weights.
-    if (absl::StatusOr<cudaStream_t> queue = DeviceStream(gpu_.index); queue.ok()) {
-      (void)cudaStreamSynchronize(*queue);
-    }
-    free_contexts_.clear();
-    gemms_.clear();
-    if (blas_ != nullptr) cublasLtDestroy(blas_);
-    for (cudaLibrary_t library : libraries_) {
-      if (library != nullptr) cudaLibraryUnload(library);
-    }
-    if (weights_ != nullptr) cudaFree(weights_);
+  if (!GpuScope(gpu_.index).Use().ok()) return;
+  // Runs still queued use the contexts' memory and the weights. (Waited
+  // for before CaptureExclusion is taken: a rank's queued collective may
+  // need another rank's thread, which may need the lock, to finish.)
+  if (absl::StatusOr<cudaStream_t> queue = DeviceStream(gpu_.index); queue.ok()) {
+    (void)cudaStreamSynchronize(*queue);
   }
+  free_contexts_.clear();  // Each takes CaptureExclusion itself.
+  std::lock_guard<std::recursive_mutex> exclusion(CaptureExclusion());
+  gemms_.clear();
+  if (blas_ != nullptr) cublasLtDestroy(blas_);
+  for (cudaLibrary_t library : libraries_) {
+    if (library != nullptr) cudaLibraryUnload(library);
+  }
+  if (weights_ != nullptr) cudaFree(weights_);
 }
 
 CudaArtifact CompiledCudaProgram::Artifact() const {
@@ -331,8 +336,9 @@ absl::Status CompiledCudaProgram::UploadWeights() {
 
 absl::StatusOr<std::unique_ptr<RunContext>> CompiledCudaProgram::NewContext() const {
   auto context = std::make_unique<RunContext>();
-  std::lock_guard<std::recursive_mutex> exclusion(CaptureExclusion());
+  // Before CaptureExclusion: DeviceStream may take it to create the stream.
   ASSIGN_OR_RETURN(context->stream, DeviceStream(gpu_.index));
+  std::lock_guard<std::recursive_mutex> exclusion(CaptureExclusion());
   RETURN_IF_ERROR(
       GRAFT_CUDA(cudaStreamCreateWithFlags(&context->own_stream, cudaStreamNonBlocking)));
   const bool gemms = !gemms_.empty() || uses_split_k_;
@@ -412,6 +418,9 @@ absl::Status CompiledCudaProgram::Enqueue(RunContext& context,
       status = gemm->second->Run(context.stream, operand("input"),
                                  operand(matmul ? "other" : "weight"),
                                  gemm->second->shape().has_bias ? operand("bias") : nullptr,
+                                 step.residual >= 0
+                                     ? Resolve(step.operands[step.residual], context)
+                                     : nullptr,
                                  Resolve(step.result, context), context.workspace);
     }
     for (const Launch& launch : launches_[i]) {
@@ -626,8 +635,10 @@ absl::Status CompiledCudaProgram::FailedStep(int failed_step) const {
 
 bool CompiledCudaProgram::MustWait(absl::Span<const Tensor> inputs,
                                    bool keep_outputs_on_device) const {
-  return !keep_outputs_on_device || direct_error_flag_ ||
-         std::any_of(inputs.begin(), inputs.end(), [](const Tensor& t) { return t.on_host(); });
+  return !keep_outputs_on_device || direct_error_flag_ || has_collectives_ ||
+         std::any_of(inputs.begin(), inputs.end(), [&](const Tensor& t) {
+           return t.on_host() || t.device().index != gpu_.index;
+         });
 }
 
 // The run's one wait, where it has one (MustWait); then a bad index found
@@ -675,7 +686,7 @@ absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::RunDirect(
                                                  t.NumBytes(), cudaMemcpyHostToDevice,
                                                  context.stream)));
     } else {
-      RETURN_IF_ERROR(WaitForDevice(t));
+      if (!here) RETURN_IF_ERROR(WaitForDevice(t));
       RETURN_IF_ERROR(GRAFT_CUDA(cudaMemcpyPeerAsync(io, gpu_.index, t.raw_data(),
                                                      t.device().index, t.NumBytes(),
                                                      context.stream)));

@@ -97,8 +97,11 @@ class CompiledCudaProgram {
   absl::Status FailedStep(int failed_step) const;
   // Whether a run waits for the GPU before it returns: its outputs go to
   // the host, an input came from the host (the next run refills the pinned
-  // staging it is read from), or a bad index must fail this very run.
-  // Else it returns once queued on the device's stream (DeviceStream).
+  // staging it is read from) or from another GPU (whose stream may reuse
+  // the block before the copy reads it), a bad index must fail this very
+  // run, or the program has collectives (a rank that fails aborts the
+  // world: no other rank's collectives may still be queued then). Else it
+  // returns once queued on the device's stream (DeviceStream).
   bool MustWait(absl::Span<const Tensor> inputs, bool keep_outputs_on_device) const;
   absl::StatusOr<std::vector<Tensor>> Finish(RunContext& context, std::vector<Tensor> outputs,
                                              bool keep_outputs_on_device, bool wait) const;

@@ -22,6 +22,17 @@ bool IsGemmCall(const Node& node) {
          node.is_call("graft::linear_activation");
 }
 
+// cuBLASLt adds a residual r to the product as it writes it (its C matrix
+// with beta 1: D = A B + bias + r, summed before the one rounding). Not for
+// the linear layers of few rows that graft's own kernel may run
+// (skinny_gemm.h, unless gemm=cublaslt), which have no such epilogue.
+bool AbsorbsResidual(const Node& call, const CudaOptions& options) {
+  if (!call.is_call("linear") && !call.is_call("matmul")) return false;
+  absl::StatusOr<GemmShape> shape = GemmShapeOf(call);
+  return shape.ok() && shape->dtype != DType::kF64 &&
+         (call.is_call("matmul") || options.gemm == "cublaslt" || shape->m > kSkinnyMaxRows);
+}
+
 // graft::quantized_linear is a product too: graft's own int8 kernel
 // (skinny_gemm.h) runs it.
 bool IsLibraryCall(const Node& node) {
@@ -204,6 +215,7 @@ absl::StatusOr<StepProgram> BuildCudaProgram(const Module& module,
           [](const Node& call, absl::string_view activation) {
             return IsGemmCall(call) && (activation == "relu" || activation == "gelu_tanh");
           },
+      .absorbs_residual = [&options](const Node& call) { return AbsorbsResidual(call, options); },
       // Written-out attention becomes one kernel where it can run it.
       // (cp.async, mma.m16n8k16 on bf16 and f16: compute capability 8.0 on).
       .accepts_attention =

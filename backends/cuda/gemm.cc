@@ -181,7 +181,7 @@ absl::Status GemmPlan::TimeCandidates(const std::vector<cublasLtMatmulAlgo_t>& c
     char* base = memory;
     const size_t a = 0, b = (a_bytes + 255) / 256 * 256;
     const size_t cc = b + (b_bytes + 255) / 256 * 256, bias = cc + (c_bytes + 255) / 256 * 256;
-    return Run(stream, base + a, base + b, base + bias, base + cc, workspace);
+    return Run(stream, base + a, base + b, base + bias, base + cc, base + cc, workspace);
   };
   float best_ms = 1e30f;
   int best_index = 0;
@@ -207,17 +207,20 @@ absl::Status GemmPlan::TimeCandidates(const std::vector<cublasLtMatmulAlgo_t>& c
 }
 
 absl::Status GemmPlan::Run(cudaStream_t stream, const void* a, const void* b, const void* bias,
-                           void* c, void* workspace) {
+                           const void* residual, void* c, void* workspace) {
   if (shape_.has_bias) {
     RETURN_IF_ERROR(GRAFT_CUBLAS(cublasLtMatmulDescSetAttribute(
         desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias))));
   }
-  const double alpha64 = 1, beta64 = 0;
-  const float alpha32 = 1, beta32 = 0;
+  // D = alpha A B + beta C: C is the residual (beta 1), or D itself,
+  // unread (beta 0).
+  const double alpha64 = 1, beta64 = shape_.residual ? 1 : 0;
+  const float alpha32 = 1, beta32 = shape_.residual ? 1 : 0;
   const bool f64 = shape_.dtype == DType::kF64;
+  const void* added = shape_.residual ? residual : c;
   return GRAFT_CUBLAS(cublasLtMatmul(
       handle_, desc_, f64 ? static_cast<const void*>(&alpha64) : &alpha32, b, a_, a, b_,
-      f64 ? static_cast<const void*>(&beta64) : &beta32, c, c_, c, c_, &algo_, workspace,
+      f64 ? static_cast<const void*>(&beta64) : &beta32, added, c_, c, c_, &algo_, workspace,
       kGemmWorkspaceBytes, stream));
 }
 

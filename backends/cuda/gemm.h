@@ -28,8 +28,9 @@ class GemmPlan {
       const std::string& algo_bytes);
   ~GemmPlan();
 
+  // `residual` (shape().residual only): added to the product, C's layout.
   absl::Status Run(cudaStream_t stream, const void* a, const void* b,
-                   const void* bias, void* c, void* workspace);
+                   const void* bias, const void* residual, void* c, void* workspace);
   const GemmShape& shape() const { return shape_; }
   // The chosen algorithm as bytes, for the compile cache.
   std::string AlgoBytes() const;

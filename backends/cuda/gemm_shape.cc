@@ -69,7 +69,7 @@ std::string GemmShape::ToString() const {
   return absl::StrCat("gemm m=", m, " n=", n, " k=", k, " batch=", batch, " strides=", stride_a,
                       ",", stride_b, ",", stride_c, b_is_nk ? " nk" : " kn", " ",
                       DTypeName(dtype), has_bias ? absl::StrCat(" bias ", DTypeName(bias_dtype)) : "",
-                      " ", activation, tf32 ? " tf32" : "");
+                      " ", activation, tf32 ? " tf32" : "", residual ? " +residual" : "");
 }
 
 absl::StatusOr<GemmShape> GemmShapeOf(const Node& node) {

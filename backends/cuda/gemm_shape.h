@@ -27,6 +27,8 @@ struct GemmShape {
   std::string activation;
   // f32 products on the tensor cores in tf32.
   bool tf32 = false;
+  // A matrix of C's type and layout added to the product (Step::residual).
+  bool residual = false;
 
   std::string ToString() const;
 };

@@ -173,7 +173,7 @@ absl::Status CanLowerQuantizedLinear(const Node& node) {
 
 std::optional<SkinnyGemm> SkinnyGemmFor(const Step& step, const CudaOptions& options,
                                         int multiprocessors, int compute_capability) {
-  if (!IsGemmStep(step) || compute_capability < 80) return std::nullopt;
+  if (!IsGemmStep(step) || compute_capability < 80 || step.residual >= 0) return std::nullopt;
   if (step.node->is_call(kQuantizedLinearOp)) return Int8PlanFor(step, multiprocessors);
   if (options.gemm == "cublaslt") return std::nullopt;
   if (!step.node->is_call("linear") && !step.node->is_call("graft::linear_activation")) {

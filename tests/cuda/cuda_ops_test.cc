@@ -411,13 +411,6 @@ TEST(CudaExecutable, SmallProgramsRunWithoutAGraph) {
   ExpectAllClose(got, want, kExact);
 }
 
-// A graph run reads a device input that only generated kernels read where
-// the caller has it, and writes an output that only generated kernels
-// write into the caller's new tensor (each run's pointers set in the
-// graph); an input cuBLASLt reads is copied as before. Run after run with
-// new tensors, inputs on either side, an output fed back as an input, and
-// a misaligned view of a device tensor: every result matches the
-// interpreter, and each run's outputs are its own.
 // A run that keeps its outputs on the device returns once it is queued on
 // the device's stream; what reads its outputs next (another executable's
 // run, a copy to the host) is ordered after it, and an input's block,
@@ -499,6 +492,13 @@ TEST(CudaExecutable, DeviceRunsReturnOnceQueuedAndStayInOrder) {
   }
 }
 
+// A graph run reads a device input that only generated kernels read where
+// the caller has it, and writes an output that only generated kernels
+// write into the caller's new tensor (each run's pointers set in the
+// graph); an input cuBLASLt reads is copied as before. Run after run with
+// new tensors, inputs on either side, an output fed back as an input, and
+// a misaligned view of a device tensor: every result matches the
+// interpreter, and each run's outputs are its own.
 TEST(CudaExecutable, GraphRunsBindDeviceInputsAndOutputsInPlace) {
   SKIP_WITHOUT_GPU();
   CUDA_TEST_SEED(rng);

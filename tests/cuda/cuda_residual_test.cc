@@ -1,0 +1,200 @@
+// A residual add after a product (a transformer's x + proj(...)) runs in
+// cuBLASLt's epilogue: which adds ride in the product, and that the results
+// match the interpreter's.
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "backends/cuda/cuda_program.h"
+#include "onnx/onnx_import.h"
+#include "serialize/model_io.h"
+#include "tests/backends/model_files.h"
+#include "gtest/gtest.h"
+#include "support/status_matchers.h"
+#include "tests/cuda/cuda_test_util.h"
+
+namespace graft::cuda_test {
+namespace {
+
+int StepsRunning(const StepProgram& program, absl::string_view op) {
+  int n = 0;
+  for (const Step& step : program.steps) n += step.node->is_call(op);
+  return n;
+}
+
+// The product's step, with where its residual is read from (-1: none).
+const Step* ProductStep(const StepProgram& program) {
+  for (const Step& step : program.steps) {
+    if (step.node->is_call("linear") || step.node->is_call("matmul")) return &step;
+  }
+  return nullptr;
+}
+
+// h = tanh(x); y = linear(h, w, bias) over `rows` rows; out =
+// softmax(y + h) (or h + y): the add rides in the product. (Before a
+// pointwise op the add would join its fused kernel instead, at no extra
+// pass.)
+struct ResidualBlock {
+  int64_t rows = 128;
+  bool residual_first = false;  // add(h, y) rather than add(y, h).
+};
+ModuleBuilder& Build(ModuleBuilder& b, const ResidualBlock& spec) {
+  Node* x = b.In(DType::kF32, {spec.rows, 96}, -1, 1);
+  Node* h = b.Call("tanh", {x});
+  Node* y = b.Call("linear", {h, b.Const(DType::kF32, {96, 96}, -0.1, 0.1),
+                              b.Const(DType::kF32, {96}, -0.1, 0.1)});
+  Node* sum = spec.residual_first ? b.Call("add", {h, y}) : b.Call("add", {y, h});
+  b.Out({b.Call("softmax", {sum, int64_t{-1}})});
+  return b;
+}
+
+std::vector<TensorType> TypesOf(const ModuleBuilder& b) {
+  std::vector<TensorType> types;
+  for (const Tensor& t : b.inputs()) types.push_back(t.type());
+  return types;
+}
+
+TEST(CudaCodegen, ResidualAddsRideInTheProduct) {
+  CUDA_TEST_SEED(rng);
+  for (bool first : {false, true}) {
+    SCOPED_TRACE(first ? "add(h, y)" : "add(y, h)");
+    ModuleBuilder b(rng);
+    Build(b, {.residual_first = first});
+    ASSERT_OK_AND_ASSIGN(StepProgram program,
+                         cuda::BuildCudaProgram(b.module(), TypesOf(b), {}));
+    EXPECT_EQ(StepsRunning(program, "add"), 0);
+    const Step* product = ProductStep(program);
+    ASSERT_NE(product, nullptr);
+    ASSERT_GE(product->residual, 0);
+    EXPECT_TRUE(product->inputs[product->residual]->is_call("tanh"));
+    EXPECT_NE(program.Describe().find("+residual"), std::string::npos);
+  }
+  // Where the add stays its own step.
+  struct Kept {
+    const char* why;
+    std::function<void(ModuleBuilder&)> build;
+  };
+  const std::vector<Kept> kept = {
+      {"few rows: graft's own product for them has no such epilogue",
+       [](ModuleBuilder& b) { Build(b, {.rows = 64}); }},
+      {"the product has another reader",
+       [](ModuleBuilder& b) {
+         Node* h = b.Call("tanh", {b.In(DType::kF32, {128, 96}, -1, 1)});
+         Node* y = b.Call("linear", {h, b.Const(DType::kF32, {96, 96}, -0.1, 0.1)});
+         b.Out({b.Call("softmax", {b.Call("add", {y, h}), int64_t{-1}}), b.Call("sigmoid", {y})});
+       }},
+      {"the residual is a program input, read in place by generated kernels",
+       [](ModuleBuilder& b) {
+         Node* x = b.In(DType::kF32, {128, 96}, -1, 1);
+         Node* y = b.Call("linear", {x, b.Const(DType::kF32, {96, 96}, -0.1, 0.1)});
+         b.Out({b.Call("softmax", {b.Call("add", {y, x}), int64_t{-1}})});
+       }},
+      {"the sum is a program output",
+       [](ModuleBuilder& b) {
+         Node* h = b.Call("tanh", {b.In(DType::kF32, {128, 96}, -1, 1)});
+         Node* y = b.Call("linear", {h, b.Const(DType::kF32, {96, 96}, -0.1, 0.1)});
+         b.Out({b.Call("add", {y, h})});
+       }},
+      {"the residual is computed after the product",
+       [](ModuleBuilder& b) {
+         Node* x = b.In(DType::kF32, {128, 96}, -1, 1);
+         Node* y = b.Call("linear", {b.Call("tanh", {x}),
+                                     b.Const(DType::kF32, {96, 96}, -0.1, 0.1)});
+         Node* later = b.Call("sigmoid", {x});
+         b.Out({b.Call("softmax", {b.Call("add", {y, later}), int64_t{-1}})});
+       }},
+      {"the residual broadcasts",
+       [](ModuleBuilder& b) {
+         Node* x = b.In(DType::kF32, {128, 96}, -1, 1);
+         Node* r = b.Call("tanh", {b.In(DType::kF32, {96}, -1, 1)});
+         Node* y = b.Call("linear", {x, b.Const(DType::kF32, {96, 96}, -0.1, 0.1)});
+         b.Out({b.Call("softmax", {b.Call("add", {y, r}), int64_t{-1}})});
+       }},
+      {"an activation is already in the product",
+       [](ModuleBuilder& b) {
+         Node* h = b.Call("tanh", {b.In(DType::kF32, {128, 96}, -1, 1)});
+         Node* y = b.Call("relu", {b.Call("linear", {h, b.Const(DType::kF32, {96, 96},
+                                                                -0.1, 0.1)})});
+         b.Out({b.Call("softmax", {b.Call("add", {y, h}), int64_t{-1}})});
+       }},
+  };
+  for (const Kept& k : kept) {
+    SCOPED_TRACE(k.why);
+    ModuleBuilder b(rng);
+    k.build(b);
+    ASSERT_OK_AND_ASSIGN(StepProgram program,
+                         cuda::BuildCudaProgram(b.module(), TypesOf(b), {}));
+    const Step* product = ProductStep(program);
+    ASSERT_NE(product, nullptr);
+    EXPECT_EQ(product->residual, -1);
+    EXPECT_EQ(program.Describe().find("+residual"), std::string::npos);
+  }
+}
+
+// The exported GPT-2 block (tests/onnx_models, 32 rows: cuBLASLt runs its
+// products with gemm=cublaslt), in bf16 with f32 inputs and outputs: its
+// first residual add, x + attention's projection, rides in the projection
+// (x is the cast of the input); the second, the block's output, stays in
+// the kernel that casts it back to f32.
+TEST(CudaCodegen, Gpt2BlocksFirstResidualRidesInTheProjection) {
+  backend_test::FindSourceDir();
+  if (backend_test::SourceDir().empty()) GTEST_SKIP() << "GRAFT_SOURCE_DIR is not set";
+  if (!HaveOnnx()) GTEST_SKIP() << "graft is built without ONNX import";
+  ASSERT_OK_AND_ASSIGN(Module module,
+                       LoadModel(backend_test::SourceDir() +
+                                 "/tests/onnx_models/gpt2_block_opset17/model.onnx"));
+  std::vector<TensorType> types;
+  for (const ValueSignature& s : PlaceholderSignature(module.graph())) {
+    ASSERT_TRUE(s.type.has_value());
+    types.push_back(*s.type);
+  }
+  cuda::CudaOptions options;
+  options.precision = "bf16";
+  options.gemm = "cublaslt";
+  ASSERT_OK_AND_ASSIGN(StepProgram program, cuda::BuildCudaProgram(module, types, options));
+  int residuals = 0;
+  for (const Step& step : program.steps) {
+    if (step.residual < 0) continue;
+    ++residuals;
+    EXPECT_TRUE(step.inputs[step.residual]->is_call("cast")) << program.Describe();
+  }
+  EXPECT_EQ(residuals, 1) << program.Describe();
+  EXPECT_EQ(StepsRunning(program, "add"), 0) << program.Describe();
+}
+
+TEST(CudaGemm, ResidualInTheEpilogueMatchesTheInterpreter) {
+  SKIP_WITHOUT_GPU();
+  CUDA_TEST_SEED(rng);
+  for (const char* precision : {"f32", "tf32", "bf16"}) {
+    for (bool first : {false, true}) {
+      SCOPED_TRACE(absl::StrCat(precision, first ? " add(h, y)" : " add(y, h)"));
+      ModuleBuilder b(rng);
+      Build(b, {.rows = 200, .residual_first = first});
+      CompileOptions options;
+      options.options["precision"] = precision;
+      const std::string p = precision;
+      ExpectCudaMatchesInterp(b, p == "f32" ? kReduceTol : p == "tf32" ? kTf32Tol : kHalfTol,
+                              options);
+    }
+  }
+  // A batched matmul whose residual is also its first operand, a second
+  // product reading the first's sum (a transformer's two residual adds),
+  // and autotuned algorithms.
+  ModuleBuilder b(rng);
+  Node* h = b.Call("tanh", {b.In(DType::kF32, {4, 80, 48}, -1, 1)});
+  Node* s1 = b.Call("add", {b.Call("matmul", {h, b.Const(DType::kF32, {48, 48}, -0.2, 0.2)}), h});
+  Node* s2 = b.Call("add", {s1, b.Call("matmul", {s1, b.Const(DType::kF32, {48, 48}, -0.2, 0.2)})});
+  b.Out({b.Call("softmax", {s2, int64_t{-1}})});
+  ASSERT_OK_AND_ASSIGN(StepProgram program, cuda::BuildCudaProgram(b.module(), TypesOf(b), {}));
+  EXPECT_EQ(StepsRunning(program, "add"), 0);
+  for (const char* autotune : {"0", "1"}) {
+    SCOPED_TRACE(absl::StrCat("autotune ", autotune));
+    CompileOptions options;
+    options.options["autotune"] = autotune;
+    ExpectCudaMatchesInterp(b, kReduceTol, options);
+  }
+}
+
+}  // namespace
+}  // namespace graft::cuda_test
