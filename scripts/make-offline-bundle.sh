@@ -12,7 +12,8 @@
 # dependency closure (a compiler, libc, libstdc++, python3, zlib and zstd are
 # expected on the box already), which keeps the bundle near 10 MB:
 #   absl, CLI11, gtest/gmock, Google Benchmark, and FileCheck + lit from
-#   llvm-19-tools (FileCheck links libz3).
+#   llvm-19-tools (FileCheck links libz3), and libonnx for ONNX import (its
+#   protobuf, 3.21, is expected on the box).
 # Running it again downloads only what is missing or of another version.
 set -euo pipefail
 
@@ -23,6 +24,8 @@ packages=(
   libgtest-dev libgmock-dev          # static libraries + CMake config
   libbenchmark-dev libbenchmark1debian
   llvm-19-tools libz3-4              # FileCheck, lit, not; FileCheck needs libz3.so.4
+  libonnx-dev libonnx1 libonnxifi    # ONNX import (built against protobuf 3.21, libprotobuf.so.32,
+                                     # which the box must have: the GPU machines do)
 )
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
