@@ -441,23 +441,23 @@ class ProgramBuilder {
   // add(product, r) where the product is a library call's result that
   // nothing else reads and r, of the same type, is computed before it:
   // the call adds r as it writes (Step::residual), one pass instead of
-  // two. Either operand order. Not where r is a program input or the sum
-  // a program output: a generated kernel reads and writes those where the
-  // caller has them, a library call only through a copy.
+  // two. Either operand order. Not where r is a program input, or r or the
+  // sum a program output (or an alias of one): a generated kernel reads
+  // and writes those where the caller has them, a library call only
+  // through a copy.
   bool AbsorbResidual(const Node& node) {
     if (!target_.absorbs_residual || !node.is_call("add") || node.inputs().size() != 2 ||
         node.args().size() != 2 || !node.arg(0).is_node() || !node.arg(1).is_node()) {
       return false;
     }
-    for (const Node* user : node.users()) {
-      if (user->op() == OpCode::kOutput) return false;
-    }
+    if (SharesAnOutput(&node)) return false;
     for (int first : {0, 1}) {
       const Node* product = node.arg(first).node();
       const Node* residual = node.arg(1 - first).node();
       auto value = values_.find(product);
       auto added = values_.find(residual);
       if (product == residual || value == values_.end() || added == values_.end() ||
+          SharesAnOutput(residual) ||
           value->second.step < 0 || product->num_uses() != 1 ||
           product->type() != node.type() || residual->type() != node.type() ||
           added->second.channels_last || added->second.step >= value->second.step ||
@@ -484,6 +484,22 @@ class ProgramBuilder {
       const ValueSource source = value->second;  // Inserting may rehash.
       values_[&node] = source;
       return true;
+    }
+    return false;
+  }
+
+  // Whether `node`'s bytes are (through alias ops, either way) a program
+  // output's.
+  static bool SharesAnOutput(const Node* node) {
+    while (IsAliasOp(*node)) node = node->inputs()[0];
+    std::vector<const Node*> pending = {node};
+    while (!pending.empty()) {
+      const Node* n = pending.back();
+      pending.pop_back();
+      for (const Node* user : n->users()) {
+        if (user->op() == OpCode::kOutput) return true;
+        if (IsAliasOp(*user)) pending.push_back(user);
+      }
     }
     return false;
   }

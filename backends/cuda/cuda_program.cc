@@ -29,7 +29,9 @@ bool IsGemmCall(const Node& node) {
 bool AbsorbsResidual(const Node& call, const CudaOptions& options) {
   if (!call.is_call("linear") && !call.is_call("matmul")) return false;
   absl::StatusOr<GemmShape> shape = GemmShapeOf(call);
-  return shape.ok() && shape->dtype != DType::kF64 &&
+  // One product (batched ones as one GEMM where they flatten), whose C
+  // layout is D's plain [m, n].
+  return shape.ok() && shape->dtype != DType::kF64 && shape->batch == 1 &&
          (call.is_call("matmul") || options.gemm == "cublaslt" || shape->m > kSkinnyMaxRows);
 }
 

@@ -2,6 +2,7 @@
 // cuBLASLt's epilogue: which adds ride in the product, and that the results
 // match the interpreter's.
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -57,66 +58,92 @@ std::vector<TensorType> TypesOf(const ModuleBuilder& b) {
 
 TEST(CudaCodegen, ResidualAddsRideInTheProduct) {
   CUDA_TEST_SEED(rng);
-  for (bool first : {false, true}) {
-    SCOPED_TRACE(first ? "add(h, y)" : "add(y, h)");
-    ModuleBuilder b(rng);
-    Build(b, {.residual_first = first});
-    ASSERT_OK_AND_ASSIGN(StepProgram program,
-                         cuda::BuildCudaProgram(b.module(), TypesOf(b), {}));
-    EXPECT_EQ(StepsRunning(program, "add"), 0);
-    const Step* product = ProductStep(program);
-    ASSERT_NE(product, nullptr);
-    ASSERT_GE(product->residual, 0);
-    EXPECT_TRUE(product->inputs[product->residual]->is_call("tanh"));
-    EXPECT_NE(program.Describe().find("+residual"), std::string::npos);
+  for (const char* precision : {"f32", "tf32", "bf16", "f16"}) {
+    for (bool first : {false, true}) {
+      SCOPED_TRACE(absl::StrCat(precision, first ? " add(h, y)" : " add(y, h)"));
+      ModuleBuilder b(rng);
+      Build(b, {.residual_first = first});
+      cuda::CudaOptions options;
+      options.precision = precision;
+      ASSERT_OK_AND_ASSIGN(StepProgram program,
+                           cuda::BuildCudaProgram(b.module(), TypesOf(b), options));
+      EXPECT_EQ(StepsRunning(program, "add"), 0);
+      const Step* product = ProductStep(program);
+      ASSERT_NE(product, nullptr);
+      ASSERT_GE(product->residual, 0);
+      // tanh(x) (in half precision fused with the cast of x).
+      const Node* residual = product->inputs[product->residual];
+      EXPECT_TRUE(residual->is_call("tanh") || residual->op() == OpCode::kCallModule)
+          << residual->target();
+      EXPECT_EQ(residual->type(), product->node->type());
+      EXPECT_NE(program.Describe().find("+residual"), std::string::npos);
+    }
   }
+  // A matmul over a batch of rows with one weight is one GEMM: absorbed.
+  ModuleBuilder flat(rng);
+  Node* h = flat.Call("tanh", {flat.In(DType::kF32, {4, 80, 48}, -1, 1)});
+  Node* y = flat.Call("matmul", {h, flat.Const(DType::kF32, {48, 48}, -0.2, 0.2)});
+  flat.Out({flat.Call("softmax", {flat.Call("add", {y, h}), int64_t{-1}})});
+  ASSERT_OK_AND_ASSIGN(StepProgram program,
+                       cuda::BuildCudaProgram(flat.module(), TypesOf(flat), {}));
+  EXPECT_EQ(StepsRunning(program, "add"), 0);
+
   // Where the add stays its own step.
   struct Kept {
     const char* why;
     std::function<void(ModuleBuilder&)> build;
   };
+  auto softmax = [](ModuleBuilder& b, Node* n) { return b.Call("softmax", {n, int64_t{-1}}); };
+  auto weight = [](ModuleBuilder& b) { return b.Const(DType::kF32, {96, 96}, -0.1, 0.1); };
   const std::vector<Kept> kept = {
       {"few rows: graft's own product for them has no such epilogue",
        [](ModuleBuilder& b) { Build(b, {.rows = 64}); }},
       {"the product has another reader",
-       [](ModuleBuilder& b) {
+       [&](ModuleBuilder& b) {
          Node* h = b.Call("tanh", {b.In(DType::kF32, {128, 96}, -1, 1)});
-         Node* y = b.Call("linear", {h, b.Const(DType::kF32, {96, 96}, -0.1, 0.1)});
-         b.Out({b.Call("softmax", {b.Call("add", {y, h}), int64_t{-1}}), b.Call("sigmoid", {y})});
+         Node* y = b.Call("linear", {h, weight(b)});
+         b.Out({softmax(b, b.Call("add", {y, h})), b.Call("sigmoid", {y})});
        }},
       {"the residual is a program input, read in place by generated kernels",
-       [](ModuleBuilder& b) {
+       [&](ModuleBuilder& b) {
          Node* x = b.In(DType::kF32, {128, 96}, -1, 1);
-         Node* y = b.Call("linear", {x, b.Const(DType::kF32, {96, 96}, -0.1, 0.1)});
-         b.Out({b.Call("softmax", {b.Call("add", {y, x}), int64_t{-1}})});
+         b.Out({softmax(b, b.Call("add", {b.Call("linear", {x, weight(b)}), x}))});
+       }},
+      {"the residual is a program output",
+       [&](ModuleBuilder& b) {
+         Node* h = softmax(b, b.In(DType::kF32, {128, 96}, -1, 1));
+         Node* y = b.Call("linear", {b.Call("tanh", {h}), weight(b)});
+         b.Out({softmax(b, b.Call("add", {y, h})), h});
        }},
       {"the sum is a program output",
-       [](ModuleBuilder& b) {
+       [&](ModuleBuilder& b) {
          Node* h = b.Call("tanh", {b.In(DType::kF32, {128, 96}, -1, 1)});
-         Node* y = b.Call("linear", {h, b.Const(DType::kF32, {96, 96}, -0.1, 0.1)});
-         b.Out({b.Call("add", {y, h})});
+         b.Out({b.Call("add", {b.Call("linear", {h, weight(b)}), h})});
+       }},
+      {"the sum is a program output through a reshape",
+       [&](ModuleBuilder& b) {
+         Node* h = b.Call("tanh", {b.In(DType::kF32, {128, 96}, -1, 1)});
+         Node* sum = b.Call("add", {b.Call("linear", {h, weight(b)}), h});
+         b.Out({b.Call("reshape", {sum, Ints({96, 128})})});
        }},
       {"the residual is computed after the product",
-       [](ModuleBuilder& b) {
+       [&](ModuleBuilder& b) {
          Node* x = b.In(DType::kF32, {128, 96}, -1, 1);
-         Node* y = b.Call("linear", {b.Call("tanh", {x}),
-                                     b.Const(DType::kF32, {96, 96}, -0.1, 0.1)});
-         Node* later = b.Call("sigmoid", {x});
-         b.Out({b.Call("softmax", {b.Call("add", {y, later}), int64_t{-1}})});
+         Node* y = b.Call("linear", {b.Call("tanh", {x}), weight(b)});
+         Node* later = softmax(b, x);
+         b.Out({softmax(b, b.Call("add", {y, later}))});
        }},
       {"the residual broadcasts",
-       [](ModuleBuilder& b) {
+       [&](ModuleBuilder& b) {
          Node* x = b.In(DType::kF32, {128, 96}, -1, 1);
-         Node* r = b.Call("tanh", {b.In(DType::kF32, {96}, -1, 1)});
-         Node* y = b.Call("linear", {x, b.Const(DType::kF32, {96, 96}, -0.1, 0.1)});
-         b.Out({b.Call("softmax", {b.Call("add", {y, r}), int64_t{-1}})});
+         Node* r = softmax(b, b.In(DType::kF32, {96}, -1, 1));
+         b.Out({softmax(b, b.Call("add", {b.Call("linear", {x, weight(b)}), r}))});
        }},
-      {"an activation is already in the product",
-       [](ModuleBuilder& b) {
-         Node* h = b.Call("tanh", {b.In(DType::kF32, {128, 96}, -1, 1)});
-         Node* y = b.Call("relu", {b.Call("linear", {h, b.Const(DType::kF32, {96, 96},
-                                                                -0.1, 0.1)})});
-         b.Out({b.Call("softmax", {b.Call("add", {y, h}), int64_t{-1}})});
+      {"a batch of products, each with its own weight",
+       [&](ModuleBuilder& b) {
+         Node* h = b.Call("tanh", {b.In(DType::kF32, {4, 80, 48}, -1, 1)});
+         Node* y = b.Call("matmul", {h, b.Const(DType::kF32, {4, 48, 48}, -0.2, 0.2)});
+         b.Out({softmax(b, b.Call("add", {y, h}))});
        }},
   };
   for (const Kept& k : kept) {
@@ -128,6 +155,7 @@ TEST(CudaCodegen, ResidualAddsRideInTheProduct) {
     const Step* product = ProductStep(program);
     ASSERT_NE(product, nullptr);
     EXPECT_EQ(product->residual, -1);
+    EXPECT_EQ(StepsRunning(program, "add"), 1) << program.Describe();
     EXPECT_EQ(program.Describe().find("+residual"), std::string::npos);
   }
 }
@@ -178,9 +206,9 @@ TEST(CudaGemm, ResidualInTheEpilogueMatchesTheInterpreter) {
                               options);
     }
   }
-  // A batched matmul whose residual is also its first operand, a second
-  // product reading the first's sum (a transformer's two residual adds),
-  // and autotuned algorithms.
+  // A matmul over a batch of rows (one GEMM) whose residual is also its
+  // first operand, a second product reading the first's sum (a
+  // transformer's two residual adds), and autotuned algorithms.
   ModuleBuilder b(rng);
   Node* h = b.Call("tanh", {b.In(DType::kF32, {4, 80, 48}, -1, 1)});
   Node* s1 = b.Call("add", {b.Call("matmul", {h, b.Const(DType::kF32, {48, 48}, -0.2, 0.2)}), h});
