@@ -108,17 +108,22 @@ class CudaAllocator : public DeviceAllocator {
   }
 
  private:
+  // Leaves the calling thread's current device as it was. (The device's
+  // stream holds no collectives, which wait for other ranks' threads: a
+  // copy that waits for it, under CaptureExclusion or not, always ends.)
   absl::Status CopyInOrder(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
-    RETURN_IF_ERROR(Use(index_));
+    int current = 0;
+    RETURN_IF_ERROR(GRAFT_CUDA(cudaGetDevice(&current)));
     ASSIGN_OR_RETURN(cudaStream_t stream, DeviceStream(index_));
+    RETURN_IF_ERROR(Use(index_));
+    absl::Status copied;
     {
       std::lock_guard<std::recursive_mutex> exclusion(CaptureExclusion());
-      RETURN_IF_ERROR(GRAFT_CUDA(cudaMemcpyAsync(dst, src, bytes, kind, stream)));
+      copied = GRAFT_CUDA(cudaMemcpyAsync(dst, src, bytes, kind, stream));
     }
-    // Not under the lock: the runs waited for may include a rank's
-    // collective that another rank's thread, which may need the lock,
-    // must join.
-    return GRAFT_CUDA(cudaStreamSynchronize(stream));
+    if (copied.ok()) copied = GRAFT_CUDA(cudaStreamSynchronize(stream));
+    RETURN_IF_ERROR(Use(current));
+    return copied;
   }
 
   // Sizes in steps of 512 bytes (small) or 2 MiB (large), so blocks fit

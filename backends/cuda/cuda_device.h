@@ -45,7 +45,10 @@ std::shared_ptr<DeviceAllocator> GpuAllocator(int index);
 // return once queued, and whatever reads those outputs next (a run, a
 // copy to the host) is ordered after them. So a block the allocator hands
 // out again is never written while a queued run may still read it.
-// Created on first use, never destroyed.
+// (Programs with collectives run on a stream of their own, after what is
+// queued here, and wait for it: a collective must never sit here, where
+// a copy would wait for other ranks.) Created on first use, never
+// destroyed.
 absl::StatusOr<cudaStream_t> DeviceStream(int index);
 // Whether everything queued on DeviceStream(index) has finished.
 absl::StatusOr<bool> DeviceIdle(int index);

@@ -70,9 +70,15 @@ absl::Status WaitForDevice(const Tensor& t) {
 
 struct RunContext {
   // Where runs are launched: the device's stream (DeviceStream), or
-  // `own_stream` while the run is captured as a graph.
+  // `own_stream` while the run is captured as a graph. Programs with
+  // collectives run on `own_stream` throughout, after the work queued on
+  // the device's stream (`queued`, recorded there at each run's start):
+  // a collective waits for the other ranks, so it must never sit on the
+  // device's stream, where a copy of an unrelated tensor (another rank's
+  // thread, copying its input from this GPU, say) would wait for it.
   cudaStream_t stream = nullptr;
   cudaStream_t own_stream = nullptr;
+  cudaEvent_t queued = nullptr;
   void* memory = nullptr;  // io, then the arena, the error flag, the workspace.
   char* io = nullptr;
   char* arena = nullptr;
@@ -120,6 +126,7 @@ struct RunContext {
     if (pinned != nullptr) cudaFreeHost(pinned);
     if (memory != nullptr) cudaFree(memory);
     if (own_stream != nullptr) cudaStreamDestroy(own_stream);
+    if (queued != nullptr) cudaEventDestroy(queued);
   }
 };
 
@@ -322,11 +329,18 @@ absl::Status CompiledCudaProgram::UploadWeights() {
     total += AlignUp(t->NumBytes());
   }
   if (total == 0) return absl::OkStatus();
+  // Host copies of weights on a device first: such a copy waits for that
+  // device's stream, which must not happen under CaptureExclusion.
+  std::vector<Tensor> hosts;
+  for (const Tensor* t : program_.tensors) {
+    ASSIGN_OR_RETURN(Tensor host, CopyToHost(*t));
+    hosts.push_back(std::move(host));
+  }
+  RETURN_IF_ERROR(GpuScope(gpu_.index).Use());
   std::lock_guard<std::recursive_mutex> exclusion(CaptureExclusion());
   RETURN_IF_ERROR(GRAFT_CUDA(cudaMalloc(&weights_, total)));
-  for (size_t i = 0; i < program_.tensors.size(); ++i) {
-    const Tensor& t = *program_.tensors[i];
-    ASSIGN_OR_RETURN(Tensor host, CopyToHost(t));
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    const Tensor& host = hosts[i];
     RETURN_IF_ERROR(GRAFT_CUDA(cudaMemcpy(static_cast<char*>(weights_) + weight_offsets_[i],
                                           host.raw_data(), host.NumBytes(),
                                           cudaMemcpyHostToDevice)));
@@ -337,10 +351,15 @@ absl::Status CompiledCudaProgram::UploadWeights() {
 absl::StatusOr<std::unique_ptr<RunContext>> CompiledCudaProgram::NewContext() const {
   auto context = std::make_unique<RunContext>();
   // Before CaptureExclusion: DeviceStream may take it to create the stream.
-  ASSIGN_OR_RETURN(context->stream, DeviceStream(gpu_.index));
+  ASSIGN_OR_RETURN(cudaStream_t queue, DeviceStream(gpu_.index));
   std::lock_guard<std::recursive_mutex> exclusion(CaptureExclusion());
   RETURN_IF_ERROR(
       GRAFT_CUDA(cudaStreamCreateWithFlags(&context->own_stream, cudaStreamNonBlocking)));
+  context->stream = has_collectives_ ? context->own_stream : queue;
+  if (has_collectives_) {
+    RETURN_IF_ERROR(
+        GRAFT_CUDA(cudaEventCreateWithFlags(&context->queued, cudaEventDisableTiming)));
+  }
   const bool gemms = !gemms_.empty() || uses_split_k_;
   const size_t arena = AlignUp(program_.arena_bytes);
   const size_t counters = uses_split_k_ ? kSkinnyCounters * sizeof(int) : 0;
@@ -885,6 +904,13 @@ absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::Run(absl::Span<const Te
   }
   if (context == nullptr) {
     ASSIGN_OR_RETURN(context, NewContext());
+  }
+  if (context->queued != nullptr) {
+    // A run on the context's own stream starts after the runs queued on
+    // the device's (which may write its inputs), without waiting here.
+    ASSIGN_OR_RETURN(cudaStream_t queue, DeviceStream(gpu_.index));
+    RETURN_IF_ERROR(GRAFT_CUDA(cudaEventRecord(context->queued, queue)));
+    RETURN_IF_ERROR(GRAFT_CUDA(cudaStreamWaitEvent(context->stream, context->queued, 0)));
   }
   absl::StatusOr<std::vector<Tensor>> outputs =
       direct_ ? RunDirect(*context, inputs, keep_outputs_on_device)
