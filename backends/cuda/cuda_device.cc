@@ -95,35 +95,37 @@ class CudaAllocator : public DeviceAllocator {
                             size_t bytes) override {
     return CopyInOrder(device_dst, host_src, bytes, cudaMemcpyHostToDevice);
   }
-  // Leaves the calling thread's current device as it was: a run waits
-  // here for another GPU's inputs between launches on its own.
+  // A run waits here for another GPU's inputs between launches on its own.
   absl::Status Synchronize() override {
-    int current = 0;
-    RETURN_IF_ERROR(GRAFT_CUDA(cudaGetDevice(&current)));
-    ASSIGN_OR_RETURN(cudaStream_t stream, DeviceStream(index_));
-    RETURN_IF_ERROR(Use(index_));
-    const absl::Status waited = GRAFT_CUDA(cudaStreamSynchronize(stream));
-    RETURN_IF_ERROR(Use(current));
-    return waited;
+    return OnDeviceStream(
+        [](cudaStream_t stream) { return GRAFT_CUDA(cudaStreamSynchronize(stream)); });
   }
 
  private:
-  // Leaves the calling thread's current device as it was. (The device's
-  // stream holds no collectives, which wait for other ranks' threads: a
-  // copy that waits for it, under CaptureExclusion or not, always ends.)
-  absl::Status CopyInOrder(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+  // `work(stream)` on this device's stream, the calling thread's current
+  // device left as it was.
+  template <typename Work>
+  absl::Status OnDeviceStream(Work&& work) {
     int current = 0;
     RETURN_IF_ERROR(GRAFT_CUDA(cudaGetDevice(&current)));
     ASSIGN_OR_RETURN(cudaStream_t stream, DeviceStream(index_));
     RETURN_IF_ERROR(Use(index_));
-    absl::Status copied;
-    {
-      std::lock_guard<std::recursive_mutex> exclusion(CaptureExclusion());
-      copied = GRAFT_CUDA(cudaMemcpyAsync(dst, src, bytes, kind, stream));
-    }
-    if (copied.ok()) copied = GRAFT_CUDA(cudaStreamSynchronize(stream));
+    const absl::Status done = work(stream);
     RETURN_IF_ERROR(Use(current));
-    return copied;
+    return done;
+  }
+
+  // (The device's stream holds no collectives, which wait for other ranks'
+  // threads: a copy that waits for it, under CaptureExclusion or not,
+  // always ends.)
+  absl::Status CopyInOrder(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+    return OnDeviceStream([&](cudaStream_t stream) {
+      {
+        std::lock_guard<std::recursive_mutex> exclusion(CaptureExclusion());
+        RETURN_IF_ERROR(GRAFT_CUDA(cudaMemcpyAsync(dst, src, bytes, kind, stream)));
+      }
+      return GRAFT_CUDA(cudaStreamSynchronize(stream));
+    });
   }
 
   // Sizes in steps of 512 bytes (small) or 2 MiB (large), so blocks fit

@@ -45,8 +45,7 @@ TEST(CudaCodegen, WrittenOutAttentionIsOneKernelInHalfPrecision) {
                      .packed_qkv = true,
                      .merge_heads = true};
   b.Out({WrittenOutAttention(b, spec, rng)});
-  std::vector<TensorType> types;
-  for (const Tensor& t : b.inputs()) types.push_back(t.type());
+  const std::vector<TensorType> types = TypesOf(b);
   for (const char* precision : {"bf16", "f16", "f32"}) {
     SCOPED_TRACE(precision);
     cuda::CudaOptions options;

@@ -156,12 +156,6 @@ ModuleBuilder Int8Convolutions(std::mt19937_64& rng) {
   return b;
 }
 
-std::vector<TensorType> TypesOf(const ModuleBuilder& b) {
-  std::vector<TensorType> types;
-  for (const Tensor& t : b.inputs()) types.push_back(t.type());
-  return types;
-}
-
 TEST(CudaInt8, KernelsCompileWithNvrtc) {
   std::mt19937_64 rng(1);
   // One of few rows, one split over K, one of row tiles.

@@ -50,12 +50,6 @@ ModuleBuilder& Build(ModuleBuilder& b, const ResidualBlock& spec) {
   return b;
 }
 
-std::vector<TensorType> TypesOf(const ModuleBuilder& b) {
-  std::vector<TensorType> types;
-  for (const Tensor& t : b.inputs()) types.push_back(t.type());
-  return types;
-}
-
 TEST(CudaCodegen, ResidualAddsRideInTheProduct) {
   CUDA_TEST_SEED(rng);
   for (const char* precision : {"f32", "tf32", "bf16", "f16"}) {

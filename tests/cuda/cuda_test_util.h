@@ -65,6 +65,13 @@ inline L2Comparison CompareL2(const Tensor& got, const Tensor& want) {
 inline constexpr double kTf32Tol = 1e-3;
 inline constexpr double kHalfTol = 1e-2;
 
+// The types of the builder's inputs, for BuildCudaProgram.
+inline std::vector<TensorType> TypesOf(const ModuleBuilder& b) {
+  std::vector<TensorType> types;
+  for (const Tensor& t : b.inputs()) types.push_back(t.type());
+  return types;
+}
+
 inline void ExpectCudaMatchesInterp(const ModuleBuilder& b, double tol,
                                     const CompileOptions& options = {}) {
   ExpectMatchesInterp(Cuda(), b.module(), b.inputs(), tol, options);
