@@ -69,8 +69,9 @@ class RankThread {
 class RankGroup : public ShardedExecutable {
  public:
   RankGroup(std::vector<std::unique_ptr<Executable>> ranks,
-                    std::vector<std::shared_ptr<Communicator>> world)
-      : ranks_(std::move(ranks)), world_(std::move(world)) {
+            std::vector<std::shared_ptr<DeviceAllocator>> homes,
+            std::vector<std::shared_ptr<Communicator>> world)
+      : ranks_(std::move(ranks)), homes_(std::move(homes)), world_(std::move(world)) {
     for (size_t r = 1; r < ranks_.size(); ++r) threads_.push_back(std::make_unique<RankThread>());
   }
 
@@ -94,6 +95,7 @@ class RankGroup : public ShardedExecutable {
         return absl::Status(checked.code(), absl::StrCat("rank ", r, ": ", checked.message()));
       }
     }
+    ASSIGN_OR_RETURN(std::vector<std::vector<Tensor>> placed, OnEachRanksDevice(inputs));
     if (aborted_) {
       for (auto& communicator : world_) RETURN_IF_ERROR(communicator->Revive());
       aborted_ = false;
@@ -102,7 +104,7 @@ class RankGroup : public ShardedExecutable {
     std::vector<absl::StatusOr<std::vector<Tensor>>> results(ranks_.size(),
                                                              absl::UnknownError("not run"));
     auto run_rank = [&](size_t r) {
-      results[r] = ranks_[r]->Run(inputs[r]);
+      results[r] = ranks_[r]->Run(placed[r]);
       // A rank that fails makes no more collectives: its peers must not
       // wait for it (NCCL's peers wait inside their kernels: every
       // communicator is aborted).
@@ -130,6 +132,29 @@ class RankGroup : public ShardedExecutable {
     return std::move(results[0]);
   }
 
+  // Each rank's inputs that are on another device, copied to its own
+  // before any rank starts. A rank copying them itself while its peers'
+  // collectives run could wait for those collectives, which wait for it.
+  absl::StatusOr<std::vector<std::vector<Tensor>>> OnEachRanksDevice(
+      const std::vector<std::vector<Tensor>>& inputs) const {
+    std::vector<std::vector<Tensor>> placed = inputs;
+    for (size_t r = 0; r < placed.size(); ++r) {
+      if (homes_[r] == nullptr) continue;  // A host rank reads any device's tensors.
+      for (size_t i = 0; i < placed[r].size(); ++i) {
+        Tensor& t = placed[r][i];
+        if (!t.defined() || t.on_host() || t.device() == homes_[r]->device()) continue;
+        absl::StatusOr<Tensor> copied = CopyToDevice(t, homes_[r]);
+        if (!copied.ok()) {
+          return absl::Status(copied.status().code(),
+                              absl::StrCat("rank ", r, ": copying input ", i, " to its device: ",
+                                           copied.status().message()));
+        }
+        t = *std::move(copied);
+      }
+    }
+    return placed;
+  }
+
   const std::vector<ValueSignature>& input_signature() const override {
     return ranks_[0]->input_signature();
   }
@@ -140,6 +165,8 @@ class RankGroup : public ShardedExecutable {
 
  private:
   std::vector<std::unique_ptr<Executable>> ranks_;
+  // Each rank's device memory (null for a rank on the host).
+  std::vector<std::shared_ptr<DeviceAllocator>> homes_;
   std::vector<std::shared_ptr<Communicator>> world_;
   std::vector<std::unique_ptr<RankThread>> threads_;
   std::mutex run_mu_;
@@ -170,6 +197,7 @@ absl::StatusOr<std::unique_ptr<ShardedExecutable>> CompileSharded(Backend& backe
                    backend.CreateWorld(world_size));
   const bool on_host = backend.device(options).is_host();
   std::vector<std::unique_ptr<Executable>> ranks;
+  std::vector<std::shared_ptr<DeviceAllocator>> homes;
   for (int r = 0; r < world_size; ++r) {
     passes::ShardReport shard;
     absl::StatusOr<Module> part =
@@ -189,9 +217,10 @@ absl::StatusOr<std::unique_ptr<ShardedExecutable>> CompileSharded(Backend& backe
                           absl::StrCat("compiling rank ", r, ": ", executable.status().message()));
     }
     ranks.push_back(*std::move(executable));
+    homes.push_back(on_host ? nullptr : backend.allocator(rank_options));
     if (r == 0 && report != nullptr) *report = {shard, compiled};
   }
-  return std::unique_ptr<ShardedExecutable>(new RankGroup(std::move(ranks), std::move(world)));
+  return std::unique_ptr<ShardedExecutable>(new RankGroup(std::move(ranks), std::move(homes), std::move(world)));
 }
 
 }  // namespace graft

@@ -91,12 +91,9 @@ struct RunContext {
   char* staging = nullptr;
   int* host_error = nullptr;
   cudaGraphExec_t graph = nullptr;
-  // When the copy kernels are the graph's first and last nodes, each run
-  // sets their pointer arguments in the instantiated graph (one launch);
-  // otherwise they are launched around it.
+  // The captured graph, kept for its nodes (bound_nodes) that each run
+  // re-points.
   cudaGraph_t graph_def = nullptr;
-  cudaGraphNode_t copy_in = nullptr, copy_out = nullptr;
-  cudaKernelNodeParams copy_in_params{}, copy_out_params{};
   // A direct run (RunDirect) reads each input and writes each output
   // where these point; a graph run reads and writes io.
   bool direct = false;
@@ -546,94 +543,50 @@ absl::Status CompiledCudaProgram::Profile(RunContext& context) const {
   return absl::OkStatus();
 }
 
-// The graph's one node without dependencies (`root`) or without dependents,
-// if it is a kernel node; else null.
-cudaGraphNode_t OnlyEnd(cudaGraph_t graph, bool root) {
-  size_t count = 0;
-  if (cudaGraphGetNodes(graph, nullptr, &count) != cudaSuccess || count == 0) return nullptr;
-  std::vector<cudaGraphNode_t> nodes(count);
-  if (cudaGraphGetNodes(graph, nodes.data(), &count) != cudaSuccess) return nullptr;
-  cudaGraphNode_t found = nullptr;
-  for (cudaGraphNode_t node : nodes) {
-    size_t edges = 0;
-    const cudaError_t e = root ? cudaGraphNodeGetDependencies(node, nullptr, nullptr, &edges)
-                               : cudaGraphNodeGetDependentNodes(node, nullptr, nullptr, &edges);
-    if (e != cudaSuccess) return nullptr;
-    if (edges > 0) continue;
-    if (found != nullptr) return nullptr;
-    found = node;
-  }
-  cudaGraphNodeType type;
-  if (found == nullptr || cudaGraphNodeGetType(found, &type) != cudaSuccess ||
-      type != cudaGraphNodeTypeKernel) {
-    return nullptr;
-  }
-  return found;
-}
-
-// Records the run once as a CUDA graph: the copy kernel for the inputs,
-// every step, the copy kernel for the outputs. Later runs replay it with
-// one launch after setting the copy kernels' pointers. Where the copy
-// kernels cannot be found again in the graph, it holds the steps only.
-absl::Status CompiledCudaProgram::Capture(RunContext& context, void** in_args,
-                                          void** out_args) const {
+// Records the steps once as a CUDA graph; later runs replay it with one
+// launch, between the copy kernels where a run needs them (their pointer
+// arguments change every run).
+absl::Status CompiledCudaProgram::Capture(RunContext& context) const {
   std::lock_guard<std::mutex> lock(capture_mu_);  // GEMM plans set their bias per call.
   // A rank's capture of NCCL calls may wait for the other ranks' threads,
   // which must not wait for this lock meanwhile.
   std::unique_lock<std::recursive_mutex> exclusion(CaptureExclusion(), std::defer_lock);
   if (!has_collectives_) exclusion.lock();
   CaptureOnOwnStream capturing(context);
-  for (bool with_copies : {true, false}) {
-    RETURN_IF_ERROR(GRAFT_CUDA(
-        cudaStreamBeginCapture(context.stream, cudaStreamCaptureModeThreadLocal)));
-    absl::Status enqueued;
-    if (with_copies) enqueued = LaunchCopy(context, true, in_args);
-    context.bound_nodes.clear();
-    context.record_bound = true;
-    if (enqueued.ok()) enqueued = Enqueue(context);
-    context.record_bound = false;
-    if (enqueued.ok() && with_copies) enqueued = LaunchCopy(context, false, out_args);
-    cudaGraph_t graph = nullptr;
-    absl::Status ended = GRAFT_CUDA(cudaStreamEndCapture(context.stream, &graph));
-    RETURN_IF_ERROR(enqueued);
-    RETURN_IF_ERROR(ended);
-    if (with_copies) {
-      context.copy_in = OnlyEnd(graph, true);
-      context.copy_out = OnlyEnd(graph, false);
-      if (context.copy_in == nullptr || context.copy_out == nullptr ||
-          cudaGraphKernelNodeGetParams(context.copy_in, &context.copy_in_params) != cudaSuccess ||
-          cudaGraphKernelNodeGetParams(context.copy_out, &context.copy_out_params) !=
-              cudaSuccess) {
-        context.copy_in = context.copy_out = nullptr;
-        cudaGetLastError();
-        cudaGraphDestroy(graph);
-        continue;
-      }
-    }
-    absl::Status made = GRAFT_CUDA(cudaGraphInstantiate(&context.graph, graph, 0));
-    if (!made.ok()) {
-      cudaGraphDestroy(graph);
-      return made;
-    }
-    context.graph_def = graph;
-    // The bound nodes set once to io, as captured: where the driver
-    // refuses, runs copy every input and output instead.
-    context.direct_inputs.clear();
-    for (size_t offset : input_offsets_) context.direct_inputs.push_back(context.io + offset);
-    context.direct_outputs.clear();
-    for (size_t offset : output_offsets_) context.direct_outputs.push_back(context.io + offset);
-    const absl::Status bound =
-        context.bound_nodes.empty() ? absl::NotFoundError("no launch reads them alone")
-                                    : BindIo(context);
-    context.binds_io = bound.ok();
-    context.bind_error = std::string(bound.message());
-    if (!context.binds_io) {
-      cudaGetLastError();
-      context.bound_nodes.clear();
-    }
-    return absl::OkStatus();
+  RETURN_IF_ERROR(
+      GRAFT_CUDA(cudaStreamBeginCapture(context.stream, cudaStreamCaptureModeThreadLocal)));
+  context.bound_nodes.clear();
+  context.record_bound = true;
+  const absl::Status enqueued = Enqueue(context);
+  context.record_bound = false;
+  cudaGraph_t graph = nullptr;
+  const absl::Status ended = GRAFT_CUDA(cudaStreamEndCapture(context.stream, &graph));
+  if (!enqueued.ok() || !ended.ok()) {
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    return enqueued.ok() ? ended : enqueued;
   }
-  return absl::InternalError("capturing the run as a CUDA graph failed");
+  absl::Status made = GRAFT_CUDA(cudaGraphInstantiate(&context.graph, graph, 0));
+  if (!made.ok()) {
+    cudaGraphDestroy(graph);
+    return made;
+  }
+  context.graph_def = graph;
+  // The bound nodes set once to io, as captured: where the driver
+  // refuses, runs copy every input and output instead.
+  context.direct_inputs.clear();
+  for (size_t offset : input_offsets_) context.direct_inputs.push_back(context.io + offset);
+  context.direct_outputs.clear();
+  for (size_t offset : output_offsets_) context.direct_outputs.push_back(context.io + offset);
+  const absl::Status bound = context.bound_nodes.empty()
+                                 ? absl::NotFoundError("no launch reads them alone")
+                                 : BindIo(context);
+  context.binds_io = bound.ok();
+  context.bind_error = std::string(bound.message());
+  if (!context.binds_io) {
+    cudaGetLastError();
+    context.bound_nodes.clear();
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CompiledCudaProgram::LaunchCopy(RunContext& context, bool in, void** args) const {
@@ -759,13 +712,7 @@ absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::RunDirect(
 absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::RunIn(
     RunContext& context, absl::Span<const Tensor> inputs, bool keep_outputs_on_device) const {
   if (context.graph == nullptr) {
-    // The copy kernels' arguments are set on each run.
-    std::vector<void*> none(inputs.size() + program_.output_types.size() + 2, nullptr);
-    char* io = context.io;
-    int* error = context.error;
-    void* in_args[] = {none.data(), &io, &error};
-    void* out_args[] = {none.data(), &io, &error};
-    RETURN_IF_ERROR(Capture(context, in_args, out_args));
+    RETURN_IF_ERROR(Capture(context));
     const char* profile = std::getenv("GRAFT_CUDA_PROFILE");
     if (profile != nullptr && *profile != '\0' && *profile != '0' && !profiled_.exchange(true)) {
       RETURN_IF_ERROR(Profile(context));
@@ -833,33 +780,23 @@ absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::RunIn(
   void* in_args[] = {sources.data(), &io, &error};
   void* out_args[] = {destinations.data(), &io, &error};
   if (context.binds_io) RETURN_IF_ERROR(BindIo(context));
-  if (context.copy_in != nullptr) {
-    context.copy_in_params.kernelParams = in_args;
-    context.copy_out_params.kernelParams = out_args;
-    RETURN_IF_ERROR(GRAFT_CUDA(cudaGraphExecKernelNodeSetParams(context.graph, context.copy_in,
-                                                                &context.copy_in_params)));
-    RETURN_IF_ERROR(GRAFT_CUDA(cudaGraphExecKernelNodeSetParams(context.graph, context.copy_out,
-                                                                &context.copy_out_params)));
-    RETURN_IF_ERROR(GRAFT_CUDA(cudaGraphLaunch(context.graph, context.stream)));
-  } else {
-    // Copy kernels with nothing to copy (every input and output bound in
-    // place, no bad index to report) are not launched.
-    const bool copy_in = std::any_of(sources.begin(), sources.end(),
-                                     [](const void* p) { return p != nullptr; });
-    const bool copy_out =
-        direct_error_flag_ || std::any_of(destinations.begin(), destinations.end() - 1,
-                                          [](const void* p) { return p != nullptr; });
-    *context.host_error = 0;
-    if (copy_in) {
-      RETURN_IF_ERROR(LaunchCopy(context, true, in_args));
-    } else if (direct_error_flag_) {
-      // graft_copy_in clears the device's error flag: without it, clear it
-      // here, or a bad index of an earlier run fails every later one.
-      RETURN_IF_ERROR(GRAFT_CUDA(cudaMemsetAsync(context.error, 0, sizeof(int), context.stream)));
-    }
-    RETURN_IF_ERROR(GRAFT_CUDA(cudaGraphLaunch(context.graph, context.stream)));
-    if (copy_out) RETURN_IF_ERROR(LaunchCopy(context, false, out_args));
+  // Copy kernels with nothing to copy (every input and output bound in
+  // place, no bad index to report) are not launched.
+  const bool copy_in = std::any_of(sources.begin(), sources.end(),
+                                   [](const void* p) { return p != nullptr; });
+  const bool copy_out =
+      direct_error_flag_ || std::any_of(destinations.begin(), destinations.end() - 1,
+                                        [](const void* p) { return p != nullptr; });
+  *context.host_error = 0;
+  if (copy_in) {
+    RETURN_IF_ERROR(LaunchCopy(context, true, in_args));
+  } else if (direct_error_flag_) {
+    // graft_copy_in clears the device's error flag: without it, clear it
+    // here, or a bad index of an earlier run fails every later one.
+    RETURN_IF_ERROR(GRAFT_CUDA(cudaMemsetAsync(context.error, 0, sizeof(int), context.stream)));
   }
+  RETURN_IF_ERROR(GRAFT_CUDA(cudaGraphLaunch(context.graph, context.stream)));
+  if (copy_out) RETURN_IF_ERROR(LaunchCopy(context, false, out_args));
   for (size_t j = 0; j + 1 < destinations.size() && !keep_outputs_on_device; ++j) {
     if (destinations[j] != nullptr) continue;
     RETURN_IF_ERROR(GRAFT_CUDA(cudaMemcpyAsync(

@@ -66,7 +66,7 @@ class CompiledCudaProgram {
                        const std::vector<cudaEvent_t>* after_step = nullptr) const;
   absl::Status EnqueueCollective(const Step& step, RunContext& context) const;
   absl::Status Profile(RunContext& context) const;
-  absl::Status Capture(RunContext& context, void** in_args, void** out_args) const;
+  absl::Status Capture(RunContext& context) const;
   // `launch`'s kernel arguments in `context` (pointers, then the pointers'
   // addresses in `args`).
   void LaunchArguments(const Launch& launch, RunContext& context,
