@@ -104,10 +104,9 @@ class ModuleHasher {
     if (t.defined() && t.on_host() && t.NumBytes() >= kLargeTensorBytes) {
       // A large tensor adds the hash of its bytes, which its storage
       // remembers when the tensor is all of it (the usual case).
-      const Fingerprint content =
-          t.offset() == 0 && t.NumBytes() == t.storage()->size()
-              ? t.storage()->ContentFingerprint()
-              : FingerprintBuilder().AddBytes(t.raw_data(), t.NumBytes()).Finish();
+      const Fingerprint content = t.offset() == 0 && t.NumBytes() == t.storage()->size()
+                                      ? t.storage()->ContentFingerprint()
+                                      : ContentHashOf(static_cast<const std::byte*>(t.raw_data()), t.NumBytes());
       out_.AddString("content")
           .AddInt(static_cast<int64_t>(content.high))
           .AddInt(static_cast<int64_t>(content.low));

@@ -142,6 +142,10 @@ class Tensor {
   size_t offset_ = 0;
 };
 
+// The hash Storage::ContentFingerprint takes of host bytes (large ones
+// hashed in chunks on several cores).
+Fingerprint ContentHashOf(const std::byte* data, size_t size);
+
 // A host copy of `tensor`: the tensor itself when it is on the host.
 absl::StatusOr<Tensor> CopyToHost(const Tensor& tensor);
 // A copy of `tensor` in `allocator`'s device memory; the tensor itself when

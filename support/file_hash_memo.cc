@@ -23,7 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // The format and the hash in one: records of XXH3-128 (FingerprintBuilder).
-constexpr char kMagic[8] = {'G', 'F', 'H', 'X', 'X', 'H', '3', '1'};
+constexpr char kMagic[8] = {'G', 'F', 'H', 'X', 'X', 'H', '3', '2'};
 constexpr uint64_t kPage = 4096;
 constexpr int kSamples = 64;
 

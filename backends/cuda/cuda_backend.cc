@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "backends/cuda/compile_phases.h"
 #include "backends/cuda/cuda_artifact_format.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_executable.h"
@@ -139,15 +140,19 @@ absl::StatusOr<std::unique_ptr<Executable>> CudaBackend::DeserializeExecutable(
   ASSIGN_OR_RETURN(CudaOptions cuda, OptionsOf(options));
   ASSIGN_OR_RETURN(GpuInfo gpu, ProbeGpu(options.device_index));
   cuda.compute_capability = gpu.major * 10 + gpu.minor;
+  CompilePhases phases;
   ASSIGN_OR_RETURN(ReadArtifact entry, ReadCudaArtifact(bytes));
+  phases.Mark("cache entry read");
   std::vector<ValueSignature> inputs = PlaceholderSignature(module.graph());
   RETURN_IF_ERROR(NarrowSignature(inputs, options.input_types));
   if (!AllConcrete(inputs)) return absl::DataLossError("input types unknown");
   // The code is only used for the very program it was compiled from.
   ASSIGN_OR_RETURN(StepProgram program, BuildCudaProgram(module, TypesOf(inputs), cuda));
+  phases.Mark("program");
   if (ProgramHash(program) != entry.program_hash) {
     return absl::DataLossError("the cached code was compiled from another program");
   }
+  phases.Mark("program checked");
   auto executable = std::make_unique<CudaExecutable>(module, std::move(inputs), cuda, gpu,
                                                      options.keep_outputs_on_device);
   RETURN_IF_ERROR(executable->CompileNow(&entry.artifact, std::move(program)));

@@ -1,5 +1,7 @@
 #include "graph/module_fingerprint.h"
 
+#include <cstring>
+
 #include "gtest/gtest.h"
 #include "graph/graph.h"
 #include "graph/parser.h"
@@ -54,6 +56,33 @@ TEST(ModuleFingerprint, ChangesWithEveryPartOfTheModel) {
   w.data<uint32_t>()[7] ^= 1;
   m.SetTensor("w", w);
   EXPECT_NE(a, ModuleFingerprint(m));
+}
+
+// Large weights are hashed in chunks on several cores: every byte still
+// counts, in the first chunk, at a chunk's edge and in the short last one,
+// and where a tensor views part of its storage.
+TEST(ModuleFingerprint, EveryByteOfALargeWeightCounts) {
+  const int64_t n = (int64_t{9} << 20) / 4 + 3;  // Two 4 MiB chunks and a short one.
+  Tensor big(DType::kF32, {n});
+  for (int64_t i = 0; i < n; ++i) big.data<float>()[i] = static_cast<float>(i % 1000) * 0.5f;
+  auto with = [](const Tensor& w) {
+    Module m;
+    m.SetTensor("w", w);
+    return ModuleFingerprint(m);
+  };
+  const Fingerprint a = with(big);
+  EXPECT_EQ(a, with(big.Clone()));
+  for (int64_t at : {int64_t{0}, (int64_t{4} << 20) / 4 - 1, (int64_t{4} << 20) / 4, n - 1}) {
+    Tensor changed = big.Clone();
+    changed.data<uint32_t>()[at] ^= 1u << 9;
+    EXPECT_NE(a, with(changed)) << "element " << at;
+  }
+  // A view of all but the first element: hashed from its own bytes.
+  const Tensor tail(DType::kF32, {n - 1}, big.storage(), sizeof(float));
+  Tensor tail_copy = Tensor(DType::kF32, {n - 1});
+  std::memcpy(tail_copy.raw_data(), tail.raw_data(), tail.NumBytes());
+  EXPECT_EQ(with(tail), with(tail_copy));
+  EXPECT_NE(with(tail), a);
 }
 
 TEST(ModuleFingerprint, RenamingNodesChangesNothing) {
