@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "support/status_macros.h"
 
@@ -132,18 +133,39 @@ class RankGroup : public ShardedExecutable {
     return std::move(results[0]);
   }
 
+  const std::vector<ValueSignature>& input_signature() const override {
+    return ranks_[0]->input_signature();
+  }
+  const std::vector<ValueSignature>& output_signature() const override {
+    return ranks_[0]->output_signature();
+  }
+  ExecutableInfo info() const override { return ranks_[0]->info(); }
+
+ private:
   // Each rank's inputs that are on another device, copied to its own
-  // before any rank starts. A rank copying them itself while its peers'
-  // collectives run could wait for those collectives, which wait for it.
+  // before any rank starts, through one host copy per tensor (Run gives
+  // every rank the same ones). A rank refuses another GPU's tensors, and
+  // the abort of the world that followed such a refusal, with the other
+  // ranks' collectives queued, hung.
   absl::StatusOr<std::vector<std::vector<Tensor>>> OnEachRanksDevice(
       const std::vector<std::vector<Tensor>>& inputs) const {
     std::vector<std::vector<Tensor>> placed = inputs;
+    // Host copies by the device bytes they hold.
+    absl::flat_hash_map<std::pair<const void*, size_t>, Tensor> on_host;
     for (size_t r = 0; r < placed.size(); ++r) {
       if (homes_[r] == nullptr) continue;  // A host rank reads any device's tensors.
       for (size_t i = 0; i < placed[r].size(); ++i) {
         Tensor& t = placed[r][i];
-        if (!t.defined() || t.on_host() || t.device() == homes_[r]->device()) continue;
-        absl::StatusOr<Tensor> copied = CopyToDevice(t, homes_[r]);
+        if (t.on_host() || t.device() == homes_[r]->device()) continue;
+        auto [host, fresh] = on_host.try_emplace(std::make_pair(t.raw_data(), t.NumBytes()));
+        absl::StatusOr<Tensor> copied =
+            fresh ? CopyToHost(t)
+                  : absl::StatusOr<Tensor>(Tensor(t.dtype(), t.dims(), host->second.storage(),
+                                                  host->second.offset()));
+        if (copied.ok()) {
+          host->second = *copied;
+          copied = CopyToDevice(*copied, homes_[r]);
+        }
         if (!copied.ok()) {
           return absl::Status(copied.status().code(),
                               absl::StrCat("rank ", r, ": copying input ", i, " to its device: ",
@@ -155,15 +177,6 @@ class RankGroup : public ShardedExecutable {
     return placed;
   }
 
-  const std::vector<ValueSignature>& input_signature() const override {
-    return ranks_[0]->input_signature();
-  }
-  const std::vector<ValueSignature>& output_signature() const override {
-    return ranks_[0]->output_signature();
-  }
-  ExecutableInfo info() const override { return ranks_[0]->info(); }
-
- private:
   std::vector<std::unique_ptr<Executable>> ranks_;
   // Each rank's device memory (null for a rank on the host).
   std::vector<std::shared_ptr<DeviceAllocator>> homes_;

@@ -95,7 +95,7 @@ class CudaAllocator : public DeviceAllocator {
                             size_t bytes) override {
     return CopyInOrder(device_dst, host_src, bytes, cudaMemcpyHostToDevice);
   }
-  // A run waits here for another GPU's inputs between launches on its own.
+  // Waits for every run queued on this GPU (torch.cuda.synchronize()).
   absl::Status Synchronize() override {
     return OnDeviceStream(
         [](cudaStream_t stream) { return GRAFT_CUDA(cudaStreamSynchronize(stream)); });

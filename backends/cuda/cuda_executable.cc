@@ -60,12 +60,6 @@ struct GpuScope {
   int index;
 };
 
-// Waits for the runs queued on another GPU, which may still be writing
-// `t`: this GPU's stream is not ordered after that GPU's.
-absl::Status WaitForDevice(const Tensor& t) {
-  return t.storage()->allocator()->Synchronize();
-}
-
 }  // namespace
 
 struct RunContext {
@@ -74,8 +68,8 @@ struct RunContext {
   // collectives run on `own_stream` throughout, after the work queued on
   // the device's stream (`queued`, recorded there at each run's start):
   // a collective waits for the other ranks, so it must never sit on the
-  // device's stream, where a copy of an unrelated tensor (another rank's
-  // thread, copying its input from this GPU, say) would wait for it.
+  // device's stream, where a copy of an unrelated tensor (the caller's,
+  // between runs) would wait for it.
   cudaStream_t stream = nullptr;
   cudaStream_t own_stream = nullptr;
   cudaEvent_t queued = nullptr;
@@ -164,6 +158,8 @@ absl::StatusOr<std::unique_ptr<CompiledCudaProgram>> CompiledCudaProgram::Create
   RETURN_IF_ERROR(GpuScope(gpu.index).Use());
   ASSIGN_OR_RETURN(KernelSource source, GenerateKernels(p, options, gpu.multiprocessors,
                                                              gpu.major * 10 + gpu.minor));
+  c->derived_ = source.derived;
+  c->unread_state_ = source.unread_state;
   phases->Mark("kernels generated");
   // NVRTC runs on other threads while this one plans the cuBLASLt products
   // and uploads the weights: neither needs the kernels, and cuBLASLt's
@@ -320,24 +316,39 @@ CudaArtifact CompiledCudaProgram::Artifact() const {
 }
 
 absl::Status CompiledCudaProgram::UploadWeights() {
-  size_t total = 0;
-  for (const Tensor* t : program_.tensors) {
-    weight_offsets_.push_back(total);
-    total += AlignUp(t->NumBytes());
-  }
-  if (total == 0) return absl::OkStatus();
   // Host copies of weights on a device first: such a copy waits for that
-  // device's stream, which must not happen under CaptureExclusion.
+  // device's stream, which must not happen under CaptureExclusion. Then
+  // the weights mode-5 products read (KernelSource::derived), at state
+  // indices past the program's; a source only they read stays behind.
   std::vector<Tensor> hosts;
-  for (const Tensor* t : program_.tensors) {
-    ASSIGN_OR_RETURN(Tensor host, CopyToHost(*t));
+  for (size_t i = 0; i < program_.tensors.size(); ++i) {
+    const bool unread = std::find(unread_state_.begin(), unread_state_.end(),
+                                  static_cast<int>(i)) != unread_state_.end();
+    if (unread) {
+      hosts.emplace_back(program_.tensors[i]->dtype(), std::vector<int64_t>{0});
+      continue;
+    }
+    ASSIGN_OR_RETURN(Tensor host, CopyToHost(*program_.tensors[i]));
     hosts.push_back(std::move(host));
   }
+  for (const KernelSource::DerivedWeights& d : derived_) {
+    ASSIGN_OR_RETURN(Tensor source, CopyToHost(*program_.tensors[d.source]));
+    HalfWeights half = HalfWeightsOf(source);
+    hosts.push_back(std::move(half.values));
+    hosts.push_back(std::move(half.scales));
+  }
+  size_t total = 0;
+  for (const Tensor& t : hosts) {
+    weight_offsets_.push_back(total);
+    total += AlignUp(t.NumBytes());
+  }
+  if (total == 0) return absl::OkStatus();
   RETURN_IF_ERROR(GpuScope(gpu_.index).Use());
   std::lock_guard<std::recursive_mutex> exclusion(CaptureExclusion());
   RETURN_IF_ERROR(GRAFT_CUDA(cudaMalloc(&weights_, total)));
   for (size_t i = 0; i < hosts.size(); ++i) {
     const Tensor& host = hosts[i];
+    if (host.NumBytes() == 0) continue;
     RETURN_IF_ERROR(GRAFT_CUDA(cudaMemcpy(static_cast<char*>(weights_) + weight_offsets_[i],
                                           host.raw_data(), host.NumBytes(),
                                           cudaMemcpyHostToDevice)));
@@ -608,9 +619,7 @@ absl::Status CompiledCudaProgram::FailedStep(int failed_step) const {
 bool CompiledCudaProgram::MustWait(absl::Span<const Tensor> inputs,
                                    bool keep_outputs_on_device) const {
   return !keep_outputs_on_device || direct_error_flag_ || has_collectives_ ||
-         std::any_of(inputs.begin(), inputs.end(), [&](const Tensor& t) {
-           return t.on_host() || t.device().index != gpu_.index;
-         });
+         std::any_of(inputs.begin(), inputs.end(), [](const Tensor& t) { return t.on_host(); });
 }
 
 // The run's one wait, where it has one (MustWait); then a bad index found
@@ -658,10 +667,8 @@ absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::RunDirect(
                                                  t.NumBytes(), cudaMemcpyHostToDevice,
                                                  context.stream)));
     } else {
-      if (!here) RETURN_IF_ERROR(WaitForDevice(t));
-      RETURN_IF_ERROR(GRAFT_CUDA(cudaMemcpyPeerAsync(io, gpu_.index, t.raw_data(),
-                                                     t.device().index, t.NumBytes(),
-                                                     context.stream)));
+      RETURN_IF_ERROR(GRAFT_CUDA(cudaMemcpyAsync(io, t.raw_data(), t.NumBytes(),
+                                                 cudaMemcpyDeviceToDevice, context.stream)));
     }
   }
   std::vector<Tensor> outputs;
@@ -707,7 +714,7 @@ absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::RunDirect(
 }
 
 // Copy in, the graph, copy out, one wait. Host inputs go through pinned
-// staging, device inputs are read where they are (another GPU's copied); outputs land in staging
+// staging, device inputs are read where they are; outputs land in staging
 // (then in host tensors) or in fresh device tensors.
 absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::RunIn(
     RunContext& context, absl::Span<const Tensor> inputs, bool keep_outputs_on_device) const {
@@ -730,15 +737,6 @@ absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::RunIn(
     }
     context.direct_inputs[i] = context.io + input_offsets_[i];
     sources[i] = t.raw_data();
-    if (!t.on_host() && t.device().index != gpu_.index && t.NumBytes() > 0) {
-      // Another GPU's memory (a rank's input given on GPU 0): the copy
-      // kernel could not read it without peer access.
-      RETURN_IF_ERROR(WaitForDevice(t));
-      RETURN_IF_ERROR(GRAFT_CUDA(cudaMemcpyPeerAsync(context.io + input_offsets_[i], gpu_.index,
-                                                     sources[i], t.device().index, t.NumBytes(),
-                                                     context.stream)));
-      sources[i] = nullptr;
-    }
     if (t.on_host()) {
       if (t.NumBytes() > 0) std::memcpy(context.staging + input_offsets_[i], sources[i], t.NumBytes());
       sources[i] = context.staging + input_offsets_[i];

@@ -97,8 +97,7 @@ class CompiledCudaProgram {
   absl::Status FailedStep(int failed_step) const;
   // Whether a run waits for the GPU before it returns: its outputs go to
   // the host, an input came from the host (the next run refills the pinned
-  // staging it is read from) or from another GPU (whose stream may reuse
-  // the block before the copy reads it), a bad index must fail this very
+  // staging it is read from), a bad index must fail this very
   // run, or the program has collectives (a rank that fails aborts the
   // world: no other rank's collectives may still be queued then). Else it
   // returns once queued on the device's stream (DeviceStream).
@@ -119,6 +118,10 @@ class CompiledCudaProgram {
   std::vector<cudaLibrary_t> libraries_;     // Loaded from them.
   // graft_copy_in and graft_copy_out (KernelSource) and their grids.
   cudaKernel_t copy_in_ = nullptr, copy_out_ = nullptr;
+  // Weights made at upload for mode-5 products, and the program's state
+  // tensors only they read (not uploaded): KernelSource.
+  std::vector<KernelSource::DerivedWeights> derived_;
+  std::vector<int> unread_state_;
   unsigned copy_in_grid_ = 1, copy_out_grid_ = 1;
   cublasLtHandle_t blas_ = nullptr;
   std::vector<std::vector<Launch>> launches_;            // Per step.

@@ -52,9 +52,9 @@ void ExpectShardedOnGpusMatches(const Module& module, const std::vector<Tensor>&
     ASSERT_OK_AND_ASSIGN(std::vector<Tensor> got, sharded->Run(inputs));
     ExpectAllClose(got, want, tol);
   }
-  // Inputs on GPU 0, as a caller's tensors usually are: rank 1 copies them
-  // to its GPU (a fallback part through the host) while rank 0's
-  // collectives wait for it.
+  // Inputs on GPU 0, as a caller's tensors usually are: copied to each
+  // other rank's GPU before any rank starts (a rank refused them, and the
+  // abort of the world that followed hung).
   std::vector<Tensor> on_gpu0;
   for (const Tensor& t : inputs) {
     ASSERT_OK_AND_ASSIGN(Tensor d, CopyToDevice(t, Cuda().allocator(CompileOptions{})));
