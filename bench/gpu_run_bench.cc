@@ -31,6 +31,10 @@
 //
 // --cache-dir DIR: times only the compile, through the compile cache on
 // disk in DIR (a compile, then a disk hit in each process after).
+//
+// --write-model PATH: writes the workload (mlp, ...) to a model file and
+// exits; `gpu_run PATH --cache-dir DIR` then compiles it as `graft run`
+// does, its weights' hashes remembered for the file (FileHashMemo).
 
 #include <algorithm>
 #include <chrono>
@@ -222,7 +226,7 @@ int main(int argc, char** argv) {
   std::string precision = "f32", autotune = "0", gemm = "auto", io_dtype;
   int64_t batch = 32;
   int runs = 200, gpus = 0;
-  std::string cache_dir;
+  std::string cache_dir, write_model;
   std::string shard_by = "tensor";
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
@@ -235,6 +239,7 @@ int main(int argc, char** argv) {
     if (flag == "--shard-by") shard_by = argv[i + 1];
     if (flag == "--cache-dir") cache_dir = argv[i + 1];
     if (flag == "--io-dtype") io_dtype = argv[i + 1];
+    if (flag == "--write-model") write_model = argv[i + 1];
   }
   graft::Module module;
   if (workload == "mlp") {
@@ -276,6 +281,10 @@ int main(int argc, char** argv) {
         (void)module.graph().EraseNode(cast_back);
       }
     }
+  }
+  if (!write_model.empty()) {
+    const absl::Status saved = graft::SaveModel(module, write_model);
+    return saved.ok() ? 0 : Fail(saved.ToString());
   }
   double int8_share = -1;
   if (precision == "int8") {

@@ -1,11 +1,12 @@
 #include "graph/tensor.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-
-#include <algorithm>
+#include <memory>
+#include <new>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -53,6 +54,18 @@ absl::StatusOr<std::shared_ptr<Storage>> Storage::AllocateOn(
   storage->device_ = allocator->device();
   storage->allocator_ = std::move(allocator);
   return storage;
+}
+
+Tensor UninitializedTensor(DType dtype, const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  const size_t bytes = static_cast<size_t>(n) * DTypeSize(dtype);
+  const size_t rounded = std::max<size_t>(
+      (bytes + Storage::kAlignment - 1) / Storage::kAlignment * Storage::kAlignment,
+      Storage::kAlignment);
+  void* data = std::aligned_alloc(Storage::kAlignment, rounded);
+  if (data == nullptr) throw std::bad_alloc();
+  return Tensor(dtype, dims, Storage::Wrap(data, bytes, std::shared_ptr<void>(data, std::free)));
 }
 
 namespace {

@@ -142,6 +142,11 @@ class Tensor {
   size_t offset_ = 0;
 };
 
+// A host tensor whose bytes are not set, 64-byte aligned, for a result
+// every element of is written next: a zero fill first would cost a whole
+// extra pass over 100s of MB of weights, on one thread.
+Tensor UninitializedTensor(DType dtype, const std::vector<int64_t>& dims);
+
 // The hash Storage::ContentFingerprint takes of host bytes (large ones
 // hashed in chunks on several cores).
 Fingerprint ContentHashOf(const std::byte* data, size_t size);

@@ -4,8 +4,6 @@
 #include <bit>
 #include <cstdint>
 #include <cstdlib>
-#include <memory>
-#include <new>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,23 +19,8 @@
 namespace graft::passes {
 namespace {
 
-// An uninitialized host tensor, 64-byte aligned, for a result that every
-// element of is written: a zero fill first would cost a whole extra pass
-// over 100s of MB of weights, on one thread.
-Tensor Uninitialized(DType dtype, const std::vector<int64_t>& dims) {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
-  const size_t bytes = static_cast<size_t>(n) * DTypeSize(dtype);
-  const size_t rounded = std::max<size_t>(
-      (bytes + Storage::kAlignment - 1) / Storage::kAlignment * Storage::kAlignment,
-      Storage::kAlignment);
-  void* data = std::aligned_alloc(Storage::kAlignment, rounded);
-  if (data == nullptr) throw std::bad_alloc();
-  return Tensor(dtype, dims, Storage::Wrap(data, bytes, std::shared_ptr<void>(data, std::free)));
-}
-
 Tensor Narrowed(const Tensor& t, DType dtype) {
-  Tensor out = Uninitialized(dtype, t.dims());
+  Tensor out = UninitializedTensor(dtype, t.dims());
   const int64_t n = t.NumElements();
   const float* src = t.data<float>();
   uint16_t* dst = out.data<uint16_t>();

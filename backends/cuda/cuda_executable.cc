@@ -177,7 +177,9 @@ absl::StatusOr<std::unique_ptr<CompiledCudaProgram>> CompiledCudaProgram::Create
   }
   RETURN_IF_ERROR(c->PlanGemms(artifact));
   phases->Mark(absl::StrCat("cublasLt plans (", c->gemms_.size(), ")"));
-  RETURN_IF_ERROR(c->UploadWeights());
+  ASSIGN_OR_RETURN(std::vector<Tensor> derived, c->MakeDerivedWeights());
+  if (!derived.empty()) phases->Mark(absl::StrCat("f16 weights of tf32 products (", c->derived_.size(), ")"));
+  RETURN_IF_ERROR(c->UploadWeights(std::move(derived)));
   phases->Mark("weights uploaded");
   if (compiling.valid()) {
     ASSIGN_OR_RETURN(c->cubins_, compiling.get());
@@ -315,10 +317,21 @@ CudaArtifact CompiledCudaProgram::Artifact() const {
   return a;
 }
 
-absl::Status CompiledCudaProgram::UploadWeights() {
+absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::MakeDerivedWeights() const {
+  std::vector<Tensor> made;
+  for (const KernelSource::DerivedWeights& d : derived_) {
+    ASSIGN_OR_RETURN(Tensor source, CopyToHost(*program_.tensors[d.source]));
+    HalfWeights half = HalfWeightsOf(source);
+    made.push_back(std::move(half.values));
+    made.push_back(std::move(half.scales));
+  }
+  return made;
+}
+
+absl::Status CompiledCudaProgram::UploadWeights(std::vector<Tensor> derived) {
   // Host copies of weights on a device first: such a copy waits for that
   // device's stream, which must not happen under CaptureExclusion. Then
-  // the weights mode-5 products read (KernelSource::derived), at state
+  // the weights mode-5 products read (MakeDerivedWeights), at state
   // indices past the program's; a source only they read stays behind.
   std::vector<Tensor> hosts;
   for (size_t i = 0; i < program_.tensors.size(); ++i) {
@@ -331,12 +344,7 @@ absl::Status CompiledCudaProgram::UploadWeights() {
     ASSIGN_OR_RETURN(Tensor host, CopyToHost(*program_.tensors[i]));
     hosts.push_back(std::move(host));
   }
-  for (const KernelSource::DerivedWeights& d : derived_) {
-    ASSIGN_OR_RETURN(Tensor source, CopyToHost(*program_.tensors[d.source]));
-    HalfWeights half = HalfWeightsOf(source);
-    hosts.push_back(std::move(half.values));
-    hosts.push_back(std::move(half.scales));
-  }
+  for (Tensor& t : derived) hosts.push_back(std::move(t));
   size_t total = 0;
   for (const Tensor& t : hosts) {
     weight_offsets_.push_back(total);

@@ -52,7 +52,10 @@ class CompiledCudaProgram {
     KernelLaunch spec;
   };
   CompiledCudaProgram() = default;
-  absl::Status UploadWeights();
+  // The weights of mode-5 products (KernelSource::derived), in order.
+  absl::StatusOr<std::vector<Tensor>> MakeDerivedWeights() const;
+  // The program's weights and `derived` after them, in one allocation.
+  absl::Status UploadWeights(std::vector<Tensor> derived);
   // The cuBLASLt plan of each product cuBLASLt runs (algorithms from
   // `artifact` where it has them).
   absl::Status PlanGemms(const CudaArtifact* artifact);

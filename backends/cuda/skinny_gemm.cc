@@ -282,7 +282,7 @@ std::string SkinnyGemmKernel(const std::string& name, const SkinnyGemm& plan) {
 
 HalfWeights HalfWeightsOf(const Tensor& weight) {
   const int64_t n = weight.dims()[0], k = weight.NumElements() / std::max<int64_t>(n, 1);
-  HalfWeights half{Tensor(DType::kF16, weight.dims()), Tensor(DType::kF32, {n})};
+  HalfWeights half{UninitializedTensor(DType::kF16, weight.dims()), Tensor(DType::kF32, {n})};
   const float* w = weight.data<float>();
   uint16_t* values = half.values.data<uint16_t>();
   float* scales = half.scales.data<float>();

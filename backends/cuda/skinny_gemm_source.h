@@ -185,11 +185,18 @@ __device__ __forceinline__ uint4 halves_to_f32(unsigned a, unsigned b) {
 }
 
 // Mode 5: one load of 8 f16 weights per row against x's two loads of 4
-// f32 at the same k: two tf32 pairs.
+// f32 at the same k (already rounded to tf32): two tf32 pairs.
 __device__ __forceinline__ void product_half_weights(float* d, uint4 wl, uint4 wh, uint4 x0,
                                                      uint4 x1) {
-  mma_pair<2>(d, halves_to_f32(wl.x, wl.y), halves_to_f32(wh.x, wh.y), to_tf32(x0));
-  mma_pair<2>(d, halves_to_f32(wl.z, wl.w), halves_to_f32(wh.z, wh.w), to_tf32(x1));
+  mma_pair<2>(d, halves_to_f32(wl.x, wl.y), halves_to_f32(wh.x, wh.y), x0);
+  mma_pair<2>(d, halves_to_f32(wl.z, wl.w), halves_to_f32(wh.z, wh.w), x1);
+}
+
+// Modes 2 and 5 round x to tf32 once, as it is staged or loaded, rather
+// than in every warp's products.
+template <int kMode>
+__device__ __forceinline__ uint4 x_operand(uint4 v) {
+  return kMode == 2 || kMode == 5 ? to_tf32(v) : v;
 }
 
 template <int kMode, bool kUnsignedX>
@@ -197,7 +204,7 @@ __device__ __forceinline__ void product(float* d, uint4 wl, uint4 wh, uint4 xv) 
   if (kMode <= 1) {
     mma_pair<kMode>(d, wl, wh, xv);
   } else if (kMode == 2) {
-    mma_pair<2>(d, to_tf32(wl), to_tf32(wh), to_tf32(xv));
+    mma_pair<2>(d, to_tf32(wl), to_tf32(wh), xv);  // x rounded already (x_operand).
   } else {
     const uint4 wl_hi = to_tf32(wl), wh_hi = to_tf32(wh), x_hi = to_tf32(xv);
     const uint4 wl_lo = tf32_rest(wl, wl_hi), wh_lo = tf32_rest(wh, wh_hi);
@@ -280,7 +287,8 @@ __device__ __forceinline__ void multiply(const T* x, const T* xs, int rows, int 
                          ? *(const uint4*)(xs + m * kXStride + (kx - k_begin))
                          : zero4();
         } else {
-          xv[b][j] = kk < k_end && m < rows ? load_produced(x + m * kK + kx) : zero4();
+          xv[b][j] = kk < k_end && m < rows ? x_operand<kMode>(load_produced(x + m * kK + kx))
+                                           : zero4();
         }
       }
     }
@@ -422,7 +430,7 @@ __device__ __forceinline__ void gemm(const T* __restrict__ x, const W* __restric
       for (int j = 0; j < 8; ++j) {
         const int i = (j0 + j) * kThreads + threadIdx.x;
         if (j0 + j < kCopies && i < kM * kPerRow) {
-          *(uint4*)(xs + (i / kPerRow) * kXStride + (i % kPerRow) * kXVec) = v[j];
+          *(uint4*)(xs + (i / kPerRow) * kXStride + (i % kPerRow) * kXVec) = x_operand<kMode>(v[j]);
         }
       }
     }
