@@ -158,8 +158,6 @@ absl::StatusOr<std::unique_ptr<CompiledCudaProgram>> CompiledCudaProgram::Create
   RETURN_IF_ERROR(GpuScope(gpu.index).Use());
   ASSIGN_OR_RETURN(KernelSource source, GenerateKernels(p, options, gpu.multiprocessors,
                                                              gpu.major * 10 + gpu.minor));
-  c->derived_ = source.derived;
-  c->unread_state_ = source.unread_state;
   phases->Mark("kernels generated");
   // NVRTC runs on other threads while this one plans the cuBLASLt products
   // and uploads the weights: neither needs the kernels, and cuBLASLt's
@@ -177,9 +175,7 @@ absl::StatusOr<std::unique_ptr<CompiledCudaProgram>> CompiledCudaProgram::Create
   }
   RETURN_IF_ERROR(c->PlanGemms(artifact));
   phases->Mark(absl::StrCat("cublasLt plans (", c->gemms_.size(), ")"));
-  ASSIGN_OR_RETURN(std::vector<Tensor> derived, c->MakeDerivedWeights());
-  if (!derived.empty()) phases->Mark(absl::StrCat("f16 weights of tf32 products (", c->derived_.size(), ")"));
-  RETURN_IF_ERROR(c->UploadWeights(std::move(derived)));
+  RETURN_IF_ERROR(c->UploadWeights());
   phases->Mark("weights uploaded");
   if (compiling.valid()) {
     ASSIGN_OR_RETURN(c->cubins_, compiling.get());
@@ -317,46 +313,25 @@ CudaArtifact CompiledCudaProgram::Artifact() const {
   return a;
 }
 
-absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::MakeDerivedWeights() const {
-  std::vector<Tensor> made;
-  for (const KernelSource::DerivedWeights& d : derived_) {
-    ASSIGN_OR_RETURN(Tensor source, CopyToHost(*program_.tensors[d.source]));
-    HalfWeights half = HalfWeightsOf(source);
-    made.push_back(std::move(half.values));
-    made.push_back(std::move(half.scales));
-  }
-  return made;
-}
-
-absl::Status CompiledCudaProgram::UploadWeights(std::vector<Tensor> derived) {
-  // Host copies of weights on a device first: such a copy waits for that
-  // device's stream, which must not happen under CaptureExclusion. Then
-  // the weights mode-5 products read (MakeDerivedWeights), at state
-  // indices past the program's; a source only they read stays behind.
-  std::vector<Tensor> hosts;
-  for (size_t i = 0; i < program_.tensors.size(); ++i) {
-    const bool unread = std::find(unread_state_.begin(), unread_state_.end(),
-                                  static_cast<int>(i)) != unread_state_.end();
-    if (unread) {
-      hosts.emplace_back(program_.tensors[i]->dtype(), std::vector<int64_t>{0});
-      continue;
-    }
-    ASSIGN_OR_RETURN(Tensor host, CopyToHost(*program_.tensors[i]));
-    hosts.push_back(std::move(host));
-  }
-  for (Tensor& t : derived) hosts.push_back(std::move(t));
+absl::Status CompiledCudaProgram::UploadWeights() {
   size_t total = 0;
-  for (const Tensor& t : hosts) {
+  for (const Tensor* t : program_.tensors) {
     weight_offsets_.push_back(total);
-    total += AlignUp(t.NumBytes());
+    total += AlignUp(t->NumBytes());
   }
   if (total == 0) return absl::OkStatus();
+  // Host copies of weights on a device first: such a copy waits for that
+  // device's stream, which must not happen under CaptureExclusion.
+  std::vector<Tensor> hosts;
+  for (const Tensor* t : program_.tensors) {
+    ASSIGN_OR_RETURN(Tensor host, CopyToHost(*t));
+    hosts.push_back(std::move(host));
+  }
   RETURN_IF_ERROR(GpuScope(gpu_.index).Use());
   std::lock_guard<std::recursive_mutex> exclusion(CaptureExclusion());
   RETURN_IF_ERROR(GRAFT_CUDA(cudaMalloc(&weights_, total)));
   for (size_t i = 0; i < hosts.size(); ++i) {
     const Tensor& host = hosts[i];
-    if (host.NumBytes() == 0) continue;
     RETURN_IF_ERROR(GRAFT_CUDA(cudaMemcpy(static_cast<char*>(weights_) + weight_offsets_[i],
                                           host.raw_data(), host.NumBytes(),
                                           cudaMemcpyHostToDevice)));

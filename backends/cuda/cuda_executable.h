@@ -52,10 +52,7 @@ class CompiledCudaProgram {
     KernelLaunch spec;
   };
   CompiledCudaProgram() = default;
-  // The weights of mode-5 products (KernelSource::derived), in order.
-  absl::StatusOr<std::vector<Tensor>> MakeDerivedWeights() const;
-  // The program's weights and `derived` after them, in one allocation.
-  absl::Status UploadWeights(std::vector<Tensor> derived);
+  absl::Status UploadWeights();
   // The cuBLASLt plan of each product cuBLASLt runs (algorithms from
   // `artifact` where it has them).
   absl::Status PlanGemms(const CudaArtifact* artifact);
@@ -121,10 +118,6 @@ class CompiledCudaProgram {
   std::vector<cudaLibrary_t> libraries_;     // Loaded from them.
   // graft_copy_in and graft_copy_out (KernelSource) and their grids.
   cudaKernel_t copy_in_ = nullptr, copy_out_ = nullptr;
-  // Weights made at upload for mode-5 products, and the program's state
-  // tensors only they read (not uploaded): KernelSource.
-  std::vector<KernelSource::DerivedWeights> derived_;
-  std::vector<int> unread_state_;
   unsigned copy_in_grid_ = 1, copy_out_grid_ = 1;
   cublasLtHandle_t blas_ = nullptr;
   std::vector<std::vector<Launch>> launches_;            // Per step.

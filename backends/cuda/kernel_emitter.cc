@@ -224,7 +224,6 @@ class Emitter {
       }
     }
     PackUnits();
-    ListUnreadState();
     return std::move(out_);
   }
 
@@ -291,46 +290,14 @@ class Emitter {
     return absl::OkStatus();
   }
 
-  // A mode-5 product's weight: its f16 values and row scales, derived once
-  // per source state tensor (KernelSource::derived).
-  const KernelSource::DerivedWeights& HalfWeights(const BufferRef& weight) {
-    ++derived_reads_[weight.index];
-    for (const KernelSource::DerivedWeights& d : out_.derived) {
-      if (d.source == weight.index) return d;
-    }
-    const int next = static_cast<int>(p_.tensors.size() + 2 * out_.derived.size());
-    out_.derived.push_back({weight.index, next, next + 1});
-    return out_.derived.back();
-  }
-
-  // Derived sources whose every read is a mode-5 product's.
-  void ListUnreadState() {
-    for (const KernelSource::DerivedWeights& d : out_.derived) {
-      int reads = 0;
-      for (const Step& step : p_.steps) {
-        for (const BufferRef& ref : step.operands) {
-          reads += ref.where == BufferRef::Where::kState && ref.index == d.source;
-        }
-      }
-      if (reads == derived_reads_[d.source]) out_.unread_state.push_back(d.source);
-    }
-  }
-
   // The kernels that move inputs in and outputs out (KernelSource).
   absl::Status Skinny(const SkinnyGemm& plan) {
     ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node()));
     std::vector<BufferRef> buffers{BufferOf(call.TensorNode("input")),
                                    BufferOf(call.TensorNode("weight"))};
-    BufferRef scales;
-    if (plan.mode == 5) {
-      const KernelSource::DerivedWeights& half = HalfWeights(buffers[1]);
-      buffers[1] = {.where = BufferRef::Where::kState, .index = half.values};
-      scales = {.where = BufferRef::Where::kState, .index = half.scales};
-    }
     // Without a bias the kernel's pointer is never read: pass the weight.
     buffers.push_back(plan.shape.has_bias ? BufferOf(call.TensorNode("bias")) : buffers[1]);
     if (plan.mode == 4) buffers.push_back(BufferOf(call.TensorNode("weight_scales")));
-    if (plan.mode == 5) buffers.push_back(scales);
     buffers.push_back(step_->result);
     const std::string name =
         Define([&](const std::string& n) { return SkinnyGemmKernel(n, plan); }, kSkinnyGemmSource);
@@ -1538,7 +1505,6 @@ class Emitter {
   const int sms_;
   const int compute_capability_;
   KernelSource out_;
-  std::map<int, int> derived_reads_;  // Source state index: mode-5 reads.
   const Step* step_ = nullptr;
   int step_index_ = 0;
   int kernel_count_ = 0;

@@ -52,16 +52,6 @@ struct KernelSource {
   // copies each output and the flag out. The pointers are kernel
   // arguments, so they change from run to run outside the CUDA graph.
   int64_t copy_in_grid = 1, copy_out_grid = 1;
-  // Weights that mode-5 products (tf32 from f16 weights, skinny_gemm.h)
-  // read instead of the program's f32 state tensor `source`: HalfWeightsOf
-  // it, made when the weights are uploaded, at state indices past the
-  // program's own (`values`, `scales`). A source that nothing else reads
-  // is listed in `unread_state` and not uploaded.
-  struct DerivedWeights {
-    int source = 0, values = 0, scales = 0;
-  };
-  std::vector<DerivedWeights> derived;
-  std::vector<int> unread_state;
 };
 
 // `v` as a hexadecimal floating literal ("%a"), which NVRTC reads back to

@@ -1,7 +1,6 @@
 #include "backends/cuda/skinny_gemm.h"
 
 #include <algorithm>
-#include <cmath>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -9,7 +8,6 @@
 #include "backends/strided_view.h"
 #include "graph/op_registry.h"
 #include "graph/quant_ops.h"
-#include "support/parallel_for.h"
 #include "support/status_macros.h"
 
 namespace graft::cuda {
@@ -193,18 +191,10 @@ std::optional<SkinnyGemm> SkinnyGemmFor(const Step& step, const CudaOptions& opt
       plan.activation != "gelu_tanh") {
     return std::nullopt;
   }
-  // The step's operands: input, weight (bias).
-  absl::StatusOr<OpCall> call = OpCall::Bind(*step.node);
-  if (!call.ok()) return std::nullopt;
-  plan.weights_ready = WeightsReady(step, *call);
   switch (shape->dtype) {
     case DType::kBF16: plan.mode = 0; break;
     case DType::kF16: plan.mode = 1; break;
-    case DType::kF32:
-      // tf32 of a module tensor streams its weight as f16 (HalfWeightsOf):
-      // half the bytes, the values tf32 keeps.
-      plan.mode = options.precision != "tf32" ? 3 : plan.weights_ready ? 5 : 2;
-      break;
+    case DType::kF32: plan.mode = options.precision == "tf32" ? 2 : 3; break;
     default: return std::nullopt;
   }
   // By default only where it measured faster than cuBLASLt on an H100
@@ -217,13 +207,16 @@ std::optional<SkinnyGemm> SkinnyGemmFor(const Step& step, const CudaOptions& opt
       return std::nullopt;
     }
   }
-  // Elements of one 16-byte weight load.
-  const int64_t vec = plan.mode == 5 ? 8 : 16 / static_cast<int64_t>(DTypeSize(shape->dtype));
+  const int64_t vec = 16 / static_cast<int64_t>(DTypeSize(shape->dtype));
   // 32-bit index arithmetic in the kernel.
   if (shape->k % vec != 0 || shape->n * shape->k >= (int64_t{1} << 31) ||
       shape->m * shape->n >= (int64_t{1} << 31) || shape->m * shape->k >= (int64_t{1} << 31)) {
     return std::nullopt;
   }
+  // The step's operands: input, weight (bias).
+  absl::StatusOr<OpCall> call = OpCall::Bind(*step.node);
+  if (!call.ok()) return std::nullopt;
+  plan.weights_ready = WeightsReady(step, *call);
   if (CeilDiv(shape->n, kTileRows) > kSkinnyCounters) return std::nullopt;
   LayOut(plan, multiprocessors);
   return plan;
@@ -261,54 +254,21 @@ const char* Int8OutputName(DType t) {
 std::string SkinnyGemmKernel(const std::string& name, const SkinnyGemm& plan) {
   const GemmShape& s = plan.shape;
   const bool int8 = plan.mode == 4;
-  const bool scaled = int8 || plan.mode == 5;  // Takes weight_scales.
   const char* t = int8 ? "signed char" : StorageName(s.dtype);
-  const char* w = plan.mode == 5 ? "g_half" : t;
   const char* y = int8 ? Int8OutputName(plan.int8.output) : t;
   const char* b = StorageName(s.has_bias ? s.bias_dtype : DType::kF32);
   const std::string q = int8 ? absl::StrCat(name, "_q") : "g_skinny::no_quant";
   return absl::StrCat(
       int8 ? Int8Constants(q, plan.int8) : "",
       "extern \"C\" __global__ void __launch_bounds__(", kThreads, ", ", plan.blocks_per_sm, ") ",
-      name, "(const ", t, "* __restrict__ x, const ", w, "* __restrict__ w, const ", b,
-      "* __restrict__ bias, ", scaled ? "const float* __restrict__ weight_scales, " : "", y,
+      name, "(const ", t, "* __restrict__ x, const ", t, "* __restrict__ w, const ", b,
+      "* __restrict__ bias, ", int8 ? "const float* __restrict__ weight_scales, " : "", y,
       "* __restrict__ y, float* __restrict__ partial, int* __restrict__ counters) {\n"
       "  g_skinny::gemm<",
-      t, ", ", w, ", ", y, ", ", b, ", ", q, ", ", plan.mode, ", ", ActivationCode(plan.activation),
-      ", ", s.has_bias ? "true" : "false", ", ", plan.weights_ready ? "true" : "false", ", 4, ",
+      t, ", ", y, ", ", b, ", ", q, ", ", plan.mode, ", ", ActivationCode(plan.activation), ", ",
+      s.has_bias ? "true" : "false", ", ", plan.weights_ready ? "true" : "false", ", 4, ",
       plan.unroll, ", ", plan.tile_rows, ", ", s.m, ", ", s.n, ", ", s.k, ", ", plan.splits, ", ", plan.chunk,
-      ">(x, w, bias, ", scaled ? "weight_scales" : "(const float*)0", ", y, partial, counters);\n}\n");
-}
-
-HalfWeights HalfWeightsOf(const Tensor& weight) {
-  const int64_t n = weight.dims()[0], k = weight.NumElements() / std::max<int64_t>(n, 1);
-  HalfWeights half{UninitializedTensor(DType::kF16, weight.dims()), Tensor(DType::kF32, {n})};
-  const float* w = weight.data<float>();
-  uint16_t* values = half.values.data<uint16_t>();
-  float* scales = half.scales.data<float>();
-  ParallelFor(n, std::max<int64_t>(1, (int64_t{1} << 18) / std::max<int64_t>(k, 1)),
-              [&](int64_t begin, int64_t end) {
-                for (int64_t r = begin; r < end; ++r) {
-                  const float* row = w + r * k;
-                  float largest = 0;
-                  for (int64_t i = 0; i < k; ++i) {
-                    if (std::isfinite(row[i])) largest = std::max(largest, std::fabs(row[i]));
-                  }
-                  // largest = f 2^e, f in [0.5, 1): scale 2^(e - 15), at
-                  // least f32's smallest power of two.
-                  int e = 0;
-                  std::frexp(largest, &e);
-                  const int power = largest == 0 ? 0 : std::max(e - 15, -149);
-                  scales[r] = std::ldexp(1.0f, power);
-                  // In double: 2^149 is past f32; the product is exact.
-                  const double inverse = std::ldexp(1.0, -power);
-                  for (int64_t i = 0; i < k; ++i) {
-                    values[r * k + i] =
-                        FloatToHalf(static_cast<float>(static_cast<double>(row[i]) * inverse));
-                  }
-                }
-              });
-  return half;
+      ">(x, w, bias, ", int8 ? "weight_scales" : "(const float*)0", ", y, partial, counters);\n}\n");
 }
 
 }  // namespace graft::cuda

@@ -39,9 +39,7 @@ struct SkinnyInt8 {
 struct SkinnyGemm {
   GemmShape shape;
   std::string activation;  // "", relu, gelu or gelu_tanh.
-  // 0 bf16, 1 f16, 2 tf32, 3 f32 as 3xTF32, 4 int8, 5 tf32 from f16
-  // weights scaled per row (HalfWeightsOf).
-  int mode = 0;
+  int mode = 0;            // 0 bf16, 1 f16, 2 tf32, 3 f32 as 3xTF32, 4 int8.
   int64_t tiles = 1, splits = 1, chunk = 0;
   int64_t tile_rows = 1, row_tiles = 1;
   // 16-byte weight loads in flight per row and thread, and the blocks a
@@ -56,25 +54,11 @@ struct SkinnyGemm {
   size_t ScratchBytes() const;
 };
 
-// Mode 5's weights: each row of an f32 [N, K] weight as f16 values times
-// a power of two (`scales`, f32 [N]), chosen so that the row's largest
-// finite value lands in [2^14, 2^15). Every value within 2^28 of that is
-// then a normal f16, which keeps 10 mantissa bits as tf32 does (rounded to
-// nearest even, where the tensor cores' tf32 rounds to nearest, ties away);
-// smaller ones lose bits they could not add to the row's sums anyway.
-// Infinities and NaNs stay what they are; an all-zero row has scale 1.
-struct HalfWeights {
-  Tensor values;  // f16 [N, K].
-  Tensor scales;  // f32 [N].
-};
-HalfWeights HalfWeightsOf(const Tensor& weight);
-
 // The skinny plan of a GEMM step, or nothing when cuBLASLt runs it: the
 // step is not a linear layer of at most kSkinnyMaxRows rows with its
 // weight as [out, in], of f32/f16/bf16, K a multiple of one 16-byte load,
 // with an activation the kernel knows; or `options.gemm` is "cublaslt",
-// or "auto" and the product is tf32 with a weight the run computes (a
-// module tensor's is mode 5) or has bf16/f16 weights over 16 MB.
+// or "auto" and the product is tf32 or has bf16/f16 weights over 16 MB.
 // graft::quantized_linear has a plan whenever CanLowerQuantizedLinear
 // accepts it (and the compute capability is 8.0 or more).
 // The kernel needs the tensor cores' bf16 and tf32 products (compute

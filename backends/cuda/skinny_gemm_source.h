@@ -39,14 +39,6 @@ namespace graft::cuda {
 // zero_point * (the weight row's sum), summed beside the products with
 // dp4a).
 //
-// Mode 5 is tf32 read from half the bytes: each weight row stored as f16
-// times a power of two (skinny_gemm.h, HalfWeightsOf), which holds every
-// value of the row that tf32 rounding keeps (10 mantissa bits) as long as
-// it is within 2^28 of the row's largest; x stays f32, rounded to tf32.
-// One 16-byte load of weights then holds 8 values of k, matched by two
-// 16-byte loads of x, and the epilogue multiplies by the row's power of
-// two before the bias.
-//
 // More than 64 rows (int8 only) run as row tiles of 64, one more factor
 // of the grid: each re-reads the weights (from L2 where they fit).
 inline constexpr char kSkinnyGemmSource[] = R"CUDA(
@@ -170,33 +162,11 @@ __device__ __forceinline__ void product(int* d, uint4 wl, uint4 wh, uint4 xv) {
   mma_s8<kUnsignedX>(d, wl.z, wh.z, wl.w, wh.w, xv.z, xv.w);
 }
 
-// f16 bits to f32 (exact: every f16 value is an f32, and a tf32).
-__device__ __forceinline__ unsigned h2f_bits(unsigned h) {
-  float f;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"((unsigned short)h));
-  return __float_as_uint(f);
-}
-// The f32 of the four halves in words (a, b) of a load.
-__device__ __forceinline__ uint4 halves_to_f32(unsigned a, unsigned b) {
-  uint4 r;
-  r.x = h2f_bits(a & 0xffffu); r.y = h2f_bits(a >> 16);
-  r.z = h2f_bits(b & 0xffffu); r.w = h2f_bits(b >> 16);
-  return r;
-}
-
-// Mode 5: one load of 8 f16 weights per row against x's two loads of 4
-// f32 at the same k (already rounded to tf32): two tf32 pairs.
-__device__ __forceinline__ void product_half_weights(float* d, uint4 wl, uint4 wh, uint4 x0,
-                                                     uint4 x1) {
-  mma_pair<2>(d, halves_to_f32(wl.x, wl.y), halves_to_f32(wh.x, wh.y), x0);
-  mma_pair<2>(d, halves_to_f32(wl.z, wl.w), halves_to_f32(wh.z, wh.w), x1);
-}
-
-// Modes 2 and 5 round x to tf32 once, as it is staged or loaded, rather
-// than in every warp's products.
+// Mode 2 rounds x to tf32 once, as it is staged or loaded, rather than in
+// every warp's products.
 template <int kMode>
 __device__ __forceinline__ uint4 x_operand(uint4 v) {
-  return kMode == 2 || kMode == 5 ? to_tf32(v) : v;
+  return kMode == 2 ? to_tf32(v) : v;
 }
 
 template <int kMode, bool kUnsignedX>
@@ -264,42 +234,29 @@ __device__ __forceinline__ void load_weights(const T* w0, const T* w1, int k, in
 // shared copy (`xs`, rows kXStride apart, from k_begin) when there is one,
 // else from global memory (L2). With an int8 zero point, ws0 and
 // ws1 gather the sums of this thread's bytes of weight rows n0 and n1.
-template <class T, class W, class Q, int kMode, int kU, int kMB, int kK, int kXStride, class Acc>
+template <class T, class Q, int kMode, int kU, int kMB, int kK, int kXStride, class Acc>
 __device__ __forceinline__ void multiply(const T* x, const T* xs, int rows, int k_begin, int k,
                                          int k_end, int g, int t, const uint4 (&l)[kU],
                                          const uint4 (&h)[kU], Acc (&acc)[kMB][4], int& ws0,
                                          int& ws1) {
-  // k per 16-byte weight load, and x's 16-byte loads at those k.
-  constexpr int kVec = 16 / sizeof(W), kStep = 4 * kVec;
-  constexpr int kXLoads = sizeof(T) / sizeof(W), kXVec = 16 / sizeof(T);
+  constexpr int kVec = 16 / sizeof(T), kStep = 4 * kVec;
 #pragma unroll
   for (int u = 0; u < kU; ++u) {
     const int kk = k + u * kStep + t * kVec;
-    uint4 xv[kMB][kXLoads];
+    uint4 xv[kMB];
 #pragma unroll
     for (int b = 0; b < kMB; ++b) {
       const int m = b * 8 + g;
-#pragma unroll
-      for (int j = 0; j < kXLoads; ++j) {
-        const int kx = kk + j * kXVec;
-        if (kXStride > 0) {
-          xv[b][j] = kk < k_end && m < rows
-                         ? *(const uint4*)(xs + m * kXStride + (kx - k_begin))
-                         : zero4();
-        } else {
-          xv[b][j] = kk < k_end && m < rows ? x_operand<kMode>(load_produced(x + m * kK + kx))
-                                           : zero4();
-        }
-      }
-    }
-#pragma unroll
-    for (int b = 0; b < kMB; ++b) {
-      if constexpr (kMode == 5) {
-        product_half_weights(acc[b], l[u], h[u], xv[b][0], xv[b][kXLoads - 1]);
+      if (kXStride > 0) {
+        xv[b] = kk < k_end && m < rows ? *(const uint4*)(xs + m * kXStride + (kk - k_begin))
+                                       : zero4();
       } else {
-        product<kMode, Q::unsigned_x>(acc[b], l[u], h[u], xv[b][0]);
+        xv[b] = kk < k_end && m < rows ? x_operand<kMode>(load_produced(x + m * kK + kk))
+                                       : zero4();
       }
     }
+#pragma unroll
+    for (int b = 0; b < kMB; ++b) product<kMode, Q::unsigned_x>(acc[b], l[u], h[u], xv[b]);
     if (Q::zero_point != 0) {
       const int ones = 0x01010101;
       ws0 = __dp4a((int)l[u].x, ones, ws0); ws0 = __dp4a((int)l[u].y, ones, ws0);
@@ -332,18 +289,16 @@ __device__ __forceinline__ void add_bits(int& a, float v) { a += __float_as_int(
 // kWarps warps per block (16 weight rows each), kUnroll 16-byte weight
 // loads in flight per row and thread, kM rows of x per row tile (at most
 // 64), kRows in all.
-template <class T, class W, class Y, class B, class Q, int kMode, int kAct, bool kBias,
-          bool kWeightsReady, int kWarps, int kUnroll, int kM, int kRows, int kN, int kK,
-          int kSplits, int kChunk>
-__device__ __forceinline__ void gemm(const T* __restrict__ x, const W* __restrict__ w,
+template <class T, class Y, class B, class Q, int kMode, int kAct, bool kBias, bool kWeightsReady,
+          int kWarps, int kUnroll, int kM, int kRows, int kN, int kK, int kSplits, int kChunk>
+__device__ __forceinline__ void gemm(const T* __restrict__ x, const T* __restrict__ w,
                                      const B* __restrict__ bias,
                                      const float* __restrict__ weight_scales, Y* __restrict__ y,
                                      float* __restrict__ partial, int* __restrict__ counters) {
   typedef typename pick<kMode == 4, int, float>::type Acc;
   constexpr int kThreads = 32 * kWarps;
-  constexpr int kVec = 16 / sizeof(W);   // Weights in one 16-byte load.
-  constexpr int kXVec = 16 / sizeof(T);  // x's elements in one 16-byte load.
-  constexpr int kStep = 4 * kVec;        // k covered by a quad of threads.
+  constexpr int kVec = 16 / sizeof(T);  // Elements in one 16-byte load.
+  constexpr int kStep = 4 * kVec;       // k covered by a quad of threads.
   constexpr int kMB = (kM + 7) / 8;     // Blocks of 8 rows of x.
   constexpr int kTiles = (kN + 16 * kWarps - 1) / (16 * kWarps);
   constexpr int kRowTiles = (kRows + kM - 1) / kM;
@@ -362,8 +317,8 @@ __device__ __forceinline__ void gemm(const T* __restrict__ x, const W* __restric
   const int counter = row_tile * kTiles + tile;  // This tile's counter and scratch.
   const int n0 = tile * 16 * kWarps + warp * 16 + g, n1 = n0 + 8;
   // Rows past N read the last row (valid memory); their sums are dropped.
-  const W* w0 = w + (long long)(n0 < kN ? n0 : kN - 1) * kK;
-  const W* w1 = w + (long long)(n1 < kN ? n1 : kN - 1) * kK;
+  const T* w0 = w + (long long)(n0 < kN ? n0 : kN - 1) * kK;
+  const T* w1 = w + (long long)(n1 < kN ? n1 : kN - 1) * kK;
   const int k_begin = split * kChunk;
   const int k_end = k_begin + kChunk < kK ? k_begin + kChunk : kK;
   constexpr int kStride = kStep * kU;  // k per iteration.
@@ -380,8 +335,8 @@ __device__ __forceinline__ void gemm(const T* __restrict__ x, const W* __restric
   uint4 al[kU], ah[kU], bl[kU], bh[kU];
   const bool second = k_begin + kStride < k_end;
   if (kWeightsReady) {
-    load_weights<W, kU, kWeightsReady>(w0, w1, k_begin, k_end, t, al, ah);
-    if (second) load_weights<W, kU, kWeightsReady>(w0, w1, k_begin + kStride, k_end, t, bl, bh);
+    load_weights<T, kU, kWeightsReady>(w0, w1, k_begin, k_end, t, al, ah);
+    if (second) load_weights<T, kU, kWeightsReady>(w0, w1, k_begin + kStride, k_end, t, bl, bh);
   }
 #if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
@@ -392,8 +347,8 @@ __device__ __forceinline__ void gemm(const T* __restrict__ x, const W* __restric
   asm volatile("" : "+l"(x), "+l"(bias), "+l"(weight_scales) : : "memory");
   if (!kWeightsReady) asm volatile("" : "+l"(w0), "+l"(w1) : : "memory");
   if (!kWeightsReady) {
-    load_weights<W, kU, kWeightsReady>(w0, w1, k_begin, k_end, t, al, ah);
-    if (second) load_weights<W, kU, kWeightsReady>(w0, w1, k_begin + kStride, k_end, t, bl, bh);
+    load_weights<T, kU, kWeightsReady>(w0, w1, k_begin, k_end, t, al, ah);
+    if (second) load_weights<T, kU, kWeightsReady>(w0, w1, k_begin + kStride, k_end, t, bl, bh);
   }
   // The epilogue's bias and scales for rows n0 and n1, loaded now so that
   // their latency hides behind the products.
@@ -404,7 +359,6 @@ __device__ __forceinline__ void gemm(const T* __restrict__ x, const W* __restric
     const int n = (h == 0 ? n0 : n1) < kN ? (h == 0 ? n0 : n1) : kN - 1;
     if (kBias) bias_n[h] = load_produced_value(bias + n);
     if (kMode == 4) scale_n[h] = __dmul_rn(Q::input_scale, (double)__ldcg(weight_scales + n));
-    if (kMode == 5) scale_n[h] = (double)__ldcg(weight_scales + n);
   }
   // The block's rows of x over its chunk, copied once to shared memory
   // when they fit (each row padded by 64 bytes: the 16-byte reads of 8
@@ -415,14 +369,14 @@ __device__ __forceinline__ void gemm(const T* __restrict__ x, const W* __restric
   __shared__ __align__(16) T xs[kShareX ? kM * (kChunk + kPad) : 1];
   if (kShareX) {
     // Eight 16-byte loads a thread in flight before their stores.
-    constexpr int kPerRow = kChunk / kXVec, kCopies = (kM * kPerRow + kThreads - 1) / kThreads;
+    constexpr int kPerRow = kChunk / kVec, kCopies = (kM * kPerRow + kThreads - 1) / kThreads;
 #pragma unroll 1
     for (int j0 = 0; j0 < kCopies; j0 += 8) {
       uint4 v[8];
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
         const int i = (j0 + j) * kThreads + threadIdx.x;
-        const int m = i / kPerRow, kk = k_begin + (i % kPerRow) * kXVec;
+        const int m = i / kPerRow, kk = k_begin + (i % kPerRow) * kVec;
         v[j] = j0 + j < kCopies && m < rows && kk < k_end ? load_produced(x + m * kK + kk)
                                                           : zero4();
       }
@@ -430,7 +384,7 @@ __device__ __forceinline__ void gemm(const T* __restrict__ x, const W* __restric
       for (int j = 0; j < 8; ++j) {
         const int i = (j0 + j) * kThreads + threadIdx.x;
         if (j0 + j < kCopies && i < kM * kPerRow) {
-          *(uint4*)(xs + (i / kPerRow) * kXStride + (i % kPerRow) * kXVec) = x_operand<kMode>(v[j]);
+          *(uint4*)(xs + (i / kPerRow) * kXStride + (i % kPerRow) * kVec) = x_operand<kMode>(v[j]);
         }
       }
     }
@@ -444,13 +398,13 @@ __device__ __forceinline__ void gemm(const T* __restrict__ x, const W* __restric
   // issued: the other's loads stay in flight meanwhile.
 #pragma unroll 1
   for (int k = k_begin; k < k_end; k += 2 * kStride) {
-    multiply<T, W, Q, kMode, kU, kMB, kK, kXStride>(x, xs, rows, k_begin, k, k_end, g, t, al, ah,
+    multiply<T, Q, kMode, kU, kMB, kK, kXStride>(x, xs, rows, k_begin, k, k_end, g, t, al, ah,
                                                  acc, ws0, ws1);
-    if (k + 2 * kStride < k_end) load_weights<W, kU, kWeightsReady>(w0, w1, k + 2 * kStride, k_end, t, al, ah);
+    if (k + 2 * kStride < k_end) load_weights<T, kU, kWeightsReady>(w0, w1, k + 2 * kStride, k_end, t, al, ah);
     if (k + kStride >= k_end) break;
-    multiply<T, W, Q, kMode, kU, kMB, kK, kXStride>(x, xs, rows, k_begin, k + kStride, k_end, g, t,
+    multiply<T, Q, kMode, kU, kMB, kK, kXStride>(x, xs, rows, k_begin, k + kStride, k_end, g, t,
                                                  bl, bh, acc, ws0, ws1);
-    if (k + 3 * kStride < k_end) load_weights<W, kU, kWeightsReady>(w0, w1, k + 3 * kStride, k_end, t, bl, bh);
+    if (k + 3 * kStride < k_end) load_weights<T, kU, kWeightsReady>(w0, w1, k + 3 * kStride, k_end, t, bl, bh);
   }
   if (Q::zero_point != 0) {
     // The quad's four threads hold the row's bytes between them:
@@ -523,10 +477,6 @@ __device__ __forceinline__ void gemm(const T* __restrict__ x, const W* __restric
         if constexpr (kMode == 4) {
           store_int8<Q, kAct, kBias>(y + (long long)m * kN + n, (int)acc[b][h * 2 + j],
                                      scale_n[h], bias_n[h]);
-        } else if constexpr (kMode == 5) {
-          // The row's power of two: exact.
-          store(y + (long long)m * kN + n,
-                activate<kAct>((float)acc[b][h * 2 + j] * (float)scale_n[h] + bias_n[h]));
         } else {
           store(y + (long long)m * kN + n,
                 activate<kAct>((float)acc[b][h * 2 + j] + bias_n[h]));

@@ -5,9 +5,7 @@
 // kernels of every mode compile by NVRTC on any machine; the runs need a
 // GPU.
 
-#include <cmath>
 #include <cstring>
-#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -161,13 +159,9 @@ TEST(CudaSkinnyGemm, SplitsLongProductsAndLeavesWideOnesToCublasLt) {
     EXPECT_LE(plan->ScratchBytes(), cuda::kGemmWorkspaceBytes);
     options.gemm = "cublaslt";
     EXPECT_FALSE(cuda::SkinnyGemmFor(program.steps[0], options, 132).has_value());
-    // tf32 of a module weight: mode 5 (its weights as f16), by default.
     options.gemm = "auto";
-    options.precision = "tf32";
-    const std::optional<cuda::SkinnyGemm> tf32 =
-        cuda::SkinnyGemmFor(program.steps[0], options, 132);
-    ASSERT_TRUE(tf32.has_value());
-    EXPECT_EQ(tf32->mode, 5);
+    options.precision = "tf32";  // Not tf32 by default.
+    EXPECT_FALSE(cuda::SkinnyGemmFor(program.steps[0], options, 132).has_value());
     options.gemm = "graft";
     EXPECT_TRUE(cuda::SkinnyGemmFor(program.steps[0], options, 132).has_value());
     options = {};
@@ -198,98 +192,6 @@ TEST(CudaSkinnyGemm, AutoLeavesLargeHalfWeightsToCublasLt) {
     EXPECT_EQ(skinny, want_auto ? 1 : 0);
     EXPECT_EQ(graft, 1);
   }
-}
-
-// Mode 5's weights: every tf32 value of a row within 2^28 of its largest
-// comes back exactly from f16 times the row's power of two, whatever the
-// row's magnitude; infinities and NaNs stay; an all-zero row is zeros.
-TEST(CudaSkinnyGemm, HalfWeightsKeepEveryTf32Value) {
-  std::mt19937_64 rng(4);
-  const int64_t k = 40;
-  const std::vector<int> powers = {-140, -100, -60, -1, 0, 3, 60, 100, 110};
-  Tensor w(DType::kF32, {static_cast<int64_t>(powers.size()) + 2, k});
-  std::uniform_real_distribution<float> unit(-1, 1);
-  for (size_t r = 0; r < powers.size(); ++r) {
-    for (int64_t i = 0; i < k; ++i) {
-      // Spread over 2^-30 .. 1 of the row's scale, rounded to tf32.
-      const float v = unit(rng) * std::ldexp(1.0f, -static_cast<int>(i % 31));
-      w.data<float>()[r * k + i] = RoundedToTf32(std::ldexp(v, powers[r]));
-    }
-  }
-  float* special = w.data<float>() + powers.size() * k;
-  for (int64_t i = 0; i < k; ++i) special[i] = 0;  // An all-zero row.
-  special[k + 0] = std::numeric_limits<float>::infinity();
-  special[k + 1] = -std::numeric_limits<float>::infinity();
-  special[k + 2] = std::numeric_limits<float>::quiet_NaN();
-  for (int64_t i = 3; i < k; ++i) special[k + i] = RoundedToTf32(unit(rng) * 1e-3f);
-
-  const cuda::HalfWeights half = cuda::HalfWeightsOf(w);
-  ASSERT_EQ(half.values.dtype(), DType::kF16);
-  ASSERT_EQ(half.values.dims(), w.dims());
-  ASSERT_EQ(half.scales.dims(), std::vector<int64_t>{w.dims()[0]});
-  int exact = 0;
-  for (int64_t r = 0; r < w.dims()[0]; ++r) {
-    const float scale = half.scales.data<float>()[r];
-    int e = 0;
-    EXPECT_EQ(std::frexp(scale, &e), 0.5f) << "row " << r << ": a power of two";
-    double largest = 0;
-    for (int64_t i = 0; i < k; ++i) {
-      const float v = w.data<float>()[r * k + i];
-      if (std::isfinite(v)) largest = std::max(largest, std::fabs(static_cast<double>(v)));
-    }
-    for (int64_t i = 0; i < k; ++i) {
-      const float want = w.data<float>()[r * k + i];
-      const double got =
-          HalfToFloat(half.values.data<uint16_t>()[r * k + i]) * static_cast<double>(scale);
-      if (std::isnan(want)) {
-        EXPECT_TRUE(std::isnan(got)) << "row " << r << " k " << i;
-      } else if (std::isinf(want) || std::fabs(want) >= std::ldexp(largest, -28)) {
-        EXPECT_EQ(got, want) << "row " << r << " k " << i;
-        ++exact;
-      } else {
-        // A subnormal f16: off by at most half its step, 2^-25 of the scale.
-        EXPECT_LE(std::fabs(got - want), std::ldexp(static_cast<double>(scale), -25))
-            << "row " << r << " k " << i;
-      }
-    }
-  }
-  EXPECT_GT(exact, static_cast<int>(powers.size() * k * 9 / 10));
-  EXPECT_EQ(half.scales.data<float>()[powers.size()], 1.0f);  // The zero row.
-}
-
-// tf32 products of module weights whose rows differ by up to 2^120 in
-// magnitude (mode 5 scales each row on its own): each output column,
-// brought back to the size of the others, matches the interpreter.
-TEST(CudaSkinnyGemm, HalfWeightRowsOfAnyMagnitude) {
-  SKIP_WITHOUT_GPU();
-  CUDA_TEST_SEED(rng);
-  const Shape s{24, 96, 1024};
-  ModuleBuilder b(rng);
-  Tensor w = RoundedTo(RandomData(DType::kF32, {s.n, s.k}, rng, -0.5, 0.5), DType::kF32, true);
-  std::vector<int> power(s.n);
-  for (int64_t r = 0; r < s.n; ++r) {
-    power[r] = static_cast<int>(r % 13) * 10 - 60;
-    for (int64_t i = 0; i < s.k; ++i) {
-      w.data<float>()[r * s.k + i] = std::ldexp(w.data<float>()[r * s.k + i], power[r]);
-    }
-  }
-  Node* x = b.In(RoundedTo(RandomData(DType::kF32, {s.m, s.k}, rng, -1, 1), DType::kF32, true));
-  b.Out({b.Call("linear", {x, b.Const(w)})});
-  CompileOptions options;
-  options.options = {{"precision", "tf32"}};
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> reference, Interp().Compile(b.module(), {}));
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> exe, Cuda().Compile(b.module(), options));
-  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> want, reference->Run(b.inputs()));
-  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> got, exe->Run(b.inputs()));
-  for (Tensor* t : {&want[0], &got[0]}) {
-    for (int64_t m = 0; m < s.m; ++m) {
-      for (int64_t r = 0; r < s.n; ++r) {
-        float& v = t->data<float>()[m * s.n + r];
-        v = std::ldexp(v, -power[r]);
-      }
-    }
-  }
-  ExpectAllClose(got, want, kTf32Tol);
 }
 
 TEST(CudaSkinnyGemm, MatchesTheInterpreterInEveryPrecision) {
