@@ -13,7 +13,6 @@
 #include "backends/cuda/nccl_world.h"
 #include "backends/cuda/nvrtc_compiler.h"
 #include "backends/cuda/skinny_gemm.h"
-#include "backends/cuda/weight_upload.h"
 #include "graph/collective_ops.h"
 #include "graph/op_registry.h"
 #include "support/status_macros.h"
@@ -331,12 +330,13 @@ absl::Status CompiledCudaProgram::UploadWeights() {
   RETURN_IF_ERROR(GpuScope(gpu_.index).Use());
   std::lock_guard<std::recursive_mutex> exclusion(CaptureExclusion());
   RETURN_IF_ERROR(GRAFT_CUDA(cudaMalloc(&weights_, total)));
-  std::vector<HostToDevice> copies;
   for (size_t i = 0; i < hosts.size(); ++i) {
-    copies.push_back({static_cast<char*>(weights_) + weight_offsets_[i], hosts[i].raw_data(),
-                      hosts[i].NumBytes()});
+    const Tensor& host = hosts[i];
+    RETURN_IF_ERROR(GRAFT_CUDA(cudaMemcpy(static_cast<char*>(weights_) + weight_offsets_[i],
+                                          host.raw_data(), host.NumBytes(),
+                                          cudaMemcpyHostToDevice)));
   }
-  return UploadThroughPinned(copies);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<RunContext>> CompiledCudaProgram::NewContext() const {
