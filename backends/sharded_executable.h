@@ -32,8 +32,9 @@ struct ShardedCompileReport {
 // What CompileSharded returns.
 class ShardedExecutable : public Executable {
  public:
-  // Every rank's inputs: `inputs[r]` for rank r, each where that rank's
-  // device is, so that none is copied between devices (benchmarks).
+  // Every rank's inputs: `inputs[r]` for rank r. One on another device than
+  // the rank's is copied to it (through the host) before any rank starts;
+  // given where each rank's device is, none is copied (benchmarks).
   virtual absl::StatusOr<std::vector<Tensor>> RunEachRank(
       const std::vector<std::vector<Tensor>>& inputs) = 0;
 };

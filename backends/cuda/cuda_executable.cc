@@ -628,8 +628,8 @@ absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::Finish(
 }
 
 // The steps launched one by one on the context's stream, reading each
-// input where the caller has it (host inputs and unaligned or foreign
-// tensors go through io) and writing each output where it is kept, then
+// input where the caller has it (host inputs and unaligned tensors go
+// through io) and writing each output where it is kept, then
 // one wait.
 absl::StatusOr<std::vector<Tensor>> CompiledCudaProgram::RunDirect(
     RunContext& context, absl::Span<const Tensor> inputs, bool keep_outputs_on_device) const {
