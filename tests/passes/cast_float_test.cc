@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <random>
 #include <vector>
 
 #include "graph/tensor.h"
@@ -80,6 +81,39 @@ TEST(CastFloatTest, WeightsRoundToNearestEvenInBFloat16) {
   EXPECT_EQ(Ops(m.graph()), "cast add cast");
   EXPECT_EQ(m.graph().output()->inputs()[0]->type()->dtype, DType::kF32);
   EXPECT_TRUE(Verify(m).ok());
+}
+
+// The cast runs vectorized for the widest vectors the CPU has: every bit
+// pattern class (ties, NaNs, infinities, subnormals) over enough weights
+// for the vector loop and its tail, against the scalar rounding.
+TEST(CastFloatTest, TheVectorizedBFloat16CastRoundsAsTheScalarOne) {
+  const int64_t n = (int64_t{1} << 17) + 13;
+  Module m = WeightedAdd(n);
+  Tensor w(DType::kF32, {n});
+  std::mt19937 rng(7);
+  const std::vector<Case>& cases = BFloat16Cases();
+  uint32_t* bits = w.data<uint32_t>();
+  for (int64_t i = 0; i < n; ++i) {
+    switch (i % 4) {
+      case 0: bits[i] = static_cast<uint32_t>(rng()); break;  // Any pattern, NaNs included.
+      case 1: bits[i] = (static_cast<uint32_t>(rng()) & 0xffff0000u) | 0x8000u; break;  // A tie.
+      case 2: bits[i] = static_cast<uint32_t>(rng()) & 0x807fffffu; break;  // Subnormal.
+      default: w.data<float>()[i] = cases[i % cases.size()].value; break;
+    }
+  }
+  m.SetTensor("w", w, m.tensors().at("w").init);
+  ASSERT_TRUE(CastFloatModule(m, DType::kBF16).ok());
+  const Tensor& narrowed = m.tensors().at("w").value;
+  ASSERT_EQ(narrowed.dtype(), DType::kBF16);
+  int wrong = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const uint16_t want = FloatToBFloat16(w.data<float>()[i]);
+    if (narrowed.data<uint16_t>()[i] != want && ++wrong <= 5) {
+      ADD_FAILURE() << "weight " << i << " (bits " << std::hex << bits[i] << "): "
+                    << narrowed.data<uint16_t>()[i] << ", want " << want;
+    }
+  }
+  EXPECT_EQ(wrong, 0);
 }
 
 TEST(CastFloatTest, WeightsBecomeHalf) {
