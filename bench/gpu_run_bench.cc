@@ -32,7 +32,8 @@
 // --cache-dir DIR: times only the compile, through the compile cache on
 // disk in DIR (a compile, then a disk hit in each process after).
 //
-// --write-model PATH: writes the workload (mlp, ...) to a model file and
+// --write-model PATH: writes the workload (mlp, ...; with --precision
+// int8 quantized and lowered, with --io-dtype cast) to a model file and
 // exits; `gpu_run PATH --cache-dir DIR` then compiles it as `graft run`
 // does, its weights' hashes remembered for the file (FileHashMemo).
 
@@ -282,15 +283,15 @@ int main(int argc, char** argv) {
       }
     }
   }
-  if (!write_model.empty()) {
-    const absl::Status saved = graft::SaveModel(module, write_model);
-    return saved.ok() ? 0 : Fail(saved.ToString());
-  }
   double int8_share = -1;
   if (precision == "int8") {
     absl::StatusOr<double> share = QuantizeAndLower(module);
     if (!share.ok()) return Fail(share.status().ToString());
     int8_share = *share;
+  }
+  if (!write_model.empty()) {
+    const absl::Status saved = graft::SaveModel(module, write_model);
+    return saved.ok() ? 0 : Fail(saved.ToString());
   }
   absl::StatusOr<std::unique_ptr<graft::Backend>> backend = graft::CreateBackend("cuda");
   if (!backend.ok()) return Fail(backend.status().ToString());
