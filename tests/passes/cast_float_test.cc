@@ -116,6 +116,39 @@ TEST(CastFloatTest, TheVectorizedBFloat16CastRoundsAsTheScalarOne) {
   EXPECT_EQ(wrong, 0);
 }
 
+// The same for f16 (the CPU's own conversion where it has one).
+TEST(CastFloatTest, TheVectorizedHalfCastRoundsAsTheScalarOne) {
+  const int64_t n = (int64_t{1} << 17) + 13;
+  Module m = WeightedAdd(n);
+  Tensor w(DType::kF32, {n});
+  std::mt19937 rng(8);
+  uint32_t* bits = w.data<uint32_t>();
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t r = static_cast<uint32_t>(rng());
+    switch (i % 5) {
+      case 0: bits[i] = r; break;  // Any pattern, NaNs included.
+      // Ties and near-ties of f16's normal range, and its overflow edge.
+      case 1: bits[i] = (((r % 31) + 112) << 23) | (r & 0x807fe000u) | 0x1000u; break;
+      case 2: bits[i] = ((r % 12 + 102) << 23) | (r & 0x807fffffu); break;  // f16 subnormals.
+      case 3: bits[i] = 0x477fe000u + (r % 0x4000u); break;  // 65504 .. past 65520.
+      default: bits[i] = r & 0x807fffffu; break;  // f32 subnormals.
+    }
+  }
+  m.SetTensor("w", w, m.tensors().at("w").init);
+  ASSERT_TRUE(CastFloatModule(m, DType::kF16).ok());
+  const Tensor& narrowed = m.tensors().at("w").value;
+  ASSERT_EQ(narrowed.dtype(), DType::kF16);
+  int wrong = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const uint16_t want = FloatToHalf(w.data<float>()[i]);
+    if (narrowed.data<uint16_t>()[i] != want && ++wrong <= 5) {
+      ADD_FAILURE() << "weight " << i << " (bits " << std::hex << bits[i] << "): "
+                    << narrowed.data<uint16_t>()[i] << ", want " << want;
+    }
+  }
+  EXPECT_EQ(wrong, 0);
+}
+
 TEST(CastFloatTest, WeightsBecomeHalf) {
   Module m = WeightedAdd(3);
   Tensor w(DType::kF32, {3});
