@@ -83,6 +83,20 @@ TEST(CastFloatTest, WeightsRoundToNearestEvenInBFloat16) {
   EXPECT_TRUE(Verify(m).ok());
 }
 
+// How many of `narrowed`'s values differ from `scalar` of the weight they
+// were cast from (the first few reported).
+int Mismatches(const Tensor& narrowed, const Tensor& w, uint16_t (*scalar)(float)) {
+  int wrong = 0;
+  for (int64_t i = 0; i < w.NumElements(); ++i) {
+    const uint16_t want = scalar(w.data<float>()[i]);
+    if (narrowed.data<uint16_t>()[i] != want && ++wrong <= 5) {
+      ADD_FAILURE() << "weight " << i << " (bits " << std::hex << w.data<uint32_t>()[i]
+                    << "): " << narrowed.data<uint16_t>()[i] << ", want " << want;
+    }
+  }
+  return wrong;
+}
+
 // The cast runs vectorized for the widest vectors the CPU has: every bit
 // pattern class (ties, NaNs, infinities, subnormals) over enough weights
 // for the vector loop and its tail, against the scalar rounding.
@@ -105,15 +119,7 @@ TEST(CastFloatTest, TheVectorizedBFloat16CastRoundsAsTheScalarOne) {
   ASSERT_TRUE(CastFloatModule(m, DType::kBF16).ok());
   const Tensor& narrowed = m.tensors().at("w").value;
   ASSERT_EQ(narrowed.dtype(), DType::kBF16);
-  int wrong = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const uint16_t want = FloatToBFloat16(w.data<float>()[i]);
-    if (narrowed.data<uint16_t>()[i] != want && ++wrong <= 5) {
-      ADD_FAILURE() << "weight " << i << " (bits " << std::hex << bits[i] << "): "
-                    << narrowed.data<uint16_t>()[i] << ", want " << want;
-    }
-  }
-  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(Mismatches(narrowed, w, FloatToBFloat16), 0);
 }
 
 // The same for f16 (the CPU's own conversion where it has one).
@@ -138,15 +144,7 @@ TEST(CastFloatTest, TheVectorizedHalfCastRoundsAsTheScalarOne) {
   ASSERT_TRUE(CastFloatModule(m, DType::kF16).ok());
   const Tensor& narrowed = m.tensors().at("w").value;
   ASSERT_EQ(narrowed.dtype(), DType::kF16);
-  int wrong = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const uint16_t want = FloatToHalf(w.data<float>()[i]);
-    if (narrowed.data<uint16_t>()[i] != want && ++wrong <= 5) {
-      ADD_FAILURE() << "weight " << i << " (bits " << std::hex << bits[i] << "): "
-                    << narrowed.data<uint16_t>()[i] << ", want " << want;
-    }
-  }
-  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(Mismatches(narrowed, w, FloatToHalf), 0);
 }
 
 TEST(CastFloatTest, WeightsBecomeHalf) {
