@@ -83,9 +83,14 @@ TEST(CastFloatTest, WeightsRoundToNearestEvenInBFloat16) {
   EXPECT_TRUE(Verify(m).ok());
 }
 
-// How many of `narrowed`'s values differ from `scalar` of the weight they
-// were cast from (the first few reported).
-int Mismatches(const Tensor& narrowed, const Tensor& w, uint16_t (*scalar)(float)) {
+// `m`'s weight w set to `w` and the module cast to `dtype`: every value is
+// `scalar` of the weight it was cast from (the first few that differ are
+// reported).
+void ExpectCastAsScalar(Module& m, const Tensor& w, DType dtype, uint16_t (*scalar)(float)) {
+  m.SetTensor("w", w, m.tensors().at("w").init);
+  ASSERT_TRUE(CastFloatModule(m, dtype).ok());
+  const Tensor& narrowed = m.tensors().at("w").value;
+  ASSERT_EQ(narrowed.dtype(), dtype);
   int wrong = 0;
   for (int64_t i = 0; i < w.NumElements(); ++i) {
     const uint16_t want = scalar(w.data<float>()[i]);
@@ -94,7 +99,7 @@ int Mismatches(const Tensor& narrowed, const Tensor& w, uint16_t (*scalar)(float
                     << "): " << narrowed.data<uint16_t>()[i] << ", want " << want;
     }
   }
-  return wrong;
+  EXPECT_EQ(wrong, 0);
 }
 
 // The cast runs vectorized for the widest vectors the CPU has: every bit
@@ -115,11 +120,7 @@ TEST(CastFloatTest, TheVectorizedBFloat16CastRoundsAsTheScalarOne) {
       default: w.data<float>()[i] = cases[i % cases.size()].value; break;
     }
   }
-  m.SetTensor("w", w, m.tensors().at("w").init);
-  ASSERT_TRUE(CastFloatModule(m, DType::kBF16).ok());
-  const Tensor& narrowed = m.tensors().at("w").value;
-  ASSERT_EQ(narrowed.dtype(), DType::kBF16);
-  EXPECT_EQ(Mismatches(narrowed, w, FloatToBFloat16), 0);
+  ExpectCastAsScalar(m, w, DType::kBF16, FloatToBFloat16);
 }
 
 // The same for f16 (the CPU's own conversion where it has one).
@@ -140,11 +141,7 @@ TEST(CastFloatTest, TheVectorizedHalfCastRoundsAsTheScalarOne) {
       default: bits[i] = r & 0x807fffffu; break;  // f32 subnormals.
     }
   }
-  m.SetTensor("w", w, m.tensors().at("w").init);
-  ASSERT_TRUE(CastFloatModule(m, DType::kF16).ok());
-  const Tensor& narrowed = m.tensors().at("w").value;
-  ASSERT_EQ(narrowed.dtype(), DType::kF16);
-  EXPECT_EQ(Mismatches(narrowed, w, FloatToHalf), 0);
+  ExpectCastAsScalar(m, w, DType::kF16, FloatToHalf);
 }
 
 TEST(CastFloatTest, WeightsBecomeHalf) {
