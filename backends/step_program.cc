@@ -28,6 +28,12 @@
 
 namespace graft {
 
+TensorType ResultType(const Step& step) {
+  TensorType type = *step.node->type();
+  if (step.result_dtype) type.dtype = *step.result_dtype;
+  return type;
+}
+
 // Ops whose result is the input's bytes unchanged: one buffer for both.
 bool IsAliasOp(const Node& node) {
   return node.is_call("reshape") || node.is_call("flatten") ||
@@ -241,6 +247,7 @@ class ProgramBuilder {
     if (AbsorbActivation(node)) return absl::OkStatus();
     if (AbsorbResidual(node)) return absl::OkStatus();
     if (AbsorbOutputPermute(node)) return absl::OkStatus();
+    if (AbsorbResultCast(node)) return absl::OkStatus();
     Step step{.kind = KindOfStep(node, target_), .node = &node};
     if (node.is_call("getitem")) {
       step.inputs.push_back(node.arg(0).node()->inputs()[0]);
@@ -267,6 +274,7 @@ class ProgramBuilder {
       }
     }
     if (step.kind == StepKind::kLibrary) {
+      AbsorbInputCast(step, sources);
       step.state = static_cast<int>(p_.library_steps.size());
       p_.library_steps.push_back(static_cast<int>(p_.steps.size()));
     }
@@ -488,6 +496,68 @@ class ProgramBuilder {
     return false;
   }
 
+  // A library call whose input is a cast (a call of its own, from f32 to
+  // the call's dtype) that nothing else reads: the call reads the cast's
+  // input and rounds it itself (Step::casts_input), and the cast's step
+  // is elided. A model cast to bf16 or f16 casts its f32 inputs so.
+  void AbsorbInputCast(Step& step, std::vector<ValueSource>& sources) {
+    if (!target_.absorbs_casts || step.inputs.empty()) return;
+    const Node* cast = step.inputs[0];
+    auto value = values_.find(cast);
+    if (!cast->is_call("cast") || cast->num_uses() != 1 || cast->users().size() != 1 ||
+        value == values_.end() || value->second.step < 0 || value->second.channels_last) {
+      return;
+    }
+    const int index = value->second.step;
+    Step& cast_step = p_.steps[index];
+    const Node* source = cast->inputs()[0];
+    absl::StatusOr<OpCall> call = OpCall::Bind(*step.node);
+    if (cast_step.node != cast || cast_step.kind != StepKind::kPointwise ||
+        sources_[index].size() != 1 || sources_[index][0].channels_last ||
+        source->type()->dtype != DType::kF32 || cast->type()->dtype != step.node->type()->dtype ||
+        !call.ok() || call->TensorNode("input") != cast || !target_.absorbs_casts(*step.node)) {
+      return;
+    }
+    cast_step.elided = true;
+    step.inputs[0] = source;
+    sources[0] = sources_[index][0];
+    step.casts_input = true;
+  }
+
+  // A cast to f32 that alone reads a library call's result (through the
+  // activation the call absorbed): the call writes f32 (Step::result_dtype).
+  // A model cast to bf16 or f16 casts its outputs back so.
+  bool AbsorbResultCast(const Node& node) {
+    if (!target_.absorbs_casts || !node.is_call("cast") || node.inputs().size() != 1 ||
+        node.type()->dtype != DType::kF32) {
+      return false;
+    }
+    const Node* input = node.inputs()[0];
+    auto value = values_.find(input);
+    if (value == values_.end() || value->second.step < 0 || value->second.channels_last) {
+      return false;
+    }
+    Step& step = p_.steps[value->second.step];
+    if (step.kind != StepKind::kLibrary || step.result_dtype || step.residual >= 0 ||
+        input->type()->shape != node.type()->shape) {
+      return false;
+    }
+    // Every value between the call and the cast is read once, by the next.
+    for (const Node* n = input;; n = n->inputs()[0]) {
+      if (n->num_uses() != 1 || n->users().size() != 1) return false;
+      if (n == step.node) break;
+      if (n->inputs().empty() || values_.find(n->inputs()[0]) == values_.end() ||
+          values_.at(n->inputs()[0]).step != value->second.step) {
+        return false;
+      }
+    }
+    if (!target_.absorbs_casts(*step.node)) return false;
+    step.result_dtype = DType::kF32;
+    const ValueSource source = value->second;  // Inserting may rehash.
+    values_[&node] = source;
+    return true;
+  }
+
   // Whether `node`'s bytes are (through alias ops, either way) a program
   // output's.
   static bool SharesAnOutput(const Node* node) {
@@ -592,7 +662,7 @@ class ProgramBuilder {
       if (is_output_[i] || p_.steps[i].elided) continue;
       auto last = last_use_.find(i);
       lifetimes.push_back({i, last == last_use_.end() ? i : std::max(i, last->second),
-                           BytesOf(*p_.steps[i].node->type())});
+                           BytesOf(ResultType(p_.steps[i]))});
       owners.push_back(i);
     }
     MemoryPlan plan = PlanMemory(lifetimes);
@@ -687,6 +757,8 @@ std::string StepProgram::Describe() const {
                     RefText(s.result), " <-");
     for (const BufferRef& r : s.operands) absl::StrAppend(&text, " ", RefText(r));
     if (s.residual >= 0) absl::StrAppend(&text, " +residual ", s.residual);
+    if (s.casts_input) absl::StrAppend(&text, " casts-input");
+    if (s.result_dtype) absl::StrAppend(&text, " writes ", DTypeName(*s.result_dtype));
     absl::StrAppend(&text, " state ", s.state, " ", s.activation,
                     s.can_fail ? " can-fail" : "", s.channels_last ? " nhwc" : "",
                     " <");

@@ -72,6 +72,15 @@ struct Step {
   // result's type added to the product as it is written (the add that
   // followed, absorbed: StepTarget::absorbs_residual); -1: none.
   int residual = -1;
+  // kLibrary: inputs[0] is the value a cast to the product's dtype read,
+  // the cast absorbed (StepTarget::absorbs_casts): the call rounds its
+  // input as it reads it, as the cast would have, and the cast does not
+  // run.
+  bool casts_input = false;
+  // kLibrary: the dtype the result is written in, where a cast that alone
+  // read the result was absorbed (the value is rounded to the node's
+  // dtype first, as the cast would have seen it); unset: the node's.
+  std::optional<DType> result_dtype;
   // Steps that can fail at run time (library calls, index lookups) return
   // non-zero; for the others the entry function does not check.
   bool can_fail = false;
@@ -97,6 +106,10 @@ struct Step {
   // backends run nothing for it.
   bool elided = false;
 };
+
+// The type of the value a step writes: its node's, in Step::result_dtype
+// where that is set.
+TensorType ResultType(const Step& step);
 
 // The ops of each step kind that every backend lowers the same way.
 // Ops whose result is the input's bytes unchanged (reshape, flatten,
@@ -128,6 +141,11 @@ struct StepTarget {
   // then runs as the call alone (a residual connection in a GEMM's
   // epilogue). Null: never.
   std::function<bool(const Node& call)> absorbs_residual;
+  // Whether the library call `call`, of a 16-bit float dtype, can read its
+  // input in f32 (rounding to its own dtype as it reads) and write its
+  // result in f32 (after rounding it to its own dtype): the casts around a
+  // product in a model cast to bf16 or f16 then run inside it. Null: never.
+  std::function<bool(const Node& call)> absorbs_casts;
   // Which graft::attention nodes (passes/fuse_attention.h) the backend
   // runs; null: attention stays written out.
   std::function<bool(const Node& attention)> accepts_attention;

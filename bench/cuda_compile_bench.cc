@@ -5,12 +5,13 @@
 // load, cuBLASLt's heuristic) needs the GPU and is in gpu_run's compile_ms.
 //
 //   build/bench/cuda_compile [mlp|stack|MODEL] [--precision f32|tf32|bf16] [--rounds 3]
-//       [--layers 12]
+//       [--layers 12] [--describe]
 //
 // `stack`: --layers transformer-sized feed-forward layers at batch 8
 // (768 -> 3072, GELU, 3072 -> 768, residual add), every layer the same
 // shapes as in a real model: a repeated layer's kernels compile once.
 //
+// --describe prints the step program to stderr first.
 // Prints one line per round: program, generation and NVRTC milliseconds
 // (the units compiled side by side on every core), the kernel launches,
 // the translation units and the size of the generated source.
@@ -82,6 +83,8 @@ int main(int argc, char** argv) {
     if (flag == "--rounds") rounds = std::atoi(argv[i + 1]);
     if (flag == "--layers") layers = std::atoi(argv[i + 1]);
   }
+  bool describe = false;
+  for (int i = 1; i < argc; ++i) describe |= std::string(argv[i]) == "--describe";
   graft::Module module;
   if (workload == "mlp") {
     module = graft::BuildBenchmarkMlp(32, 1);
@@ -107,6 +110,7 @@ int main(int argc, char** argv) {
     absl::StatusOr<graft::StepProgram> program =
         graft::cuda::BuildCudaProgram(module, types, options);
     if (!program.ok()) return Fail(program.status().ToString());
+    if (describe && round == 0) std::fprintf(stderr, "%s", program->Describe().c_str());
     const double t1 = NowMs();
     absl::StatusOr<graft::cuda::KernelSource> source =
         graft::cuda::GenerateKernels(*program, options, 132, 90);

@@ -1,5 +1,6 @@
 #include "backends/cuda/cuda_backend.h"
 
+#include <future>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -10,6 +11,7 @@
 #include "backends/cuda/cuda_artifact_format.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_executable.h"
+#include "backends/cuda/gemm.h"
 #include "backends/cuda/nccl_world.h"
 #include "backends/cuda/cuda_program.h"
 #include "backends/cuda/nvrtc_compiler.h"
@@ -140,6 +142,9 @@ absl::StatusOr<std::unique_ptr<Executable>> CudaBackend::DeserializeExecutable(
   ASSIGN_OR_RETURN(CudaOptions cuda, OptionsOf(options));
   ASSIGN_OR_RETURN(GpuInfo gpu, ProbeGpu(options.device_index));
   cuda.compute_capability = gpu.major * 10 + gpu.minor;
+  // cuBLASLt's handle takes a few milliseconds to make: on another core,
+  // while the program is built.
+  const std::future<void> blas = PrepareCublasLt(options.device_index);
   CompilePhases phases;
   ASSIGN_OR_RETURN(ReadArtifact entry, ReadCudaArtifact(bytes));
   phases.Mark("cache entry read");

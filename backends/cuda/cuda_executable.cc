@@ -257,11 +257,17 @@ absl::Status CompiledCudaProgram::LoadKernels(KernelSource& source) {
 }
 
 absl::Status CompiledCudaProgram::PlanGemms(const CudaArtifact* artifact) {
-  RETURN_IF_ERROR(GRAFT_CUBLAS(cublasLtCreate(&blas_)));
   const int cc = gpu_.major * 10 + gpu_.minor;
   for (size_t i = 0; i < program_.steps.size(); ++i) {
     const Step& step = program_.steps[i];
     if (!IsGemmStep(step) || SkinnyGemmFor(step, options_, gpu_.multiprocessors, cc)) continue;
+    if (blas_ == nullptr) {
+      ASSIGN_OR_RETURN(blas_, SharedCublasLt(gpu_.index));  // Only where a product needs it.
+    }
+    if (step.casts_input || step.result_dtype) {
+      return absl::InternalError(absl::StrCat("%", step.node->name(),
+                                              ": absorbed casts, but cuBLASLt would run it"));
+    }
     absl::StatusOr<GemmShape> shape = GemmShapeOf(*step.node);
     if (shape.ok() && shape->m * shape->n * shape->batch == 0) continue;  // Empty.
     absl::StatusOr<std::unique_ptr<GemmPlan>> plan = absl::InternalError("no GEMM shape");
@@ -300,7 +306,6 @@ CompiledCudaProgram::~CompiledCudaProgram() {
   free_contexts_.clear();  // Each takes CaptureExclusion itself.
   std::lock_guard<std::recursive_mutex> exclusion(CaptureExclusion());
   gemms_.clear();
-  if (blas_ != nullptr) cublasLtDestroy(blas_);
   for (cudaLibrary_t library : libraries_) {
     if (library != nullptr) cudaLibraryUnload(library);
   }
@@ -510,12 +515,16 @@ absl::Status CompiledCudaProgram::Profile(RunContext& context) const {
   }
   for (cudaEvent_t e : events) cudaEventDestroy(e);
   RETURN_IF_ERROR(status);
-  std::vector<size_t> order(us.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return us[a] > us[b]; });
+  // Elided steps run nothing: what their events measure is the events'.
+  std::vector<size_t> order;
   double total = 0;
-  for (double u : us) total += u;
-  std::fprintf(stderr, "graft cuda profile: %zu steps, %.1f us without the graph\n", us.size(),
+  for (size_t i = 0; i < us.size(); ++i) {
+    if (program_.steps[i].elided) continue;
+    order.push_back(i);
+    total += us[i];
+  }
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return us[a] > us[b]; });
+  std::fprintf(stderr, "graft cuda profile: %zu steps, %.1f us without the graph\n", order.size(),
                total);
   int bound_inputs = 0, bound_outputs = 0;
   for (bool b : bound_inputs_) bound_inputs += b;

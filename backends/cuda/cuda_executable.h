@@ -119,7 +119,7 @@ class CompiledCudaProgram {
   // graft_copy_in and graft_copy_out (KernelSource) and their grids.
   cudaKernel_t copy_in_ = nullptr, copy_out_ = nullptr;
   unsigned copy_in_grid_ = 1, copy_out_grid_ = 1;
-  cublasLtHandle_t blas_ = nullptr;
+  cublasLtHandle_t blas_ = nullptr;  // SharedCublasLt, where a product needs it.
   std::vector<std::vector<Launch>> launches_;            // Per step.
   std::map<int, std::unique_ptr<GemmPlan>> gemms_;        // By step.
   void* weights_ = nullptr;                               // Device memory.

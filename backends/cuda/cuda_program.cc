@@ -218,6 +218,9 @@ absl::StatusOr<StepProgram> BuildCudaProgram(const Module& module,
             return IsGemmCall(call) && (activation == "relu" || activation == "gelu_tanh");
           },
       .absorbs_residual = [&options](const Node& call) { return AbsorbsResidual(call, options); },
+      // graft's kernel for products of few rows reads f32 x and writes f32
+      // y: the casts at the edges of a bf16 model cost no kernel of their own.
+      .absorbs_casts = [&options](const Node& call) { return SkinnyGemmAbsorbsCasts(call, options); },
       // Written-out attention becomes one kernel where it can run it.
       // (cp.async, mma.m16n8k16 on bf16 and f16: compute capability 8.0 on).
       .accepts_attention =

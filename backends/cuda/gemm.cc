@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <random>
+#include <system_error>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -25,6 +28,35 @@ cudaDataType_t CudaType(DType t) {
 }
 
 }  // namespace
+
+absl::StatusOr<cublasLtHandle_t> SharedCublasLt(int device) {
+  static std::mutex mu;
+  static auto* handles = new std::map<int, cublasLtHandle_t>();
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = handles->find(device);
+  if (it != handles->end()) return it->second;
+  int current = 0;
+  RETURN_IF_ERROR(GRAFT_CUDA(cudaGetDevice(&current)));
+  RETURN_IF_ERROR(GRAFT_CUDA(cudaSetDevice(device)));
+  cublasLtHandle_t handle = nullptr;
+  absl::Status made;
+  {
+    std::lock_guard<std::recursive_mutex> exclusion(CaptureExclusion());
+    made = GRAFT_CUBLAS(cublasLtCreate(&handle));
+  }
+  (void)cudaSetDevice(current);
+  RETURN_IF_ERROR(made);
+  handles->emplace(device, handle);
+  return handle;
+}
+
+std::future<void> PrepareCublasLt(int device) {
+  try {
+    return std::async(std::launch::async, [device] { (void)SharedCublasLt(device); });
+  } catch (const std::system_error&) {
+    return {};
+  }
+}
 
 GemmPlan::~GemmPlan() {
   if (a_ != nullptr) cublasLtMatrixLayoutDestroy(a_);

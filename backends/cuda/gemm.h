@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,6 +14,16 @@
 #include "backends/cuda/gemm_shape.h"
 
 namespace graft::cuda {
+
+// The process's cuBLASLt handle for GPU `device`, created on first use
+// (a few milliseconds: it loads cuBLASLt's kernels), never destroyed.
+// cuBLASLt calls may share it from any thread: it holds no stream,
+// workspace or setting of its own.
+absl::StatusOr<cublasLtHandle_t> SharedCublasLt(int device);
+// SharedCublasLt(device) made on another thread, so that a compile can
+// do its other work meanwhile; the future is ready once it is made (or
+// invalid if no thread could start: the first use then makes it).
+std::future<void> PrepareCublasLt(int device);
 
 // One product with its cuBLASLt descriptors and chosen algorithm, made at
 // compile time. Run only enqueues work on a stream (it is captured into

@@ -268,6 +268,9 @@ class Emitter {
             SkinnyGemmFor(step, options_, sms_, compute_capability_)) {
       return Skinny(*skinny);
     }
+    if (step.casts_input || step.result_dtype) {
+      return absl::InternalError("a product that absorbed casts is not one graft's kernel runs");
+    }
     if (step.node->is_call(kQuantizedLinearOp)) {
       // Shapes known only now may be ones graft's kernel does not take.
       RETURN_IF_ERROR(CanLowerQuantizedLinear(*step.node));
@@ -293,8 +296,10 @@ class Emitter {
   // The kernels that move inputs in and outputs out (KernelSource).
   absl::Status Skinny(const SkinnyGemm& plan) {
     ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node()));
-    std::vector<BufferRef> buffers{BufferOf(call.TensorNode("input")),
-                                   BufferOf(call.TensorNode("weight"))};
+    // With the cast before it absorbed, x is what the cast read.
+    const Node* input = call.TensorNode("input");
+    if (step_->casts_input) input = input->inputs()[0];
+    std::vector<BufferRef> buffers{BufferOf(input), BufferOf(call.TensorNode("weight"))};
     // Without a bias the kernel's pointer is never read: pass the weight.
     buffers.push_back(plan.shape.has_bias ? BufferOf(call.TensorNode("bias")) : buffers[1]);
     if (plan.mode == 4) buffers.push_back(BufferOf(call.TensorNode("weight_scales")));

@@ -186,6 +186,8 @@ std::optional<SkinnyGemm> SkinnyGemmFor(const Step& step, const CudaOptions& opt
   }
   SkinnyGemm plan;
   plan.shape = *shape;
+  plan.input_dtype = step.casts_input ? step.inputs[0]->type()->dtype : shape->dtype;
+  plan.result_dtype = step.result_dtype.value_or(shape->dtype);
   plan.activation = GemmActivation(step);
   if (!plan.activation.empty() && plan.activation != "relu" && plan.activation != "gelu" &&
       plan.activation != "gelu_tanh") {
@@ -196,6 +198,10 @@ std::optional<SkinnyGemm> SkinnyGemmFor(const Step& step, const CudaOptions& opt
     case DType::kF16: plan.mode = 1; break;
     case DType::kF32: plan.mode = options.precision == "tf32" ? 2 : 3; break;
     default: return std::nullopt;
+  }
+  // Only bf16 and f16 products read or write f32 in place of their own dtype.
+  if ((plan.input_dtype != shape->dtype || plan.result_dtype != shape->dtype) && plan.mode > 1) {
+    return std::nullopt;
   }
   // By default only where it measured faster than cuBLASLt on an H100
   // (docs/benchmarks.md): f32, whose cuBLASLt kernels do not use the
@@ -220,6 +226,15 @@ std::optional<SkinnyGemm> SkinnyGemmFor(const Step& step, const CudaOptions& opt
   if (CeilDiv(shape->n, kTileRows) > kSkinnyCounters) return std::nullopt;
   LayOut(plan, multiprocessors);
   return plan;
+}
+
+bool SkinnyGemmAbsorbsCasts(const Node& call, const CudaOptions& options) {
+  // The call as its step before anything is absorbed; the multiprocessor
+  // count only lays the product out.
+  const Step step{.kind = StepKind::kLibrary, .node = &call};
+  const std::optional<SkinnyGemm> plan =
+      SkinnyGemmFor(step, options, 132, options.compute_capability);
+  return plan.has_value() && plan->mode <= 1;
 }
 
 namespace {
@@ -255,17 +270,18 @@ std::string SkinnyGemmKernel(const std::string& name, const SkinnyGemm& plan) {
   const GemmShape& s = plan.shape;
   const bool int8 = plan.mode == 4;
   const char* t = int8 ? "signed char" : StorageName(s.dtype);
-  const char* y = int8 ? Int8OutputName(plan.int8.output) : t;
+  const char* x = int8 ? t : StorageName(plan.input_dtype);
+  const char* y = int8 ? Int8OutputName(plan.int8.output) : StorageName(plan.result_dtype);
   const char* b = StorageName(s.has_bias ? s.bias_dtype : DType::kF32);
   const std::string q = int8 ? absl::StrCat(name, "_q") : "g_skinny::no_quant";
   return absl::StrCat(
       int8 ? Int8Constants(q, plan.int8) : "",
       "extern \"C\" __global__ void __launch_bounds__(", kThreads, ", ", plan.blocks_per_sm, ") ",
-      name, "(const ", t, "* __restrict__ x, const ", t, "* __restrict__ w, const ", b,
+      name, "(const ", x, "* __restrict__ x, const ", t, "* __restrict__ w, const ", b,
       "* __restrict__ bias, ", int8 ? "const float* __restrict__ weight_scales, " : "", y,
       "* __restrict__ y, float* __restrict__ partial, int* __restrict__ counters) {\n"
       "  g_skinny::gemm<",
-      t, ", ", y, ", ", b, ", ", q, ", ", plan.mode, ", ", ActivationCode(plan.activation), ", ",
+      t, ", ", x, ", ", y, ", ", b, ", ", q, ", ", plan.mode, ", ", ActivationCode(plan.activation), ", ",
       s.has_bias ? "true" : "false", ", ", plan.weights_ready ? "true" : "false", ", 4, ",
       plan.unroll, ", ", plan.tile_rows, ", ", s.m, ", ", s.n, ", ", s.k, ", ", plan.splits, ", ", plan.chunk,
       ">(x, w, bias, ", int8 ? "weight_scales" : "(const float*)0", ", y, partial, counters);\n}\n");

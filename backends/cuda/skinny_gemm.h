@@ -47,6 +47,11 @@ struct SkinnyGemm {
   // the register cap lets that many fit).
   int unroll = 4, blocks_per_sm = 4;
   bool weights_ready = false;  // The weight is a module tensor.
+  // How x and y are stored: the product's dtype, or f32 for a bf16/f16
+  // product that absorbed the casts around it (Step::casts_input,
+  // Step::result_dtype): x is rounded as it is read, y before it is
+  // widened, as the casts would have.
+  DType input_dtype = DType::kF32, result_dtype = DType::kF32;
   SkinnyInt8 int8;             // Mode 4 only.
 
   int64_t grid() const { return tiles * splits * row_tiles; }
@@ -67,6 +72,10 @@ struct SkinnyGemm {
 // module tensors (`weights_ready`: nothing in the run writes them).
 std::optional<SkinnyGemm> SkinnyGemmFor(const Step& step, const CudaOptions& options,
                                         int multiprocessors, int compute_capability = 90);
+
+// Whether the library call `call` runs as graft's kernel in bf16 or f16,
+// which can absorb the casts around it (StepTarget::absorbs_casts).
+bool SkinnyGemmAbsorbsCasts(const Node& call, const CudaOptions& options);
 
 // `extern "C" __global__ void name(x, w, bias, y, partial, counters)`, and
 // for int8 `name(x, w, bias, weight_scales, y, partial, counters)`.

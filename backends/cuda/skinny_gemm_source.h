@@ -162,6 +162,34 @@ __device__ __forceinline__ void product(int* d, uint4 wl, uint4 wh, uint4 xv) {
   mma_s8<kUnsignedX>(d, wl.z, wh.z, wl.w, wh.w, xv.z, xv.w);
 }
 
+// Two f32 values (bits) as the product's 16-bit type, a at the lower
+// address, each rounded to nearest even as a cast would (g_f2b, g_f2h).
+template <class T> __device__ __forceinline__ unsigned pack2(unsigned a, unsigned b);
+template <> __device__ __forceinline__ unsigned pack2<g_bfloat>(unsigned a, unsigned b) {
+  unsigned r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(__uint_as_float(b)), "f"(__uint_as_float(a)));
+  return r;
+}
+template <> __device__ __forceinline__ unsigned pack2<g_half>(unsigned a, unsigned b) {
+  unsigned r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(__uint_as_float(b)), "f"(__uint_as_float(a)));
+  return r;
+}
+// 16 bytes' worth of x as the product's type T: loaded as they are, or
+// from an f32 x (the cast before the product absorbed) 32 bytes rounded.
+template <class T, class X>
+__device__ __forceinline__ uint4 load_x(const X* p) {
+  if constexpr (sizeof(X) == sizeof(T)) {
+    return load_produced(p);
+  } else {
+    const uint4 lo = load_produced(p), hi = load_produced(p + 4);
+    uint4 r;
+    r.x = pack2<T>(lo.x, lo.y); r.y = pack2<T>(lo.z, lo.w);
+    r.z = pack2<T>(hi.x, hi.y); r.w = pack2<T>(hi.z, hi.w);
+    return r;
+  }
+}
+
 // Mode 2 rounds x to tf32 once, as it is staged or loaded, rather than in
 // every warp's products.
 template <int kMode>
@@ -200,6 +228,11 @@ __device__ __forceinline__ float load_produced_value(const H* p) {
 __device__ __forceinline__ void store(float* p, float v) { *p = v; }
 __device__ __forceinline__ void store(g_half* p, float v) { *p = g_f2h(v); }
 __device__ __forceinline__ void store(g_bfloat* p, float v) { *p = g_f2b(v); }
+// A result as the product's type T holds it, for a wider y (the cast after
+// the product absorbed): rounded to T, then widened.
+template <class T> __device__ __forceinline__ float round_to(float v) { return v; }
+template <> __device__ __forceinline__ float round_to<g_half>(float v) { return g_h2f(g_f2h(v)); }
+template <> __device__ __forceinline__ float round_to<g_bfloat>(float v) { return g_b2f(g_f2b(v)); }
 
 // kAct: 0 none, 1 relu (NaN stays NaN, as torch.relu), 2 gelu (erf),
 // 3 gelu with the tanh approximation.
@@ -234,8 +267,8 @@ __device__ __forceinline__ void load_weights(const T* w0, const T* w1, int k, in
 // shared copy (`xs`, rows kXStride apart, from k_begin) when there is one,
 // else from global memory (L2). With an int8 zero point, ws0 and
 // ws1 gather the sums of this thread's bytes of weight rows n0 and n1.
-template <class T, class Q, int kMode, int kU, int kMB, int kK, int kXStride, class Acc>
-__device__ __forceinline__ void multiply(const T* x, const T* xs, int rows, int k_begin, int k,
+template <class T, class X, class Q, int kMode, int kU, int kMB, int kK, int kXStride, class Acc>
+__device__ __forceinline__ void multiply(const X* x, const T* xs, int rows, int k_begin, int k,
                                          int k_end, int g, int t, const uint4 (&l)[kU],
                                          const uint4 (&h)[kU], Acc (&acc)[kMB][4], int& ws0,
                                          int& ws1) {
@@ -251,7 +284,7 @@ __device__ __forceinline__ void multiply(const T* x, const T* xs, int rows, int 
         xv[b] = kk < k_end && m < rows ? *(const uint4*)(xs + m * kXStride + (kk - k_begin))
                                        : zero4();
       } else {
-        xv[b] = kk < k_end && m < rows ? x_operand<kMode>(load_produced(x + m * kK + kk))
+        xv[b] = kk < k_end && m < rows ? x_operand<kMode>(load_x<T>(x + m * kK + kk))
                                        : zero4();
       }
     }
@@ -288,10 +321,11 @@ __device__ __forceinline__ void add_bits(int& a, float v) { a += __float_as_int(
 
 // kWarps warps per block (16 weight rows each), kUnroll 16-byte weight
 // loads in flight per row and thread, kM rows of x per row tile (at most
-// 64), kRows in all.
-template <class T, class Y, class B, class Q, int kMode, int kAct, bool kBias, bool kWeightsReady,
+// 64), kRows in all. T: the weights' type and the product's; X and Y: how
+// x and y are stored (T, or f32 around a bf16/f16 product).
+template <class T, class X, class Y, class B, class Q, int kMode, int kAct, bool kBias, bool kWeightsReady,
           int kWarps, int kUnroll, int kM, int kRows, int kN, int kK, int kSplits, int kChunk>
-__device__ __forceinline__ void gemm(const T* __restrict__ x, const T* __restrict__ w,
+__device__ __forceinline__ void gemm(const X* __restrict__ x, const T* __restrict__ w,
                                      const B* __restrict__ bias,
                                      const float* __restrict__ weight_scales, Y* __restrict__ y,
                                      float* __restrict__ partial, int* __restrict__ counters) {
@@ -377,7 +411,7 @@ __device__ __forceinline__ void gemm(const T* __restrict__ x, const T* __restric
       for (int j = 0; j < 8; ++j) {
         const int i = (j0 + j) * kThreads + threadIdx.x;
         const int m = i / kPerRow, kk = k_begin + (i % kPerRow) * kVec;
-        v[j] = j0 + j < kCopies && m < rows && kk < k_end ? load_produced(x + m * kK + kk)
+        v[j] = j0 + j < kCopies && m < rows && kk < k_end ? load_x<T>(x + m * kK + kk)
                                                           : zero4();
       }
 #pragma unroll
@@ -398,11 +432,11 @@ __device__ __forceinline__ void gemm(const T* __restrict__ x, const T* __restric
   // issued: the other's loads stay in flight meanwhile.
 #pragma unroll 1
   for (int k = k_begin; k < k_end; k += 2 * kStride) {
-    multiply<T, Q, kMode, kU, kMB, kK, kXStride>(x, xs, rows, k_begin, k, k_end, g, t, al, ah,
+    multiply<T, X, Q, kMode, kU, kMB, kK, kXStride>(x, xs, rows, k_begin, k, k_end, g, t, al, ah,
                                                  acc, ws0, ws1);
     if (k + 2 * kStride < k_end) load_weights<T, kU, kWeightsReady>(w0, w1, k + 2 * kStride, k_end, t, al, ah);
     if (k + kStride >= k_end) break;
-    multiply<T, Q, kMode, kU, kMB, kK, kXStride>(x, xs, rows, k_begin, k + kStride, k_end, g, t,
+    multiply<T, X, Q, kMode, kU, kMB, kK, kXStride>(x, xs, rows, k_begin, k + kStride, k_end, g, t,
                                                  bl, bh, acc, ws0, ws1);
     if (k + 3 * kStride < k_end) load_weights<T, kU, kWeightsReady>(w0, w1, k + 3 * kStride, k_end, t, bl, bh);
   }
@@ -478,8 +512,12 @@ __device__ __forceinline__ void gemm(const T* __restrict__ x, const T* __restric
           store_int8<Q, kAct, kBias>(y + (long long)m * kN + n, (int)acc[b][h * 2 + j],
                                      scale_n[h], bias_n[h]);
         } else {
-          store(y + (long long)m * kN + n,
-                activate<kAct>((float)acc[b][h * 2 + j] + bias_n[h]));
+          const float v = activate<kAct>((float)acc[b][h * 2 + j] + bias_n[h]);
+          if constexpr (sizeof(Y) == sizeof(T)) {
+            store(y + (long long)m * kN + n, v);
+          } else {
+            store(y + (long long)m * kN + n, round_to<T>(v));
+          }
         }
       }
     }

@@ -66,7 +66,7 @@ __global__ void __launch_bounds__(32 * W, LB) layer(const T* x, const T* w, cons
                                                      const float* scales, Y* y, float* partial,
                                                      int* counters) {
   constexpr Split s = LayOut(N, K, sizeof(T), W, BPS);
-  g_skinny::gemm<T, Y, float, Q, kMode, kAct, true, true, W, U, kRows, kRows, N, K, s.splits,
+  g_skinny::gemm<T, T, Y, float, Q, kMode, kAct, true, true, W, U, kRows, kRows, N, K, s.splits,
                  s.chunk>(x, w, bias, scales, y, partial, counters);
 }
 

@@ -32,7 +32,7 @@
 template <class T, int kMode, int N, int K, int S, int C>
 __global__ void __launch_bounds__(128, 4) skinny(const T* x, const T* w, const T* b, T* y,
                                                  float* partial, int* counters) {
-  g_skinny::gemm<T, T, T, g_skinny::no_quant, kMode, 1, true, true, 4, 4, 32, 32, N, K, S, C>(
+  g_skinny::gemm<T, T, T, T, g_skinny::no_quant, kMode, 1, true, true, 4, 4, 32, 32, N, K, S, C>(
       x, w, b, nullptr, y, partial, counters);
 }
 
@@ -41,7 +41,7 @@ __global__ void __launch_bounds__(128, 4) skinny_int8(const signed char* x, cons
                                                       const float* b, const float* scales,
                                                       unsigned char* y, float* partial,
                                                       int* counters) {
-  g_skinny::gemm<signed char, unsigned char, float, int8_layer, 4, 1, true, true, 4, 4, 32, 32, N, K, S,
+  g_skinny::gemm<signed char, signed char, unsigned char, float, int8_layer, 4, 1, true, true, 4, 4, 32, 32, N, K, S,
                  C>(x, w, b, scales, y, partial, counters);
 }
 

@@ -211,6 +211,113 @@ TEST(CudaSkinnyGemm, MatchesTheInterpreterInEveryPrecision) {
   }
 }
 
+// A model cast to bf16 or f16 casts its f32 input before the first product
+// and the last product's result back to f32: graft's kernel reads and
+// writes the f32 values itself, and neither cast runs. Not where a cast's
+// value is read by anything else, nor on cuBLASLt.
+TEST(CudaSkinnyGemm, TheCastsAroundAHalfProductRunInsideIt) {
+  std::mt19937_64 rng(4);
+  for (const char* precision : {"bf16", "f16"}) {
+    SCOPED_TRACE(precision);
+    ModuleBuilder b(rng);
+    Node* x = b.In(DType::kF32, {32, 256});
+    Node* h = b.Call("relu", {b.Call("linear", {x, b.Const(DType::kF32, {512, 256}),
+                                                b.Const(DType::kF32, {512})})});
+    b.Out({b.Call("linear", {h, b.Const(DType::kF32, {128, 512})})});
+    cuda::CudaOptions options;
+    options.precision = precision;
+    ASSERT_OK_AND_ASSIGN(StepProgram program,
+                         cuda::BuildCudaProgram(b.module(), TypesOf(b), options));
+    int casts_running = 0;
+    std::vector<const Step*> products;
+    for (const Step& step : program.steps) {
+      casts_running += step.node->is_call("cast") && !step.elided;
+      if (step.kind == StepKind::kLibrary) products.push_back(&step);
+    }
+    EXPECT_EQ(casts_running, 0) << program.Describe();
+    ASSERT_EQ(products.size(), 2u);
+    EXPECT_TRUE(products[0]->casts_input);
+    EXPECT_EQ(products[0]->operands[0].where, BufferRef::Where::kInput);
+    EXPECT_FALSE(products[0]->result_dtype.has_value());
+    EXPECT_FALSE(products[1]->casts_input);
+    EXPECT_EQ(products[1]->result_dtype, DType::kF32);
+    EXPECT_EQ(products[1]->result.where, BufferRef::Where::kOutput);
+    for (const Step* product : products) {
+      const std::optional<cuda::SkinnyGemm> plan = cuda::SkinnyGemmFor(*product, options, 132);
+      ASSERT_TRUE(plan.has_value());
+      EXPECT_EQ(plan->input_dtype, product->casts_input ? DType::kF32 : plan->shape.dtype);
+      EXPECT_EQ(plan->result_dtype, product->result_dtype.value_or(plan->shape.dtype));
+    }
+    ASSERT_OK_AND_ASSIGN(cuda::KernelSource source, cuda::GenerateKernels(program, options, 132));
+    EXPECT_OK(cuda::CompileUnitsToCubins(source.units, "sm_90").status());
+
+    options.gemm = "cublaslt";  // cuBLASLt reads and writes the product's dtype.
+    ASSERT_OK_AND_ASSIGN(StepProgram library,
+                         cuda::BuildCudaProgram(b.module(), TypesOf(b), options));
+    casts_running = 0;
+    for (const Step& step : library.steps) {
+      casts_running += step.node->is_call("cast") && !step.elided;
+      EXPECT_FALSE(step.casts_input || step.result_dtype.has_value());
+    }
+    EXPECT_EQ(casts_running, 2) << library.Describe();
+  }
+  // x read by two products, and a product's result read by a product and
+  // returned: each cast's value is read twice, so each cast runs.
+  ModuleBuilder b(rng);
+  Node* x = b.In(DType::kF32, {8, 64});
+  Node* y = b.Call("linear", {x, b.Const(DType::kF32, {64, 64})});
+  b.Out({y, b.Call("linear", {y, b.Const(DType::kF32, {32, 64})}),
+         b.Call("linear", {x, b.Const(DType::kF32, {16, 64})})});
+  cuda::CudaOptions options;
+  options.precision = "bf16";
+  ASSERT_OK_AND_ASSIGN(StepProgram program, cuda::BuildCudaProgram(b.module(), TypesOf(b), options));
+  int casts_running = 0, absorbed = 0;
+  for (const Step& step : program.steps) {
+    casts_running += step.node->is_call("cast") && !step.elided;
+    absorbed += step.casts_input + step.result_dtype.has_value();
+  }
+  EXPECT_EQ(casts_running, 2) << program.Describe();  // x's, and y's for the output.
+  EXPECT_EQ(absorbed, 2) << program.Describe();       // The two other results.
+}
+
+// The absorbed casts round exactly as the cast kernels do: a bf16 and an
+// f16 product with its casts absorbed gives the same bits as the same
+// product whose casts run as kernels of their own (kept so by returning
+// the cast values too).
+TEST(CudaSkinnyGemm, AbsorbedCastsRoundAsTheCastKernels) {
+  SKIP_WITHOUT_GPU();
+  CUDA_TEST_SEED(rng);
+  for (DType half : {DType::kBF16, DType::kF16}) {
+    for (const Shape& s : {Shape{32, 1024, 4096}, Shape{5, 300, 136}, Shape{64, 64, 8192}}) {
+      SCOPED_TRACE(absl::StrCat(DTypeName(half), " m=", s.m, " n=", s.n, " k=", s.k));
+      const Tensor input = RandomData(DType::kF32, {s.m, s.k}, rng, -3, 3);
+      Tensor w = RandomData(half, {s.n, s.k}, rng, -0.5, 0.5);
+      Tensor bias = RandomData(half, {s.n}, rng, -1, 1);
+      std::vector<Tensor> got[2];
+      for (bool keep_casts : {false, true}) {
+        ModuleBuilder b(rng);
+        Node* x = b.In(input);
+        Node* narrow = b.Call("cast", {x}, {{"dtype", half}});
+        // The activation inside the call: a pointwise op after the product
+        // would join the cast after it in one kernel, rounding once.
+        Node* y = b.Call("graft::linear_activation", {narrow, b.Const(w)},
+                         {{"bias", b.Const(bias)}, {"activation", "gelu_tanh"}});
+        Node* wide = b.Call("cast", {y}, {{"dtype", DType::kF32}});
+        b.Out(keep_casts ? std::vector<Node*>{wide, narrow, y} : std::vector<Node*>{wide});
+        ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> exe, Cuda().Compile(b.module(), {}));
+        ASSERT_OK_AND_ASSIGN(got[keep_casts], exe->Run({input}));
+        ASSERT_OK_AND_ASSIGN(StepProgram program,
+                             cuda::BuildCudaProgram(b.module(), TypesOf(b), cuda::CudaOptions{}));
+        int absorbed = 0;
+        for (const Step& step : program.steps) absorbed += step.casts_input + step.result_dtype.has_value();
+        EXPECT_EQ(absorbed, keep_casts ? 0 : 2) << program.Describe();
+      }
+      ASSERT_EQ(got[0][0].type(), got[1][0].type());
+      EXPECT_EQ(std::memcmp(got[0][0].raw_data(), got[1][0].raw_data(), got[0][0].NumBytes()), 0);
+    }
+  }
+}
+
 // The tile counters of a split product are left zero for the next run:
 // runs with other data, one after another, each give their own result.
 TEST(CudaSkinnyGemm, RepeatedRunsOfASplitProduct) {
