@@ -67,6 +67,15 @@ void LayOut(SkinnyGemm& plan, int multiprocessors) {
   const int64_t wanted = std::max<int64_t>(
       1, CeilDiv(plan.blocks_per_sm * multiprocessors, plan.tiles * plan.row_tiles));
   plan.chunk = CeilDiv(CeilDiv(shape.k, wanted), granule) * granule;
+  // A block's rows of x over its chunk are staged in shared memory where
+  // they fit (kShareX in skinny_gemm_source.h: 40 KB, each row padded by
+  // 64 bytes); else every warp reads them from L2 in its loop, as many
+  // loads again as the weights'. A shorter chunk (more splits) keeps them
+  // staged.
+  const int64_t size = static_cast<int64_t>(DTypeSize(shape.dtype));
+  while (plan.chunk > granule && plan.tile_rows * (plan.chunk + 64 / size) * size > 40 * 1024) {
+    plan.chunk = CeilDiv(plan.chunk / 2, granule) * granule;
+  }
   plan.splits = CeilDiv(shape.k, plan.chunk);
   while (plan.splits > 1 && plan.ScratchBytes() > kGemmWorkspaceBytes) {
     plan.chunk *= 2;

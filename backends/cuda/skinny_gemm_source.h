@@ -398,6 +398,7 @@ __device__ __forceinline__ void gemm(const X* __restrict__ x, const T* __restric
   // when they fit (each row padded by 64 bytes: the 16-byte reads of 8
   // rows by a quarter warp then fall in distinct banks).
   constexpr int kPad = 64 / sizeof(T);
+  // (LayOut in skinny_gemm.cc picks chunks that fit where it can.)
   constexpr bool kShareX = (long long)kM * (kChunk + kPad) * sizeof(T) <= 40 * 1024;
   constexpr int kXStride = kShareX ? kChunk + kPad : 0;
   __shared__ __align__(16) T xs[kShareX ? kM * (kChunk + kPad) : 1];
