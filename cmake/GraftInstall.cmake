@@ -19,7 +19,7 @@ set(GRAFT_INSTALL_INCLUDEDIR ${CMAKE_INSTALL_INCLUDEDIR}/graft)
 # Packages the exported targets link against; graftConfig.cmake finds them
 # again with find_dependency(). Append to it when a library gains a PUBLIC
 # dependency on another package's targets.
-set(GRAFT_EXPORT_DEPENDENCIES absl)
+set(GRAFT_EXPORT_DEPENDENCIES absl Threads)
 
 # Called by graft_library() for each library it creates.
 function(graft_install_library name)

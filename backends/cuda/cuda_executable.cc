@@ -892,6 +892,14 @@ const CompiledCudaProgram* CudaExecutable::fixed() const {
 absl::StatusOr<std::vector<Tensor>> CudaExecutable::Run(absl::Span<const Tensor> inputs) {
   ASSIGN_OR_RETURN(SymbolBindings bindings, CheckInputs(inputs_, inputs));
   (void)bindings;
+  // Before any compile for new shapes: an input it could never read.
+  for (const Tensor& t : inputs) {
+    if (!t.on_host() && t.device() != Device{DeviceKind::kCuda, gpu_.index}) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "an input is on ", t.device().ToString(), ", the executable runs on cuda:",
+          gpu_.index));
+    }
+  }
   // A fixed-shape module has its one program (CheckInputs matched the
   // shapes); others look theirs up by the inputs' types.
   const CompiledCudaProgram* program = fixed();
@@ -902,13 +910,6 @@ absl::StatusOr<std::vector<Tensor>> CudaExecutable::Run(absl::Span<const Tensor>
     ASSIGN_OR_RETURN(program, programs_.Get(types, [&](const std::vector<TensorType>& t) {
                        return Build(t, nullptr);
                      }));
-  }
-  for (const Tensor& t : inputs) {
-    if (!t.on_host() && t.device() != Device{DeviceKind::kCuda, gpu_.index}) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "an input is on ", t.device().ToString(), ", the executable runs on cuda:",
-          gpu_.index));
-    }
   }
   return program->Run(inputs, keep_outputs_on_device_);
 }

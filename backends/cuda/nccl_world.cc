@@ -137,24 +137,27 @@ NcclCommunicator::NcclCommunicator(int rank, int world_size, void* comm)
     : Communicator(rank, world_size), comm_(comm), device_(rank) {}
 
 NcclCommunicator::~NcclCommunicator() {
-  if (comm_ != nullptr) (void)(*LoadNccl())->comm_destroy(Comm(comm_));
+  void* comm = comm_.load();
+  if (comm != nullptr) (void)(*LoadNccl())->comm_destroy(Comm(comm));
 }
 
 absl::Status NcclCommunicator::AllReduceSum(const void* in, void* out, size_t count, DType dtype,
                                             cudaStream_t stream) {
-  if (comm_ == nullptr) return absl::AbortedError("the NCCL world was aborted");
+  void* comm = comm_.load();
+  if (comm == nullptr) return absl::AbortedError("the NCCL world was aborted");
   ASSIGN_OR_RETURN(ncclDataType_t type, NcclType(dtype));
   ASSIGN_OR_RETURN(const NcclApi* api, LoadNccl());
-  return CheckNccl(api->all_reduce(in, out, count, type, ncclSum, Comm(comm_), stream),
+  return CheckNccl(api->all_reduce(in, out, count, type, ncclSum, Comm(comm), stream),
                    "ncclAllReduce");
 }
 
 absl::Status NcclCommunicator::AllGather(const void* in, void* out, size_t count, DType dtype,
                                          cudaStream_t stream) {
-  if (comm_ == nullptr) return absl::AbortedError("the NCCL world was aborted");
+  void* comm = comm_.load();
+  if (comm == nullptr) return absl::AbortedError("the NCCL world was aborted");
   ASSIGN_OR_RETURN(ncclDataType_t type, NcclType(dtype));
   ASSIGN_OR_RETURN(const NcclApi* api, LoadNccl());
-  return CheckNccl(api->all_gather(in, out, count, type, Comm(comm_), stream), "ncclAllGather");
+  return CheckNccl(api->all_gather(in, out, count, type, Comm(comm), stream), "ncclAllGather");
 }
 
 absl::StatusOr<Tensor> NcclCommunicator::OnDevice(const Tensor& tensor,
@@ -215,9 +218,9 @@ absl::Status NcclCommunicator::Revive() {
 }
 
 void NcclCommunicator::Abort() {
-  if (comm_ == nullptr) return;
-  (void)(*LoadNccl())->comm_abort(Comm(comm_));
-  comm_ = nullptr;
+  // Taken once: a second Abort, or a rank's next collective, sees null.
+  void* comm = comm_.exchange(nullptr);
+  if (comm != nullptr) (void)(*LoadNccl())->comm_abort(Comm(comm));
 }
 
 absl::StatusOr<std::vector<std::shared_ptr<Communicator>>> CreateNcclWorld(int world_size) {

@@ -1,6 +1,7 @@
 #ifndef GRAFT_BACKENDS_CUDA_NCCL_WORLD_H_
 #define GRAFT_BACKENDS_CUDA_NCCL_WORLD_H_
 
+#include <atomic>
 #include <memory>
 #include <vector>
 
@@ -51,7 +52,9 @@ class NcclCommunicator : public Communicator {
   absl::StatusOr<Tensor> OnDevice(const Tensor& tensor, std::vector<int64_t> out_dims,
                                   bool gather);
 
-  void* comm_;  // ncclComm_t
+  // ncclComm_t; null once aborted. Atomic: another rank's thread aborts
+  // the world (ShardedExecutable) while this rank's thread may enqueue.
+  std::atomic<void*> comm_;
   int device_;
 };
 
