@@ -70,10 +70,13 @@ void LayOut(SkinnyGemm& plan, int multiprocessors) {
   // A block's rows of x over its chunk are staged in shared memory where
   // they fit (kShareX in skinny_gemm_source.h: 40 KB, each row padded by
   // 64 bytes); else every warp reads them from L2 in its loop, as many
-  // loads again as the weights'. A shorter chunk (more splits) keeps them
-  // staged.
+  // loads again as the weights'. Where K is split anyway, a shorter chunk
+  // (more splits) keeps them staged (the f32 and tf32 MLP's 4096 x 4096
+  // layer, docs/benchmarks.md). A product whose tiles alone fill the GPU
+  // keeps K whole.
   const int64_t size = static_cast<int64_t>(DTypeSize(shape.dtype));
-  while (plan.chunk > granule && plan.tile_rows * (plan.chunk + 64 / size) * size > 40 * 1024) {
+  while (plan.chunk < shape.k && plan.chunk > granule &&
+         plan.tile_rows * (plan.chunk + 64 / size) * size > 40 * 1024) {
     plan.chunk = CeilDiv(plan.chunk / 2, granule) * granule;
   }
   plan.splits = CeilDiv(shape.k, plan.chunk);
@@ -233,6 +236,11 @@ std::optional<SkinnyGemm> SkinnyGemmFor(const Step& step, const CudaOptions& opt
   if (!call.ok()) return std::nullopt;
   plan.weights_ready = WeightsReady(step, *call);
   if (CeilDiv(shape->n, kTileRows) > kSkinnyCounters) return std::nullopt;
+  // bf16/f16: two 16-byte loads a row in each register buffer, not four.
+  // Layouts swept on an H200 (docs/benchmarks.md): the benchmark MLP's two
+  // 8 MB layers ran 1.5 us faster together, its 32 MB one as fast; f32
+  // and tf32 were fastest with four.
+  if (plan.mode <= 1) plan.unroll = 2;
   LayOut(plan, multiprocessors);
   return plan;
 }
