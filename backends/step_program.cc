@@ -475,7 +475,8 @@ class ProgramBuilder {
       const int index = value->second.step;
       Step& step = p_.steps[index];
       if (step.kind != StepKind::kLibrary || step.node != product || !step.activation.empty() ||
-          step.residual >= 0 || step.channels_last || !target_.absorbs_residual(*product)) {
+          step.residual >= 0 || step.casts_input || step.result_dtype || step.channels_last ||
+          !target_.absorbs_residual(*product)) {
         continue;
       }
       auto known = std::find(step.inputs.begin(), step.inputs.end(), residual);

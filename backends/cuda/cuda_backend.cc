@@ -69,6 +69,15 @@ std::string ProgramHash(const StepProgram& program) {
   return FingerprintBuilder().AddString(program.Describe()).Finish().ToHex();
 }
 
+bool HasProducts(const Module& module) {
+  for (const Node* n : module.graph().nodes()) {
+    if (n->is_call("linear") || n->is_call("matmul") || n->is_call("graft::linear_activation")) {
+      return true;
+    }
+  }
+  return false;
+}
+
 std::vector<TensorType> TypesOf(const std::vector<ValueSignature>& signature) {
   std::vector<TensorType> types;
   for (const ValueSignature& s : signature) types.push_back(*s.type);
@@ -143,8 +152,10 @@ absl::StatusOr<std::unique_ptr<Executable>> CudaBackend::DeserializeExecutable(
   ASSIGN_OR_RETURN(GpuInfo gpu, ProbeGpu(options.device_index));
   cuda.compute_capability = gpu.major * 10 + gpu.minor;
   // cuBLASLt's handle takes a few milliseconds to make: on another core,
-  // while the program is built.
-  const std::future<void> blas = PrepareCublasLt(options.device_index);
+  // while the program is built, where the model has a product cuBLASLt
+  // may run.
+  std::future<void> blas;
+  if (HasProducts(module)) blas = PrepareCublasLt(options.device_index);
   CompilePhases phases;
   ASSIGN_OR_RETURN(ReadArtifact entry, ReadCudaArtifact(bytes));
   phases.Mark("cache entry read");

@@ -52,7 +52,12 @@ absl::StatusOr<cublasLtHandle_t> SharedCublasLt(int device) {
 
 std::future<void> PrepareCublasLt(int device) {
   try {
-    return std::async(std::launch::async, [device] { (void)SharedCublasLt(device); });
+    return std::async(std::launch::async, [device] {
+      // This thread's device first: SharedCublasLt restores the current
+      // one, and restoring a fresh thread's GPU 0 would start a context
+      // there in a process that may never use it.
+      if (cudaSetDevice(device) == cudaSuccess) (void)SharedCublasLt(device);
+    });
   } catch (const std::system_error&) {
     return {};
   }
