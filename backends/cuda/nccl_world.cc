@@ -3,8 +3,10 @@
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "backends/cuda/cuda_device.h"
@@ -141,23 +143,36 @@ NcclCommunicator::~NcclCommunicator() {
   if (comm != nullptr) (void)(*LoadNccl())->comm_destroy(Comm(comm));
 }
 
+template <typename Enqueue>
+absl::Status NcclCommunicator::EnqueueWith(Enqueue enqueue) {
+  // Counted before the handle is read: an Abort that takes the handle
+  // after this read sees the count and waits (both sequentially
+  // consistent).
+  enqueuing_.fetch_add(1);
+  void* comm = comm_.load();
+  absl::Status status =
+      comm == nullptr ? absl::AbortedError("the NCCL world was aborted") : enqueue(comm);
+  enqueuing_.fetch_sub(1);
+  return status;
+}
+
 absl::Status NcclCommunicator::AllReduceSum(const void* in, void* out, size_t count, DType dtype,
                                             cudaStream_t stream) {
-  void* comm = comm_.load();
-  if (comm == nullptr) return absl::AbortedError("the NCCL world was aborted");
   ASSIGN_OR_RETURN(ncclDataType_t type, NcclType(dtype));
   ASSIGN_OR_RETURN(const NcclApi* api, LoadNccl());
-  return CheckNccl(api->all_reduce(in, out, count, type, ncclSum, Comm(comm), stream),
-                   "ncclAllReduce");
+  return EnqueueWith([&](void* comm) {
+    return CheckNccl(api->all_reduce(in, out, count, type, ncclSum, Comm(comm), stream),
+                     "ncclAllReduce");
+  });
 }
 
 absl::Status NcclCommunicator::AllGather(const void* in, void* out, size_t count, DType dtype,
                                          cudaStream_t stream) {
-  void* comm = comm_.load();
-  if (comm == nullptr) return absl::AbortedError("the NCCL world was aborted");
   ASSIGN_OR_RETURN(ncclDataType_t type, NcclType(dtype));
   ASSIGN_OR_RETURN(const NcclApi* api, LoadNccl());
-  return CheckNccl(api->all_gather(in, out, count, type, Comm(comm), stream), "ncclAllGather");
+  return EnqueueWith([&](void* comm) {
+    return CheckNccl(api->all_gather(in, out, count, type, Comm(comm), stream), "ncclAllGather");
+  });
 }
 
 absl::StatusOr<Tensor> NcclCommunicator::OnDevice(const Tensor& tensor,
@@ -220,7 +235,15 @@ absl::Status NcclCommunicator::Revive() {
 void NcclCommunicator::Abort() {
   // Taken once: a second Abort, or a rank's next collective, sees null.
   void* comm = comm_.exchange(nullptr);
-  if (comm != nullptr) (void)(*LoadNccl())->comm_abort(Comm(comm));
+  if (comm == nullptr) return;
+  // A rank's thread that read the handle before it was taken may be in
+  // the middle of enqueuing on it: let that call end before the abort
+  // frees the communicator. One that blocks on a dead peer ends only by
+  // the abort, so the wait is bounded (100 ms).
+  for (int i = 0; i < 1000 && enqueuing_.load() > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  (void)(*LoadNccl())->comm_abort(Comm(comm));
 }
 
 absl::StatusOr<std::vector<std::shared_ptr<Communicator>>> CreateNcclWorld(int world_size) {

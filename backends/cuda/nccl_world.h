@@ -47,6 +47,10 @@ class NcclCommunicator : public Communicator {
   friend absl::StatusOr<std::vector<std::shared_ptr<Communicator>>> CreateNcclWorld(int);
   NcclCommunicator(int rank, int world_size, void* comm);
 
+  // `enqueue(comm)` with the communicator, counted in enqueuing_; Aborted
+  // once the world is.
+  template <typename Enqueue>
+  absl::Status EnqueueWith(Enqueue enqueue);
   // Runs `collective` on a stream of its own over device copies of
   // `tensor`, into a device buffer of `out_bytes`; returns the bytes.
   absl::StatusOr<Tensor> OnDevice(const Tensor& tensor, std::vector<int64_t> out_dims,
@@ -55,6 +59,9 @@ class NcclCommunicator : public Communicator {
   // ncclComm_t; null once aborted. Atomic: another rank's thread aborts
   // the world (ShardedExecutable) while this rank's thread may enqueue.
   std::atomic<void*> comm_;
+  // Collectives being enqueued now, which Abort lets finish before it
+  // frees the communicator (EnqueueWith).
+  std::atomic<int> enqueuing_{0};
   int device_;
 };
 
