@@ -1,7 +1,13 @@
-// What the programs beside this share: the int8 layers' constants and a
-// plain streaming read, the floor any weight-streaming kernel is held to.
+// What the programs beside this share: the int8 layers' constants, a
+// plain streaming read (the floor any weight-streaming kernel is held to),
+// CHECK and the launch timer.
 #ifndef GRAFT_BENCH_CUDA_KERNELS_BENCH_KERNELS_H_
 #define GRAFT_BENCH_CUDA_KERNELS_BENCH_KERNELS_H_
+
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstdlib>
 
 // The benchmark MLP's int8 layers as the skinny kernel's constants: u8
 // input (after a ReLU, zero point 0), u8 result.
@@ -29,6 +35,34 @@ __global__ void stream_read(const uint4* w, size_t n, unsigned* out) {
     acc ^= v.x ^ v.y ^ v.z ^ v.w;
   }
   if (acc == 0x12345678u) *out = acc;
+}
+
+// Ends the program with the line and message of a CUDA call that failed.
+#define CHECK(x)                                                            \
+  do {                                                                      \
+    cudaError_t e_ = (x);                                                   \
+    if (e_ != cudaSuccess) {                                                \
+      std::printf("%s failed at line %d: %s\n", #x, __LINE__,               \
+                  cudaGetErrorString(e_));                                  \
+      std::exit(1);                                                         \
+    }                                                                       \
+  } while (0)
+
+// The mean time of one of 100 back-to-back launches after 10 warm-ups,
+// timed with CUDA events.
+template <class F>
+float MicrosecondsPerLaunch(F launch) {
+  cudaEvent_t a, b;
+  cudaEventCreate(&a);
+  cudaEventCreate(&b);
+  for (int i = 0; i < 10; ++i) launch();
+  cudaEventRecord(a);
+  for (int i = 0; i < 100; ++i) launch();
+  cudaEventRecord(b);
+  cudaEventSynchronize(b);
+  float ms = 0;
+  cudaEventElapsedTime(&ms, a, b);
+  return ms * 10;  // 1000 us / 100 launches.
 }
 
 #endif  // GRAFT_BENCH_CUDA_KERNELS_BENCH_KERNELS_H_

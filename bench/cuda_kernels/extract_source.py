@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes kernels.inc: graft's kernel preamble and skinny-product kernel source
 (backends/cuda/kernel_preamble.h, skinny_gemm_source.h), as NVRTC gets them, for
-skinny_gemm_alone.cu. Run from this directory."""
+the programs here (skinny_gemm_alone.cu, skinny_chain.cu, skinny_bulk.cu). Run from this directory."""
 import re
 
 def raw(path, name):

@@ -33,16 +33,6 @@
 #include "kernels.inc"
 #include "bench_kernels.h"
 
-#define CHECK(x)                                                            \
-  do {                                                                      \
-    cudaError_t e_ = (x);                                                   \
-    if (e_ != cudaSuccess) {                                                \
-      std::printf("%s failed at line %d: %s\n", #x, __LINE__,               \
-                  cudaGetErrorString(e_));                                  \
-      std::exit(1);                                                         \
-    }                                                                       \
-  } while (0)
-
 constexpr int kMultiprocessors = 132;  // Overwritten in main from the device.
 constexpr int kRows = 32;
 
