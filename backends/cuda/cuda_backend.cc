@@ -71,9 +71,7 @@ std::string ProgramHash(const StepProgram& program) {
 
 bool HasProducts(const Module& module) {
   for (const Node* n : module.graph().nodes()) {
-    if (n->is_call("linear") || n->is_call("matmul") || n->is_call("graft::linear_activation")) {
-      return true;
-    }
+    if (IsGemmCall(*n)) return true;
   }
   return false;
 }

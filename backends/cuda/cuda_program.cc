@@ -15,12 +15,13 @@
 #include "support/status_macros.h"
 
 namespace graft::cuda {
-namespace {
 
 bool IsGemmCall(const Node& node) {
   return node.is_call("linear") || node.is_call("matmul") ||
          node.is_call("graft::linear_activation");
 }
+
+namespace {
 
 // cuBLASLt adds a residual r to the product as it writes it (its C matrix
 // with beta 1: D = A B + bias + r, summed before the one rounding). Not for

@@ -38,6 +38,10 @@ struct CudaOptions {
   std::string Key() const;
 };
 
+// linear, matmul and graft::linear_activation: the products cuBLASLt or
+// graft's own kernel runs.
+bool IsGemmCall(const Node& node);
+
 // Why the CUDA backend cannot run `node`, or OK.
 absl::Status CanLower(const Node& node);
 // The same on a GPU of compute capability `compute_capability` (major * 10
