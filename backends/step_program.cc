@@ -52,38 +52,6 @@ bool IsQuantizeOp(const Node& node) {
          node.is_call("quantize_per_channel") || node.is_call("dequantize");
 }
 
-namespace {
-
-// Whether `node` makes f8e4m3 values, asked before types are known too: its
-// type says so, or it is a quantize op whose dtype says so, or a view of
-// such a value.
-bool MakesFloat8(const Node& node, int depth = 0) {
-  if (node.type().has_value()) return IsFloat8(node.type()->dtype);
-  if (node.op() != OpCode::kCallFunction || depth > 64) return false;
-  absl::StatusOr<OpCall> call = OpCall::Bind(node);
-  if (!call.ok()) return false;
-  if (node.is_call("quantize_per_tensor") || node.is_call("quantize_per_channel")) {
-    return IsFloat8(call->GetDType("dtype"));
-  }
-  if (call->schema().traits.kind != OpKind::kView || call->schema().params.empty()) return false;
-  const Argument& first = call->GetAt(0);
-  const Node* input = first.is_node() ? first.node()
-                      : first.is_list() && !first.list().empty() && first.list()[0].is_node()
-                          ? first.list()[0].node()
-                          : nullptr;
-  return input != nullptr && MakesFloat8(*input, depth + 1);
-}
-
-}  // namespace
-
-bool IsFloat8QuantizeOp(const Node& node) {
-  if (!IsQuantizeOp(node)) return false;
-  if (!node.is_call("dequantize")) return MakesFloat8(node);
-  absl::StatusOr<OpCall> call = OpCall::Bind(node);
-  const Node* input = call.ok() ? call->TensorNode("input") : nullptr;
-  return input != nullptr && MakesFloat8(*input);
-}
-
 bool IsIndexOp(const Node& node) {
   return node.is_call("gather") || node.is_call("index_select") ||
          node.is_call("embedding");

@@ -118,9 +118,6 @@ bool IsAliasOp(const Node& node);
 // permute, transpose, expand, slice, getitem.
 bool IsViewCopyOp(const Node& node);
 bool IsQuantizeOp(const Node& node);
-// Whether a quantize op makes or reads f8e4m3 values (the CUDA backend
-// leaves those to the interpreter).
-bool IsFloat8QuantizeOp(const Node& node);
 // gather, index_select, embedding.
 bool IsIndexOp(const Node& node);
 // zeros, full, arange.

@@ -129,10 +129,6 @@ absl::Status CanLowerAttention(const Node& node, int compute_capability) {
 
 absl::Status CanLowerCall(const Node& node, int compute_capability) {
   const std::string& op = node.target();
-  if (IsFloat8QuantizeOp(node)) {
-    return absl::UnimplementedError(
-        absl::StrCat(op, " of f8e4m3 values runs on the interpreter"));
-  }
   if (PointwiseFormulaOf(node).has_value() || IsAliasOp(node) || IsViewCopyOp(node) ||
       IsIndexOp(node) || IsCreateOp(node) || IsRowOp(node)) {
     // Checked below for the ops with conditions.

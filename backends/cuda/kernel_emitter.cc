@@ -1245,7 +1245,9 @@ class Emitter {
 
   // In double, as the interpreter and orc compute it, so the integers
   // agree exactly: q = clamp(round_half_even(x / scale) + zero_point),
-  // NaN -> zero point; x = (q - zero_point) * scale.
+  // NaN -> zero point; x = (q - zero_point) * scale. f8e4m3 (symmetric):
+  // q = the code nearest clamp(x / scale, +-448), NaN staying NaN
+  // (g_double_to_f8); x = its value times scale.
   absl::Status Quantize() {
     ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node()));
     const Node* input = call.TensorNode("input");
@@ -1266,6 +1268,7 @@ class Emitter {
         QuantParam(call, per_channel ? "zero_points" : "zero_point", dims, axis, ins, refs);
     const DType t = out_dtype();
     const bool u8 = t == DType::kU8;
+    const bool from_f8 = input->type()->dtype == DType::kF8E4M3;
     Map(dims, Contiguous(dims), step_->result, ins, refs,
         [&](const std::vector<std::string>& v) {
           auto operands = [&](std::string e) {
@@ -1275,11 +1278,16 @@ class Emitter {
             return e;
           };
           const std::string s = operands(scale), z = operands(zero_point);
-          const std::string x = absl::StrCat("(double)", v[0]);
+          const std::string x = from_f8 ? absl::StrCat("g_f8_to_double(", v[0], ")")
+                                        : absl::StrCat("(double)", v[0]);
           if (dequantize) {
             return absl::StrCat("    r = ", Convert(absl::StrCat("((", x, " - ", z, ") * ", s, ")"),
                                                   DType::kF64, t),
                                 ";");
+          }
+          if (t == DType::kF8E4M3) {
+            return absl::StrCat("    const double x = ", x, ";\n    r = g_double_to_f8(x != x ? x : fmin(fmax(x / ",
+                                s, ", -448.0), 448.0));");
           }
           return absl::StrCat("    const double x = ", x, ";\n    double q = fmin(fmax(rint(x / ",
                               s, ") + ", z, ", ", u8 ? "0.0" : "-128.0", "), ",

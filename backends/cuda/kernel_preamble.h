@@ -209,6 +209,50 @@ __device__ __forceinline__ int g_requantize(double v, double scale, double r, in
   const double quotient = isinf(y0) ? y0 : __fma_rn(__fma_rn(-y0, scale, f), r, y0);
   return (int)fmin(fmax(rint(quotient) + (double)zero_point, (double)qmin), (double)qmax);
 }
+
+// 2^e as a double, for e in double's normal range.
+__device__ __forceinline__ double g_pow2(int e) {
+  return __longlong_as_double((long long)(e + 1023) << 52);
+}
+
+// An f8e4m3 (e4m3fn) code's value, exactly: graph/tensor.cc's
+// Float8E4M3ToFloat.
+__device__ __forceinline__ double g_f8_to_double(unsigned char b) {
+  const int exponent = (b >> 3) & 15, mantissa = b & 7;
+  double magnitude;
+  if (exponent == 15 && mantissa == 7) {
+    magnitude = __longlong_as_double(0x7ff8000000000000ULL);
+  } else if (exponent == 0) {
+    magnitude = mantissa * (1.0 / 512);  // Subnormal: a multiple of 2^-9.
+  } else {
+    magnitude = (8 + mantissa) * g_pow2(exponent - 10);
+  }
+  return (b & 0x80) ? -magnitude : magnitude;
+}
+
+// The f8e4m3 code nearest v (ties to even), saturating at 448, NaN to
+// NaN: graph/tensor.cc's DoubleToFloat8E4M3, step by step.
+__device__ __forceinline__ unsigned char g_double_to_f8(double v) {
+  if (v != v) return signbit(v) ? 0xff : 0x7f;
+  const unsigned char sign = signbit(v) ? 0x80 : 0;
+  const double a = fabs(v);
+  if (a >= 448.0) return sign | 0x7e;
+  int e = 0;
+  frexp(a, &e);  // a = f * 2^e, f in [0.5, 1): a = 1.m * 2^(e - 1).
+  if (a == 0.0 || e - 1 < -6) {
+    // Subnormal (or zero): a multiple of 2^-9; 8 of them is the smallest
+    // normal, whose bits are 0x08 as well.
+    return sign | (unsigned char)rint(ldexp(a, 9));
+  }
+  int exponent = e - 1;
+  int mantissa = (int)rint((ldexp(a, -exponent) - 1.0) * 8.0);
+  if (mantissa == 8) {
+    mantissa = 0;
+    ++exponent;
+  }
+  if (exponent > 8 || (exponent == 8 && mantissa == 7)) return sign | 0x7e;
+  return sign | (unsigned char)(((exponent + 7) << 3) | mantissa);
+}
 )CUDA";
 
 }  // namespace graft::cuda

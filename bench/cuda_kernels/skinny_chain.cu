@@ -51,13 +51,31 @@ __host__ __device__ constexpr Split LayOut(int n, int k, int elem, int warps, in
 }
 
 
+// `prefetch` mode: a share of the next layer's first `prefetch_bytes`
+// (this block's slice) prefetched into L2 by one bulk prefetch, at the
+// kernel's start (1) or as each block leaves (2); 0: none.
+int g_prefetch = 0;
+unsigned g_prefetch_percent = 100;
+
+__device__ __forceinline__ void PrefetchSlice(const unsigned char* next, unsigned bytes) {
+  if (bytes == 0 || threadIdx.x != 0) return;
+  const unsigned slice = ((bytes + gridDim.x - 1) / gridDim.x + 15) & ~15u;
+  const unsigned begin = blockIdx.x * slice;
+  if (begin >= bytes) return;
+  const unsigned n = bytes - begin < slice ? bytes - begin : slice;
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(next + begin), "r"(n) : "memory");
+}
+
 template <class T, class Y, class Q, int kMode, int kAct, int W, int U, int BPS, int LB, int N, int K>
 __global__ void __launch_bounds__(32 * W, LB) layer(const T* x, const T* w, const float* bias,
                                                      const float* scales, Y* y, float* partial,
-                                                     int* counters) {
+                                                     int* counters, const unsigned char* next,
+                                                     unsigned prefetch_bytes, int prefetch) {
   constexpr Split s = LayOut(N, K, sizeof(T), W, BPS);
+  if (prefetch == 1) PrefetchSlice(next, prefetch_bytes);
   g_skinny::gemm<T, T, Y, float, Q, kMode, kAct, true, true, W, U, kRows, kRows, N, K, s.splits,
                  s.chunk>(x, w, bias, scales, y, partial, counters);
+  if (prefetch == 2) PrefetchSlice(next, prefetch_bytes);
 }
 
 bool g_dependent = true;  // Launch as programmatic dependents (else plain launches).
@@ -128,15 +146,20 @@ void Chain(const Buffers& b, cudaStream_t s, const unsigned char* x = nullptr) {
   constexpr Split s2 = LayOut(4096, 4096, sizeof(T), W, BPS);
   constexpr Split s3 = LayOut(1024, 4096, sizeof(T), W, BPS);
   constexpr int kTiles = CeilDiv(4096, 16 * W), kTiles3 = CeilDiv(1024, 16 * W);
+  // Each layer's share of the next one's weights (the first layer's for the next run).
+  auto share = [](size_t bytes) {
+    return g_prefetch ? (unsigned)(bytes * g_prefetch_percent / 100 / 16 * 16) : 0u;
+  };
+  const size_t small = 4096ull * 1024 * sizeof(T), large = 4096ull * 4096 * sizeof(T);
   LaunchDependent(layer<T, Y, Q, kMode, 1, W, U, BPS, LB, 4096, 1024>, kTiles * s1.splits, 32 * W, s,
                   (const T*)(x ? x : b.x), (const T*)b.w1, b.bias, b.scales, (Y*)b.y1, b.partial,
-                  b.counters);
+                  b.counters, (const unsigned char*)b.w2, share(large), g_prefetch);
   LaunchDependent(layer<T, Y, Q, kMode, 1, W, U, BPS, LB, 4096, 4096>, kTiles * s2.splits, 32 * W, s,
                   (const T*)b.y1, (const T*)b.w2, b.bias, b.scales, (Y*)b.y2, b.partial,
-                  b.counters + 4096);
+                  b.counters + 4096, (const unsigned char*)b.w3, share(small), g_prefetch);
   LaunchDependent(layer<T, Y, Q, kMode, 0, W, U, BPS, LB, 1024, 4096>, kTiles3 * s3.splits, 32 * W, s,
                   (const T*)b.y2, (const T*)b.w3, b.bias, b.scales, (Y*)b.y3, b.partial,
-                  b.counters + 8192);
+                  b.counters + 8192, (const unsigned char*)b.w1, share(small), g_prefetch);
 }
 
 // The result of the chain, as floats.
@@ -313,6 +336,54 @@ int main(int argc, char** argv) {
     fill<<<1024, 256>>>(b.x, kRows * 4096 * 4, 4, kind);
     CHECK(cudaDeviceSynchronize());
   };
+  if (argc > 1 && std::string(argv[1]) == "prefetch") {
+    // Graft's layouts (bf16 and f16: 2 loads a row, f32 and tf32: 4; int8: 8 in 2 blocks),
+    // without and with each layer prefetching the next one's weights into L2.
+    std::printf("| dtype | prefetch | share %% | us per run |\n|---|---|---|---|\n");
+    auto rows = [&](const char* name, int kind, auto run) {
+      fill_all(kind);
+      for (int mode : {0, 1, 2}) {
+        for (unsigned percent : {50u, 100u}) {
+          if (mode == 0 && percent == 50) continue;
+          g_prefetch = mode;
+          g_prefetch_percent = percent;
+          std::printf("| %s | %s | %u | %.2f |\n", name, mode == 0 ? "none" : mode == 1 ? "at start" : "as blocks end",
+                      percent, MicrosecondsPerRun(s, run));
+        }
+      }
+      g_prefetch = 0;
+    };
+    rows("bf16", 1, [&] { Chain<g_bfloat, g_bfloat, g_skinny::no_quant, 0, 4, 2, 4, 4>(b, s); });
+    rows("f32", 2, [&] { Chain<float, float, g_skinny::no_quant, 3, 4, 4, 4, 4>(b, s); });
+    rows("int8", 0, [&] { Chain<signed char, unsigned char, int8_layer, 4, 4, 8, 2, 2>(b, s); });
+    std::printf("| bf16 stream | | | %.2f |\n", StreamRow(b, s, 2, sink));
+    return 0;
+  }
+  if (argc > 1 && std::string(argv[1]) == "room") {
+    // Splits that aim at fewer blocks a multiprocessor than the register
+    // cap lets in: room for the next kernel's blocks to start (and load
+    // their first weights) while this one runs.
+    std::printf("| dtype | warps | loads | blocks aimed | blocks fit | splits | us | vs first | rerun |\n|---|---|---|---|---|---|---|---|---|\n");
+    fill_all(1);
+    {
+      std::vector<float> reference;
+      Row<g_bfloat, g_bfloat, g_skinny::no_quant, 0, 4, 2, 4, 4>("bf16", b, s, reference);
+      Row<g_bfloat, g_bfloat, g_skinny::no_quant, 0, 4, 2, 2, 4>("bf16", b, s, reference);
+      Row<g_bfloat, g_bfloat, g_skinny::no_quant, 0, 4, 2, 3, 4>("bf16", b, s, reference);
+      Row<g_bfloat, g_bfloat, g_skinny::no_quant, 0, 4, 4, 2, 4>("bf16", b, s, reference);
+      Row<g_bfloat, g_bfloat, g_skinny::no_quant, 0, 4, 2, 2, 6>("bf16", b, s, reference);
+      Row<g_bfloat, g_bfloat, g_skinny::no_quant, 0, 4, 2, 4, 8>("bf16", b, s, reference);
+    }
+    fill_all(0);
+    {
+      std::vector<float> reference;
+      Row<signed char, unsigned char, int8_layer, 4, 4, 8, 2, 2>("int8", b, s, reference);
+      Row<signed char, unsigned char, int8_layer, 4, 4, 8, 1, 2>("int8", b, s, reference);
+      Row<signed char, unsigned char, int8_layer, 4, 4, 4, 2, 4>("int8", b, s, reference);
+      Row<signed char, unsigned char, int8_layer, 4, 4, 4, 4, 4>("int8", b, s, reference);
+    }
+    return 0;
+  }
   if (argc > 1 && std::string(argv[1]) == "stress") {
     unsigned char* x2;
     CHECK(cudaMalloc(&x2, kRows * 4096 * 4));

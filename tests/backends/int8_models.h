@@ -36,6 +36,22 @@ inline Module Int8Lowered(const Module& model, bool affine = false) {
   return lowered;
 }
 
+// `model` as `graft quantize --dtype fp8` makes it: activations and
+// weights as f8e4m3, the products float (nothing lowers them), calibrated
+// on four random samples of batch 3.
+inline Module Float8Quantized(const Module& model) {
+  quantize::QuantizeOptions options;
+  options.config.activation_dtype = DType::kF8E4M3;
+  options.config.weight_dtype = DType::kF8E4M3;
+  absl::StatusOr<std::vector<quantize::Sample>> samples =
+      quantize::RandomSamples(model, 4, std::random_device{}(), {{"batch", 3}});
+  EXPECT_OK(samples.status());
+  options.calibration = *samples;
+  absl::StatusOr<quantize::QuantizeResult> r = quantize::QuantizeModel(model, options);
+  EXPECT_OK(r.status());
+  return r.ok() ? std::move(r->module) : Module();
+}
+
 }  // namespace graft::backend_test
 
 #endif  // GRAFT_TESTS_BACKENDS_INT8_MODELS_H_

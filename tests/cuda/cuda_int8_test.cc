@@ -25,6 +25,7 @@
 #include "quantize/quantize_model.h"
 #include "serialize/model_io.h"
 #include "support/status_matchers.h"
+#include "tests/backends/float8_quantize_case.h"
 #include "tests/backends/int8_models.h"
 #include "tests/backends/model_files.h"
 #include "tests/cuda/cuda_test_util.h"
@@ -312,6 +313,31 @@ TEST(CudaInt8, ModelCopiesMatchTheirOnnx) {
 // its value sits within rounding of a step boundary (the float parts
 // between differ in their last bits), so the models are compared as
 // quantized graphs are (DESIGN section 5), by SQNR.
+// f8e4m3 quantize (per tensor and per channel) and dequantize run as
+// generated kernels, nothing falling back, and give the interpreter's
+// values (tests/backends/float8_quantize_case.h). Their kernels compile by
+// NVRTC on any machine; the run needs a GPU.
+TEST(CudaInt8, Float8QuantizeOpsMatchTheInterpreterBitForBit) {
+  backend_test::Float8QuantizeCase c = backend_test::MakeFloat8QuantizeCase();
+  for (const Node* n : c.module.graph().nodes()) {
+    if (n->is_call("quantize_per_tensor") || n->is_call("quantize_per_channel") ||
+        n->is_call("dequantize")) {
+      EXPECT_OK(cuda::CanLower(*n));
+    }
+  }
+  const cuda::CudaOptions options;
+  ASSERT_OK_AND_ASSIGN(StepProgram program,
+                       cuda::BuildCudaProgram(c.module, c.options.input_types, options));
+  ASSERT_OK_AND_ASSIGN(cuda::KernelSource source, cuda::GenerateKernels(program, options, 132));
+  EXPECT_OK(cuda::CompileUnitsToCubins(source.units, "sm_90").status());
+  SKIP_WITHOUT_GPU();
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> gpu, Cuda().Compile(c.module, c.options));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> interp, Interp().Compile(c.module, c.options));
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> got, gpu->Run(c.inputs));
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> want, interp->Run(c.inputs));
+  backend_test::ExpectFloat8ResultsMatch(got, want);
+}
+
 TEST(CudaInt8, QuantizedModelsRunWhollyOnTheGpu) {
   SKIP_WITHOUT_GPU();
   backend_test::FindSourceDir();
@@ -335,6 +361,33 @@ TEST(CudaInt8, QuantizedModelsRunWhollyOnTheGpu) {
     ASSERT_OK_AND_ASSIGN(std::vector<Tensor> got, cuda->Run(inputs));
     ASSERT_OK_AND_ASSIGN(std::vector<Tensor> want, interp->Run(inputs));
     for (size_t i = 0; i < want.size(); ++i) EXPECT_GE(quantize::Sqnr(want[i], got[i]), 50);
+  }
+}
+
+// fp8 models (f8e4m3 activations and weights, float products) run wholly
+// on the GPU and agree with the interpreter; a code may land one e4m3 step
+// apart where the float sums before it round differently.
+TEST(CudaInt8, Float8ModelsRunWhollyOnTheGpu) {
+  SKIP_WITHOUT_GPU();
+  backend_test::FindSourceDir();
+  if (backend_test::SourceDir().empty()) GTEST_SKIP() << "GRAFT_SOURCE_DIR is not set";
+  for (const std::string name : {"mlp", "gpt2_block_opset17", "cnn"}) {
+    SCOPED_TRACE(name);
+    ASSERT_OK_AND_ASSIGN(Module m, LoadModel(ModelCopy(name)));
+    const Module fp8 = backend_test::Float8Quantized(m);
+    int f8_steps = 0;
+    for (const Node* n : fp8.graph().nodes()) {
+      EXPECT_OK(Cuda().CanRun(*n, {})) << n->Ref();
+      f8_steps += n->type().has_value() && n->type()->dtype == DType::kF8E4M3 ? 1 : 0;
+    }
+    EXPECT_GT(f8_steps, 0);
+    const std::vector<Tensor> inputs =
+        backend_test::RandomInputs(PlaceholderSignature(fp8.graph()), std::random_device{}());
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> cuda, Cuda().Compile(fp8, {}));
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> interp, Interp().Compile(fp8, {}));
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> got, cuda->Run(inputs));
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> want, interp->Run(inputs));
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_GE(quantize::Sqnr(want[i], got[i]), 35);
   }
 }
 
