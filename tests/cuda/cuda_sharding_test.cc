@@ -14,6 +14,7 @@
 #include "backends/sharded_executable.h"
 #include "graph/collective_ops.h"
 #include "gtest/gtest.h"
+#include "absl/strings/str_cat.h"
 #include "serialize/model_io.h"
 #include "support/status_matchers.h"
 #include "tests/backends/model_files.h"
@@ -100,6 +101,41 @@ TEST(CudaSharding, TheBf16Gpt2BlockOnTwoGpus) {
   CompileOptions options;
   options.options["precision"] = "bf16";
   ExpectShardedOnGpusMatches(*m, inputs, options, kHalfTol, Cuda());
+}
+
+// A rank whose run fails (an index out of range, found once its graph has
+// run, all-reduce included) aborts the world's NCCL communicators; the
+// error names the rank, and the next run makes the world again and gives
+// the unsharded result.
+TEST(CudaSharding, ARankThatFailsAbortsTheWorldAndTheNextRunRevivesIt) {
+  SKIP_WITHOUT_TWO_GPUS();
+  std::mt19937_64 rng(3);
+  ModuleBuilder b(rng);
+  Node* x = b.In(DType::kF32, {4, 16});
+  Node* ids = b.In(Tensor::FromVector<int64_t>(DType::kI64, {4}, {0, 3, 9, 5}));
+  Node* rows = b.Call("index_select", {b.Const(DType::kF32, {10, 16}), int64_t{0}, ids});
+  Node* h = b.Call("relu", {b.Call("linear", {b.Call("add", {x, rows}), b.Const(DType::kF32, {32, 16}),
+                                              b.Const(DType::kF32, {32})})});
+  b.Out({b.Call("linear", {h, b.Const(DType::kF32, {16, 32}), b.Const(DType::kF32, {16})})});
+  ShardedCompileReport report;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ShardedExecutable> sharded,
+                       CompileSharded(Cuda(), b.module(), 2, {}, &report));
+  EXPECT_EQ(report.shard.all_reduces, 1) << report.shard.Summary();
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> whole, Interp().Compile(b.module(), {}));
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> want, whole->Run(b.inputs()));
+  const std::vector<Tensor> bad{b.inputs()[0],
+                               Tensor::FromVector<int64_t>(DType::kI64, {4}, {0, 3, 10, 5})};
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE(absl::StrCat("round ", round));
+    EXPECT_THAT(sharded->RunEachRank({b.inputs(), bad}).status(),
+                ::graft::testing::StatusIs(absl::StatusCode::kInvalidArgument,
+                                           ::testing::AllOf(::testing::HasSubstr("rank 1"),
+                                                            ::testing::HasSubstr("out of range"))));
+    for (int run = 0; run < 2; ++run) {
+      ASSERT_OK_AND_ASSIGN(std::vector<Tensor> got, sharded->Run(b.inputs()));
+      ExpectAllClose(got, want, kReduceTol);
+    }
+  }
 }
 
 TEST(CudaSharding, ACollectiveWithoutAWorldSaysHowToRunIt) {
