@@ -1,6 +1,7 @@
 #include "backends/sharded_executable.h"
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -14,6 +15,15 @@
 
 namespace graft {
 namespace {
+
+// How long a rank whose run failed waits for the other ranks' runs to end
+// before it aborts the world. A failure found once the rank's work is done
+// (a bad index, which the run's error flag reports) leaves every
+// collective matched: the other ranks end on their own and the world stays
+// as it is. One that stops a rank before its collectives leaves the others
+// waiting in them forever, and only an abort frees them (an NCCL world
+// cannot be made again after one: the model must be compiled again).
+constexpr std::chrono::seconds kPeersGrace{5};
 
 // A thread that runs one job at a time for one rank, kept for the
 // executable's life: starting a thread per run would cost more than a
@@ -101,22 +111,31 @@ class RankGroup : public ShardedExecutable {
       for (auto& communicator : world_) RETURN_IF_ERROR(communicator->Revive());
       aborted_ = false;
     }
-    std::atomic<bool> failed{false};
     std::vector<absl::StatusOr<std::vector<Tensor>>> results(ranks_.size(),
                                                              absl::UnknownError("not run"));
+    std::mutex end_mu;
+    std::condition_variable end_cv;
+    size_t ended = 0;
+    bool failed = false;
+    std::atomic<bool> aborted{false};
     auto run_rank = [&](size_t r) {
       results[r] = ranks_[r]->Run(placed[r]);
-      // A rank that fails makes no more collectives: its peers must not
-      // wait for it (NCCL's peers wait inside their kernels: every
-      // communicator is aborted).
-      if (!results[r].ok() && !failed.exchange(true)) {
-        for (auto& communicator : world_) communicator->Abort();
-      }
+      std::unique_lock<std::mutex> lock(end_mu);
+      ++ended;
+      end_cv.notify_all();
+      if (results[r].ok() || std::exchange(failed, true)) return;
+      // The first rank to fail: its peers may wait for collectives it
+      // never makes (NCCL's inside their kernels). Those still running
+      // after kPeersGrace are freed by aborting every communicator.
+      if (end_cv.wait_for(lock, kPeersGrace, [&] { return ended == ranks_.size(); })) return;
+      lock.unlock();
+      aborted = true;
+      for (auto& communicator : world_) communicator->Abort();
     };
     for (size_t r = 1; r < ranks_.size(); ++r) threads_[r - 1]->Start([&, r] { run_rank(r); });
     run_rank(0);
     for (auto& thread : threads_) thread->Wait();
-    aborted_ = failed.load();
+    aborted_ = aborted.load();
     // The first failure that is not another rank's abort says what went wrong.
     for (size_t r = 0; r < results.size(); ++r) {
       if (!results[r].ok() && !absl::IsAborted(results[r].status())) {

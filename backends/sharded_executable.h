@@ -25,7 +25,9 @@ struct ShardedCompileReport {
 // GPUs, an in-process world on the host) and returns one executable. Its
 // Run gives every rank the same inputs, runs all ranks at once (rank 0 on
 // the calling thread, each other rank on a thread of its own) and returns
-// rank 0's outputs, which every rank holds; a failing rank fails the run.
+// rank 0's outputs, which every rank holds; a failing rank fails the run
+// (and aborts the world only where its peers still wait for it after 5 s:
+// sharded_executable.cc).
 // Runs are serialized: every rank must make its collectives in the same
 // order. `options.device_index` is ignored. `strategy` says what is split
 // (passes::ShardStrategy: the weights, or the batch).

@@ -4,6 +4,7 @@
 // (weights divided, one all_reduce per pair, no all_gather where none is
 // needed).
 
+#include <chrono>
 #include <cstdio>
 #include <random>
 #include <memory>
@@ -235,6 +236,71 @@ TEST(Sharding, ABadRunLeavesTheRanksReady) {
   EXPECT_THAT(e->Run({RandomF32({5, 7})}).status(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("rank 0")));
   EXPECT_OK(e->Run({RandomF32({5, 8})}).status());
+}
+
+// A perceptron (one all-reduce) with an index_select of rows before it
+// (`before`) or after it.
+Module IndexedPerceptron(bool before) {
+  const std::string head = R"(
+tensor table : f32[10,8] = random(seed=5)
+tensor fc1.weight : f32[16,8] = random(seed=1)
+tensor fc2.weight : f32[8,16] = random(seed=3)
+
+graph():
+    %x : f32[4,8] = placeholder[target=x]
+    %ids : i64[4] = placeholder[target=ids]
+)";
+  const std::string pair = R"(
+    %w1 = get_attr[target=fc1.weight]
+    %fc1 = call_function[target=linear](args = (%in, %w1), kwargs = {})
+    %relu = call_function[target=relu](args = (%fc1,), kwargs = {})
+    %w2 = get_attr[target=fc2.weight]
+    %fc2 = call_function[target=linear](args = (%relu, %w2), kwargs = {})
+)";
+  if (before) {
+    return Parse(head + R"(
+    %table = get_attr[target=table]
+    %rows = call_function[target=index_select](args = (%table, 0, %ids), kwargs = {})
+    %in = call_function[target=add](args = (%x, %rows), kwargs = {})
+)" + pair + "    return fc2\n");
+  }
+  return Parse(head + "    %in = call_function[target=relu](args = (%x,), kwargs = {})\n" + pair + R"(
+    %out = call_function[target=index_select](args = (%fc2, 0, %ids), kwargs = {})
+    return out
+)");
+}
+
+// A rank whose run fails once its collectives are done (an index out of
+// range after the all-reduce) leaves its peers to end on their own: the
+// error names the rank at once, nothing is aborted, the next run works. One
+// that fails before its all-reduce leaves its peer waiting in it: after
+// the grace period the world is aborted, the error still names the rank
+// that failed, and the next run makes the world again.
+TEST(Sharding, ARankThatFailsAbortsTheWorldOnlyWhenPeersWaitForIt) {
+  for (bool before : {false, true}) {
+    SCOPED_TRACE(before ? "fails before its all-reduce" : "fails after it");
+    const Module m = IndexedPerceptron(before);
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<ShardedExecutable> e, CompileSharded(Interp(), m, 2, {}));
+    const Tensor x = RandomF32({4, 8});
+    const Tensor good = Tensor::FromVector<int64_t>(DType::kI64, {4}, {0, 3, 2, 1});
+    const Tensor bad = Tensor::FromVector<int64_t>(DType::kI64, {4}, {0, 3, 12, 1});
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_THAT(e->RunEachRank({{x, good}, {x, bad}}).status(),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         ::testing::AllOf(HasSubstr("rank 1"), HasSubstr("out of range"))));
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    // The grace period is 5 s (sharded_executable.cc).
+    if (before) {
+      EXPECT_GE(seconds, 4.5);
+    } else {
+      EXPECT_LT(seconds, 4.5);
+    }
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> whole, Interp().Compile(m, {}));
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> want, whole->Run({x, good}));
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> got, e->Run({x, good}));
+    ExpectAllClose(got, want, 1e-5);
+  }
 }
 
 // Self-attention over 4 heads of 8, with separate q, k and v projections
