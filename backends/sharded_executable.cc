@@ -1,7 +1,6 @@
 #include "backends/sharded_executable.h"
 
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -11,19 +10,11 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "backends/run_failure.h"
 #include "support/status_macros.h"
 
 namespace graft {
 namespace {
-
-// How long a rank whose run failed waits for the other ranks' runs to end
-// before it aborts the world. A failure found once the rank's work is done
-// (a bad index, which the run's error flag reports) leaves every
-// collective matched: the other ranks end on their own and the world stays
-// as it is. One that stops a rank before its collectives leaves the others
-// waiting in them forever, and only an abort frees them (an NCCL world
-// cannot be made again after one: the model must be compiled again).
-constexpr std::chrono::seconds kPeersGrace{5};
 
 // A thread that runs one job at a time for one rank, kept for the
 // executable's life: starting a thread per run would cost more than a
@@ -113,23 +104,15 @@ class RankGroup : public ShardedExecutable {
     }
     std::vector<absl::StatusOr<std::vector<Tensor>>> results(ranks_.size(),
                                                              absl::UnknownError("not run"));
-    std::mutex end_mu;
-    std::condition_variable end_cv;
-    size_t ended = 0;
-    bool failed = false;
     std::atomic<bool> aborted{false};
     auto run_rank = [&](size_t r) {
       results[r] = ranks_[r]->Run(placed[r]);
-      std::unique_lock<std::mutex> lock(end_mu);
-      ++ended;
-      end_cv.notify_all();
-      if (results[r].ok() || std::exchange(failed, true)) return;
-      // The first rank to fail: its peers may wait for collectives it
-      // never makes (NCCL's inside their kernels). Those still running
-      // after kPeersGrace are freed by aborting every communicator.
-      if (end_cv.wait_for(lock, kPeersGrace, [&] { return ended == ranks_.size(); })) return;
-      lock.unlock();
-      aborted = true;
+      // A rank that failed only once its work had ended made all its
+      // collectives: its peers end on their own, and the world stays as it
+      // is. Any other failure may have stopped the rank before a collective
+      // its peers wait in (NCCL's inside their kernels): the world is
+      // aborted (once), which frees them.
+      if (results[r].ok() || RanToEnd(results[r].status()) || aborted.exchange(true)) return;
       for (auto& communicator : world_) communicator->Abort();
     };
     for (size_t r = 1; r < ranks_.size(); ++r) threads_[r - 1]->Start([&, r] { run_rank(r); });

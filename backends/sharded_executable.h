@@ -26,8 +26,8 @@ struct ShardedCompileReport {
 // Run gives every rank the same inputs, runs all ranks at once (rank 0 on
 // the calling thread, each other rank on a thread of its own) and returns
 // rank 0's outputs, which every rank holds; a failing rank fails the run
-// (and aborts the world only where its peers still wait for it after 5 s:
-// sharded_executable.cc).
+// (and aborts the world unless it failed only once its work had ended:
+// run_failure.h).
 // Runs are serialized: every rank must make its collectives in the same
 // order. `options.device_index` is ignored. `strategy` says what is split
 // (passes::ShardStrategy: the weights, or the batch).

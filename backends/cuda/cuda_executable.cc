@@ -13,6 +13,7 @@
 #include "backends/cuda/nccl_world.h"
 #include "backends/cuda/nvrtc_compiler.h"
 #include "backends/cuda/skinny_gemm.h"
+#include "backends/run_failure.h"
 #include "graph/collective_ops.h"
 #include "graph/op_registry.h"
 #include "support/status_macros.h"
@@ -603,9 +604,10 @@ absl::Status CompiledCudaProgram::FailedStep(int failed_step) const {
     return absl::OkStatus();
   }
   const Node& node = *program_.steps[failed_step - 1].node;
-  return absl::InvalidArgumentError(
+  // Read after the run's wait: every step, collectives included, has run.
+  return MarkRanToEnd(absl::InvalidArgumentError(
       absl::StrCat("%", node.name(), " (", node.target(),
-                   "): an index is out of range for the dim it selects from"));
+                   "): an index is out of range for the dim it selects from")));
 }
 
 bool CompiledCudaProgram::MustWait(absl::Span<const Tensor> inputs,

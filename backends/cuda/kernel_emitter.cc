@@ -43,7 +43,7 @@ std::string StorageType(DType t) {
     case DType::kI32: return "int";
     case DType::kI64: return "long long";
     case DType::kBool: return "unsigned char";
-    case DType::kF8E4M3: return "unsigned char";  // Bytes, moved by views only.
+    case DType::kF8E4M3: return "unsigned char";  // Codes: views move them, (de)quantize converts.
   }
   return "float";
 }

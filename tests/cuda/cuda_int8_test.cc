@@ -308,11 +308,6 @@ TEST(CudaInt8, ModelCopiesMatchTheirOnnx) {
   }
 }
 
-// The test models quantized and lowered run wholly on the GPU. An int8
-// result one product writes for the next can land one step apart where
-// its value sits within rounding of a step boundary (the float parts
-// between differ in their last bits), so the models are compared as
-// quantized graphs are (DESIGN section 5), by SQNR.
 // f8e4m3 quantize (per tensor and per channel) and dequantize run as
 // generated kernels, nothing falling back, and give the interpreter's
 // values (tests/backends/float8_quantize_case.h). Their kernels compile by
@@ -338,6 +333,11 @@ TEST(CudaInt8, Float8QuantizeOpsMatchTheInterpreterBitForBit) {
   backend_test::ExpectFloat8ResultsMatch(got, want);
 }
 
+// The test models quantized and lowered run wholly on the GPU. An int8
+// result one product writes for the next can land one step apart where
+// its value sits within rounding of a step boundary (the float parts
+// between differ in their last bits), so the models are compared as
+// quantized graphs are (DESIGN section 5), by SQNR.
 TEST(CudaInt8, QuantizedModelsRunWhollyOnTheGpu) {
   SKIP_WITHOUT_GPU();
   backend_test::FindSourceDir();
