@@ -4,6 +4,7 @@
 // Models quantized and lowered as `graft quantize --lower` does, for the
 // compiled backends' tests of int8 products (link graft_quantize).
 
+#include <cstdint>
 #include <random>
 #include <vector>
 
@@ -38,13 +39,13 @@ inline Module Int8Lowered(const Module& model, bool affine = false) {
 
 // `model` as `graft quantize --dtype fp8` makes it: activations and
 // weights as f8e4m3, the products float (nothing lowers them), calibrated
-// on four random samples of batch 3.
-inline Module Float8Quantized(const Module& model) {
+// on four random samples of batch 3 drawn from `seed`.
+inline Module Float8Quantized(const Module& model, uint64_t seed) {
   quantize::QuantizeOptions options;
   options.config.activation_dtype = DType::kF8E4M3;
   options.config.weight_dtype = DType::kF8E4M3;
   absl::StatusOr<std::vector<quantize::Sample>> samples =
-      quantize::RandomSamples(model, 4, std::random_device{}(), {{"batch", 3}});
+      quantize::RandomSamples(model, 4, seed, {{"batch", 3}});
   EXPECT_OK(samples.status());
   options.calibration = *samples;
   absl::StatusOr<quantize::QuantizeResult> r = quantize::QuantizeModel(model, options);
