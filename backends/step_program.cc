@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "backends/memory_plan.h"
+#include "backends/quantize_constants.h"
 #include "backends/strided_view.h"
 #include "graph/quant_ops.h"
 #include "backends/bias_into_linear.h"
@@ -681,6 +682,7 @@ absl::StatusOr<StepProgram> BuildStepProgram(
   RETURN_IF_ERROR(InlineSubmodules(*p.module));
   RETURN_IF_ERROR(UnpackInt4Constants(*p.module).status());
   RETURN_IF_ERROR(passes::PropagateShapes(*p.module).status());
+  RETURN_IF_ERROR(CheckQuantizeConstants(*p.module));
   // Inference rewrites every compiled program wants: spelled-out layer
   // norms and GELUs made ops again (a GELU can then ride in the product
   // before it), batch norms folded into the convolution or linear before
