@@ -319,16 +319,44 @@ __device__ __forceinline__ float to_bits(int v) { return __int_as_float(v); }
 __device__ __forceinline__ void add_bits(float& a, float v) { a += v; }
 __device__ __forceinline__ void add_bits(int& a, float v) { a += __float_as_int(v); }
 
+// The block's rows of x over its chunk, copied once to shared memory
+// when they fit (each row padded by 64 bytes: the 16-byte reads of 8 rows
+// by a quarter warp then fall in distinct banks). (LayOut in
+// skinny_gemm.cc picks chunks that fit where it can.)
+template <class T, int kM, int kChunk>
+struct x_share {
+  static constexpr int kPad = 64 / sizeof(T);
+  static constexpr bool kFits = (long long)kM * (kChunk + kPad) * sizeof(T) <= 40 * 1024;
+  static constexpr int kStride = kFits ? kChunk + kPad : 0;  // 0: x read from L2.
+  static constexpr int kElements = kFits ? kM * (kChunk + kPad) : 1;
+};
+
+// What a product waits for before it reads x: the kernel before, when it
+// is launched as a programmatic dependent (without that, the wait returns
+// at once).
+struct wait_for_kernel_before {
+  __device__ __forceinline__ void operator()() const {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+  }
+};
+
 // kWarps warps per block (16 weight rows each), kUnroll 16-byte weight
 // loads in flight per row and thread, kM rows of x per row tile (at most
 // 64), kRows in all. T: the weights' type and the product's; X and Y: how
-// x and y are stored (T, or f32 around a bf16/f16 product).
+// x and y are stored (T, or f32 around a bf16/f16 product). `block` is
+// this block's place in the product's grid, `xs` its shared copy of x
+// (x_share), `wait` what it waits for once its first weights are loaded.
 template <class T, class X, class Y, class B, class Q, int kMode, int kAct, bool kBias, bool kWeightsReady,
-          int kWarps, int kUnroll, int kM, int kRows, int kN, int kK, int kSplits, int kChunk>
-__device__ __forceinline__ void gemm(const X* __restrict__ x, const T* __restrict__ w,
-                                     const B* __restrict__ bias,
-                                     const float* __restrict__ weight_scales, Y* __restrict__ y,
-                                     float* __restrict__ partial, int* __restrict__ counters) {
+          int kWarps, int kUnroll, int kM, int kRows, int kN, int kK, int kSplits, int kChunk,
+          class Wait>
+__device__ __forceinline__ void gemm_block(int block, T* __restrict__ xs, Wait wait,
+                                           const X* __restrict__ x, const T* __restrict__ w,
+                                           const B* __restrict__ bias,
+                                           const float* __restrict__ weight_scales,
+                                           Y* __restrict__ y, float* __restrict__ partial,
+                                           int* __restrict__ counters) {
   typedef typename pick<kMode == 4, int, float>::type Acc;
   constexpr int kThreads = 32 * kWarps;
   constexpr int kVec = 16 / sizeof(T);  // Elements in one 16-byte load.
@@ -341,8 +369,8 @@ __device__ __forceinline__ void gemm(const X* __restrict__ x, const T* __restric
   constexpr int kU = kMB > 4 || kMode == 3 ? (kUnroll + 1) / 2 : kUnroll;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, t = lane & 3;
-  const int tile = blockIdx.x % kTiles, split = (blockIdx.x / kTiles) % kSplits;
-  const int row_tile = kRowTiles == 1 ? 0 : blockIdx.x / (kTiles * kSplits);
+  const int tile = block % kTiles, split = (block / kTiles) % kSplits;
+  const int row_tile = kRowTiles == 1 ? 0 : block / (kTiles * kSplits);
   const int rows = kRowTiles == 1 ? kM : (kRows - row_tile * kM < kM ? kRows - row_tile * kM : kM);
   if (kRowTiles > 1) {
     x += (long long)row_tile * kM * kK;
@@ -372,9 +400,7 @@ __device__ __forceinline__ void gemm(const X* __restrict__ x, const T* __restric
     load_weights<T, kU, kWeightsReady>(w0, w1, k_begin, k_end, t, al, ah);
     if (second) load_weights<T, kU, kWeightsReady>(w0, w1, k_begin + kStride, k_end, t, bl, bh);
   }
-#if __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
+  wait();
   // The loads are asm without side effects, which the compiler may move
   // above the wait: every pointer to what an earlier kernel writes is
   // taken anew after it, so that its loads depend on the wait.
@@ -394,14 +420,8 @@ __device__ __forceinline__ void gemm(const X* __restrict__ x, const T* __restric
     if (kBias) bias_n[h] = load_produced_value(bias + n);
     if (kMode == 4) scale_n[h] = __dmul_rn(Q::input_scale, (double)__ldcg(weight_scales + n));
   }
-  // The block's rows of x over its chunk, copied once to shared memory
-  // when they fit (each row padded by 64 bytes: the 16-byte reads of 8
-  // rows by a quarter warp then fall in distinct banks).
-  constexpr int kPad = 64 / sizeof(T);
-  // (LayOut in skinny_gemm.cc picks chunks that fit where it can.)
-  constexpr bool kShareX = (long long)kM * (kChunk + kPad) * sizeof(T) <= 40 * 1024;
-  constexpr int kXStride = kShareX ? kChunk + kPad : 0;
-  __shared__ __align__(16) T xs[kShareX ? kM * (kChunk + kPad) : 1];
+  constexpr bool kShareX = x_share<T, kM, kChunk>::kFits;
+  constexpr int kXStride = x_share<T, kM, kChunk>::kStride;
   if (kShareX) {
     // Eight 16-byte loads a thread in flight before their stores.
     constexpr int kPerRow = kChunk / kVec, kCopies = (kM * kPerRow + kThreads - 1) / kThreads;
@@ -523,6 +543,19 @@ __device__ __forceinline__ void gemm(const X* __restrict__ x, const T* __restric
       }
     }
   }
+}
+
+// The product as a kernel of its own: one block per place in its grid.
+template <class T, class X, class Y, class B, class Q, int kMode, int kAct, bool kBias, bool kWeightsReady,
+          int kWarps, int kUnroll, int kM, int kRows, int kN, int kK, int kSplits, int kChunk>
+__device__ __forceinline__ void gemm(const X* __restrict__ x, const T* __restrict__ w,
+                                     const B* __restrict__ bias,
+                                     const float* __restrict__ weight_scales, Y* __restrict__ y,
+                                     float* __restrict__ partial, int* __restrict__ counters) {
+  __shared__ __align__(16) T xs[x_share<T, kM, kChunk>::kElements];
+  gemm_block<T, X, Y, B, Q, kMode, kAct, kBias, kWeightsReady, kWarps, kUnroll, kM, kRows, kN, kK,
+             kSplits, kChunk>(blockIdx.x, xs, wait_for_kernel_before(), x, w, bias, weight_scales,
+                              y, partial, counters);
 }
 
 }  // namespace g_skinny

@@ -78,6 +78,97 @@ __global__ void __launch_bounds__(32 * W, LB) layer(const T* x, const T* w, cons
   if (prefetch == 2) PrefetchSlice(next, prefetch_bytes);
 }
 
+// `persistent` mode: the three products as one kernel whose blocks stay
+// resident, a grid barrier between layers. Each block loads its first
+// weights of the next layer before it waits at the barrier, so the next
+// layer's weights stream while the last blocks of this one finish.
+struct GridBarrier {
+  unsigned* arrived;  // One counter a barrier, and one for the blocks that left.
+  __device__ __forceinline__ void Arrive(int i) const {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      __threadfence();
+      atomicAdd(arrived + i, 1u);
+    }
+  }
+  __device__ __forceinline__ void Wait(int i) const {
+    if (threadIdx.x == 0) {
+      unsigned seen;
+      do {
+        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(arrived + i) : "memory");
+      } while (seen < gridDim.x);
+      __threadfence();
+    }
+    __syncthreads();
+  }
+  // The last block to leave zeroes the counters for the next run.
+  __device__ __forceinline__ void Leave(int barriers) const {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      __threadfence();
+      if (atomicAdd(arrived + barriers, 1u) == gridDim.x - 1) {
+        for (int i = 0; i <= barriers; ++i) arrived[i] = 0;
+        __threadfence();
+      }
+    }
+  }
+};
+struct BarrierWait {
+  GridBarrier barrier;
+  int i;
+  __device__ __forceinline__ void operator()() const { barrier.Wait(i); }
+};
+
+constexpr int Max3(int a, int b, int c) { return a > b ? (a > c ? a : c) : (b > c ? b : c); }
+
+template <class T, class Y, class Q, int kMode, int W, int U, int BPS, int LB>
+struct ChainShape {
+  static constexpr Split s1 = LayOut(4096, 1024, sizeof(T), W, BPS);
+  static constexpr Split s2 = LayOut(4096, 4096, sizeof(T), W, BPS);
+  static constexpr Split s3 = LayOut(1024, 4096, sizeof(T), W, BPS);
+  static constexpr int g1 = CeilDiv(4096, 16 * W) * s1.splits, g2 = CeilDiv(4096, 16 * W) * s2.splits,
+                       g3 = CeilDiv(1024, 16 * W) * s3.splits;
+  static constexpr int grid = Max3(g1, g2, g3);
+  static constexpr int shared = Max3(g_skinny::x_share<T, kRows, s1.chunk>::kElements,
+                                     g_skinny::x_share<T, kRows, s2.chunk>::kElements,
+                                     g_skinny::x_share<T, kRows, s3.chunk>::kElements);
+};
+
+template <class T, class Y, class Q, int kMode, int W, int U, int BPS, int LB>
+__global__ void __launch_bounds__(32 * W, LB) chain_kernel(const T* x, const T* w1, const T* w2, const T* w3,
+                                                         const float* bias, const float* scales, Y* y1,
+                                                         Y* y2, Y* y3, float* partial, int* counters,
+                                                         unsigned* barrier_counters) {
+  typedef ChainShape<T, Y, Q, kMode, W, U, BPS, LB> C;
+  __shared__ __align__(16) T xs[C::shared];
+  const GridBarrier barrier{barrier_counters};
+  const int b = blockIdx.x;
+  if (b < C::g1) {
+    g_skinny::gemm_block<T, T, Y, float, Q, kMode, 1, true, true, W, U, kRows, kRows, 4096, 1024,
+                         C::s1.splits, C::s1.chunk>(b, xs, g_skinny::wait_for_kernel_before(), x, w1,
+                                                    bias, scales, y1, partial, counters);
+  } else {
+    g_skinny::wait_for_kernel_before()();
+  }
+  barrier.Arrive(0);
+  if (b < C::g2) {
+    g_skinny::gemm_block<T, Y, Y, float, Q, kMode, 1, true, true, W, U, kRows, kRows, 4096, 4096,
+                         C::s2.splits, C::s2.chunk>(b, xs, BarrierWait{barrier, 0}, (const Y*)y1, w2,
+                                                    bias, scales, y2, partial, counters + 4096);
+  } else {
+    barrier.Wait(0);
+  }
+  barrier.Arrive(1);
+  if (b < C::g3) {
+    g_skinny::gemm_block<T, Y, Y, float, Q, kMode, 0, true, true, W, U, kRows, kRows, 1024, 4096,
+                         C::s3.splits, C::s3.chunk>(b, xs, BarrierWait{barrier, 1}, (const Y*)y2, w3,
+                                                    bias, scales, y3, partial, counters + 8192);
+  } else {
+    barrier.Wait(1);
+  }
+  barrier.Leave(2);
+}
+
 bool g_dependent = true;  // Launch as programmatic dependents (else plain launches).
 
 template <class... P, class... A>
@@ -109,7 +200,10 @@ struct Buffers {
   unsigned char *w1, *w2, *w3, *x, *y1, *y2, *y3;
   float *bias, *scales, *partial;
   int* counters;
+  unsigned* barrier;  // The persistent chain's grid barrier counters.
 };
+
+bool g_persistent = false;  // Chain runs the persistent kernel.
 
 template <class F>
 float MicrosecondsPerRun(cudaStream_t s, F chain) {
@@ -140,8 +234,25 @@ float MicrosecondsPerRun(cudaStream_t s, F chain) {
   return rounds[kRounds / 2];
 }
 
+// Whether the persistent kernel of a layout has all its blocks resident
+// at once (else its grid barrier would never open).
+template <class T, class Y, class Q, int kMode, int W, int U, int BPS, int LB>
+bool PersistentFits() {
+  int per_sm = 0;
+  CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+      &per_sm, chain_kernel<T, Y, Q, kMode, W, U, BPS, LB>, 32 * W, 0));
+  return per_sm * kMultiprocessors >= ChainShape<T, Y, Q, kMode, W, U, BPS, LB>::grid;
+}
+
 template <class T, class Y, class Q, int kMode, int W, int U, int BPS, int LB>
 void Chain(const Buffers& b, cudaStream_t s, const unsigned char* x = nullptr) {
+  if (g_persistent) {
+    LaunchDependent(chain_kernel<T, Y, Q, kMode, W, U, BPS, LB>,
+                    ChainShape<T, Y, Q, kMode, W, U, BPS, LB>::grid, 32 * W, s,
+                    (const T*)(x ? x : b.x), (const T*)b.w1, (const T*)b.w2, (const T*)b.w3, b.bias,
+                    b.scales, (Y*)b.y1, (Y*)b.y2, (Y*)b.y3, b.partial, b.counters, b.barrier);
+    return;
+  }
   constexpr Split s1 = LayOut(4096, 1024, sizeof(T), W, BPS);
   constexpr Split s2 = LayOut(4096, 4096, sizeof(T), W, BPS);
   constexpr Split s3 = LayOut(1024, 4096, sizeof(T), W, BPS);
@@ -212,6 +323,22 @@ void Row(const char* dtype, const Buffers& b, cudaStream_t s, std::vector<float>
               LayOut(4096, 4096, sizeof(T), W, BPS).splits,
               LayOut(1024, 4096, sizeof(T), W, BPS).splits, us, diff, rerun);
 }
+
+// One layout of one dtype, for `persistent` mode.
+template <class T, class Y_, class Q, int kMode, int W, int U, int BPS, int LB>
+struct Layout {
+  typedef Y_ Y;
+  static bool Fits() { return PersistentFits<T, Y, Q, kMode, W, U, BPS, LB>(); }
+  static int Grid() { return ChainShape<T, Y, Q, kMode, W, U, BPS, LB>::grid; }
+  static const char* Name() {
+    static char name[32];
+    std::snprintf(name, sizeof name, "%d/%d/%d/%d", W, U, BPS, LB);
+    return name;
+  }
+  static void Run(const Buffers& b, cudaStream_t s, const unsigned char* x) {
+    Chain<T, Y, Q, kMode, W, U, BPS, LB>(b, s, x);
+  }
+};
 
 float StreamRow(const Buffers& b, cudaStream_t s, int elem, unsigned* sink) {
   return MicrosecondsPerRun(s, [&] {
@@ -336,6 +463,63 @@ int main(int argc, char** argv) {
     fill<<<1024, 256>>>(b.x, kRows * 4096 * 4, 4, kind);
     CHECK(cudaDeviceSynchronize());
   };
+  CHECK(cudaMalloc(&b.barrier, 16 * 4));
+  CHECK(cudaMemset(b.barrier, 0, 16 * 4));
+  if (argc > 1 && std::string(argv[1]) == "persistent") {
+    // Each layout as three kernels and as one persistent kernel, the
+    // persistent one checked bit for bit against the three (and against
+    // itself across runs, and under the stress of alternating inputs).
+    std::printf("| dtype | layout | three kernels us | one kernel us | grid | differs | rerun |\n|---|---|---|---|---|---|---|\n");
+    unsigned char* x2;
+    CHECK(cudaMalloc(&x2, kRows * 4096 * 4));
+    auto compare = [&](const char* name, int kind, auto tag) {
+      using L = decltype(tag);
+      fill_all(kind);
+      fill<<<1024, 256>>>(x2, kRows * 4096 * 4, 99, kind);
+      if (!L::Fits()) {
+        std::printf("| %s | %s | | does not fit | | | |\n", name, L::Name());
+        return;
+      }
+      g_persistent = false;
+      L::Run(b, s, nullptr);
+      CHECK(cudaStreamSynchronize(s));
+      const std::vector<float> three = Result<typename L::Y>(b);
+      L::Run(b, s, x2);
+      CHECK(cudaStreamSynchronize(s));
+      const std::vector<float> three_x2 = Result<typename L::Y>(b);
+      const float us3 = MicrosecondsPerRun(s, [&] { L::Run(b, s, nullptr); });
+      g_persistent = true;
+      CHECK(cudaMemset(b.y3, 0xff, kRows * 1024 * 4));
+      L::Run(b, s, nullptr);
+      CHECK(cudaStreamSynchronize(s));
+      CHECK(cudaGetLastError());
+      const double differs = RelativeDifference(Result<typename L::Y>(b), three);
+      const float us1 = MicrosecondsPerRun(s, [&] { L::Run(b, s, nullptr); });
+      double rerun = 0;
+      for (int r = 0; r < 100; ++r) {
+        CHECK(cudaMemset(b.y3, 0xff, kRows * 1024 * 4));
+        L::Run(b, s, (r & 1) ? x2 : nullptr);
+        CHECK(cudaStreamSynchronize(s));
+        rerun = std::max(rerun, RelativeDifference(Result<typename L::Y>(b), (r & 1) ? three_x2 : three));
+      }
+      g_persistent = false;
+      std::printf("| %s | %s | %.2f | %.2f | %d | %.1e | %.1e |\n", name, L::Name(), us3, us1, L::Grid(),
+                  differs, rerun);
+    };
+    compare("bf16", 1, Layout<g_bfloat, g_bfloat, g_skinny::no_quant, 0, 4, 2, 4, 4>());
+    compare("bf16", 1, Layout<g_bfloat, g_bfloat, g_skinny::no_quant, 0, 4, 4, 4, 4>());
+    compare("bf16", 1, Layout<g_bfloat, g_bfloat, g_skinny::no_quant, 0, 4, 4, 2, 2>());
+    compare("bf16", 1, Layout<g_bfloat, g_bfloat, g_skinny::no_quant, 0, 4, 8, 2, 2>());
+    compare("bf16", 1, Layout<g_bfloat, g_bfloat, g_skinny::no_quant, 0, 4, 4, 3, 3>());
+    compare("int8", 0, Layout<signed char, unsigned char, int8_layer, 4, 4, 8, 2, 2>());
+    compare("int8", 0, Layout<signed char, unsigned char, int8_layer, 4, 4, 4, 4, 4>());
+    compare("int8", 0, Layout<signed char, unsigned char, int8_layer, 4, 4, 8, 3, 3>());
+    compare("f32", 2, Layout<float, float, g_skinny::no_quant, 3, 4, 4, 4, 4>());
+    compare("tf32", 2, Layout<float, float, g_skinny::no_quant, 2, 4, 4, 4, 4>());
+    std::printf("| bf16 stream | | %.2f | | | | |\n", StreamRow(b, s, 2, sink));
+    std::printf("| int8 stream | | %.2f | | | | |\n", StreamRow(b, s, 1, sink));
+    return 0;
+  }
   if (argc > 1 && std::string(argv[1]) == "prefetch") {
     // Graft's layouts (bf16 and f16: 2 loads a row, f32 and tf32: 4; int8: 8 in 2 blocks),
     // without and with each layer prefetching the next one's weights into L2.
