@@ -30,11 +30,11 @@
 #include "cli/input_binding.h"
 #include "cli/load_module.h"
 #include "cli/output.h"
+#include "cli/output_check.h"
 #include "cli/output_files.h"
 #include "cli/tensor_summary.h"
 #include "graph/quant_ops.h"
 #include "cli/timing.h"
-#include "quantize/accuracy.h"
 #include "runtime/compiled_model.h"
 #include "support/status_macros.h"
 
@@ -63,16 +63,6 @@ struct RunArgs {
   std::string shard_by = "tensor";
 };
 
-// The largest difference between two runs' outputs, per output, beside the
-// largest magnitude of the reference: "y: max abs error 3.1e-07, max |ref|
-// 4.2 (relative 7.4e-08)". Fails when the outputs' number, dtypes or shapes
-// differ, or an error is beyond `tolerance` relative to the largest
-// magnitude.
-// Quantized graphs' outputs agree when their SQNR against the reference
-// reaches this (a step's difference here and there; a wrong kernel gives
-// far less).
-constexpr double kQuantizedCheckSqnr = 40;
-
 // Whether `module` quantizes values (quantize steps or int8 products).
 bool Quantized(const Module& module) {
   for (const Node* n : module.graph().nodes()) {
@@ -82,65 +72,6 @@ bool Quantized(const Module& module) {
     }
   }
   return false;
-}
-
-absl::StatusOr<std::string> CompareOutputs(absl::string_view reference_name,
-                                           const std::vector<std::string>& names,
-                                           const std::vector<Tensor>& outputs,
-                                           const std::vector<Tensor>& reference,
-                                           double tolerance, bool quantized) {
-  if (outputs.size() != reference.size()) {
-    return absl::InternalError(absl::StrCat(
-        "--check ", reference_name, ": ", outputs.size(), " outputs against ",
-        reference.size()));
-  }
-  std::string text = absl::StrCat("check against ", reference_name, ":\n");
-  bool failed = false;
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const Tensor& a = outputs[i];
-    const Tensor& b = reference[i];
-    if (a.dtype() != b.dtype() || a.dims() != b.dims()) {
-      return absl::InternalError(absl::StrCat(
-          "--check ", reference_name, ": output ", names[i], " is ",
-          a.TypeString(), " here and ", b.TypeString(), " there"));
-    }
-    double max_error = 0, max_ref = 0;
-    bool nan_mismatch = false;
-    for (int64_t k = 0; k < a.NumElements(); ++k) {
-      const double x = a.GetAsDouble(k), y = b.GetAsDouble(k);
-      if (std::isnan(x) || std::isnan(y)) {
-        nan_mismatch |= std::isnan(x) != std::isnan(y);
-        continue;
-      }
-      if (std::isinf(x) || std::isinf(y)) {
-        if (x != y) max_error = std::numeric_limits<double>::infinity();
-        continue;
-      }
-      max_error = std::max(max_error, std::abs(x - y));
-      max_ref = std::max(max_ref, std::abs(y));
-    }
-    const double relative = max_error / std::max(max_ref, 1e-30);
-    // A quantized graph's values may land one step apart where two
-    // backends' float inputs to a rounding differ in the last bit: judged
-    // by SQNR (DESIGN section 5), not by the largest difference.
-    // Integer outputs (quantized values themselves) must agree exactly.
-    const bool by_sqnr = quantized && IsFloatingPoint(a.dtype());
-    const double sqnr = by_sqnr ? quantize::Sqnr(b, a) : 0;
-    const bool bad = nan_mismatch || (by_sqnr                     ? sqnr < kQuantizedCheckSqnr
-                                      : IsFloatingPoint(a.dtype()) ? relative > tolerance
-                                                                   : max_error != 0);
-    failed |= bad;
-    absl::StrAppend(&text, "  ", names[i], ": max abs error ", max_error,
-                    ", max |ref| ", max_ref, " (relative ", relative, ")",
-                    by_sqnr ? absl::StrFormat(", SQNR %.1f dB", sqnr) : "",
-                    nan_mismatch ? ", NaN in one only" : "",
-                    bad ? "  MISMATCH" : "", "\n");
-  }
-  if (failed) {
-    return absl::InternalError(absl::StrCat(
-        text, "outputs differ from ", reference_name, " beyond tolerance"));
-  }
-  return text;
 }
 
 // The names of a run's outputs: the signature's when it has one per output
@@ -456,12 +387,14 @@ absl::Status RunRun(const RunArgs& args) {
     ASSIGN_OR_RETURN(std::vector<Tensor> expected,
                      checker->Run(inputs.tensors));
     // DESIGN's tolerances: f32 1e-4 for reductions and matrix products
-    // (the loosest), tf32 1e-3, bf16 and f16 1e-2.
+    // (the loosest), tf32 1e-3, bf16 and f16 1e-2; the narrow ones of an
+    // output's norm.
     const bool half = args.matmul_precision == "bf16" || args.precision == "bf16" ||
                       args.precision == "f16";
+    const bool narrow = half || args.precision == "tf32";
     const double tolerance = half ? 1e-2 : args.precision == "tf32" ? 1e-3 : 1e-4;
-    absl::StatusOr<std::string> compared =
-        CompareOutputs(args.check, names, outputs, expected, tolerance, Quantized(module));
+    absl::StatusOr<std::string> compared = CompareOutputs(args.check, names, outputs, expected,
+                                                          tolerance, narrow, Quantized(module));
     if (!compared.ok()) {
       RETURN_IF_ERROR(WriteStdout(text));
       return compared.status();

@@ -147,6 +147,42 @@ bool NarrowDequantizationCasts(Graph& graph, DType dtype) {
   return changed;
 }
 
+// Values the model makes in f32 itself (a cast to f32, a `full` of dtype
+// f32: positions, a mask, a recurrent state's zeros) stay f32 where they
+// are computed; where one meets a narrowed value at an op (whose operands
+// must share a dtype, or would promote the result back to f32), it is cast
+// to `dtype` there, as autocast narrows an op's operands. Walks the graph
+// in order, so each op sees its operands' types after the casts before it.
+absl::StatusOr<bool> CastWhereF32MeetsNarrow(Module& module, DType dtype) {
+  Graph& graph = module.graph();
+  std::vector<Node*> order;
+  for (Node* n : graph.nodes()) order.push_back(n);
+  bool changed = false;
+  for (Node* node : order) {
+    if (node->op() == OpCode::kCallFunction && !node->is_call("cast")) {
+      std::vector<Node*> wide;
+      bool narrow = false;
+      for (Node* in : node->unique_inputs()) {
+        if (!in->type().has_value()) continue;
+        if (in->type()->dtype == DType::kF32) wide.push_back(in);
+        narrow |= in->type()->dtype == dtype;
+      }
+      for (Node* in : narrow ? wide : std::vector<Node*>{}) {
+        Node* cast;
+        {
+          auto at = graph.InsertingBefore(node);
+          cast = graph.CallFunction("cast", {in, Argument(dtype)});
+        }
+        node->ReplaceInputWith(in, cast);
+        RETURN_IF_ERROR(PropagateNodeShapes(module, cast).status());
+        changed = true;
+      }
+    }
+    RETURN_IF_ERROR(PropagateNodeShapes(module, node).status());
+  }
+  return changed;
+}
+
 }  // namespace
 
 absl::StatusOr<bool> CastFloatModule(Module& module, DType dtype) {
@@ -194,7 +230,8 @@ absl::StatusOr<bool> CastFloatModule(Module& module, DType dtype) {
     cast->SetArg(0, p);
     changed = true;
   }
-  RETURN_IF_ERROR(PropagateShapes(module).status());
+  ASSIGN_OR_RETURN(const bool met, CastWhereF32MeetsNarrow(module, dtype));
+  changed |= met;
   for (size_t i = 0; i < values.size(); ++i) {
     // The output's operand as it is now (a placeholder's use became a cast).
     Node* v = output->inputs()[i];

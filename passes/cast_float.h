@@ -12,9 +12,13 @@ namespace graft::passes {
 // `dtype`, each f32 input is cast to `dtype` where it enters, and each f32
 // output is cast back to f32, so callers keep passing and getting f32.
 // Weight-only quantization's dequantization (mul(cast(q, f32), scales),
-// both module tensors) casts q to `dtype` instead. Values of other dtypes,
-// and f32 values other ops make (an explicit cast to f32, of positions or
-// of a mask), are left alone. Returns whether anything changed.
+// both module tensors) casts q to `dtype` instead. Values of other dtypes
+// are left alone, and so are f32 values other ops make (an explicit cast
+// to f32, of positions or of a mask; a `full` of dtype f32) up to the op
+// where one meets a `dtype` value: it is cast to `dtype` there, as
+// autocast narrows an op's operands (graft's products take one dtype, and
+// an elementwise op would promote the result back to f32). Returns whether
+// anything changed.
 absl::StatusOr<bool> CastFloatModule(Module& module, DType dtype);
 
 }  // namespace graft::passes

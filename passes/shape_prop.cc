@@ -59,35 +59,36 @@ absl::StatusOr<bool> PropagateCallModule(Module& module, Node* node) {
 
 }  // namespace
 
+absl::StatusOr<bool> PropagateNodeShapes(Module& module, Node* node) {
+  switch (node->op()) {
+    case OpCode::kPlaceholder:
+    case OpCode::kOutput:
+      return false;
+    case OpCode::kGetAttr: {
+      const Tensor* t = module.FindTensor(node->target());
+      if (t == nullptr) {
+        return Located(*node, absl::StrCat("no tensor named '", node->target(), "'"));
+      }
+      return SetTypes(node, {t->type()}, false);
+    }
+    case OpCode::kCallFunction: {
+      auto types = InferNodeTypes(*node);
+      if (!types.ok()) return Located(*node, types.status().message());
+      if (!types->has_value()) return false;
+      bool tuple = node->schema() != nullptr && node->schema()->returns_tuple;
+      return SetTypes(node, std::move(**types), tuple);
+    }
+    case OpCode::kCallModule:
+      return PropagateCallModule(module, node);
+  }
+  return false;
+}
+
 absl::StatusOr<bool> PropagateShapes(Module& module) {
   bool changed = false;
   for (Node* node : module.graph().nodes()) {
-    switch (node->op()) {
-      case OpCode::kPlaceholder:
-      case OpCode::kOutput:
-        break;
-      case OpCode::kGetAttr: {
-        const Tensor* t = module.FindTensor(node->target());
-        if (t == nullptr) {
-          return Located(*node, absl::StrCat("no tensor named '", node->target(), "'"));
-        }
-        changed |= SetTypes(node, {t->type()}, false);
-        break;
-      }
-      case OpCode::kCallFunction: {
-        auto types = InferNodeTypes(*node);
-        if (!types.ok()) return Located(*node, types.status().message());
-        if (!types->has_value()) break;
-        bool tuple = node->schema() != nullptr && node->schema()->returns_tuple;
-        changed |= SetTypes(node, std::move(**types), tuple);
-        break;
-      }
-      case OpCode::kCallModule: {
-        ASSIGN_OR_RETURN(bool c, PropagateCallModule(module, node));
-        changed |= c;
-        break;
-      }
-    }
+    ASSIGN_OR_RETURN(bool c, PropagateNodeShapes(module, node));
+    changed |= c;
   }
   return changed;
 }

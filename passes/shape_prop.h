@@ -18,6 +18,10 @@ class ShapePropPass : public Pass {
 // The same, callable without a pipeline.
 absl::StatusOr<bool> PropagateShapes(Module& module);
 
+// One step of that walk: `node`'s type from its inputs' types, for passes
+// that change a graph as they walk it. Returns whether the type changed.
+absl::StatusOr<bool> PropagateNodeShapes(Module& module, Node* node);
+
 }  // namespace graft::passes
 
 #endif  // GRAFT_PASSES_SHAPE_PROP_H_

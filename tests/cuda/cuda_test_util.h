@@ -15,6 +15,7 @@
 #include "backends/cuda/cuda_device.h"
 #include "tests/backends/differential_test_util.h"
 #include "tests/backends/interp_test_util.h"
+#include "tests/backends/l2_comparison.h"
 
 namespace graft::cuda_test {
 
@@ -35,30 +36,6 @@ inline Argument List(std::vector<Node*> nodes) {
   ArgumentList l;
   for (Node* n : nodes) l.push_back(n);
   return Argument(std::move(l));
-}
-
-// ||got - want|| and ||want|| over the elements where `want` is finite;
-// the others must be the same (NaN for NaN), counted as mismatches. For
-// precisions whose error is relative to a whole output, not to each
-// element (half-precision models, tf32 products that cancel).
-struct L2Comparison {
-  double diff = 0, norm = 0;
-  int64_t nonfinite_mismatches = 0;
-};
-inline L2Comparison CompareL2(const Tensor& got, const Tensor& want) {
-  L2Comparison c;
-  for (int64_t k = 0; k < want.NumElements(); ++k) {
-    const double w = want.GetAsDouble(k), g = got.GetAsDouble(k);
-    if (!std::isfinite(w)) {
-      c.nonfinite_mismatches += std::isnan(w) ? !std::isnan(g) : g != w;
-      continue;
-    }
-    c.diff += (g - w) * (g - w);
-    c.norm += w * w;
-  }
-  c.diff = std::sqrt(c.diff);
-  c.norm = std::sqrt(c.norm);
-  return c;
 }
 
 // DESIGN section 5: tf32 1e-3, bf16 and f16 1e-2.

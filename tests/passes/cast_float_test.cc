@@ -194,6 +194,49 @@ graph():
   EXPECT_TRUE(Verify(m).ok());
 }
 
+// f32 values the model makes itself (an LSTM's zero state as a `full` of
+// dtype f32, positions cast to f32 and scaled) stay f32 where they are
+// computed, and are cast to the new type at the op where they meet its
+// values: the products take one dtype, and the add would promote the
+// scores back to f32 for the rest of the model.
+TEST(CastFloatTest, F32ValuesTheModelMakesAreNarrowedWhereTheyMeetTheModel) {
+  Module m = Parse(R"(
+tensor w : f32[4,8] = zeros
+tensor v : f32[4,8] = zeros
+graph():
+    %x : f32[2,8] = placeholder[target=x]
+    %w = get_attr[target=w]
+    %v = get_attr[target=v]
+    %h = call_function[target=full](args = ([2, 8], 0.0), kwargs = {dtype: f32})
+    %a = call_function[target=linear](args = (%h, %w), kwargs = {})
+    %b = call_function[target=linear](args = (%x, %w), kwargs = {})
+    %i = call_function[target=arange](args = (0, 4), kwargs = {})
+    %p = call_function[target=cast](args = (%i, f32), kwargs = {})
+    %q = call_function[target=mul](args = (%p, 0.5), kwargs = {})
+    %s = call_function[target=add](args = (%a, %q), kwargs = {})
+    %t = call_function[target=add](args = (%s, %b), kwargs = {})
+    %y = call_function[target=matmul](args = (%t, %v), kwargs = {})
+    return y
+)");
+  absl::StatusOr<bool> changed = CastFloatModule(m, DType::kBF16);
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  ASSERT_TRUE(Verify(m).ok());
+  // The input's cast, then the two f32 values each cast where they meet
+  // bf16 ones (the state at its product, the positions at the add), and
+  // the output's cast back to f32.
+  EXPECT_EQ(Ops(m.graph()), "cast full cast linear linear arange cast mul cast add add matmul cast");
+  for (const Node* n : m.graph().nodes()) {
+    if (!n->type().has_value()) continue;
+    const DType want = n->name() == "h" || n->name() == "p" || n->name() == "q" ? DType::kF32
+                       : n->name() == "i"                                      ? DType::kI64
+                       : n->op() == OpCode::kPlaceholder || n->users().empty() ||
+                               n->users()[0]->op() == OpCode::kOutput
+                           ? DType::kF32
+                           : DType::kBF16;
+    EXPECT_EQ(n->type()->dtype, want) << n->name();
+  }
+}
+
 TEST(CastFloatTest, OnlyToHalfOrBFloat16) {
   Module m = WeightedAdd(2);
   absl::StatusOr<bool> changed = CastFloatModule(m, DType::kI8);
