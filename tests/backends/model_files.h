@@ -12,6 +12,7 @@
 
 #include "absl/strings/match.h"
 #include "backends/backend.h"
+#include "graph/module.h"
 #include "graph/random_tensor.h"
 
 namespace graft::backend_test {
@@ -61,6 +62,18 @@ inline std::vector<std::string> ModelFiles(bool with_onnx) {
   }
   std::sort(files.begin(), files.end());
   return files;
+}
+
+// Whether `module` quantizes or dequantizes (ops named *quantize*, the
+// quantized products included): such models run in f32 only, their
+// scales being f32 by contract.
+inline bool HoldsQuantizedOps(const Module& module) {
+  for (const Node* n : module.graph().nodes()) {
+    if (n->op() == OpCode::kCallFunction && absl::StrContains(n->target(), "quantize")) {
+      return true;
+    }
+  }
+  return false;
 }
 
 // Random inputs for the placeholders of `signature`, symbolic dims set to
