@@ -42,6 +42,11 @@ namespace graft::cuda {
 // More than 64 rows (int8 only) run as row tiles of 64, one more factor
 // of the grid: each re-reads the weights (from L2 where they fit).
 inline constexpr char kSkinnyGemmSource[] = R"CUDA(
+// Partial sums the split-K fix-up loads at once (a benchmark may set it).
+#ifndef G_SKINNY_FIXUP_LOADS
+#define G_SKINNY_FIXUP_LOADS 16
+#endif
+
 namespace g_skinny {
 
 __device__ __forceinline__ uint4 zero4() { uint4 z; z.x = z.y = z.z = z.w = 0u; return z; }
@@ -491,27 +496,39 @@ __device__ __forceinline__ void gemm_block(int block, T* __restrict__ xs, Wait w
     if (!last) return;
     __threadfence();
     const float* all = partial + (long long)counter * kSplits * kMB * kThreads * 4;
-    // Every block's partial sums, 8 splits' loads in flight at once, from
-    // L2 (__ldcg: never a stale L1 line), added in split order.
+    // Every block's partial sums, from L2 (__ldcg: never a stale L1 line),
+    // added in split order. The fix-up waits on L2's latency once for each
+    // batch of loads, so a batch holds kFixupLoads of them: kPer splits of
+    // kG blocks of 8 rows of x at once (all of a few splits' rows, or many
+    // splits of one block of rows).
+    constexpr int kFixupLoads = G_SKINNY_FIXUP_LOADS;
+    constexpr int kPer = kSplits < kFixupLoads ? kSplits : kFixupLoads;
+    constexpr int kG = kFixupLoads / kPer < kMB ? kFixupLoads / kPer : kMB;
 #pragma unroll
     for (int b = 0; b < kMB; ++b) acc[b][0] = acc[b][1] = acc[b][2] = acc[b][3] = 0;
+#pragma unroll
+    for (int b0 = 0; b0 < kMB; b0 += kG) {
 #pragma unroll 1
-    for (int i0 = 0; i0 < kSplits; i0 += 8) {
+      for (int i0 = 0; i0 < kSplits; i0 += kPer) {
+        float4 v[kG][kPer];
 #pragma unroll
-      for (int b = 0; b < kMB; ++b) {
-        float4 v[8];
+        for (int g = 0; g < kG; ++g) {
 #pragma unroll
-        for (int i = 0; i < 8; ++i) {
-          if (i0 + i < kSplits) {
-            v[i] = __ldcg((const float4*)(all + ((long long)(i0 + i) * kMB * kThreads +
-                                                 b * kThreads + threadIdx.x) * 4));
+          for (int i = 0; i < kPer; ++i) {
+            if (b0 + g < kMB && i0 + i < kSplits) {
+              v[g][i] = __ldcg((const float4*)(all + ((long long)(i0 + i) * kMB * kThreads +
+                                                      (b0 + g) * kThreads + threadIdx.x) * 4));
+            }
           }
         }
 #pragma unroll
-        for (int i = 0; i < 8; ++i) {
-          if (i0 + i < kSplits) {
-            add_bits(acc[b][0], v[i].x); add_bits(acc[b][1], v[i].y);
-            add_bits(acc[b][2], v[i].z); add_bits(acc[b][3], v[i].w);
+        for (int g = 0; g < kG; ++g) {
+#pragma unroll
+          for (int i = 0; i < kPer; ++i) {
+            if (b0 + g < kMB && i0 + i < kSplits) {
+              add_bits(acc[b0 + g][0], v[g][i].x); add_bits(acc[b0 + g][1], v[g][i].y);
+              add_bits(acc[b0 + g][2], v[g][i].z); add_bits(acc[b0 + g][3], v[g][i].w);
+            }
           }
         }
       }

@@ -22,6 +22,7 @@
 #include "graph/parser.h"
 #include "gtest/gtest.h"
 #include "onnx/onnx_import.h"
+#include "passes/cast_float.h"
 #include "passes/quantize/weight_only.h"
 #include "serialize/model_io.h"
 #include "support/status_matchers.h"
@@ -191,6 +192,23 @@ TEST(CudaCodegen, ACompileErrorQuotesTheGeneratedLine) {
                                         ::testing::HasSubstr("2 |   int x"))));
 }
 
+// `inputs` with each f32 value rounded to `dtype` (bf16 or f16) and back.
+std::vector<Tensor> RoundedTo(const std::vector<Tensor>& inputs, DType dtype) {
+  std::vector<Tensor> rounded;
+  for (const Tensor& t : inputs) {
+    Tensor r = t.Clone();
+    if (r.dtype() == DType::kF32) {
+      float* v = r.data<float>();
+      for (int64_t k = 0; k < r.NumElements(); ++k) {
+        v[k] = dtype == DType::kBF16 ? BFloat16ToFloat(FloatToBFloat16(v[k]))
+                                     : HalfToFloat(FloatToHalf(v[k]));
+      }
+    }
+    rounded.push_back(std::move(r));
+  }
+  return rounded;
+}
+
 TEST(CudaModels, EveryModelMatchesTheInterpreter) {
   SKIP_WITHOUT_GPU();
   backend_test::FindSourceDir();
@@ -223,14 +241,36 @@ TEST(CudaModels, EveryModelMatchesTheInterpreter) {
         // output that is a small difference of large products (a
         // quantized model's, after ReLU) can be off by more than 1e-3 of
         // the largest output: the model is held to 1e-3 of its outputs'
-        // norm instead, and to 1e-2 in bf16 and f16 (the whole model
-        // cast, the f32 values it makes itself included).
+        // norm instead, and to 1e-2 in bf16 and f16. There a fused kernel
+        // keeps its intermediates in f32, as torch.compile's do, where the
+        // interpreter rounds each op's result to bf16 as PyTorch's eager
+        // ops do: a floor or a round of such an intermediate may land one
+        // apart from either. An output passes within 1e-2 of the f32
+        // model's, of the f32 model's on inputs rounded to the narrow type
+        // (a chain of ops in one kernel computes just that), or of the
+        // interpreter running the cast model (CastFloatModels holds the
+        // cast model to the f32 one).
         const double tol = p == "tf32" ? kTf32Tol : kHalfTol;
+        std::vector<std::vector<Tensor>> references = {want};
+        if (p == "bf16" || p == "f16") {
+          const DType narrow = p == "bf16" ? DType::kBF16 : DType::kF16;
+          ASSERT_OK_AND_ASSIGN(references.emplace_back(),
+                               reference->Run(RoundedTo(inputs, narrow)));
+          Module cast = module.Clone();
+          ASSERT_OK(passes::CastFloatModule(cast, narrow).status());
+          ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> half, Interp().Compile(cast, {}));
+          ASSERT_OK_AND_ASSIGN(references.emplace_back(), half->Run(inputs));
+        }
         ASSERT_EQ(got.size(), want.size());
         for (size_t i = 0; i < got.size(); ++i) {
           ASSERT_EQ(got[i].type(), want[i].type()) << "output " << i;
           if (!IsFloatingPoint(want[i].dtype())) continue;  // Indices may differ.
-          const L2Comparison c = CompareL2(got[i], want[i]);
+          L2Comparison c = CompareL2(got[i], want[i]);
+          for (size_t r = 1; r < references.size() && c.diff > tol * std::max(c.norm, 1e-3);
+               ++r) {
+            ASSERT_EQ(references[r].size(), want.size());
+            c = CompareL2(got[i], references[r][i]);
+          }
           EXPECT_EQ(c.nonfinite_mismatches, 0) << "output " << i;
           EXPECT_LE(c.diff, tol * std::max(c.norm, 1e-3)) << "output " << i;
         }
