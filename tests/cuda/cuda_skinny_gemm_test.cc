@@ -159,7 +159,9 @@ TEST(CudaSkinnyGemm, SplitsLongProductsAndLeavesWideOnesToCublasLt) {
     EXPECT_LE(plan->ScratchBytes(), cuda::kGemmWorkspaceBytes);
     // Where K is split, a block's rows of x over its chunk fit the kernel's
     // 40 KB of shared memory (f32: 4 bytes, rows padded by 16 elements).
-    if (plan->splits > 1) EXPECT_LE(plan->tile_rows * (plan->chunk + 16) * 4, 40 * 1024);
+    if (plan->splits > 1) {
+      EXPECT_LE(plan->tile_rows * (plan->chunk + 16) * 4, 40 * 1024);
+    }
     options.gemm = "cublaslt";
     EXPECT_FALSE(cuda::SkinnyGemmFor(program.steps[0], options, 132).has_value());
     options.gemm = "auto";
