@@ -24,7 +24,8 @@ constexpr double kQuantizedCheckSqnr = 40;
 // magnitude; or, `by_norm` (bf16, f16 and tf32 runs, whose error is
 // relative to a whole output rather than to its largest element, as the
 // tests judge them), when ||output - reference|| is beyond `tolerance`
-// times ||reference||. A quantized run's float outputs (`quantized`) are judged by their SQNR
+// times ||reference|| (at least 1e-3), or one element is off by more than
+// 10 x `tolerance` of the largest magnitude (at least 1e-3). A quantized run's float outputs (`quantized`) are judged by their SQNR
 // against the reference, its integer outputs must agree exactly.
 absl::StatusOr<std::string> CompareOutputs(absl::string_view reference_name,
                                            const std::vector<std::string>& names,

@@ -12,6 +12,7 @@
 #include <immintrin.h>
 #endif
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "graph/graph.h"
 #include "graph/int4_ops.h"
@@ -149,15 +150,19 @@ bool NarrowDequantizationCasts(Graph& graph, DType dtype) {
 
 // Values the model makes in f32 itself (a cast to f32, a `full` of dtype
 // f32: positions, a mask, a recurrent state's zeros) stay f32 where they
-// are computed; where one meets a narrowed value at an op (whose operands
-// must share a dtype, or would promote the result back to f32), it is cast
-// to `dtype` there, as autocast narrows an op's operands. Walks the graph
-// in order, so each op sees its operands' types after the casts before it.
+// are computed. Where one meets a narrowed value at an op whose result is
+// a float (a product, whose operands must share a dtype; an elementwise
+// op, which would promote the result and everything after it back to
+// f32), it is cast to `dtype`, once per value, right after it is made: the
+// model's values keep the narrow type. A comparison or another op with a
+// non-float result takes its operands as they are (it promotes them), so
+// that positions compare exactly. Walks the graph in order, so each op
+// sees its operands' types after the casts before it.
 absl::StatusOr<bool> CastWhereF32MeetsNarrow(Module& module, DType dtype) {
   Graph& graph = module.graph();
   std::vector<Node*> order;
   for (Node* n : graph.nodes()) order.push_back(n);
-  bool changed = false;
+  absl::flat_hash_map<Node*, Node*> narrowed;  // An f32 value, and its cast.
   for (Node* node : order) {
     if (node->op() == OpCode::kCallFunction && !node->is_call("cast")) {
       std::vector<Node*> wide;
@@ -167,20 +172,25 @@ absl::StatusOr<bool> CastWhereF32MeetsNarrow(Module& module, DType dtype) {
         if (in->type()->dtype == DType::kF32) wide.push_back(in);
         narrow |= in->type()->dtype == dtype;
       }
+      if (narrow && !wide.empty()) {
+        const absl::StatusOr<bool> as_is = PropagateNodeShapes(module, node);
+        if (as_is.ok() && node->type().has_value() && !IsFloatingPoint(node->type()->dtype)) {
+          wide.clear();  // A comparison: it promotes its operands.
+        }
+      }
       for (Node* in : narrow ? wide : std::vector<Node*>{}) {
-        Node* cast;
-        {
-          auto at = graph.InsertingBefore(node);
+        Node*& cast = narrowed[in];
+        if (cast == nullptr) {
+          auto at = graph.InsertingAfter(in);
           cast = graph.CallFunction("cast", {in, Argument(dtype)});
+          RETURN_IF_ERROR(PropagateNodeShapes(module, cast).status());
         }
         node->ReplaceInputWith(in, cast);
-        RETURN_IF_ERROR(PropagateNodeShapes(module, cast).status());
-        changed = true;
       }
     }
     RETURN_IF_ERROR(PropagateNodeShapes(module, node).status());
   }
-  return changed;
+  return !narrowed.empty();
 }
 
 }  // namespace

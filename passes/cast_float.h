@@ -14,11 +14,12 @@ namespace graft::passes {
 // Weight-only quantization's dequantization (mul(cast(q, f32), scales),
 // both module tensors) casts q to `dtype` instead. Values of other dtypes
 // are left alone, and so are f32 values other ops make (an explicit cast
-// to f32, of positions or of a mask; a `full` of dtype f32) up to the op
-// where one meets a `dtype` value: it is cast to `dtype` there, as
-// autocast narrows an op's operands (graft's products take one dtype, and
-// an elementwise op would promote the result back to f32). Returns whether
-// anything changed.
+// to f32, of positions or of a mask; a `full` of dtype f32) up to the
+// first op with a float result where one meets a `dtype` value: it is cast
+// to `dtype` there (once; graft's products take one dtype, and an
+// elementwise op would promote the rest of the model back to f32), so the
+// model's values keep the narrow type. Comparisons take such a value as it
+// is. Returns whether anything changed.
 absl::StatusOr<bool> CastFloatModule(Module& module, DType dtype);
 
 }  // namespace graft::passes

@@ -234,8 +234,9 @@ absl::StatusOr<StepProgram> BuildCudaProgram(const Module& module,
   // The cast would turn the int8 products' f32 scales and biases, and the
   // f32 they make, into mixed precisions no kernel takes.
   for (const Node* n : module.graph().nodes()) {
-    if (n->op() == OpCode::kCallFunction && (IsQuantizeOp(*n) || n->is_call(kQuantizedLinearOp) ||
-                                             n->is_call(kQuantizedConv2dOp))) {
+    if (n->op() == OpCode::kCallFunction &&
+        (IsQuantizeOp(*n) || n->is_call(kQuantizedLinearOp) || n->is_call(kQuantizedConv2dOp) ||
+         n->is_call(kDynamicQuantizedLinearOp))) {
       return absl::InvalidArgumentError(absl::StrCat(
           "%", n->name(), " (", n->target(), "): a quantized model compiles with precision f32 "
           "or tf32 (its int8 products take f32 scales), not ", options.precision));

@@ -502,6 +502,7 @@ __device__ __forceinline__ void gemm_block(int block, T* __restrict__ xs, Wait w
     // kG blocks of 8 rows of x at once (all of a few splits' rows, or many
     // splits of one block of rows).
     constexpr int kFixupLoads = G_SKINNY_FIXUP_LOADS;
+    static_assert(kFixupLoads > 0, "the fix-up loads at least one partial sum at a time");
     constexpr int kPer = kSplits < kFixupLoads ? kSplits : kFixupLoads;
     constexpr int kG = kFixupLoads / kPer < kMB ? kFixupLoads / kPer : kMB;
 #pragma unroll

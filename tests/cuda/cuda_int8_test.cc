@@ -17,6 +17,7 @@
 #include "backends/cuda/nvrtc_compiler.h"
 #include "backends/cuda/skinny_gemm.h"
 #include "graph/module_fingerprint.h"
+#include "graph/parser.h"
 #include "graph/quant_ops.h"
 #include "gtest/gtest.h"
 #include "onnx/onnx_import.h"
@@ -224,6 +225,25 @@ TEST(CudaInt8, SaysWhatItCannotRun) {
   const absl::Status s = cuda::BuildCudaProgram(ok.module(), TypesOf(ok), bf16).status();
   EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
   EXPECT_NE(s.message().find("precision f32 or tf32"), std::string::npos) << s;
+  // Dynamic quantization's products too: their input is f32 by contract.
+  absl::StatusOr<Module> dynamic = ParseModule(R"(
+tensor w : i8[4,16] = zeros
+tensor s : f32[4] = zeros
+graph():
+    %x : f32[2,16] = placeholder[target=x]
+    %w = get_attr[target=w]
+    %s = get_attr[target=s]
+    %y = call_function[target=graft::dynamic_quantized_linear](args = (%x, %w, %s), kwargs = {})
+    return y
+)");
+  ASSERT_OK(dynamic.status());
+  const absl::Status d =
+      cuda::BuildCudaProgram(*dynamic, {TensorType{DType::kF32, {2, 16}}}, bf16).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(d)) << d;
+  EXPECT_NE(d.message().find("%y (graft::dynamic_quantized_linear): a quantized model compiles "
+                             "with precision f32 or tf32"),
+            std::string::npos)
+      << d;
 }
 
 // Rows of x not a multiple of 8, weight rows not a multiple of 16 or 64,

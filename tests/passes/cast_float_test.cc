@@ -237,6 +237,35 @@ graph():
   }
 }
 
+// An f32 value met by two float ops is cast once, right after it is made;
+// a comparison with a narrowed value takes it as it is (positions past
+// 256 compare exactly, which bf16 would not hold).
+TEST(CastFloatTest, AnF32ValueIsCastOnceAndComparedAsItIs) {
+  Module m = Parse(R"(
+graph():
+    %x : f32[300] = placeholder[target=x]
+    %i = call_function[target=arange](args = (0, 300), kwargs = {})
+    %p = call_function[target=cast](args = (%i, f32), kwargs = {})
+    %a = call_function[target=add](args = (%x, %p), kwargs = {})
+    %b = call_function[target=mul](args = (%p, %x), kwargs = {})
+    %c = call_function[target=lt](args = (%p, %x), kwargs = {})
+    return (a, b, c)
+)");
+  absl::StatusOr<bool> changed = CastFloatModule(m, DType::kBF16);
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  ASSERT_TRUE(Verify(m).ok());
+  EXPECT_EQ(Ops(m.graph()), "cast arange cast cast add mul lt cast cast");
+  for (const Node* n : m.graph().nodes()) {
+    if (n->name() == "c") {
+      EXPECT_EQ(n->inputs()[0]->name(), "p");  // The f32 positions, not their cast.
+      EXPECT_EQ(n->type()->dtype, DType::kBool);
+    }
+    if (n->name() == "a" || n->name() == "b") {
+      EXPECT_EQ(n->type()->dtype, DType::kBF16) << n->name();
+    }
+  }
+}
+
 TEST(CastFloatTest, OnlyToHalfOrBFloat16) {
   Module m = WeightedAdd(2);
   absl::StatusOr<bool> changed = CastFloatModule(m, DType::kI8);
