@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/cuda/gemm.h"
 #include "backends/cuda/skinny_gemm.h"
+#include "backends/inline_submodules.h"
 #include "graph/collective_ops.h"
 #include "graph/fused_ops.h"
 #include "graph/int4_ops.h"
@@ -231,9 +232,18 @@ absl::StatusOr<StepProgram> BuildCudaProgram(const Module& module,
   if (options.precision != "bf16" && options.precision != "f16") {
     return BuildStepProgram(module, input_types, target);
   }
+  // Cast a copy with its input types set, so that shape propagation sees
+  // the f32 inputs it casts, and its submodules inlined (as the program
+  // inlines them), so that their ops and tensors are cast too.
+  Module cast = module.Clone();
+  std::vector<Node*> placeholders = cast.graph().placeholders();
+  for (size_t i = 0; i < placeholders.size() && i < input_types.size(); ++i) {
+    placeholders[i]->set_type(input_types[i]);
+  }
+  RETURN_IF_ERROR(InlineSubmodules(cast));
   // The cast would turn the int8 products' f32 scales and biases, and the
   // f32 they make, into mixed precisions no kernel takes.
-  for (const Node* n : module.graph().nodes()) {
+  for (const Node* n : cast.graph().nodes()) {
     if (n->op() == OpCode::kCallFunction &&
         (IsQuantizeOp(*n) || n->is_call(kQuantizedLinearOp) || n->is_call(kQuantizedConv2dOp) ||
          n->is_call(kDynamicQuantizedLinearOp))) {
@@ -241,13 +251,6 @@ absl::StatusOr<StepProgram> BuildCudaProgram(const Module& module,
           "%", n->name(), " (", n->target(), "): a quantized model compiles with precision f32 "
           "or tf32 (its int8 products take f32 scales), not ", options.precision));
     }
-  }
-  // Cast a copy with its input types set, so that shape propagation sees
-  // the f32 inputs it casts.
-  Module cast = module.Clone();
-  std::vector<Node*> placeholders = cast.graph().placeholders();
-  for (size_t i = 0; i < placeholders.size() && i < input_types.size(); ++i) {
-    placeholders[i]->set_type(input_types[i]);
   }
   RETURN_IF_ERROR(passes::CastFloatModule(
                       cast, options.precision == "bf16" ? DType::kBF16 : DType::kF16)

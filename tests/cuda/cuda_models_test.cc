@@ -192,6 +192,37 @@ TEST(CudaCodegen, ACompileErrorQuotesTheGeneratedLine) {
                                         ::testing::HasSubstr("2 |   int x"))));
 }
 
+// A submodule's ops and tensors are cast with the rest of the model
+// (the program inlines it first): its product multiplies in bf16.
+TEST(CudaCodegen, ASubmoduleIsCastWithTheModel) {
+  absl::StatusOr<Module> m = ParseModule(R"(
+submodule block {
+  tensor w : f32[8,8] = random(seed=1)
+  graph():
+      %a : f32[2,8] = placeholder[target=a]
+      %w = get_attr[target=w]
+      %y = call_function[target=linear](args = (%a, %w), kwargs = {})
+      return y
+}
+graph():
+    %x : f32[2,8] = placeholder[target=x]
+    %g = call_module[target=block](args = (%x,), kwargs = {})
+    return g
+)");
+  ASSERT_OK(m.status());
+  cuda::CudaOptions options;
+  options.precision = "bf16";
+  ASSERT_OK_AND_ASSIGN(StepProgram program,
+                       cuda::BuildCudaProgram(*m, {TensorType{DType::kF32, {2, 8}}}, options));
+  int products = 0;
+  for (const Step& step : program.steps) {
+    if (!step.node->is_call("linear")) continue;
+    ++products;
+    for (const Node* in : step.node->inputs()) EXPECT_EQ(in->type()->dtype, DType::kBF16);
+  }
+  EXPECT_EQ(products, 1);
+}
+
 // `inputs` with each f32 value rounded to `dtype` (bf16 or f16) and back.
 std::vector<Tensor> RoundedTo(const std::vector<Tensor>& inputs, DType dtype) {
   std::vector<Tensor> rounded;
