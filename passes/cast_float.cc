@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -22,16 +23,29 @@
 #include "support/status_macros.h"
 
 namespace graft::passes {
+
+uint16_t SaturatedBFloat16(float f) {
+  const uint16_t b = FloatToBFloat16(f);
+  return std::isfinite(f) && (b & 0x7fffu) == 0x7f80u ? static_cast<uint16_t>(b - 1) : b;
+}
+
+uint16_t SaturatedHalf(float f) {
+  return FloatToHalf(std::isfinite(f) ? std::clamp(f, -65504.0f, 65504.0f) : f);
+}
+
 namespace {
 
-// FloatToBFloat16's rounding (nearest even, NaN kept quiet), written out so
-// that the loop vectorizes: a model's weights are 100s of MB.
+// SaturatedBFloat16, written out so that the loop vectorizes: a model's
+// weights are 100s of MB.
 __attribute__((always_inline)) inline void RoundLoop(const float* src, uint16_t* dst,
                                                      int64_t begin, int64_t end) {
   for (int64_t i = begin; i < end; ++i) {
     const uint32_t x = std::bit_cast<uint32_t>(src[i]);
     const uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
-    dst[i] = static_cast<uint16_t>((x & 0x7fffffffu) > 0x7f800000u ? (x >> 16) | 0x40u : rounded);
+    const uint32_t overflow =
+        static_cast<uint32_t>((x & 0x7fffffffu) < 0x7f800000u) & ((rounded & 0x7fffu) == 0x7f80u);
+    dst[i] = static_cast<uint16_t>((x & 0x7fffffffu) > 0x7f800000u ? (x >> 16) | 0x40u
+                                                                  : rounded - overflow);
   }
 }
 
@@ -65,22 +79,26 @@ RoundFn WidestRound() {
 }
 
 void HalfBaseline(const float* src, uint16_t* dst, int64_t begin, int64_t end) {
-  for (int64_t i = begin; i < end; ++i) dst[i] = FloatToHalf(src[i]);
+  for (int64_t i = begin; i < end; ++i) dst[i] = SaturatedHalf(src[i]);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
 // f16 by the CPU's own conversion (F16C), 8 at a time, rounded to nearest
-// even as FloatToHalf rounds; NaNs, whose payload the CPU keeps, are
-// written as FloatToHalf writes them.
+// even as FloatToHalf rounds; NaNs, whose payload the CPU keeps, and
+// finite values past f16's range (which it makes infinite) are written as
+// SaturatedHalf writes them.
 __attribute__((target("avx,f16c"))) void HalfF16c(const float* src, uint16_t* dst,
                                                   int64_t begin, int64_t end) {
+  const __m256 sign = _mm256_set1_ps(-0.0f), beyond = _mm256_set1_ps(65520.0f);
   int64_t i = begin;
   for (; i + 8 <= end; i += 8) {
     const __m256 x = _mm256_loadu_ps(src + i);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
                      _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    if (_mm256_movemask_ps(_mm256_cmp_ps(x, x, _CMP_UNORD_Q)) != 0) {
-      for (int64_t j = i; j < i + 8; ++j) dst[j] = FloatToHalf(src[j]);
+    // |x| >= 65520 (infinities too, kept by SaturatedHalf) or NaN.
+    const __m256 rare = _mm256_cmp_ps(_mm256_andnot_ps(sign, x), beyond, _CMP_NLT_UQ);
+    if (_mm256_movemask_ps(rare) != 0) {
+      for (int64_t j = i; j < i + 8; ++j) dst[j] = SaturatedHalf(src[j]);
     }
   }
   HalfBaseline(src, dst, i, end);

@@ -1,6 +1,8 @@
 #ifndef GRAFT_PASSES_CAST_FLOAT_H_
 #define GRAFT_PASSES_CAST_FLOAT_H_
 
+#include <cstdint>
+
 #include "absl/status/statusor.h"
 #include "graph/dtype.h"
 #include "graph/module.h"
@@ -9,7 +11,7 @@ namespace graft::passes {
 
 // Runs a float model in a narrower float type (f16 or bf16), as
 // `model.to(torch.bfloat16)` does: every f32 tensor of the module becomes
-// `dtype`, each f32 input is cast to `dtype` where it enters, and each f32
+// `dtype` (SaturatedBFloat16, SaturatedHalf), each f32 input is cast to `dtype` where it enters, and each f32
 // output is cast back to f32, so callers keep passing and getting f32.
 // Weight-only quantization's dequantization (mul(cast(q, f32), scales),
 // both module tensors) casts q to `dtype` instead. Values of other dtypes
@@ -21,6 +23,14 @@ namespace graft::passes {
 // model's values keep the narrow type. Comparisons take such a value as it
 // is. Returns whether anything changed.
 absl::StatusOr<bool> CastFloatModule(Module& module, DType dtype);
+
+// What an f32 constant of the model becomes: rounded to nearest even as
+// FloatToBFloat16 and FloatToHalf round (NaN kept, made quiet), except that
+// a finite value past the narrow type's largest saturates to it rather
+// than becoming infinite. Masks hold f32's lowest (torch.finfo's min) or
+// -1e9, and a mask of -inf times 0 gives NaN where the f32 model gave 0.
+uint16_t SaturatedBFloat16(float f);
+uint16_t SaturatedHalf(float f);
 
 }  // namespace graft::passes
 

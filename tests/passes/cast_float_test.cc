@@ -23,8 +23,10 @@ float FromBits(uint32_t bits) {
 }
 
 // Weights at bf16's rounding edges, each with the bits it must become:
-// ties to even both ways, a carry into the exponent, the largest float
-// (rounds to infinity), infinities, signed zero, subnormals, and NaNs
+// ties to even both ways, a carry into the exponent, the largest and
+// lowest floats (saturate to bf16's, where rounding would give infinity:
+// a mask's torch.finfo(f32).min stays finite), infinities, signed zero,
+// subnormals, and NaNs
 // (kept NaN, made quiet, sign kept).
 struct Case {
   float value;
@@ -38,7 +40,9 @@ const std::vector<Case>& BFloat16Cases() {
       {FromBits(0x3f808001), 0x3f81},  // Just above the tie.
       {FromBits(0x3fffffff), 0x4000},  // Carries into the exponent.
       {-2.5f, 0xc020},
-      {std::numeric_limits<float>::max(), 0x7f80},
+      {std::numeric_limits<float>::max(), 0x7f7f},
+      {std::numeric_limits<float>::lowest(), 0xff7f},
+      {FromBits(0x7f7f7fff), 0x7f7f},  // Just below the tie: rounds down anyway.
       {std::numeric_limits<float>::infinity(), 0x7f80},
       {-std::numeric_limits<float>::infinity(), 0xff80},
       {-0.0f, 0x8000},
@@ -75,7 +79,7 @@ TEST(CastFloatTest, WeightsRoundToNearestEvenInBFloat16) {
   ASSERT_EQ(narrowed.dtype(), DType::kBF16);
   for (int64_t i = 0; i < n; ++i) {
     EXPECT_EQ(narrowed.data<uint16_t>()[i], cases[i].bf16) << "weight " << i;
-    EXPECT_EQ(narrowed.data<uint16_t>()[i], FloatToBFloat16(cases[i].value)) << "weight " << i;
+    EXPECT_EQ(narrowed.data<uint16_t>()[i], SaturatedBFloat16(cases[i].value)) << "weight " << i;
   }
   // The f32 input is cast where it enters, the output back to f32.
   EXPECT_EQ(Ops(m.graph()), "cast add cast");
@@ -120,7 +124,7 @@ TEST(CastFloatTest, TheVectorizedBFloat16CastRoundsAsTheScalarOne) {
       default: w.data<float>()[i] = cases[i % cases.size()].value; break;
     }
   }
-  ExpectCastAsScalar(m, w, DType::kBF16, FloatToBFloat16);
+  ExpectCastAsScalar(m, w, DType::kBF16, SaturatedBFloat16);
 }
 
 // The same for f16 (the CPU's own conversion where it has one).
@@ -141,22 +145,23 @@ TEST(CastFloatTest, TheVectorizedHalfCastRoundsAsTheScalarOne) {
       default: bits[i] = r & 0x807fffffu; break;  // f32 subnormals.
     }
   }
-  ExpectCastAsScalar(m, w, DType::kF16, FloatToHalf);
+  ExpectCastAsScalar(m, w, DType::kF16, SaturatedHalf);
 }
 
+// Past f16's range a finite weight saturates (a mask's -1e9 stays finite,
+// so that 0 times it is 0), an infinite one stays infinite.
 TEST(CastFloatTest, WeightsBecomeHalf) {
-  Module m = WeightedAdd(3);
-  Tensor w(DType::kF32, {3});
-  w.data<float>()[0] = 1.0f;
-  w.data<float>()[1] = -65504.0f;
-  w.data<float>()[2] = 1e6f;
+  Module m = WeightedAdd(6);
+  Tensor w(DType::kF32, {6});
+  const float values[6] = {1.0f, -65504.0f, 1e6f, -1e9f, std::numeric_limits<float>::infinity(),
+                           65519.0f};
+  for (int i = 0; i < 6; ++i) w.data<float>()[i] = values[i];
   m.SetTensor("w", w, m.tensors().at("w").init);
   ASSERT_TRUE(CastFloatModule(m, DType::kF16).ok());
   const Tensor& narrowed = m.tensors().at("w").value;
   ASSERT_EQ(narrowed.dtype(), DType::kF16);
-  EXPECT_EQ(narrowed.data<uint16_t>()[0], 0x3c00);
-  EXPECT_EQ(narrowed.data<uint16_t>()[1], 0xfbff);
-  EXPECT_EQ(narrowed.data<uint16_t>()[2], 0x7c00);  // Past f16's range: infinity.
+  const uint16_t want[6] = {0x3c00, 0xfbff, 0x7bff, 0xfbff, 0x7c00, 0x7bff};
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(narrowed.data<uint16_t>()[i], want[i]) << values[i];
 }
 
 // Weight-only quantization's cast(q) * scales (both module tensors) casts
