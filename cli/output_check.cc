@@ -50,8 +50,8 @@ absl::StatusOr<std::string> CompareOutputs(absl::string_view reference_name,
       ref_norm += y * y;
     }
     const double relative = max_error / std::max(max_ref, 1e-30);
-    // An output of (nearly) zeros is held to 1e-3 absolute, as the tests
-    // hold it (tests/backends/l2_comparison.h).
+    // An output of (nearly) zeros: its error's norm against 1e-3, as the
+    // tests take it (tolerance x 1e-3 absolute).
     const double norm_relative = std::sqrt(error_norm) / std::max(std::sqrt(ref_norm), 1e-3);
     const bool judge_norm = by_norm && IsFloatingPoint(a.dtype());
     // One element far off, which the norm of a large output would hide.
@@ -62,9 +62,9 @@ absl::StatusOr<std::string> CompareOutputs(absl::string_view reference_name,
     // Integer outputs (quantized values themselves) must agree exactly.
     const bool by_sqnr = quantized && IsFloatingPoint(a.dtype());
     const double sqnr = by_sqnr ? quantize::Sqnr(b, a) : 0;
+    const bool bad_float = judge_norm ? norm_relative > tolerance || far_off : relative > tolerance;
     const bool bad = nan_mismatch || (by_sqnr                     ? sqnr < kQuantizedCheckSqnr
-                                      : judge_norm                 ? norm_relative > tolerance || far_off
-                                      : IsFloatingPoint(a.dtype()) ? relative > tolerance
+                                      : IsFloatingPoint(a.dtype()) ? bad_float
                                                                    : max_error != 0);
     failed |= bad;
     absl::StrAppend(&text, "  ", names[i], ": max abs error ", max_error,

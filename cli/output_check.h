@@ -25,8 +25,9 @@ constexpr double kQuantizedCheckSqnr = 40;
 // relative to a whole output rather than to its largest element, as the
 // tests judge them), when ||output - reference|| is beyond `tolerance`
 // times ||reference|| (at least 1e-3), or one element is off by more than
-// 10 x `tolerance` of the largest magnitude (at least 1e-3). A quantized run's float outputs (`quantized`) are judged by their SQNR
-// against the reference, its integer outputs must agree exactly.
+// 10 x `tolerance` of the largest magnitude (at least 1e-3). A quantized
+// run's float outputs (`quantized`) are judged by their SQNR against the
+// reference, its integer outputs must agree exactly.
 absl::StatusOr<std::string> CompareOutputs(absl::string_view reference_name,
                                            const std::vector<std::string>& names,
                                            const std::vector<Tensor>& outputs,

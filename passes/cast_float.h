@@ -11,8 +11,9 @@ namespace graft::passes {
 
 // Runs a float model in a narrower float type (f16 or bf16), as
 // `model.to(torch.bfloat16)` does: every f32 tensor of the module becomes
-// `dtype` (SaturatedBFloat16, SaturatedHalf), each f32 input is cast to `dtype` where it enters, and each f32
-// output is cast back to f32, so callers keep passing and getting f32.
+// `dtype` (SaturatedBFloat16, SaturatedHalf), each f32 input is cast to
+// `dtype` where it enters, and each f32 output is cast back to f32, so
+// callers keep passing and getting f32.
 // Weight-only quantization's dequantization (mul(cast(q, f32), scales),
 // both module tensors) casts q to `dtype` instead. Values of other dtypes
 // are left alone, and so are f32 values other ops make (an explicit cast

@@ -43,6 +43,8 @@ const std::vector<Case>& BFloat16Cases() {
       {std::numeric_limits<float>::max(), 0x7f7f},
       {std::numeric_limits<float>::lowest(), 0xff7f},
       {FromBits(0x7f7f7fff), 0x7f7f},  // Just below the tie: rounds down anyway.
+      {FromBits(0x7f7f8000), 0x7f7f},  // The tie, which rounds to infinity: saturates.
+      {FromBits(0xff7f8000), 0xff7f},
       {std::numeric_limits<float>::infinity(), 0x7f80},
       {-std::numeric_limits<float>::infinity(), 0xff80},
       {-0.0f, 0x8000},
@@ -154,13 +156,13 @@ TEST(CastFloatTest, WeightsBecomeHalf) {
   Module m = WeightedAdd(6);
   Tensor w(DType::kF32, {6});
   const float values[6] = {1.0f, -65504.0f, 1e6f, -1e9f, std::numeric_limits<float>::infinity(),
-                           65519.0f};
+                           -65520.0f};
   for (int i = 0; i < 6; ++i) w.data<float>()[i] = values[i];
   m.SetTensor("w", w, m.tensors().at("w").init);
   ASSERT_TRUE(CastFloatModule(m, DType::kF16).ok());
   const Tensor& narrowed = m.tensors().at("w").value;
   ASSERT_EQ(narrowed.dtype(), DType::kF16);
-  const uint16_t want[6] = {0x3c00, 0xfbff, 0x7bff, 0xfbff, 0x7c00, 0x7bff};
+  const uint16_t want[6] = {0x3c00, 0xfbff, 0x7bff, 0xfbff, 0x7c00, 0xfbff};
   for (int i = 0; i < 6; ++i) EXPECT_EQ(narrowed.data<uint16_t>()[i], want[i]) << values[i];
 }
 
@@ -229,7 +231,8 @@ graph():
   // The input's cast, then the two f32 values each cast where they meet
   // bf16 ones (the state at its product, the positions at the add), and
   // the output's cast back to f32.
-  EXPECT_EQ(Ops(m.graph()), "cast full cast linear linear arange cast mul cast add add matmul cast");
+  EXPECT_EQ(Ops(m.graph()),
+            "cast full cast linear linear arange cast mul cast add add matmul cast");
   for (const Node* n : m.graph().nodes()) {
     if (!n->type().has_value()) continue;
     const DType want = n->name() == "h" || n->name() == "p" || n->name() == "q" ? DType::kF32
