@@ -206,7 +206,13 @@ class Lowerer {
       if (!n->is_call("dequantize")) continue;
       for (const Node* user : n->users()) {
         std::string why = "no int8 kernel for this op yet";
-        if (user->is_call("matmul")) why = "a product of two activations has no int8 kernel yet";
+        if (user->is_call("matmul")) {
+          // Its quantize and dequantize then only cost passes over the
+          // activations (attention's scores, at long sequences).
+          why = absl::StrCat(
+              "a product of two activations has no int8 kernel yet (quantizing with --skip ",
+              user->name(), " keeps it float, without the quantize and dequantize around it)");
+        }
         if (user->is_call("linear")) why = "its other operand is not an int8 per-channel weight";
         report_.unfused.push_back(
             absl::StrCat(n->Ref(), " -> ", user->Ref(), " (", user->target(), "): ", why));
