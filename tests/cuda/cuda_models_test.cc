@@ -227,15 +227,7 @@ graph():
 std::vector<Tensor> RoundedTo(const std::vector<Tensor>& inputs, DType dtype) {
   std::vector<Tensor> rounded;
   for (const Tensor& t : inputs) {
-    Tensor r = t.Clone();
-    if (r.dtype() == DType::kF32) {
-      float* v = r.data<float>();
-      for (int64_t k = 0; k < r.NumElements(); ++k) {
-        v[k] = dtype == DType::kBF16 ? BFloat16ToFloat(FloatToBFloat16(v[k]))
-                                     : HalfToFloat(FloatToHalf(v[k]));
-      }
-    }
-    rounded.push_back(std::move(r));
+    rounded.push_back(t.dtype() == DType::kF32 ? RoundedThrough(t, dtype) : t);
   }
   return rounded;
 }

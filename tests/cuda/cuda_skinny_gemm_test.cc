@@ -50,14 +50,7 @@ Tensor RoundedTo(const Tensor& t, DType dtype, bool tf32 = false) {
     }
     return out;
   }
-  if (dtype == DType::kF32) return t;
-  Tensor narrow(dtype, t.dims());
-  Tensor out = t.Clone();
-  for (int64_t i = 0; i < t.NumElements(); ++i) {
-    narrow.SetFromDouble(i, t.GetAsDouble(i));
-    out.SetFromDouble(i, narrow.GetAsDouble(i));
-  }
-  return out;
+  return dtype == DType::kF32 ? t : RoundedThrough(t, dtype);
 }
 
 // Each activation the kernel fuses, with and without a bias, one weight

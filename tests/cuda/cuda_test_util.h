@@ -38,6 +38,18 @@ inline Argument List(std::vector<Node*> nodes) {
   return Argument(std::move(l));
 }
 
+// `t` (f32) with every element rounded to `dtype` (bf16 or f16) and
+// stored as f32 again: the values a model cast to `dtype` sees.
+inline Tensor RoundedThrough(const Tensor& t, DType dtype) {
+  Tensor narrow(dtype, t.dims());
+  Tensor out = t.Clone();
+  for (int64_t i = 0; i < t.NumElements(); ++i) {
+    narrow.SetFromDouble(i, t.GetAsDouble(i));
+    out.SetFromDouble(i, narrow.GetAsDouble(i));
+  }
+  return out;
+}
+
 // DESIGN section 5: tf32 1e-3, bf16 and f16 1e-2.
 inline constexpr double kTf32Tol = 1e-3;
 inline constexpr double kHalfTol = 1e-2;
