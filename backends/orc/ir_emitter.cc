@@ -70,8 +70,28 @@ llvm::Value* IrEmitter::Convert(llvm::Value* v, DType from, DType to) {
   const bool from_float = IsFloatingPoint(from);
   const bool to_float = IsFloatingPoint(to);
   if (from_float && to_float) return b_.CreateFPCast(v, target);
+  if (from_float && DTypeSize(to) <= 4) {
+    // Saturating, so an out-of-range value is a defined number, not poison,
+    // and NaN is 0 (as llvm.fptosi.sat, which LLVM expands lane by lane:
+    // twice a memory-bound loop's time). Every bound of an integer of up
+    // to 32 bits is an f64, so the clamp is exact there.
+    llvm::Type* f64 = b_.getDoubleTy();
+    llvm::Value* x = b_.CreateFPCast(v, f64);
+    const double lo = IsUnsigned(to) ? 0.0 : -std::ldexp(1.0, 8 * DTypeSize(to) - 1);
+    const double hi = IsUnsigned(to) ? std::ldexp(1.0, 8 * DTypeSize(to)) - 1 : -lo - 1;
+    x = b_.CreateBinaryIntrinsic(
+        llvm::Intrinsic::minnum,
+        b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, x, llvm::ConstantFP::get(f64, lo)),
+        llvm::ConstantFP::get(f64, hi));
+    x = b_.CreateSelect(b_.CreateFCmpUNO(v, v), llvm::ConstantFP::get(f64, 0.0), x);
+    // Through i32 where it holds every value (vcvttpd2dq exists on every
+    // x86 with SSE2; a vector f64 to i64 needs AVX-512DQ), else i64 (u32).
+    const bool fits_i32 = DTypeSize(to) < 4 || !IsUnsigned(to);
+    llvm::Value* i = b_.CreateFPToSI(x, fits_i32 ? b_.getInt32Ty() : b_.getInt64Ty());
+    return b_.CreateZExtOrTrunc(i, target);
+  }
   if (from_float) {
-    // Saturating, so an out-of-range value is a defined number, not poison.
+    // 64-bit integers: the saturating intrinsic (their bounds are no f64).
     llvm::Intrinsic::ID id = IsUnsigned(to) ? llvm::Intrinsic::fptoui_sat
                                             : llvm::Intrinsic::fptosi_sat;
     return b_.CreateIntrinsic(id, {target, v->getType()}, {v});
