@@ -15,6 +15,7 @@
 #include "runtime/cpu_features.h"
 #include "runtime/elf_object.h"
 #include "runtime/library_call.h"
+#include "runtime/parallel_steps.h"
 #include "runtime/program_runner.h"
 #include "support/status_macros.h"
 
@@ -42,6 +43,7 @@ constexpr char kHostArch[] = "unknown";
 void* ResolveRuntimeSymbol(absl::string_view name) {
   const std::string n(name);
   if (n == kRunLibrarySymbol) return reinterpret_cast<void*>(&graft_orc_run_library);
+  if (n == kParallelForSymbol) return reinterpret_cast<void*>(&graft_orc_parallel_for);
   if (void* address = dlsym(RTLD_DEFAULT, n.c_str())) return address;
   static void* const libmvec = dlopen("libmvec.so.1", RTLD_NOW | RTLD_GLOBAL);
   return libmvec != nullptr ? dlsym(libmvec, n.c_str()) : nullptr;
@@ -174,7 +176,7 @@ absl::Status CompiledModel::Link(const ArtifactView& view, const LoadOptions& op
   }
   code_->runner = std::make_unique<ProgramRunner>(
       reinterpret_cast<EntryFunction>(entry), std::move(state), m.arena_bytes,
-      TypesOf(m.outputs), m.failures, !m.library_calls.empty());
+      TypesOf(m.outputs), m.failures);
   return absl::OkStatus();
 }
 

@@ -10,13 +10,12 @@ namespace graft::runtime {
 
 ProgramRunner::ProgramRunner(EntryFunction entry, std::vector<void*> state,
                              size_t arena_bytes, std::vector<TensorType> outputs,
-                             std::map<int, StepFailure> failures, bool uses_library)
+                             std::map<int, StepFailure> failures)
     : entry_(entry),
       state_(std::move(state)),
       arena_bytes_(arena_bytes),
       outputs_(std::move(outputs)),
-      failures_(std::move(failures)),
-      uses_library_(uses_library) {}
+      failures_(std::move(failures)) {}
 
 ProgramRunner::~ProgramRunner() {
   for (char* arena : arenas_) std::free(arena);
@@ -59,10 +58,8 @@ absl::StatusOr<std::vector<Tensor>> ProgramRunner::Run(absl::Span<const Tensor> 
         absl::StrCat("cannot allocate the ", arena_bytes_, "-byte arena"));
   }
   int rc;
-  if (uses_library_) {
-    ScopedLibraryThreads library_threads(threads);
-    rc = entry_(io.data(), arena, state_.data());
-  } else {
+  {
+    ScopedLibraryThreads run_threads(threads);
     rc = entry_(io.data(), arena, state_.data());
   }
   ReturnArena(arena);

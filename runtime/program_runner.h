@@ -35,13 +35,13 @@ class ProgramRunner {
  public:
   ProgramRunner() = default;
   ProgramRunner(EntryFunction entry, std::vector<void*> state, size_t arena_bytes,
-                std::vector<TensorType> outputs, std::map<int, StepFailure> failures,
-                bool uses_library);
+                std::vector<TensorType> outputs, std::map<int, StepFailure> failures);
   ~ProgramRunner();
   ProgramRunner(ProgramRunner&&) = delete;
 
   // Runs on `inputs`, already checked by the caller against the types the
-  // code was compiled for, with the library's `threads` (0: all cores).
+  // code was compiled for, on `threads` (0: all cores): the library calls'
+  // and the generated loops split over threads (parallel_steps.h).
   absl::StatusOr<std::vector<Tensor>> Run(absl::Span<const Tensor> inputs, int threads) const;
 
   const std::vector<TensorType>& output_types() const { return outputs_; }
@@ -56,7 +56,6 @@ class ProgramRunner {
   size_t arena_bytes_ = 0;
   std::vector<TensorType> outputs_;
   std::map<int, StepFailure> failures_;  // By step index.
-  bool uses_library_ = false;
   mutable std::mutex arenas_mu_;
   mutable std::vector<char*> arenas_;  // Free arenas, reused across runs.
 };

@@ -104,12 +104,14 @@ llvm::Value* IrEmitter::Convert(llvm::Value* v, DType from, DType to) {
 }
 
 llvm::Function* IrEmitter::BeginFunction(const std::string& name,
-                                         int num_pointers) {
+                                         int num_pointers, bool range) {
   std::vector<llvm::Type*> params(num_pointers, b_.getPtrTy());
+  if (range) params.insert(params.end(), 2, b_.getInt64Ty());
   auto* type = llvm::FunctionType::get(b_.getInt32Ty(), params, false);
   auto* f = llvm::Function::Create(type, llvm::Function::InternalLinkage,
                                    name, module_);
   for (llvm::Argument& a : f->args()) {
+    if (!a.getType()->isPointerTy()) continue;
     a.addAttr(llvm::Attribute::NoAlias);
     a.addAttr(llvm::Attribute::NoCapture);
   }
@@ -118,7 +120,36 @@ llvm::Function* IrEmitter::BeginFunction(const std::string& name,
   return f;
 }
 
+void IrEmitter::PartitionNextLoop(llvm::Value* begin, llvm::Value* end) {
+  part_begin_ = begin;
+  part_end_ = end;
+  part_extent_.reset();
+  part_broken_ = false;
+}
+
+absl::StatusOr<std::optional<int64_t>> IrEmitter::EndPartition() {
+  part_begin_ = part_end_ = nullptr;
+  if (part_broken_) {
+    return absl::InternalError("a step split over threads has two top-level loops");
+  }
+  return part_extent_;
+}
+
 void IrEmitter::Loop(int64_t n, const std::function<void(llvm::Value*)>& body) {
+  if (part_begin_ != nullptr && loop_depth_ == 0) {
+    if (part_extent_.has_value()) {
+      part_broken_ = true;
+    } else {
+      // The partitioned loop: the caller splits [0, n) into parts.
+      part_extent_ = n;
+      llvm::Value* begin = part_begin_;
+      part_begin_ = nullptr;  // Not a second top-level loop.
+      LoopBetween(begin, part_end_, body);
+      part_begin_ = begin;
+      return;
+    }
+  }
+  ++loop_depth_;
   llvm::Function* f = b_.GetInsertBlock()->getParent();
   llvm::BasicBlock* before = b_.GetInsertBlock();
   llvm::BasicBlock* loop = llvm::BasicBlock::Create(context_, "loop", f);
@@ -132,10 +163,13 @@ void IrEmitter::Loop(int64_t n, const std::function<void(llvm::Value*)>& body) {
   i->addIncoming(next, b_.GetInsertBlock());
   b_.CreateCondBr(b_.CreateICmpULT(next, b_.getInt64(n)), loop, exit);
   b_.SetInsertPoint(exit);
+  --loop_depth_;
 }
 
 void IrEmitter::LoopBetween(llvm::Value* begin, llvm::Value* end,
                             const std::function<void(llvm::Value*)>& body) {
+  if (part_begin_ != nullptr && loop_depth_ == 0) part_broken_ = true;
+  ++loop_depth_;
   llvm::Function* f = b_.GetInsertBlock()->getParent();
   llvm::BasicBlock* before = b_.GetInsertBlock();
   llvm::BasicBlock* loop = llvm::BasicBlock::Create(context_, "loop", f);
@@ -149,6 +183,7 @@ void IrEmitter::LoopBetween(llvm::Value* begin, llvm::Value* end,
   i->addIncoming(next, b_.GetInsertBlock());
   b_.CreateCondBr(b_.CreateICmpSLT(next, end), loop, exit);
   b_.SetInsertPoint(exit);
+  --loop_depth_;
 }
 
 void IrEmitter::Loops(

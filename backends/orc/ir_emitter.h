@@ -3,10 +3,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
 #include "backends/strided_view.h"
 #include "graph/dtype.h"
 #include "graph/scalar_formula.h"
@@ -41,9 +43,20 @@ class IrEmitter {
   llvm::Value* Constant(DType dtype, double value);
   llvm::Value* Convert(llvm::Value* v, DType from, DType to);
 
-  // A new internal function `void name(ptr noalias, ...)` returning i32,
-  // with the builder at its start.
-  llvm::Function* BeginFunction(const std::string& name, int num_pointers);
+  // A new internal function `i32 name(ptr noalias, ...)`, with the
+  // builder at its start; `range` adds two i64 parameters after the
+  // pointers, the part [begin, end) of its partitioned loop (below).
+  llvm::Function* BeginFunction(const std::string& name, int num_pointers,
+                                bool range = false);
+
+  // For a step split over threads: the next top-level loop of the function
+  // being emitted runs over [begin, end) of its iterations instead of all
+  // of them. EndPartition says what came of it: the loop's full trip count
+  // (the range the caller splits), nullopt when no loop was emitted (the
+  // code ignores the range), or an error when the function had another
+  // top-level loop, which every part would run whole.
+  void PartitionNextLoop(llvm::Value* begin, llvm::Value* end);
+  absl::StatusOr<std::optional<int64_t>> EndPartition();
 
   // for i in [0, n): body(i). n >= 1.
   void Loop(int64_t n, const std::function<void(llvm::Value*)>& body);
@@ -116,6 +129,14 @@ class IrEmitter {
   llvm::LLVMContext& context_;
   llvm::Module& module_;
   llvm::IRBuilder<> b_;
+  // PartitionNextLoop's state: the range, loops open now, the partitioned
+  // loop's trip count once emitted, and whether a second top-level loop
+  // followed it.
+  llvm::Value* part_begin_ = nullptr;
+  llvm::Value* part_end_ = nullptr;
+  int loop_depth_ = 0;
+  std::optional<int64_t> part_extent_;
+  bool part_broken_ = false;
 };
 
 }  // namespace graft::orc

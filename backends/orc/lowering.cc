@@ -17,6 +17,7 @@
 #include "backends/strided_view.h"
 #include "graph/op_registry.h"
 #include "graph/op_traits.h"
+#include "runtime/parallel_steps.h"
 #include "support/status_macros.h"
 
 namespace graft::orc {
@@ -1247,6 +1248,63 @@ class IdenticalFunctions {
   absl::flat_hash_map<std::string, llvm::Function*> seen_;
 };
 
+// Steps whose outermost loop has independent iterations, each writing its
+// own part of the result: split over the run's threads when they have at
+// least kMinSplitElements results (a parallel region costs a few
+// microseconds), each part at least kMinPartElements.
+constexpr int64_t kMinSplitElements = int64_t{1} << 16;
+constexpr int64_t kMinPartElements = int64_t{1} << 15;
+bool SplitsOverThreads(const Program& program, const Step& step) {
+  if (program.options.threads == 1 || step.elided || !step.node->type().has_value()) {
+    return false;
+  }
+  switch (step.kind) {
+    case StepKind::kPointwise:
+    case StepKind::kView:
+    case StepKind::kCopy:
+    case StepKind::kQuantize:
+    case StepKind::kSoftmax:
+    case StepKind::kLayerNorm:
+    case StepKind::kBatchNorm:
+      break;
+    default:
+      return false;
+  }
+  int64_t elements = 1;
+  for (int64_t d : DimsOf(*step.node)) elements *= d;
+  return elements >= kMinSplitElements;
+}
+
+// `i32 name_part(ptr buffers, i64 begin, i64 end)`: calls `step` with its
+// pointers from `buffers` and the range, the signature
+// graft_orc_parallel_for calls (runtime/parallel_steps.h).
+llvm::Function* PartFunction(IrEmitter& ir, llvm::Function* step, int pointers) {
+  llvm::IRBuilder<>& b = ir.b();
+  auto* type = llvm::FunctionType::get(b.getInt32Ty(),
+                                       {b.getPtrTy(), b.getInt64Ty(), b.getInt64Ty()}, false);
+  auto* part = llvm::Function::Create(type, llvm::Function::InternalLinkage,
+                                      step->getName() + "_part", ir.module());
+  part->addFnAttr(llvm::Attribute::NoUnwind);
+  b.SetInsertPoint(llvm::BasicBlock::Create(ir.context(), "entry", part));
+  std::vector<llvm::Value*> args;
+  for (int k = 0; k < pointers; ++k) {
+    args.push_back(b.CreateLoad(b.getPtrTy(), b.CreateConstInBoundsGEP1_32(
+                                                  b.getPtrTy(), part->getArg(0), k)));
+  }
+  args.push_back(part->getArg(1));
+  args.push_back(part->getArg(2));
+  b.CreateRet(b.CreateCall(step, args));
+  return part;
+}
+
+// How a step split over threads is called: its part function over
+// [0, extent), in parts of at least `grain` iterations. No part function:
+// the step emitted no loop and is called whole.
+struct Split {
+  llvm::Function* part = nullptr;
+  int64_t extent = 0, grain = 1;
+};
+
 }  // namespace
 
 absl::StatusOr<std::string> CompileToObject(const Program& program) {
@@ -1256,14 +1314,24 @@ absl::StatusOr<std::string> CompileToObject(const Program& program) {
   ASSIGN_OR_RETURN(const HostCpu cpu, TargetCpu(program.options.target_cpu));
 
   std::vector<llvm::Function*> functions;
+  std::vector<std::optional<Split>> splits(program.steps.size());
+  absl::flat_hash_map<llvm::Function*, llvm::Function*> parts;  // By step function.
   IdenticalFunctions identical;
   for (size_t i = 0; i < program.steps.size(); ++i) {
     const Step& step = program.steps[i];
     const int pointers = 1 + static_cast<int>(step.inputs.size()) +
                          (step.kind == StepKind::kLibrary ? 1 : 0);
-    llvm::Function* f = ir.BeginFunction(absl::StrCat("step", i), pointers);
+    const bool split = SplitsOverThreads(program, step);
+    llvm::Function* f = ir.BeginFunction(absl::StrCat("step", i), pointers, split);
     StepEmitter emitter(ir, program, step, f);
+    if (split) ir.PartitionNextLoop(f->getArg(pointers), f->getArg(pointers + 1));
     absl::Status s = emitter.Emit();
+    std::optional<int64_t> extent;
+    if (split) {
+      absl::StatusOr<std::optional<int64_t>> partitioned = ir.EndPartition();
+      if (partitioned.ok()) extent = *partitioned;
+      if (s.ok()) s = partitioned.status();
+    }
     if (!s.ok()) {
       return absl::Status(s.code(), absl::StrCat("%", step.node->name(), " (",
                                                  step.node->target(), "): ",
@@ -1271,6 +1339,16 @@ absl::StatusOr<std::string> CompileToObject(const Program& program) {
     }
     if (!emitter.returned()) ir.b().CreateRet(ir.b().getInt32(0));
     functions.push_back(identical.Reuse(f));
+    if (!split) continue;
+    splits[i] = Split{nullptr, extent.value_or(0), 1};
+    if (!extent.has_value() || *extent <= 1) continue;
+    auto [at, fresh] = parts.try_emplace(functions.back(), nullptr);
+    if (fresh) at->second = PartFunction(ir, functions.back(), pointers);
+    int64_t elements = 1;
+    for (int64_t d : DimsOf(*step.node)) elements *= d;
+    const int64_t per_iteration = std::max<int64_t>(1, elements / *extent);
+    *splits[i] = {at->second, *extent,
+                  std::max<int64_t>(1, kMinPartElements / per_iteration)};
   }
 
   llvm::IRBuilder<>& b = ir.b();
@@ -1296,7 +1374,27 @@ absl::StatusOr<std::string> CompileToObject(const Program& program) {
       args.push_back(BufferPointer(
           b, {BufferRef::Where::kState, step.state, 0}, num_inputs, io, arena, state));
     }
-    llvm::Value* rc = b.CreateCall(functions[i], args);
+    llvm::Value* rc = nullptr;
+    if (splits[i].has_value() && splits[i]->part != nullptr) {
+      // The step's pointers in a table (on the entry block's stack frame),
+      // and its loop over the run's threads.
+      llvm::IRBuilder<> at_start(&entry->getEntryBlock(), entry->getEntryBlock().begin());
+      llvm::Value* table = at_start.CreateAlloca(b.getPtrTy(), b.getInt32(args.size()));
+      for (size_t k = 0; k < args.size(); ++k) {
+        b.CreateStore(args[k], b.CreateConstInBoundsGEP1_32(b.getPtrTy(), table, k));
+      }
+      llvm::FunctionCallee parallel_for = module.getOrInsertFunction(
+          runtime::kParallelForSymbol, b.getInt32Ty(), b.getPtrTy(), b.getPtrTy(),
+          b.getInt64Ty(), b.getInt64Ty());
+      rc = b.CreateCall(parallel_for, {splits[i]->part, table, b.getInt64(splits[i]->extent),
+                                       b.getInt64(splits[i]->grain)});
+    } else {
+      if (splits[i].has_value()) {
+        args.push_back(b.getInt64(0));
+        args.push_back(b.getInt64(splits[i]->extent));
+      }
+      rc = b.CreateCall(functions[i], args);
+    }
     if (!step.can_fail) continue;
     llvm::BasicBlock* fail = llvm::BasicBlock::Create(context, "fail", entry);
     llvm::BasicBlock* next = llvm::BasicBlock::Create(context, "next", entry);

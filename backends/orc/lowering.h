@@ -23,7 +23,11 @@ inline constexpr const char* kLibraryCallName = runtime::kRunLibrarySymbol;
 
 // Lowers every step of `program` to LLVM IR (one function per step and the
 // entry function that calls them in order), optimizes it for the host CPU
-// and returns the object file.
+// and returns the object file. For a program of several threads, large
+// steps whose outermost loop has independent iterations (pointwise groups,
+// copies, quantize, softmax, layer and batch norm) are called through
+// runtime::kParallelForSymbol, which runs their loop in parts on the run's
+// threads (runtime/parallel_steps.h).
 absl::StatusOr<std::string> CompileToObject(const Program& program);
 
 }  // namespace graft::orc

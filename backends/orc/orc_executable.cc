@@ -7,6 +7,7 @@
 #include "backends/orc/compiled_model_writer.h"
 #include "runtime/compiled_model.h"
 #include "runtime/cpu_features.h"
+#include "runtime/parallel_steps.h"
 #include "support/status_macros.h"
 
 namespace graft::orc {
@@ -59,11 +60,13 @@ absl::StatusOr<std::unique_ptr<CompiledProgram>> CompiledProgram::Create(
       c->loaded_,
       LoadedObject::Load(c->object_,
                          {{kLibraryCallName,
-                           reinterpret_cast<void*>(&runtime::graft_orc_run_library)}}));
+                           reinterpret_cast<void*>(&runtime::graft_orc_run_library)},
+                          {runtime::kParallelForSymbol,
+                           reinterpret_cast<void*>(&runtime::graft_orc_parallel_for)}}));
   ASSIGN_OR_RETURN(void* entry, c->loaded_->Lookup(kEntryName));
   c->runner_ = std::make_unique<runtime::ProgramRunner>(
       reinterpret_cast<EntryFunction>(entry), std::move(state), p.arena_bytes,
-      p.output_types, StepFailures(p), !p.library_steps.empty());
+      p.output_types, StepFailures(p));
   return c;
 }
 
