@@ -31,9 +31,10 @@ namespace graft::runtime {
 
 inline constexpr char kArtifactMagic[] = "GRAFTGCX";  // 8 bytes, no NUL.
 inline constexpr size_t kArtifactHeaderBytes = 128;
-// A reader refuses another major version; minor versions only add.
+// A reader refuses another major version; minor versions only add. Minor
+// 1: the code may call graft_orc_parallel_for (runtime/parallel_steps.h).
 inline constexpr uint32_t kArtifactFormatMajor = 1;
-inline constexpr uint32_t kArtifactFormatMinor = 0;
+inline constexpr uint32_t kArtifactFormatMinor = 1;
 
 // One input or output: its name and fixed type.
 struct ValueSpec {

@@ -84,11 +84,10 @@ llvm::Value* IrEmitter::Convert(llvm::Value* v, DType from, DType to) {
         b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, x, llvm::ConstantFP::get(f64, lo)),
         llvm::ConstantFP::get(f64, hi));
     x = b_.CreateSelect(b_.CreateFCmpUNO(v, v), llvm::ConstantFP::get(f64, 0.0), x);
-    // Through i32 where it holds every value (vcvttpd2dq exists on every
-    // x86 with SSE2; a vector f64 to i64 needs AVX-512DQ), else i64 (u32).
-    const bool fits_i32 = DTypeSize(to) < 4 || !IsUnsigned(to);
-    llvm::Value* i = b_.CreateFPToSI(x, fits_i32 ? b_.getInt32Ty() : b_.getInt64Ty());
-    return b_.CreateZExtOrTrunc(i, target);
+    // Through i32, which holds every value of these types (graft has no
+    // u32): vcvttpd2dq exists on every x86-64, where a vector f64 to i64
+    // needs AVX-512DQ.
+    return b_.CreateSExtOrTrunc(b_.CreateFPToSI(x, b_.getInt32Ty()), target);
   }
   if (from_float) {
     // 64-bit integers: the saturating intrinsic (their bounds are no f64).

@@ -89,6 +89,7 @@ const HostCpu& DetectHostCpu() {
     c.features = builder->getFeatures().getString();
     c.has_avx512 = c.features.find("+avx512f") != std::string::npos;
     c.has_avx512_bf16 = c.features.find("+avx512bf16") != std::string::npos;
+    c.has_fma = ("," + c.features + ",").find(",+fma,") != std::string::npos;
     return c;
   }();
   return cpu;
@@ -125,6 +126,7 @@ absl::StatusOr<HostCpu> TargetCpu(absl::string_view name) {
   }
   c.has_avx512 = ("," + c.features + ",").find(",+avx512f,") != std::string::npos;
   c.has_avx512_bf16 = ("," + c.features + ",").find(",+avx512bf16,") != std::string::npos;
+  c.has_fma = ("," + c.features + ",").find(",+fma,") != std::string::npos;
   return c;
 }
 

@@ -29,6 +29,7 @@ struct HostCpu {
   std::string features;
   bool has_avx512 = false;
   bool has_avx512_bf16 = false;
+  bool has_fma = false;
 };
 const HostCpu& DetectHostCpu();
 // The CPU named `name` as LLVM knows it ("x86-64-v3", "skylake-avx512",

@@ -28,8 +28,8 @@ namespace {
 class StepEmitter {
  public:
   StepEmitter(IrEmitter& ir, const Program& program, const Step& step,
-              llvm::Function* function)
-      : ir_(ir), p_(program), step_(step) {
+              llvm::Function* function, bool has_fma)
+      : ir_(ir), p_(program), step_(step), has_fma_(has_fma) {
     for (llvm::Argument& a : function->args()) args_.push_back(&a);
   }
 
@@ -971,15 +971,17 @@ class StepEmitter {
         return DoubleToFloat8E4M3(
             b(), b().CreateSelect(b().CreateFCmpUNO(x, x), x, b().CreateFDiv(x, s)));
       }
-      llvm::Value* quotient =
-          scale_tensor ? b().CreateFDiv(x, s) : DivideByConstant(x, scale_value);
+      llvm::Value* quotient = scale_tensor || !MultipliesForDivision(scale_value)
+                                  ? b().CreateFDiv(x, s)
+                                  : DivideByConstant(x, scale_value);
       llvm::Value* q = b().CreateFAdd(
           b().CreateUnaryIntrinsic(llvm::Intrinsic::nearbyint, quotient), z);
+      // NaN takes the zero point, saturated as any other value.
+      q = b().CreateSelect(b().CreateFCmpUNO(x, x), z, q);
       q = b().CreateBinaryIntrinsic(
           llvm::Intrinsic::minnum,
           b().CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, q, ir_.Constant(f64, qmin)),
           ir_.Constant(f64, qmax));
-      q = b().CreateSelect(b().CreateFCmpUNO(x, x), z, q);
       // In range and not NaN by now: a plain conversion, which vectorizes
       // where the saturating one LLVM expands lane by lane.
       return b().CreateTrunc(b().CreateFPToSI(q, b().getInt32Ty()),
@@ -995,6 +997,12 @@ class StepEmitter {
   // theorem). A vector f64 division is several times slower: it made
   // quantize the slowest loop of an int8 model. An infinite x gives a NaN
   // remainder; q0 (infinite) is the quotient then.
+  // Where DivideByConstant applies: the theorem needs a normal divisor
+  // with a normal reciprocal, and without FMA instructions llvm.fma is a
+  // libm call, slower than the division.
+  bool MultipliesForDivision(double divisor) const {
+    return has_fma_ && std::isnormal(divisor) && std::isnormal(1.0 / divisor);
+  }
   llvm::Value* DivideByConstant(llvm::Value* x, double divisor) {
     llvm::Value* reciprocal = ir_.Constant(DType::kF64, 1.0 / divisor);
     llvm::Value* d = ir_.Constant(DType::kF64, divisor);
@@ -1198,6 +1206,7 @@ class StepEmitter {
   IrEmitter& ir_;
   const Program& p_;
   const Step& step_;
+  const bool has_fma_;  // The target CPU fuses multiply-adds (llvm.fma is one instruction).
   std::vector<llvm::Value*> args_;
   bool returned_ = false;
 };
@@ -1251,13 +1260,13 @@ class IdenticalFunctions {
 // Steps whose outermost loop has independent iterations, each writing its
 // own part of the result: split over the run's threads when they have at
 // least kMinSplitElements results (a parallel region costs a few
-// microseconds), each part at least kMinPartElements.
+// microseconds), each part at least kMinPartElements. Whatever the threads
+// the program was compiled for: a compiled model file runs on the threads
+// its loader asks for, and on one thread the split calls the loop whole.
 constexpr int64_t kMinSplitElements = int64_t{1} << 16;
 constexpr int64_t kMinPartElements = int64_t{1} << 15;
-bool SplitsOverThreads(const Program& program, const Step& step) {
-  if (program.options.threads == 1 || step.elided || !step.node->type().has_value()) {
-    return false;
-  }
+bool SplitsOverThreads(const Step& step) {
+  if (step.elided || !step.node->type().has_value()) return false;
   switch (step.kind) {
     case StepKind::kPointwise:
     case StepKind::kView:
@@ -1297,6 +1306,36 @@ llvm::Function* PartFunction(IrEmitter& ir, llvm::Function* step, int pointers) 
   return part;
 }
 
+// One step's function, and with `split` what came of its partitioned
+// loop (IrEmitter::PartitionNextLoop): `partitioned` false when the code
+// had more than one top-level loop.
+struct EmittedStep {
+  llvm::Function* function = nullptr;
+  std::optional<int64_t> extent;
+  bool partitioned = true;
+};
+absl::StatusOr<EmittedStep> EmitStep(IrEmitter& ir, const Program& program, size_t i,
+                                     int pointers, bool split, const HostCpu& cpu) {
+  const Step& step = program.steps[i];
+  EmittedStep emitted;
+  emitted.function = ir.BeginFunction(absl::StrCat("step", i), pointers, split);
+  llvm::Function* f = emitted.function;
+  StepEmitter emitter(ir, program, step, f, cpu.has_fma);
+  if (split) ir.PartitionNextLoop(f->getArg(pointers), f->getArg(pointers + 1));
+  absl::Status s = emitter.Emit();
+  if (split) {
+    absl::StatusOr<std::optional<int64_t>> partitioned = ir.EndPartition();
+    emitted.partitioned = partitioned.ok();
+    if (partitioned.ok()) emitted.extent = *partitioned;
+  }
+  if (!s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("%", step.node->name(), " (",
+                                               step.node->target(), "): ", s.message()));
+  }
+  if (!emitter.returned()) ir.b().CreateRet(ir.b().getInt32(0));
+  return emitted;
+}
+
 // How a step split over threads is called: its part function over
 // [0, extent), in parts of at least `grain` iterations. No part function:
 // the step emitted no loop and is called whole.
@@ -1317,38 +1356,32 @@ absl::StatusOr<std::string> CompileToObject(const Program& program) {
   std::vector<std::optional<Split>> splits(program.steps.size());
   absl::flat_hash_map<llvm::Function*, llvm::Function*> parts;  // By step function.
   IdenticalFunctions identical;
+  int table_size = 0;  // Pointers in the largest split step's table.
   for (size_t i = 0; i < program.steps.size(); ++i) {
     const Step& step = program.steps[i];
     const int pointers = 1 + static_cast<int>(step.inputs.size()) +
                          (step.kind == StepKind::kLibrary ? 1 : 0);
-    const bool split = SplitsOverThreads(program, step);
-    llvm::Function* f = ir.BeginFunction(absl::StrCat("step", i), pointers, split);
-    StepEmitter emitter(ir, program, step, f);
-    if (split) ir.PartitionNextLoop(f->getArg(pointers), f->getArg(pointers + 1));
-    absl::Status s = emitter.Emit();
-    std::optional<int64_t> extent;
-    if (split) {
-      absl::StatusOr<std::optional<int64_t>> partitioned = ir.EndPartition();
-      if (partitioned.ok()) extent = *partitioned;
-      if (s.ok()) s = partitioned.status();
+    bool split = SplitsOverThreads(step);
+    ASSIGN_OR_RETURN(EmittedStep emitted, EmitStep(ir, program, i, pointers, split, cpu));
+    if (split && !emitted.partitioned) {
+      // Its code has loops after the one split: every part would run them
+      // whole. Emitted again, unsplit.
+      emitted.function->eraseFromParent();
+      split = false;
+      ASSIGN_OR_RETURN(emitted, EmitStep(ir, program, i, pointers, split, cpu));
     }
-    if (!s.ok()) {
-      return absl::Status(s.code(), absl::StrCat("%", step.node->name(), " (",
-                                                 step.node->target(), "): ",
-                                                 s.message()));
-    }
-    if (!emitter.returned()) ir.b().CreateRet(ir.b().getInt32(0));
-    functions.push_back(identical.Reuse(f));
+    functions.push_back(identical.Reuse(emitted.function));
     if (!split) continue;
-    splits[i] = Split{nullptr, extent.value_or(0), 1};
-    if (!extent.has_value() || *extent <= 1) continue;
+    splits[i] = Split{nullptr, emitted.extent.value_or(0), 1};
+    if (!emitted.extent.has_value() || *emitted.extent <= 1) continue;
     auto [at, fresh] = parts.try_emplace(functions.back(), nullptr);
     if (fresh) at->second = PartFunction(ir, functions.back(), pointers);
     int64_t elements = 1;
     for (int64_t d : DimsOf(*step.node)) elements *= d;
-    const int64_t per_iteration = std::max<int64_t>(1, elements / *extent);
-    *splits[i] = {at->second, *extent,
+    const int64_t per_iteration = std::max<int64_t>(1, elements / *emitted.extent);
+    *splits[i] = {at->second, *emitted.extent,
                   std::max<int64_t>(1, kMinPartElements / per_iteration)};
+    table_size = std::max(table_size, pointers);
   }
 
   llvm::IRBuilder<>& b = ir.b();
@@ -1362,6 +1395,7 @@ absl::StatusOr<std::string> CompileToObject(const Program& program) {
   llvm::Value* state = entry->getArg(2);
   b.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", entry));
   const int num_inputs = static_cast<int>(program.input_types.size());
+  llvm::Value* table = nullptr;
   for (size_t i = 0; i < program.steps.size(); ++i) {
     const Step& step = program.steps[i];
     if (step.elided) continue;  // Its function is empty.
@@ -1376,10 +1410,13 @@ absl::StatusOr<std::string> CompileToObject(const Program& program) {
     }
     llvm::Value* rc = nullptr;
     if (splits[i].has_value() && splits[i]->part != nullptr) {
-      // The step's pointers in a table (on the entry block's stack frame),
-      // and its loop over the run's threads.
-      llvm::IRBuilder<> at_start(&entry->getEntryBlock(), entry->getEntryBlock().begin());
-      llvm::Value* table = at_start.CreateAlloca(b.getPtrTy(), b.getInt32(args.size()));
+      // The step's pointers in a table (one for all split steps, which run
+      // one after another, in the entry's stack frame), and its loop over
+      // the run's threads.
+      if (table == nullptr) {
+        llvm::IRBuilder<> at_start(&entry->getEntryBlock(), entry->getEntryBlock().begin());
+        table = at_start.CreateAlloca(b.getPtrTy(), b.getInt32(table_size));
+      }
       for (size_t k = 0; k < args.size(); ++k) {
         b.CreateStore(args[k], b.CreateConstInBoundsGEP1_32(b.getPtrTy(), table, k));
       }

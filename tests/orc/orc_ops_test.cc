@@ -1373,7 +1373,9 @@ TEST(OrcQuant, QuantizeSpecialValues) {
   Node* x = b.In(interp_test::T(DType::kF32, {8},
                                 {NAN, INFINITY, -INFINITY, 0.0, -0.0, 1e30, -1e30, 12.5}));
   b.Out({b.Call("quantize_per_tensor", {x, 0.5, int64_t{2}, DType::kI8}),
-         b.Call("quantize_per_tensor", {x, 0.5, int64_t{200}, DType::kU8})});
+         b.Call("quantize_per_tensor", {x, 0.5, int64_t{200}, DType::kU8}),
+         // A subnormal scale, whose reciprocal is infinite: 0 / scale is 0.
+         b.Call("quantize_per_tensor", {x, 1e-310, int64_t{3}, DType::kI8})});
   ExpectOrcMatchesInterp(b, kExact);
 }
 

@@ -2,15 +2,25 @@
 // enough step runs in parts, one per thread, and gives what the
 // interpreter gives.
 
+#include <dlfcn.h>
+
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <random>
+#include <set>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "backends/orc/lowering.h"
 #include "backends/orc/program.h"
 #include "gtest/gtest.h"
+#include "runtime/library_call.h"
 #include "runtime/parallel_steps.h"
 #include "support/status_matchers.h"
 #include "tests/backends/interp_test_util.h"
@@ -55,25 +65,81 @@ TEST(OrcThreads, SplitStepsMatchTheInterpreter) {
   }
 }
 
-// The code of a program for several threads calls the split; for one
-// thread it does not.
-TEST(OrcThreads, OnlyProgramsForSeveralThreadsSplit) {
-  std::mt19937_64 rng(FreshSeed());
-  ModuleBuilder b = SplitSteps(rng);
+std::vector<TensorType> TypesOf(const std::vector<Tensor>& inputs) {
   std::vector<TensorType> types;
-  for (const Tensor& t : b.inputs()) {
+  for (const Tensor& t : inputs) {
     TensorType type;
     type.dtype = t.dtype();
     for (int64_t d : t.dims()) type.shape.push_back(Dim(d));
     types.push_back(type);
   }
+  return types;
+}
+
+// Large steps call the split, whatever threads the program was compiled
+// for (a compiled model file runs on the threads its loader asks for);
+// small ones do not.
+TEST(OrcThreads, LargeStepsSplitAndSmallOnesDoNot) {
+  std::mt19937_64 rng(FreshSeed());
+  ModuleBuilder large = SplitSteps(rng);
+  ModuleBuilder small(rng);
+  Node* x = small.In(DType::kF32, {16, 1000}, -1, 1);
+  small.Out({small.Call("softmax", {small.Call("mul", {x, 2.0}), int64_t{-1}})});
   for (int threads : {2, 1}) {
+    for (const ModuleBuilder* b : {&large, &small}) {
+      SCOPED_TRACE(absl::StrCat(threads, " threads, ", b == &large ? "large" : "small"));
+      orc::ProgramOptions options;
+      options.threads = threads;
+      ASSERT_OK_AND_ASSIGN(orc::Program program,
+                           orc::BuildProgram(b->module(), TypesOf(b->inputs()), options));
+      ASSERT_OK_AND_ASSIGN(std::string object, orc::CompileToObject(program));
+      EXPECT_EQ(object.find(runtime::kParallelForSymbol) != std::string::npos, b == &large);
+    }
+  }
+}
+
+// What graft_orc_parallel_for does with a loop: every iteration once, in
+// parts of at least the grain, on as many threads as the run asked for
+// (when OpenMP is loaded, as with oneDNN), and a part's failure returned.
+struct Seen {
+  std::atomic<int> iterations[1000];
+  std::mutex mu;
+  std::set<std::thread::id> threads;
+  std::vector<std::pair<int64_t, int64_t>> parts;
+};
+
+int32_t CountIterations(void* const* buffers, int64_t begin, int64_t end) {
+  Seen& seen = *static_cast<Seen*>(buffers[0]);
+  for (int64_t i = begin; i < end; ++i) seen.iterations[i]++;
+  std::lock_guard<std::mutex> lock(seen.mu);
+  seen.threads.insert(std::this_thread::get_id());
+  seen.parts.push_back({begin, end});
+  // Some work, so that one thread does not finish every part alone.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  return begin == 0 ? 0 : 7;
+}
+
+TEST(OrcThreads, ParallelForRunsEveryIterationOnceOnTheRunsThreads) {
+  for (int threads : {1, 2, 3}) {
     SCOPED_TRACE(absl::StrCat(threads, " threads"));
-    orc::ProgramOptions options;
-    options.threads = threads;
-    ASSERT_OK_AND_ASSIGN(orc::Program program, orc::BuildProgram(b.module(), types, options));
-    ASSERT_OK_AND_ASSIGN(std::string object, orc::CompileToObject(program));
-    EXPECT_EQ(object.find(runtime::kParallelForSymbol) != std::string::npos, threads > 1);
+    auto seen = std::make_unique<Seen>();
+    for (auto& n : seen->iterations) n = 0;
+    void* buffers[] = {seen.get()};
+    int32_t rc;
+    {
+      runtime::ScopedLibraryThreads run_threads(threads);
+      rc = runtime::graft_orc_parallel_for(&CountIterations, buffers, 1000, 100);
+    }
+    for (int i = 0; i < 1000; ++i) ASSERT_EQ(seen->iterations[i].load(), 1) << "iteration " << i;
+    for (const auto& [begin, end] : seen->parts) {
+      EXPECT_TRUE(end - begin >= 100 || end == 1000) << begin << ".." << end;
+    }
+    EXPECT_EQ(seen->parts.size(), static_cast<size_t>(threads));
+    // Every part but the first fails with 7.
+    EXPECT_EQ(rc, threads == 1 ? 0 : 7);
+    if (dlsym(RTLD_DEFAULT, "GOMP_parallel") != nullptr) {
+      EXPECT_EQ(seen->threads.size(), static_cast<size_t>(threads));
+    }
   }
 }
 
