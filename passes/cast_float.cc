@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "graph/graph.h"
 #include "graph/int4_ops.h"
+#include "graph/op_traits.h"
 #include "graph/tensor.h"
 #include "passes/shape_prop.h"
 #include "support/parallel_for.h"
@@ -166,35 +167,107 @@ bool NarrowDequantizationCasts(Graph& graph, DType dtype) {
   return changed;
 }
 
+// A module tensor, or what views and elementwise ops make of module
+// tensors alone (inv_freq[None, :], a reshaped table).
+bool IsConstantDerived(const Node* n, absl::flat_hash_map<const Node*, bool>& memo) {
+  if (IsConstant(n)) return true;
+  if (n->op() != OpCode::kCallFunction || n->inputs().empty()) return false;
+  const OpKind kind = KindOf(*n);
+  if (kind != OpKind::kView && kind != OpKind::kPointwise) return false;
+  auto [at, fresh] = memo.try_emplace(n, false);
+  if (!fresh) return at->second;
+  bool derived = true;
+  for (const Node* in : n->inputs()) derived &= IsConstantDerived(in, memo);
+  memo[n] = derived;
+  return derived;
+}
+
+// `value` (narrowed, constant-derived) again in f32: a module tensor's
+// get_attr reads an f32 copy of the tensor's original values, views and
+// elementwise ops of such values are made again from their f32 inputs,
+// and anything else (an unpack of 4-bit weights) is cast to f32. Once per
+// value (`widened`).
+absl::StatusOr<Node*> WidenConstant(Module& module, Node* value, DType dtype,
+                                    const absl::flat_hash_map<std::string, Tensor>& originals,
+                                    absl::flat_hash_map<Node*, Node*>& widened) {
+  if (Node* done = widened[value]; done != nullptr) return done;
+  Graph& graph = module.graph();
+  Node* f32 = nullptr;
+  auto original = value->op() == OpCode::kGetAttr ? originals.find(value->target())
+                                                  : originals.end();
+  if (original != originals.end()) {
+    const std::string name = module.UniqueTensorName(absl::StrCat(value->target(), "_f32"));
+    module.SetTensor(name, original->second);
+    auto at = graph.InsertingAfter(value);
+    f32 = graph.GetAttr(name);
+  } else if (value->op() == OpCode::kCallFunction && !IsConstant(value)) {
+    absl::flat_hash_map<const Node*, Node*> map;
+    for (Node* in : value->unique_inputs()) {
+      map[in] = in;
+      if (in->type().has_value() && in->type()->dtype == dtype) {
+        ASSIGN_OR_RETURN(map[in], WidenConstant(module, in, dtype, originals, widened));
+      }
+    }
+    auto at = graph.InsertingAfter(value);
+    f32 = graph.CopyNode(*value, map);
+  } else {
+    auto at = graph.InsertingAfter(value);
+    f32 = graph.CallFunction("cast", {value, Argument(DType::kF32)});
+  }
+  RETURN_IF_ERROR(PropagateNodeShapes(module, f32).status());
+  widened[value] = f32;
+  return f32;
+}
+
 // Values the model makes in f32 itself (a cast to f32, a `full` of dtype
 // f32: positions, a mask, a recurrent state's zeros) stay f32 where they
 // are computed. Where one meets a narrowed value at an op whose result is
 // a float (a product, whose operands must share a dtype; an elementwise
 // op, which would promote the result and everything after it back to
 // f32), it is cast to `dtype`, once per value, right after it is made: the
-// model's values keep the narrow type. A comparison or another op with a
-// non-float result takes its operands as they are (it promotes them), so
-// that positions compare exactly. Walks the graph in order, so each op
-// sees its operands' types after the casts before it.
-absl::StatusOr<bool> CastWhereF32MeetsNarrow(Module& module, DType dtype) {
+// model's values keep the narrow type. An elementwise op that meets no
+// narrowed values but module tensors (positions times inv_freq, in a
+// rotary embedding computed in the graph) stays f32 instead, on those
+// tensors' f32 values (`originals`), as a model computes its positions'
+// arithmetic in f32 (Hugging Face's rotary embeddings): bf16 positions
+// past 256 are not even integers, and a bf16 inv_freq turns position 2000
+// by up to a radian. A comparison or another op with a non-float result
+// takes its operands as they are (it promotes them), so that positions
+// compare exactly. Walks the graph in order, so each op sees its
+// operands' types after the casts before it.
+absl::StatusOr<bool> CastWhereF32MeetsNarrow(
+    Module& module, DType dtype, const absl::flat_hash_map<std::string, Tensor>& originals) {
   Graph& graph = module.graph();
   std::vector<Node*> order;
   for (Node* n : graph.nodes()) order.push_back(n);
   absl::flat_hash_map<Node*, Node*> narrowed;  // An f32 value, and its cast.
+  absl::flat_hash_map<Node*, Node*> widened;   // A narrowed constant, and its cast to f32.
+  absl::flat_hash_map<const Node*, bool> constant_derived;
   for (Node* node : order) {
     if (node->op() == OpCode::kCallFunction && !node->is_call("cast")) {
-      std::vector<Node*> wide;
-      bool narrow = false;
+      std::vector<Node*> wide, narrow_inputs;
       for (Node* in : node->unique_inputs()) {
         if (!in->type().has_value()) continue;
         if (in->type()->dtype == DType::kF32) wide.push_back(in);
-        narrow |= in->type()->dtype == dtype;
+        if (in->type()->dtype == dtype) narrow_inputs.push_back(in);
       }
+      const bool narrow = !narrow_inputs.empty();
       if (narrow && !wide.empty()) {
         const absl::StatusOr<bool> as_is = PropagateNodeShapes(module, node);
         if (as_is.ok() && node->type().has_value() && !IsFloatingPoint(node->type()->dtype)) {
           wide.clear();  // A comparison: it promotes its operands.
         }
+      }
+      const bool only_constants_narrow =
+          narrow && !wide.empty() && KindOf(*node) == OpKind::kPointwise &&
+          std::all_of(narrow_inputs.begin(), narrow_inputs.end(),
+                      [&](const Node* in) { return IsConstantDerived(in, constant_derived); });
+      if (only_constants_narrow) {
+        for (Node* in : narrow_inputs) {
+          ASSIGN_OR_RETURN(Node* f32, WidenConstant(module, in, dtype, originals, widened));
+          node->ReplaceInputWith(in, f32);
+        }
+        wide.clear();
       }
       for (Node* in : narrow ? wide : std::vector<Node*>{}) {
         Node*& cast = narrowed[in];
@@ -208,7 +281,7 @@ absl::StatusOr<bool> CastWhereF32MeetsNarrow(Module& module, DType dtype) {
     }
     RETURN_IF_ERROR(PropagateNodeShapes(module, node).status());
   }
-  return !narrowed.empty();
+  return !narrowed.empty() || !widened.empty();
 }
 
 }  // namespace
@@ -237,9 +310,11 @@ absl::StatusOr<bool> CastFloatModule(Module& module, DType dtype) {
   std::vector<bool> f32_output;
   for (Node* v : values) f32_output.push_back(IsF32(v));
   std::vector<std::pair<std::string, Tensor>> narrowed;
+  absl::flat_hash_map<std::string, Tensor> originals;  // Shares their storage.
   for (const auto& [name, tensor] : module.tensors()) {
     if (tensor.value.dtype() == DType::kF32 && tensor.value.on_host()) {
       narrowed.emplace_back(name, Narrowed(tensor.value, dtype));
+      originals.emplace(name, tensor.value);
     }
   }
   for (auto& [name, tensor] : narrowed) {
@@ -258,7 +333,7 @@ absl::StatusOr<bool> CastFloatModule(Module& module, DType dtype) {
     cast->SetArg(0, p);
     changed = true;
   }
-  ASSIGN_OR_RETURN(const bool met, CastWhereF32MeetsNarrow(module, dtype));
+  ASSIGN_OR_RETURN(const bool met, CastWhereF32MeetsNarrow(module, dtype, originals));
   changed |= met;
   for (size_t i = 0; i < values.size(); ++i) {
     // The output's operand as it is now (a placeholder's use became a cast).

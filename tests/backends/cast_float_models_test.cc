@@ -12,6 +12,7 @@
 
 #include "backends/backend.h"
 #include "graph/dtype.h"
+#include "graph/parser.h"
 #include "graph/verifier.h"
 #include "gtest/gtest.h"
 #include "onnx/onnx_import.h"
@@ -67,6 +68,49 @@ TEST(CastFloatModels, EveryModelRunsInHalfPrecision) {
   std::printf("%d float models of %zu ran in bf16 and f16 (%d had something to cast)\n",
               float_models, files.size(), cast_models / 2);
   EXPECT_GT(cast_models, 0);
+}
+
+// A rotary embedding computed in the graph: positions (an f32 cast of
+// arange) times inv_freq (a module tensor, through a view), then cos, then
+// times the model's values. In bf16 the angles stay what the f32 model
+// computes, bit for bit: bf16 positions past 256 would not even be
+// integers, and a bf16 inv_freq would turn the last positions by a tenth
+// of a radian and more.
+TEST(CastFloatModels, RotaryAnglesStayF32) {
+  absl::StatusOr<Module> parsed = ParseModule(R"(
+tensor inv_freq : f32[4] = [1.0, 0.1, 0.01, 0.001]
+graph():
+    %x : f32[2048,4] = placeholder[target=x]
+    %i = call_function[target=arange](args = (0, 2048), kwargs = {})
+    %p = call_function[target=cast](args = (%i, f32), kwargs = {})
+    %u = call_function[target=unsqueeze](args = (%p, 1), kwargs = {})
+    %inv_freq = get_attr[target=inv_freq]
+    %row = call_function[target=unsqueeze](args = (%inv_freq, 0), kwargs = {})
+    %angles = call_function[target=mul](args = (%u, %row), kwargs = {})
+    %c = call_function[target=cos](args = (%angles,), kwargs = {})
+    %y = call_function[target=mul](args = (%x, %c), kwargs = {})
+    return (angles, y)
+)");
+  ASSERT_OK(parsed);
+  Module cast = parsed->Clone();
+  ASSERT_OK(passes::CastFloatModule(cast, DType::kBF16).status());
+  ASSERT_OK(Verify(cast));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> e, Interp().Compile(cast, {}));
+  const Tensor x = RandomInputs(e->input_signature(), 5, 1)[0];
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> got, e->Run({x}));
+  const float inv_freq[4] = {1.0f, 0.1f, 0.01f, 0.001f};
+  for (int64_t p = 0; p < 2048; ++p) {
+    for (int64_t j = 0; j < 4; ++j) {
+      ASSERT_EQ(got[0].GetAsDouble(p * 4 + j), static_cast<float>(p) * inv_freq[j])
+          << "position " << p << ", frequency " << j;
+    }
+  }
+  // And the model's output within bf16's tolerance of the f32 model's.
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> f32, Interp().Compile(*parsed, {}));
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> want, f32->Run({x}));
+  const L2Comparison c = CompareL2(got[1], want[1]);
+  EXPECT_LE(c.diff, kHalfTol * std::max(c.norm, 1e-3));
+  EXPECT_EQ(got[0].dtype(), DType::kF32);
 }
 
 }  // namespace
