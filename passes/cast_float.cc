@@ -14,6 +14,7 @@
 #endif
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "graph/graph.h"
 #include "graph/int4_ops.h"
@@ -167,55 +168,92 @@ bool NarrowDequantizationCasts(Graph& graph, DType dtype) {
   return changed;
 }
 
-// A module tensor, or what views and elementwise ops make of module
-// tensors alone (inv_freq[None, :], a reshaped table).
-bool IsConstantDerived(const Node* n, absl::flat_hash_map<const Node*, bool>& memo) {
-  if (IsConstant(n)) return true;
-  if (n->op() != OpCode::kCallFunction || n->inputs().empty()) return false;
-  const OpKind kind = KindOf(*n);
-  if (kind != OpKind::kView && kind != OpKind::kPointwise) return false;
-  auto [at, fresh] = memo.try_emplace(n, false);
-  if (!fresh) return at->second;
-  bool derived = true;
-  for (const Node* in : n->inputs()) derived &= IsConstantDerived(in, memo);
-  memo[n] = derived;
-  return derived;
-}
+// What CastWhereF32MeetsNarrow knows of each value, filled in graph order
+// (values it adds are neither).
+struct Lineage {
+  // Module tensors, and what views and elementwise ops make of module
+  // tensors alone (inv_freq[None, :, None], a reshaped table).
+  absl::flat_hash_set<const Node*> constant;
+  // Values that views and elementwise ops make of a cast from an integer
+  // or bool value to a float (positions, position ids, a mask).
+  absl::flat_hash_set<const Node*> from_integers;
+
+  void Add(const Node* n) {
+    if (IsConstant(n)) {
+      constant.insert(n);
+      return;
+    }
+    if (n->op() != OpCode::kCallFunction || n->inputs().empty()) return;
+    const OpKind kind = KindOf(*n);
+    if (kind != OpKind::kView && kind != OpKind::kPointwise) return;
+    bool all_constant = true, any_integers = false;
+    for (const Node* in : n->inputs()) {
+      all_constant &= constant.contains(in);
+      any_integers |= from_integers.contains(in) ||
+                      (n->is_call("cast") && in->type().has_value() &&
+                       !IsFloatingPoint(in->type()->dtype));
+    }
+    if (all_constant) constant.insert(n);
+    if (any_integers) from_integers.insert(n);
+  }
+};
 
 // `value` (narrowed, constant-derived) again in f32: a module tensor's
-// get_attr reads an f32 copy of the tensor's original values, views and
+// get_attr reads an f32 copy of the tensor's original values (one copy a
+// tensor, in `copies`), a cast reads its input widened, views and
 // elementwise ops of such values are made again from their f32 inputs,
-// and anything else (an unpack of 4-bit weights) is cast to f32. Once per
-// value (`widened`).
-absl::StatusOr<Node*> WidenConstant(Module& module, Node* value, DType dtype,
-                                    const absl::flat_hash_map<std::string, Tensor>& originals,
-                                    absl::flat_hash_map<Node*, Node*>& widened) {
-  if (Node* done = widened[value]; done != nullptr) return done;
+// and anything else is cast to f32. Once per value (`widened`).
+struct Widening {
+  const absl::flat_hash_map<std::string, Tensor>& originals;
+  absl::flat_hash_map<Node*, Node*> widened;
+  absl::flat_hash_map<std::string, std::string> copies;  // Tensor, its f32 copy.
+};
+absl::StatusOr<Node*> WidenConstant(Module& module, Node* value, DType dtype, Widening& w) {
+  if (auto done = w.widened.find(value); done != w.widened.end()) return done->second;
   Graph& graph = module.graph();
+  auto narrow = [&](const Node* n) { return n->type().has_value() && n->type()->dtype == dtype; };
   Node* f32 = nullptr;
-  auto original = value->op() == OpCode::kGetAttr ? originals.find(value->target())
-                                                  : originals.end();
-  if (original != originals.end()) {
-    const std::string name = module.UniqueTensorName(absl::StrCat(value->target(), "_f32"));
-    module.SetTensor(name, original->second);
+  auto original = value->op() == OpCode::kGetAttr ? w.originals.find(value->target())
+                                                  : w.originals.end();
+  if (original != w.originals.end()) {
+    auto [copy, fresh] = w.copies.try_emplace(value->target());
+    if (fresh) {
+      copy->second = module.UniqueTensorName(absl::StrCat(value->target(), "_f32"));
+      module.SetTensor(copy->second, original->second);
+    }
     auto at = graph.InsertingAfter(value);
-    f32 = graph.GetAttr(name);
+    f32 = graph.GetAttr(copy->second);
+  } else if (value->is_call("cast") && value->inputs().size() == 1) {
+    Node* in = value->inputs()[0];
+    if (narrow(in)) {
+      ASSIGN_OR_RETURN(in, WidenConstant(module, in, dtype, w));
+    }
+    auto at = graph.InsertingAfter(value);
+    f32 = graph.CallFunction("cast", {in, Argument(DType::kF32)});
   } else if (value->op() == OpCode::kCallFunction && !IsConstant(value)) {
     absl::flat_hash_map<const Node*, Node*> map;
     for (Node* in : value->unique_inputs()) {
       map[in] = in;
-      if (in->type().has_value() && in->type()->dtype == dtype) {
-        ASSIGN_OR_RETURN(map[in], WidenConstant(module, in, dtype, originals, widened));
+      if (narrow(in)) {
+        ASSIGN_OR_RETURN(map[in], WidenConstant(module, in, dtype, w));
       }
     }
     auto at = graph.InsertingAfter(value);
     f32 = graph.CopyNode(*value, map);
+    RETURN_IF_ERROR(PropagateNodeShapes(module, f32).status());
+    if (!f32->type().has_value() || f32->type()->dtype != DType::kF32) {
+      // Still narrow (an input without a type of its own, as a split's):
+      // the value cast as it is.
+      RETURN_IF_ERROR(graph.EraseNode(f32));
+      auto after = graph.InsertingAfter(value);
+      f32 = graph.CallFunction("cast", {value, Argument(DType::kF32)});
+    }
   } else {
     auto at = graph.InsertingAfter(value);
     f32 = graph.CallFunction("cast", {value, Argument(DType::kF32)});
   }
   RETURN_IF_ERROR(PropagateNodeShapes(module, f32).status());
-  widened[value] = f32;
+  w.widened[value] = f32;
   return f32;
 }
 
@@ -225,13 +263,14 @@ absl::StatusOr<Node*> WidenConstant(Module& module, Node* value, DType dtype,
 // a float (a product, whose operands must share a dtype; an elementwise
 // op, which would promote the result and everything after it back to
 // f32), it is cast to `dtype`, once per value, right after it is made: the
-// model's values keep the narrow type. An elementwise op that meets no
-// narrowed values but module tensors (positions times inv_freq, in a
-// rotary embedding computed in the graph) stays f32 instead, on those
-// tensors' f32 values (`originals`), as a model computes its positions'
-// arithmetic in f32 (Hugging Face's rotary embeddings): bf16 positions
-// past 256 are not even integers, and a bf16 inv_freq turns position 2000
-// by up to a radian. A comparison or another op with a non-float result
+// model's values keep the narrow type. An elementwise op or a product
+// where values made from integers (positions) meet no narrowed values but
+// module tensors (inv_freq times positions, in a rotary embedding computed
+// in the graph, as an outer product or Hugging Face's matmul) stays f32
+// instead, on those tensors' f32 values (`originals`), as such models
+// compute their positions' arithmetic in f32: bf16 positions past 256 are
+// not even integers, and a bf16 inv_freq turns position 2000 by up to a
+// radian. A comparison or another op with a non-float result
 // takes its operands as they are (it promotes them), so that positions
 // compare exactly. Walks the graph in order, so each op sees its
 // operands' types after the casts before it.
@@ -241,9 +280,10 @@ absl::StatusOr<bool> CastWhereF32MeetsNarrow(
   std::vector<Node*> order;
   for (Node* n : graph.nodes()) order.push_back(n);
   absl::flat_hash_map<Node*, Node*> narrowed;  // An f32 value, and its cast.
-  absl::flat_hash_map<Node*, Node*> widened;   // A narrowed constant, and its cast to f32.
-  absl::flat_hash_map<const Node*, bool> constant_derived;
+  Widening widening{originals, {}, {}};
+  Lineage lineage;
   for (Node* node : order) {
+    lineage.Add(node);
     if (node->op() == OpCode::kCallFunction && !node->is_call("cast")) {
       std::vector<Node*> wide, narrow_inputs;
       for (Node* in : node->unique_inputs()) {
@@ -258,13 +298,19 @@ absl::StatusOr<bool> CastWhereF32MeetsNarrow(
           wide.clear();  // A comparison: it promotes its operands.
         }
       }
-      const bool only_constants_narrow =
-          narrow && !wide.empty() && KindOf(*node) == OpKind::kPointwise &&
+      const OpKind kind = KindOf(*node);
+      const bool positions_meet_constants =
+          narrow && (kind == OpKind::kPointwise || kind == OpKind::kContraction) &&
+          std::any_of(wide.begin(), wide.end(),
+                      [&](const Node* in) {
+                        return lineage.from_integers.contains(in) &&
+                               !lineage.constant.contains(in);
+                      }) &&
           std::all_of(narrow_inputs.begin(), narrow_inputs.end(),
-                      [&](const Node* in) { return IsConstantDerived(in, constant_derived); });
-      if (only_constants_narrow) {
+                      [&](const Node* in) { return lineage.constant.contains(in); });
+      if (positions_meet_constants) {
         for (Node* in : narrow_inputs) {
-          ASSIGN_OR_RETURN(Node* f32, WidenConstant(module, in, dtype, originals, widened));
+          ASSIGN_OR_RETURN(Node* f32, WidenConstant(module, in, dtype, widening));
           node->ReplaceInputWith(in, f32);
         }
         wide.clear();
@@ -281,7 +327,7 @@ absl::StatusOr<bool> CastWhereF32MeetsNarrow(
     }
     RETURN_IF_ERROR(PropagateNodeShapes(module, node).status());
   }
-  return !narrowed.empty() || !widened.empty();
+  return !narrowed.empty() || !widening.widened.empty();
 }
 
 }  // namespace

@@ -21,10 +21,11 @@ namespace graft::passes {
 // first op with a float result where one meets a `dtype` value: it is cast
 // to `dtype` there (once; graft's products take one dtype, and an
 // elementwise op would promote the rest of the model back to f32), so the
-// model's values keep the narrow type. Where such an elementwise op meets
-// module tensors only (positions times a rotary embedding's inv_freq), it
-// stays f32 and reads those tensors' f32 values. Comparisons take such a
-// value as it is. Returns whether anything changed.
+// model's values keep the narrow type. Where values made from integers
+// (positions) meet module tensors only, at an elementwise op or a product
+// (a rotary embedding's inv_freq times positions), the op stays f32 and
+// reads those tensors' f32 values. Comparisons take such a value as it
+// is. Returns whether anything changed.
 absl::StatusOr<bool> CastFloatModule(Module& module, DType dtype);
 
 // What an f32 constant of the model becomes: rounded to nearest even as

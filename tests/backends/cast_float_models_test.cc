@@ -113,5 +113,33 @@ graph():
   EXPECT_EQ(got[0].dtype(), DType::kF32);
 }
 
+// The same angles as Hugging Face's Llama computes them, a product of
+// inv_freq[None, :, None] and position_ids[:, None, :] (a matmul, of a
+// constant and values cast from integers): f32, the f32 model's bits.
+TEST(CastFloatModels, RotaryAnglesOfAProductStayF32) {
+  absl::StatusOr<Module> parsed = ParseModule(R"(
+tensor inv_freq : f32[4] = [1.0, 0.1, 0.01, 0.001]
+graph():
+    %ids : i64[1,2048] = placeholder[target=ids]
+    %inv_freq = get_attr[target=inv_freq]
+    %column = call_function[target=reshape](args = (%inv_freq, [1, 4, 1]), kwargs = {})
+    %row = call_function[target=unsqueeze](args = (%ids, 1), kwargs = {})
+    %positions = call_function[target=cast](args = (%row, f32), kwargs = {})
+    %angles = call_function[target=matmul](args = (%column, %positions), kwargs = {})
+    return angles
+)");
+  ASSERT_OK(parsed);
+  Module cast = parsed->Clone();
+  ASSERT_OK(passes::CastFloatModule(cast, DType::kBF16).status());
+  ASSERT_OK(Verify(cast));
+  Tensor ids(DType::kI64, {1, 2048});
+  for (int64_t p = 0; p < 2048; ++p) ids.data<int64_t>()[p] = p;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> e, Interp().Compile(cast, {}));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> f32, Interp().Compile(*parsed, {}));
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> got, e->Run({ids}));
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> want, f32->Run({ids}));
+  EXPECT_TRUE(got[0].BitwiseEqual(want[0]));
+}
+
 }  // namespace
 }  // namespace graft

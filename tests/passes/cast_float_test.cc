@@ -274,6 +274,34 @@ graph():
   }
 }
 
+// Values cast from module tensors (dequantized int8 weights by scales
+// through a view) are no positions: the product of a weight and its
+// scales stays narrow, as the linear layer that reads it.
+TEST(CastFloatTest, DequantizedWeightsStayNarrowThroughAViewOfTheirScales) {
+  Module m = Parse(R"(
+tensor q : i8[4,8] = zeros
+tensor s : f32[4] = zeros
+graph():
+    %x : f32[2,8] = placeholder[target=x]
+    %q = get_attr[target=q]
+    %s = get_attr[target=s]
+    %c = call_function[target=cast](args = (%q, f32), kwargs = {})
+    %u = call_function[target=unsqueeze](args = (%s, 1), kwargs = {})
+    %w = call_function[target=mul](args = (%c, %u), kwargs = {})
+    %y = call_function[target=linear](args = (%x, %w), kwargs = {})
+    return y
+)");
+  absl::StatusOr<bool> changed = CastFloatModule(m, DType::kBF16);
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  ASSERT_TRUE(Verify(m).ok());
+  for (const Node* n : m.graph().nodes()) {
+    if (n->name() == "w" || n->name() == "y") {
+      EXPECT_EQ(n->type()->dtype, DType::kBF16) << n->name();
+    }
+  }
+  EXPECT_EQ(m.tensors().count("s_f32"), 0u);  // No f32 copy of the scales.
+}
+
 TEST(CastFloatTest, OnlyToHalfOrBFloat16) {
   Module m = WeightedAdd(2);
   absl::StatusOr<bool> changed = CastFloatModule(m, DType::kI8);
