@@ -55,6 +55,13 @@ const std::vector<Case>& BFloat16Cases() {
   return cases;
 }
 
+// Casts `m` to bf16; it must stay a valid module.
+void CastToBFloat16(Module& m) {
+  absl::StatusOr<bool> changed = CastFloatModule(m, DType::kBF16);
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  ASSERT_TRUE(Verify(m).ok());
+}
+
 Module WeightedAdd(int64_t n) {
   Module m = Parse(absl::StrCat(R"(
 tensor w : f32[)", n, R"(] = zeros
@@ -225,9 +232,7 @@ graph():
     %y = call_function[target=matmul](args = (%t, %v), kwargs = {})
     return y
 )");
-  absl::StatusOr<bool> changed = CastFloatModule(m, DType::kBF16);
-  ASSERT_TRUE(changed.ok()) << changed.status();
-  ASSERT_TRUE(Verify(m).ok());
+  ASSERT_NO_FATAL_FAILURE(CastToBFloat16(m));
   // The input's cast, then the two f32 values each cast where they meet
   // bf16 ones (the state at its product, the positions at the add), and
   // the output's cast back to f32.
@@ -259,9 +264,7 @@ graph():
     %c = call_function[target=lt](args = (%p, %x), kwargs = {})
     return (a, b, c)
 )");
-  absl::StatusOr<bool> changed = CastFloatModule(m, DType::kBF16);
-  ASSERT_TRUE(changed.ok()) << changed.status();
-  ASSERT_TRUE(Verify(m).ok());
+  ASSERT_NO_FATAL_FAILURE(CastToBFloat16(m));
   EXPECT_EQ(Ops(m.graph()), "cast arange cast cast add mul lt cast cast");
   for (const Node* n : m.graph().nodes()) {
     if (n->name() == "c") {
@@ -291,9 +294,7 @@ graph():
     %y = call_function[target=linear](args = (%x, %w), kwargs = {})
     return y
 )");
-  absl::StatusOr<bool> changed = CastFloatModule(m, DType::kBF16);
-  ASSERT_TRUE(changed.ok()) << changed.status();
-  ASSERT_TRUE(Verify(m).ok());
+  ASSERT_NO_FATAL_FAILURE(CastToBFloat16(m));
   for (const Node* n : m.graph().nodes()) {
     if (n->name() == "w" || n->name() == "y") {
       EXPECT_EQ(n->type()->dtype, DType::kBF16) << n->name();
