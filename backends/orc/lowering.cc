@@ -1258,15 +1258,30 @@ class IdenticalFunctions {
 };
 
 // Steps whose outermost loop has independent iterations, each writing its
-// own part of the result: split over the run's threads when they have at
-// least kMinSplitElements results (a parallel region costs a few
+// own part of the result: split over the run's threads when they touch at
+// least kMinSplitElements elements (a parallel region costs a few
 // microseconds), each part at least kMinPartElements. Whatever the threads
 // the program was compiled for: a compiled model file runs on the threads
 // its loader asks for, and on one thread the split calls the loop whole.
 constexpr int64_t kMinSplitElements = int64_t{1} << 16;
 constexpr int64_t kMinPartElements = int64_t{1} << 15;
+// The elements a step reads or writes, whichever is more: a reduction's
+// work is its input's.
+int64_t StepElements(const Step& step) {
+  int64_t elements = 1;
+  for (int64_t d : DimsOf(*step.node)) elements *= d;
+  if (step.kind == StepKind::kReduce && !step.inputs.empty()) {
+    int64_t in = 1;
+    for (int64_t d : DimsOf(*step.inputs[0])) in *= d;
+    elements = std::max(elements, in);
+  }
+  return elements;
+}
+
 bool SplitsOverThreads(const Step& step) {
   if (step.elided || !step.node->type().has_value()) return false;
+  int64_t results = 1;
+  for (int64_t d : DimsOf(*step.node)) results *= d;
   switch (step.kind) {
     case StepKind::kPointwise:
     case StepKind::kView:
@@ -1276,12 +1291,15 @@ bool SplitsOverThreads(const Step& step) {
     case StepKind::kLayerNorm:
     case StepKind::kBatchNorm:
       break;
+    case StepKind::kReduce:
+      // Its outermost loop is over the kept dims only where some are kept
+      // (a reduction to one value starts with the loop that sums).
+      if (results < 2) return false;
+      break;
     default:
       return false;
   }
-  int64_t elements = 1;
-  for (int64_t d : DimsOf(*step.node)) elements *= d;
-  return elements >= kMinSplitElements;
+  return StepElements(step) >= kMinSplitElements;
 }
 
 // `i32 name_part(ptr buffers, i64 begin, i64 end)`: calls `step` with its
@@ -1376,9 +1394,7 @@ absl::StatusOr<std::string> CompileToObject(const Program& program) {
     if (!emitted.extent.has_value() || *emitted.extent <= 1) continue;
     auto [at, fresh] = parts.try_emplace(functions.back(), nullptr);
     if (fresh) at->second = PartFunction(ir, functions.back(), pointers);
-    int64_t elements = 1;
-    for (int64_t d : DimsOf(*step.node)) elements *= d;
-    const int64_t per_iteration = std::max<int64_t>(1, elements / *emitted.extent);
+    const int64_t per_iteration = std::max<int64_t>(1, StepElements(step) / *emitted.extent);
     *splits[i] = {at->second, *emitted.extent,
                   std::max<int64_t>(1, kMinPartElements / per_iteration)};
     table_size = std::max(table_size, pointers);
