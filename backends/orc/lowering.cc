@@ -951,7 +951,6 @@ class StepEmitter {
     if (zp_tensor) ins.push_back(zp);
     const DType in_type = input->type()->dtype;
     const DType t = out_dtype();
-    const double qmin = t == DType::kU8 ? 0 : -128, qmax = t == DType::kU8 ? 255 : 127;
     constexpr DType f64 = DType::kF64;
     ir_.Map(dims, Out(), ins, [&](const std::vector<llvm::Value*>& v) {
       size_t next = 1;
@@ -976,16 +975,10 @@ class StepEmitter {
                                   : DivideByConstant(x, scale_value);
       llvm::Value* q = b().CreateFAdd(
           b().CreateUnaryIntrinsic(llvm::Intrinsic::nearbyint, quotient), z);
-      // NaN takes the zero point, saturated as any other value.
+      // NaN takes the zero point; the conversion saturates to i8's or
+      // u8's range, which is the clamp.
       q = b().CreateSelect(b().CreateFCmpUNO(x, x), z, q);
-      q = b().CreateBinaryIntrinsic(
-          llvm::Intrinsic::minnum,
-          b().CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, q, ir_.Constant(f64, qmin)),
-          ir_.Constant(f64, qmax));
-      // In range and not NaN by now: a plain conversion, which vectorizes
-      // where the saturating one LLVM expands lane by lane.
-      return b().CreateTrunc(b().CreateFPToSI(q, b().getInt32Ty()),
-                             ir_.RegisterType(t));
+      return ir_.Convert(q, f64, t);
     });
     return absl::OkStatus();
   }
