@@ -1,7 +1,5 @@
 #include "runtime/library_call.h"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -13,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/openmp.h"
 #include "graph/huge_pages.h"
 #include "support/status_macros.h"
 
@@ -48,13 +47,11 @@ thread_local int requested_threads = 0;
 // oneDNN runs on OpenMP, whose library ours already loaded: the thread
 // count is the calling thread's OpenMP setting.
 void SetOpenMpThreads(int threads) {
-  using SetThreads = void (*)(int);
-  static const auto set =
-      reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
-  static const auto procs =
-      reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "omp_get_num_procs"));
-  if (set == nullptr) return;
-  set(threads > 0 ? threads : (procs != nullptr ? procs() : 1));
+  const OpenMp& omp = Omp();
+  if (omp.set_num_threads == nullptr) return;
+  omp.set_num_threads(threads > 0                      ? threads
+                      : omp.get_num_procs != nullptr ? omp.get_num_procs()
+                                                     : 1);
 }
 
 }  // namespace
@@ -68,9 +65,8 @@ namespace {
 
 // The calling thread's OpenMP thread count, or 0 when OpenMP is absent.
 int OpenMpThreads() {
-  static const auto get =
-      reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
-  return get != nullptr ? get() : 0;
+  const OpenMp& omp = Omp();
+  return omp.get_max_threads != nullptr ? omp.get_max_threads() : 0;
 }
 
 }  // namespace

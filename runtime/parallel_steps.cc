@@ -1,32 +1,16 @@
 #include "runtime/parallel_steps.h"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <atomic>
+
+#include "runtime/openmp.h"
 
 namespace graft::runtime {
 namespace {
 
-// libgomp's entry for a parallel region (what GCC compiles `#pragma omp
-// parallel` to; stable since GCC 4.9) and the thread queries, looked up
-// in the OpenMP library that oneDNN brought, as library_call.cc does: the
-// same threads serve the library calls and the generated loops, where a
-// pool of our own would compete with OpenMP's spinning threads.
-using GompParallel = void (*)(void (*)(void*), void*, unsigned, unsigned);
-struct OpenMp {
-  GompParallel parallel = reinterpret_cast<GompParallel>(dlsym(RTLD_DEFAULT, "GOMP_parallel"));
-  int (*max_threads)() = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
-  int (*thread_num)() = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "omp_get_thread_num"));
-  int (*num_threads)() = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "omp_get_num_threads"));
-  bool ok() const {
-    return parallel != nullptr && max_threads != nullptr && thread_num != nullptr &&
-           num_threads != nullptr;
-  }
-};
-const OpenMp& Omp() {
-  static const OpenMp omp;
-  return omp;
+bool HasOpenMp(const OpenMp& omp) {
+  return omp.parallel != nullptr && omp.get_max_threads != nullptr &&
+         omp.get_thread_num != nullptr && omp.get_num_threads != nullptr;
 }
 
 struct Region {
@@ -40,8 +24,8 @@ struct Region {
 // than asked (OpenMP may give fewer threads, one inside another region).
 void RunParts(void* data) {
   Region& r = *static_cast<Region*>(data);
-  const int64_t team = Omp().num_threads();
-  for (int64_t p = Omp().thread_num(); p < r.parts; p += team) {
+  const int64_t team = Omp().get_num_threads();
+  for (int64_t p = Omp().get_thread_num(); p < r.parts; p += team) {
     const int64_t begin = p * r.chunk, end = std::min(r.n, begin + r.chunk);
     if (begin >= end) continue;
     const int32_t rc = r.part(r.buffers, begin, end);
@@ -55,7 +39,7 @@ void RunParts(void* data) {
 extern "C" int32_t graft_orc_parallel_for(StepPart part, void* const* buffers, int64_t n,
                                           int64_t grain) {
   const OpenMp& omp = Omp();
-  const int64_t threads = omp.ok() ? omp.max_threads() : 1;
+  const int64_t threads = HasOpenMp(omp) ? omp.get_max_threads() : 1;
   const int64_t parts = std::clamp<int64_t>(n / std::max<int64_t>(grain, 1), 1, threads);
   if (parts <= 1) return part(buffers, 0, n);
   Region region{part, buffers, n, (n + parts - 1) / parts, parts};
