@@ -1260,21 +1260,18 @@ constexpr int64_t kMinSplitElements = int64_t{1} << 16;
 constexpr int64_t kMinPartElements = int64_t{1} << 15;
 // The elements a step reads or writes, whichever is more: a reduction's
 // work is its input's.
+int64_t Elements(const Node& value) {
+  const std::vector<int64_t> dims = DimsOf(value);
+  return Product(dims, 0, dims.size());
+}
 int64_t StepElements(const Step& step) {
-  int64_t elements = 1;
-  for (int64_t d : DimsOf(*step.node)) elements *= d;
-  if (step.kind == StepKind::kReduce && !step.inputs.empty()) {
-    int64_t in = 1;
-    for (int64_t d : DimsOf(*step.inputs[0])) in *= d;
-    elements = std::max(elements, in);
-  }
-  return elements;
+  const int64_t results = Elements(*step.node);
+  if (step.kind != StepKind::kReduce || step.inputs.empty()) return results;
+  return std::max(results, Elements(*step.inputs[0]));
 }
 
 bool SplitsOverThreads(const Step& step) {
   if (step.elided || !step.node->type().has_value()) return false;
-  int64_t results = 1;
-  for (int64_t d : DimsOf(*step.node)) results *= d;
   switch (step.kind) {
     case StepKind::kPointwise:
     case StepKind::kView:
@@ -1287,7 +1284,7 @@ bool SplitsOverThreads(const Step& step) {
     case StepKind::kReduce:
       // Its outermost loop is over the kept dims only where some are kept
       // (a reduction to one value starts with the loop that sums).
-      if (results < 2) return false;
+      if (Elements(*step.node) < 2) return false;
       break;
     default:
       return false;
