@@ -1,6 +1,8 @@
 #include "backends/sharded_executable.h"
 
 #include <atomic>
+#include <cstdint>
+#include <cstring>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -68,21 +70,98 @@ class RankThread {
   std::thread thread_;
 };
 
+// Rank `rank`'s rows of `whole` among `world` equal parts along dim 0: a
+// view of its bytes where they start 256-byte aligned (as device buffers
+// and vector loads want), else a host copy of them (which the rank copies
+// to its device as any host input).
+absl::StatusOr<Tensor> RankRows(const Tensor& whole, int rank, int world) {
+  std::vector<int64_t> dims = whole.dims();
+  const size_t row_bytes = whole.NumBytes() / static_cast<size_t>(dims[0]);
+  dims[0] /= world;
+  const size_t offset = whole.offset() + row_bytes * static_cast<size_t>(dims[0] * rank);
+  Tensor view(whole.dtype(), dims, whole.storage(), offset);
+  if (reinterpret_cast<uintptr_t>(view.raw_data()) % 256 == 0) return view;
+  if (!view.on_host()) return CopyToHost(view);
+  Tensor copy(whole.dtype(), dims);
+  std::memcpy(copy.raw_data(), view.raw_data(), view.NumBytes());
+  return copy;
+}
+
+// The ranks' pieces of one output joined along dim 0, in rank order, on
+// the host.
+absl::StatusOr<Tensor> JoinRows(const std::vector<std::vector<Tensor>>& outputs, size_t index) {
+  const Tensor& first = outputs[0][index];
+  std::vector<int64_t> dims = first.dims();
+  dims[0] = 0;
+  for (const auto& rank : outputs) dims[0] += rank[index].dims().empty() ? 0 : rank[index].dims()[0];
+  Tensor whole = UninitializedTensor(first.dtype(), dims);
+  std::byte* at = static_cast<std::byte*>(whole.raw_data());
+  for (const auto& rank : outputs) {
+    const Tensor& piece = rank[index];
+    if (piece.on_host()) {
+      std::memcpy(at, piece.raw_data(), piece.NumBytes());
+    } else {
+      RETURN_IF_ERROR(
+          piece.storage()->allocator()->CopyToHost(piece.raw_data(), at, piece.NumBytes()));
+    }
+    at += piece.NumBytes();
+  }
+  return whole;
+}
+
+// How the module's inputs and outputs map to the ranks' (ShardReport):
+// which inputs each rank takes only its rows of, and which outputs each
+// rank returns only its rows of.
+struct RankRowsPlan {
+  std::vector<ValueSignature> inputs, outputs;  // The whole module's.
+  std::vector<int> row_inputs, row_outputs;
+};
+
+// The plan of a world whose rank 0 compiled to `rank0` from a module
+// sharded as `shard` says: the module's own input signature, and rank 0's
+// outputs with the rows of every rank where they are split by rows.
+RankRowsPlan WholeSignatures(std::vector<ValueSignature> inputs, const Executable& rank0,
+                             const passes::ShardReport& shard, int world) {
+  RankRowsPlan plan{std::move(inputs), rank0.output_signature(), shard.rank_row_inputs,
+                    shard.rank_row_outputs};
+  for (int i : plan.row_outputs) {
+    std::optional<TensorType>& type = plan.outputs[i].type;
+    if (type.has_value() && !type->shape.empty() && !type->shape[0].is_symbolic()) {
+      type->shape[0] = Dim(type->shape[0].value() * world);
+    }
+  }
+  return plan;
+}
+
 class RankGroup : public ShardedExecutable {
  public:
   RankGroup(std::vector<std::unique_ptr<Executable>> ranks,
             std::vector<std::shared_ptr<DeviceAllocator>> homes,
-            std::vector<std::shared_ptr<Communicator>> world)
-      : ranks_(std::move(ranks)), homes_(std::move(homes)), world_(std::move(world)) {
+            std::vector<std::shared_ptr<Communicator>> world, RankRowsPlan plan)
+      : ranks_(std::move(ranks)),
+        homes_(std::move(homes)),
+        world_(std::move(world)),
+        plan_(std::move(plan)) {
     for (size_t r = 1; r < ranks_.size(); ++r) threads_.push_back(std::make_unique<RankThread>());
   }
 
   absl::StatusOr<std::vector<Tensor>> Run(absl::Span<const Tensor> inputs) override {
-    return RunEachRank(std::vector<std::vector<Tensor>>(
-        ranks_.size(), std::vector<Tensor>(inputs.begin(), inputs.end())));
+    ASSIGN_OR_RETURN(std::vector<std::vector<Tensor>> outputs,
+                     RunEachRank(std::vector<std::vector<Tensor>>(
+                         ranks_.size(), std::vector<Tensor>(inputs.begin(), inputs.end()))));
+    std::vector<Tensor> joined = outputs[0];
+    for (int i : plan_.row_outputs) {
+      absl::StatusOr<Tensor> whole = JoinRows(outputs, static_cast<size_t>(i));
+      if (!whole.ok()) {
+        return absl::Status(whole.status().code(), absl::StrCat("joining the ranks' rows of output ",
+                                                                i, ": ", whole.status().message()));
+      }
+      joined[i] = *std::move(whole);
+    }
+    return joined;
   }
 
-  absl::StatusOr<std::vector<Tensor>> RunEachRank(
+  absl::StatusOr<std::vector<std::vector<Tensor>>> RunEachRank(
       const std::vector<std::vector<Tensor>>& inputs) override {
     if (inputs.size() != ranks_.size()) {
       return absl::InvalidArgumentError(absl::StrCat("inputs for ", inputs.size(),
@@ -92,12 +171,13 @@ class RankGroup : public ShardedExecutable {
     // Inputs every rank would refuse fail here, before any rank starts and
     // the world has to be aborted.
     for (size_t r = 0; r < ranks_.size(); ++r) {
-      absl::Status checked = CheckInputs(ranks_[r]->input_signature(), inputs[r]).status();
+      absl::Status checked = CheckInputs(plan_.inputs, inputs[r]).status();
       if (!checked.ok()) {
         return absl::Status(checked.code(), absl::StrCat("rank ", r, ": ", checked.message()));
       }
     }
-    ASSIGN_OR_RETURN(std::vector<std::vector<Tensor>> placed, OnEachRanksDevice(inputs));
+    ASSIGN_OR_RETURN(std::vector<std::vector<Tensor>> cut, EachRanksRows(inputs));
+    ASSIGN_OR_RETURN(std::vector<std::vector<Tensor>> placed, OnEachRanksDevice(cut));
     if (aborted_) {
       for (auto& communicator : world_) RETURN_IF_ERROR(communicator->Revive());
       aborted_ = false;
@@ -126,24 +206,42 @@ class RankGroup : public ShardedExecutable {
                             absl::StrCat("rank ", r, ": ", results[r].status().message()));
       }
     }
+    std::vector<std::vector<Tensor>> outputs;
     for (size_t r = 0; r < results.size(); ++r) {
       if (!results[r].ok()) {
         return absl::Status(results[r].status().code(),
                             absl::StrCat("rank ", r, ": ", results[r].status().message()));
       }
+      outputs.push_back(*std::move(results[r]));
     }
-    return std::move(results[0]);
+    return outputs;
   }
 
-  const std::vector<ValueSignature>& input_signature() const override {
-    return ranks_[0]->input_signature();
-  }
-  const std::vector<ValueSignature>& output_signature() const override {
-    return ranks_[0]->output_signature();
-  }
+  const std::vector<ValueSignature>& input_signature() const override { return plan_.inputs; }
+  const std::vector<ValueSignature>& output_signature() const override { return plan_.outputs; }
   ExecutableInfo info() const override { return ranks_[0]->info(); }
+  const std::vector<int>& row_split_outputs() const override { return plan_.row_outputs; }
 
  private:
+  // Each rank's inputs, its rows only of those split by rows.
+  absl::StatusOr<std::vector<std::vector<Tensor>>> EachRanksRows(
+      const std::vector<std::vector<Tensor>>& inputs) const {
+    std::vector<std::vector<Tensor>> cut = inputs;
+    const int world = static_cast<int>(ranks_.size());
+    for (int r = 0; r < world; ++r) {
+      for (int i : plan_.row_inputs) {
+        absl::StatusOr<Tensor> rows = RankRows(inputs[r][i], r, world);
+        if (!rows.ok()) {
+          return absl::Status(rows.status().code(),
+                              absl::StrCat("rank ", r, ": taking its rows of input ", i, ": ",
+                                           rows.status().message()));
+        }
+        cut[r][i] = *std::move(rows);
+      }
+    }
+    return cut;
+  }
+
   // Each rank's inputs that are on another device, copied to its own
   // before any rank starts, through one host copy per tensor (Run gives
   // every rank the same ones). A rank refuses another GPU's tensors, and
@@ -183,6 +281,7 @@ class RankGroup : public ShardedExecutable {
   // Each rank's device memory (null for a rank on the host).
   std::vector<std::shared_ptr<DeviceAllocator>> homes_;
   std::vector<std::shared_ptr<Communicator>> world_;
+  RankRowsPlan plan_;
   std::vector<std::unique_ptr<RankThread>> threads_;
   std::mutex run_mu_;
   bool aborted_ = false;  // The last run failed and aborted the world.
@@ -213,15 +312,24 @@ absl::StatusOr<std::unique_ptr<ShardedExecutable>> CompileSharded(Backend& backe
   const bool on_host = backend.device(options).is_host();
   std::vector<std::unique_ptr<Executable>> ranks;
   std::vector<std::shared_ptr<DeviceAllocator>> homes;
+  RankRowsPlan plan;
   for (int r = 0; r < world_size; ++r) {
     passes::ShardReport shard;
-    absl::StatusOr<Module> part =
-        passes::ShardModule(typed, passes::ShardOptions{world_size, r, strategy}, &shard);
+    // Split by batch, each rank takes and returns only its rows where it
+    // can: no slice of the inputs, no gather of the outputs.
+    absl::StatusOr<Module> part = passes::ShardModule(
+        typed, passes::ShardOptions{world_size, r, strategy, /*rows_in_place=*/true}, &shard);
     if (!part.ok()) {
       return absl::Status(part.status().code(),
                           absl::StrCat("sharding for rank ", r, ": ", part.status().message()));
     }
     CompileOptions rank_options = options;
+    std::vector<Node*> rank_placeholders = part->graph().placeholders();
+    for (int i : shard.rank_row_inputs) {
+      if (static_cast<size_t>(i) < rank_options.input_types.size()) {
+        rank_options.input_types[i] = *rank_placeholders[i]->type();
+      }
+    }
     rank_options.device_index = on_host ? 0 : r;
     rank_options.communicator = world[r];
     CompileReport compiled;
@@ -233,9 +341,13 @@ absl::StatusOr<std::unique_ptr<ShardedExecutable>> CompileSharded(Backend& backe
     }
     ranks.push_back(*std::move(executable));
     homes.push_back(on_host ? nullptr : backend.allocator(rank_options));
-    if (r == 0 && report != nullptr) *report = {shard, compiled};
+    if (r == 0) {
+      plan = WholeSignatures(signature, *ranks[0], shard, world_size);
+      if (report != nullptr) *report = {shard, compiled};
+    }
   }
-  return std::unique_ptr<ShardedExecutable>(new RankGroup(std::move(ranks), std::move(homes), std::move(world)));
+  return std::unique_ptr<ShardedExecutable>(new RankGroup(
+      std::move(ranks), std::move(homes), std::move(world), std::move(plan)));
 }
 
 }  // namespace graft

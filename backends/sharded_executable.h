@@ -25,20 +25,28 @@ struct ShardedCompileReport {
 // GPUs, an in-process world on the host) and returns one executable. Its
 // Run gives every rank the same inputs, runs all ranks at once (rank 0 on
 // the calling thread, each other rank on a thread of its own) and returns
-// rank 0's outputs, which every rank holds; a failing rank fails the run
-// (and aborts the world unless it failed only once its work had ended:
-// run_failure.h).
+// the module's outputs: those every rank holds as rank 0 has them, and,
+// split by batch, those each rank holds its rows of (no all_gather:
+// ShardOptions::rows_in_place) joined on the host. Each rank reads only
+// its rows of the inputs split by batch, in place where they are aligned.
+// A failing rank fails the run (and aborts the world unless it failed only
+// once its work had ended: run_failure.h).
 // Runs are serialized: every rank must make its collectives in the same
 // order. `options.device_index` is ignored. `strategy` says what is split
 // (passes::ShardStrategy: the weights, or the batch).
-// What CompileSharded returns.
 class ShardedExecutable : public Executable {
  public:
-  // Every rank's inputs: `inputs[r]` for rank r. One on another device than
-  // the rank's is copied to it (through the host) before any rank starts;
+  // Every rank's whole inputs: `inputs[r]` for rank r, of which it reads
+  // its rows where the batch is split. One on another device than the
+  // rank's is copied to it (through the host) before any rank starts;
   // given where each rank's device is, none is copied (benchmarks).
-  virtual absl::StatusOr<std::vector<Tensor>> RunEachRank(
+  // Returns every rank's outputs as it holds them: its rows only of those
+  // split by batch (outputs[r][i]), and which those are is
+  // row_split_outputs().
+  virtual absl::StatusOr<std::vector<std::vector<Tensor>>> RunEachRank(
       const std::vector<std::vector<Tensor>>& inputs) = 0;
+  // The outputs (by index) that each rank returns only its rows of.
+  virtual const std::vector<int>& row_split_outputs() const = 0;
 };
 
 absl::StatusOr<std::unique_ptr<ShardedExecutable>> CompileSharded(

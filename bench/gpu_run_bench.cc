@@ -141,7 +141,8 @@ double TimeRuns(int runs, F&& run) {
   return rounds[2];
 }
 
-// --gpus: every rank's input on its own GPU, outputs left there.
+// --gpus: every rank's input on its own GPU, outputs left there (split by
+// batch, each rank's rows of them on its GPU).
 int RunSharded(graft::Backend& backend, const graft::Module& module,
                graft::CompileOptions options, int gpus, graft::passes::ShardStrategy strategy,
                int runs, const std::string& workload) {
@@ -161,10 +162,18 @@ int RunSharded(graft::Backend& backend, const graft::Module& module,
     inputs.push_back({*device});
   }
   const double t1 = Now();
-  absl::StatusOr<std::vector<graft::Tensor>> first = (*exe)->RunEachRank(inputs);
+  absl::StatusOr<std::vector<std::vector<graft::Tensor>>> first = (*exe)->RunEachRank(inputs);
   if (!first.ok()) return Fail(first.status().ToString());
   const double first_ms = (Now() - t1) * 1e3;
-  auto run = [&] { return (*exe)->RunEachRank(inputs).value_or(std::vector<graft::Tensor>{}); };
+  // Every rank's outputs, so that a round waits for every GPU (split by
+  // batch, each rank keeps its rows).
+  auto run = [&] {
+    std::vector<graft::Tensor> all;
+    for (auto& rank : (*exe)->RunEachRank(inputs).value_or(std::vector<std::vector<graft::Tensor>>{})) {
+      all.insert(all.end(), rank.begin(), rank.end());
+    }
+    return all;
+  };
   const double device_us = TimeRuns(runs, run);
   // One run at a time: its latency, and the host's part of it (the call
   // alone, which returns once every rank has queued its work).

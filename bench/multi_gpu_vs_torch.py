@@ -7,7 +7,8 @@ torch.distributed.tensor.parallel (one process per GPU, NCCL), the same
 column/row split: MLP layers 0 and 1 as a pair, layer 2 whole; the block's
 q/k/v and MLP up-projection by columns, its two output projections by rows.
 graft also splits the batch instead (--shard-by batch: every weight on both
-GPUs, each its half of the rows, the output gathered).
+GPUs, each its half of the rows, each keeping its rows of the output), and so
+does PyTorch (each process the whole model on its half of the rows).
 Both are timed the same way: each rank's input already on its GPU, a loop of
 runs between two timer reads, the median of five rounds. Prints one table:
 microseconds per run, and the throughput of 2 GPUs over 1.
@@ -75,7 +76,7 @@ class Block(nn.Module):
         return x + s.out(F.gelu(s.fc(s.ln2(x))))
 
 
-def torch_rank(rank, world, workload, port, result):
+def torch_rank(rank, world, workload, port, result, by_batch=False):
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel,
                                                    parallelize_module)
@@ -92,7 +93,9 @@ def torch_rank(rank, world, workload, port, result):
         plan.update(proj=RowwiseParallel(), out=RowwiseParallel())
     model = model.to("cuda", torch.bfloat16).eval()
     x = x.to("cuda", torch.bfloat16)
-    if world > 1:
+    if by_batch:
+        x = x.chunk(world)[rank].contiguous()
+    elif world > 1:
         mesh = init_device_mesh("cuda", (world,))
         model = parallelize_module(model, mesh, plan)
     with torch.no_grad():
@@ -102,10 +105,10 @@ def torch_rank(rank, world, workload, port, result):
     torch.distributed.destroy_process_group()
 
 
-def torch_time(workload, world, port):
+def torch_time(workload, world, port, by_batch=False):
     ctx = mp.get_context("spawn")
     result = ctx.Queue()
-    procs = [ctx.Process(target=torch_rank, args=(r, world, workload, port, result))
+    procs = [ctx.Process(target=torch_rank, args=(r, world, workload, port, result, by_batch))
              for r in range(world)]
     for p in procs:
         p.start()
@@ -145,18 +148,24 @@ if __name__ == "__main__":
             if world > 1:
                 row[f"graft{world}batch"] = graft_time(workload, world, "batch")
             port += 1
-            row[f"torch{world}"] = torch_time("mlp" if workload == "mlp" else "block", world, port)
+            kind = "mlp" if workload == "mlp" else "block"
+            row[f"torch{world}"] = torch_time(kind, world, port)
+            if world > 1:
+                port += 1
+                row[f"torch{world}batch"] = torch_time(kind, world, port, by_batch=True)
             print(row, flush=True)
         rows.append(row)
     print()
     print("| workload | graft 1 GPU us | graft 2 GPUs tensor us | graft 2/1 tensor "
           "| graft 2 GPUs batch us | graft 2/1 batch "
           "| torch TP 1 GPU us | torch TP 2 GPUs us | torch 2/1 "
-          "| torch TP 2 GPUs / graft tensor 2 GPUs |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| torch TP 2 GPUs / graft tensor 2 GPUs | torch 2 GPUs batch us | torch 2/1 batch "
+          "| torch batch / graft batch, 2 GPUs |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     nan = float("nan")
     for r in rows:
         g1, g2, gb = r.get("graft1", nan), r.get("graft2", nan), r.get("graft2batch", nan)
-        t1, t2 = r.get("torch1", nan), r.get("torch2", nan)
+        t1, t2, tb = r.get("torch1", nan), r.get("torch2", nan), r.get("torch2batch", nan)
         print(f"| {r['name']} | {g1:.1f} | {g2:.1f} | {g1 / g2:.2f}x | {gb:.1f} | {g1 / gb:.2f}x "
-              f"| {t1:.1f} | {t2:.1f} | {t1 / t2:.2f}x | {t2 / g2:.2f}x |")
+              f"| {t1:.1f} | {t2:.1f} | {t1 / t2:.2f}x | {t2 / g2:.2f}x "
+              f"| {tb:.1f} | {t1 / tb:.2f}x | {tb / gb:.2f}x |")

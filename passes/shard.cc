@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "graph/collective_ops.h"
 #include "graph/fused_ops.h"
@@ -133,6 +134,7 @@ class Sharder {
         world_(options.world_size),
         rank_(options.rank),
         strategy_(options.strategy),
+        rows_in_place_(options.rows_in_place && options.strategy == ShardStrategy::kBatch),
         report_(report) {}
 
   absl::StatusOr<Module> Run() {
@@ -243,9 +245,7 @@ class Sharder {
     return x;
   }
 
-  // Copies `old` with every split input gathered first. The graph's
-  // outputs keep their names (callers see them): the split value takes
-  // another.
+  // Copies `old` with every split input gathered first.
   void CopyWhole(const Node& old) {
     Node* n = Copy(old);
     for (Node* input : n->unique_inputs()) {
@@ -253,19 +253,19 @@ class Sharder {
         Node* whole = Gathered(input);
         graph().MoveBefore(n, nullptr);
         n->ReplaceInputWith(input, whole);
-        if (old.op() == OpCode::kOutput) {
-          const std::string name = input->name();
-          (void)graph().Rename(input, graph().UniqueName(name + "_part"));
-          (void)graph().Rename(whole, name);
-        }
       }
     }
   }
 
   absl::Status Lower(const Node& old) {
+    if (old.op() == OpCode::kPlaceholder) ++placeholders_;
     if (old.op() == OpCode::kPlaceholder && strategy_ == ShardStrategy::kBatch) {
       Copy(old);
       SplitBatch(old);
+      return absl::OkStatus();
+    }
+    if (old.op() == OpCode::kOutput) {
+      LowerOutput(old);
       return absl::OkStatus();
     }
     if (old.op() != OpCode::kCallFunction) {
@@ -296,11 +296,60 @@ class Sharder {
     if (batch_ < 0) batch_ = rows;
     if (rows != batch_ || rows % world_ != 0) return;
     const int64_t piece = rows / world_;
-    Node* part = Call("slice", {Argument(New(&old)), Argument(int64_t{0}),
-                                Argument(rank_ * piece), Argument((rank_ + 1) * piece)});
-    map_[&old] = part;
+    Node* part;
+    if (rows_in_place_) {
+      // The placeholder itself becomes the rank's rows: the caller passes
+      // only those.
+      part = New(&old);
+      TensorType rank_rows = *old.type();
+      rank_rows.shape[0] = Dim(piece);
+      part->set_type(rank_rows);
+      report_.rank_row_inputs.push_back(placeholders_ - 1);
+    } else {
+      part = Call("slice", {Argument(New(&old)), Argument(int64_t{0}),
+                            Argument(rank_ * piece), Argument((rank_ + 1) * piece)});
+      map_[&old] = part;
+    }
     sharded_[part] = Sharding{0, 1};
     report_.batch_split_inputs.push_back(old.name());
+  }
+
+  // Whether the output's value `n` stays the rank's rows (rows_in_place).
+  bool LeftAsRankRows(const Node* n) const {
+    std::optional<Sharding> s = ShardingOf(n);
+    return rows_in_place_ && s.has_value() && s->dim == 0 && s->blocks == 1;
+  }
+
+  // The output: split values gathered, except those left as the rank's
+  // rows, whose indices the report lists. The outputs keep their names
+  // (callers see them): a gathered split value takes another.
+  void LowerOutput(const Node& old) {
+    Node* n = Copy(old);
+    std::vector<Node*> values;
+    if (n->num_args() == 1 && n->arg(0).is_node()) {
+      values.push_back(n->arg(0).node());
+    } else if (n->num_args() == 1 && n->arg(0).is_list()) {
+      for (const Argument& a : n->arg(0).list()) values.push_back(a.is_node() ? a.node() : nullptr);
+    }
+    // Output indices count a tuple's elements: left only where each value
+    // is one tensor.
+    bool tensors = true;
+    for (Node* v : values) tensors = tensors && v != nullptr && v->type().has_value();
+    absl::flat_hash_set<const Node*> left;
+    for (size_t i = 0; i < values.size() && tensors; ++i) {
+      if (!LeftAsRankRows(values[i])) continue;
+      report_.rank_row_outputs.push_back(static_cast<int>(i));
+      left.insert(values[i]);
+    }
+    for (Node* input : n->unique_inputs()) {
+      if (!ShardingOf(input).has_value() || left.contains(input)) continue;
+      Node* whole = Gathered(input);
+      graph().MoveBefore(n, nullptr);
+      n->ReplaceInputWith(input, whole);
+      const std::string name = input->name();
+      (void)graph().Rename(input, graph().UniqueName(name + "_part"));
+      (void)graph().Rename(whole, name);
+    }
   }
 
   // --- Layers whose input every rank holds whole. ---
@@ -736,6 +785,7 @@ class Sharder {
   const Module& in_;
   const int world_, rank_;
   const ShardStrategy strategy_;
+  const bool rows_in_place_;  // ShardOptions::rows_in_place, for kBatch.
   ShardReport& report_;
   Module out_;
   absl::flat_hash_map<const Node*, Node*> map_;         // Old node -> new.
@@ -743,6 +793,7 @@ class Sharder {
   absl::flat_hash_map<const Node*, Sharding> split_tuples_;  // New splits' parts.
   absl::flat_hash_map<const Node*, Node*> gathered_;    // Split -> whole.
   int64_t batch_ = -1;  // kBatch: the first input's first dim.
+  int placeholders_ = 0;  // Placeholders lowered so far.
 };
 
 }  // namespace
@@ -760,10 +811,16 @@ absl::StatusOr<ShardStrategy> ParseShardStrategy(absl::string_view name) {
 
 std::string ShardReport::Summary() const {
   if (strategy == ShardStrategy::kBatch) {
+    std::string joined;
+    if (!rank_row_outputs.empty()) {
+      joined = absl::StrCat("; ", rank_row_outputs.size(), " output",
+                            rank_row_outputs.size() == 1 ? "" : "s",
+                            " joined from the ranks' rows");
+    }
     return absl::StrCat(batch_split_inputs.size(), " input",
                         batch_split_inputs.size() == 1 ? "" : "s",
                         " split along the batch; ", all_reduces, " all_reduce, ", all_gathers,
-                        " all_gather");
+                        " all_gather", joined);
   }
   return absl::StrCat(column_parallel.size(), " column-parallel, ", row_parallel.size(),
                       " row-parallel layers; ", all_reduces, " all_reduce, ", all_gathers,

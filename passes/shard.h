@@ -27,6 +27,13 @@ struct ShardOptions {
   int world_size = 2;
   int rank = 0;
   ShardStrategy strategy = ShardStrategy::kTensor;
+  // ShardStrategy::kBatch: the rank's module takes only its rows of each
+  // input split along the batch (no slice inside), and returns only its
+  // rows of each output still split along the batch there (no all_gather):
+  // the caller cuts the inputs and joins the outputs (CompileSharded does,
+  // without a copy on the GPUs). False: every rank takes and returns the
+  // whole values.
+  bool rows_in_place = false;
 };
 
 // "tensor" or "batch"; ParseShardStrategy fails on anything else.
@@ -41,9 +48,15 @@ struct ShardReport {
   ShardStrategy strategy = ShardStrategy::kTensor;
   // ShardStrategy::kBatch: the inputs split along their first dim.
   std::vector<std::string> batch_split_inputs;
+  // ShardOptions::rows_in_place: the placeholders (by index) that take the
+  // rank's rows, and the outputs (by index in the output's values) that
+  // are the rank's rows; the rest are whole.
+  std::vector<int> rank_row_inputs, rank_row_outputs;
   int all_reduces = 0, all_gathers = 0;
 
-  // "2 column-parallel, 2 row-parallel layers; 2 all_reduce, 0 all_gather".
+  // "2 column-parallel, 2 row-parallel layers; 2 all_reduce, 0 all_gather";
+  // by batch: "1 input split along the batch; 0 all_reduce, 0 all_gather;
+  // 1 output joined from the ranks' rows".
   std::string Summary() const;
 };
 
@@ -74,7 +87,8 @@ struct ShardReport {
 // first dim is the batch (the first input's first dim, constant and
 // divisible by world_size) is cut to the rank's rows, and the same
 // propagation carries the split through the model to the outputs, which
-// are gathered. Ops that mix rows (a reduction over the batch) gather
+// are gathered (or, with ShardOptions::rows_in_place, left to the caller
+// to join where they are still split by rows). Ops that mix rows (a reduction over the batch) gather
 // first, so this too is correct for any model.
 absl::StatusOr<Module> ShardModule(const Module& module, const ShardOptions& options,
                                    ShardReport* report = nullptr);

@@ -5,6 +5,7 @@
 // needed).
 
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <random>
 #include <memory>
@@ -486,9 +487,71 @@ TEST(Sharding, TheBatchSplitsAcrossRanks) {
   EXPECT_THAT(r.batch_split_inputs, ::testing::ElementsAre("x"));
   EXPECT_TRUE(r.column_parallel.empty());
   EXPECT_EQ(r.all_reduces, 0);
-  EXPECT_EQ(r.all_gathers, 1);  // The output.
-  ASSERT_OK_AND_ASSIGN(Module part, passes::ShardModule(m, {2, 1, passes::ShardStrategy::kBatch}));
+  // Compiled, each rank takes and returns only its rows: nothing to gather.
+  EXPECT_EQ(r.all_gathers, 0);
+  EXPECT_THAT(r.rank_row_inputs, ::testing::ElementsAre(0));
+  EXPECT_THAT(r.rank_row_outputs, ::testing::ElementsAre(0));
+  // The pass alone keeps the whole inputs and outputs: a slice, a gather.
+  passes::ShardReport alone;
+  ASSERT_OK_AND_ASSIGN(Module part,
+                       passes::ShardModule(m, {2, 1, passes::ShardStrategy::kBatch}, &alone));
   EXPECT_EQ(part.FindTensor("wqkv")->dims(), (std::vector<int64_t>{96, 32}));  // Whole.
+  EXPECT_EQ(alone.all_gathers, 1);
+  EXPECT_TRUE(alone.rank_row_inputs.empty());
+  EXPECT_EQ(part.graph().placeholders()[0]->type()->ToString(), "f32[2,8,32]");
+  ASSERT_OK_AND_ASSIGN(Module rows, passes::ShardModule(m, {2, 1, passes::ShardStrategy::kBatch,
+                                                            /*rows_in_place=*/true}));
+  EXPECT_EQ(rows.graph().placeholders()[0]->type()->ToString(), "f32[1,8,32]");
+  EXPECT_EQ(OutputSignature(rows.graph())[0].type->ToString(), "f32[1,8,32]");
+}
+
+// Split by batch, each rank returns its rows of the output, which Run
+// joins in rank order; the executable's signatures are the module's.
+TEST(Sharding, EachRankReturnsItsRowsAndRunJoinsThem) {
+  // Rows of 256 bytes (a rank's rows may be read in place) and of 192
+  // (copied where they do not start aligned).
+  for (int width : {64, 48}) {
+  const std::string x = absl::StrCat("f32[6,", width, "]");
+  Module m = Parse(absl::StrCat(R"(
+graph():
+    %x : )", x, R"( = placeholder[target=x]
+    %y : )", x, R"( = placeholder[target=y]
+    %r = call_function[target=relu](args = (%x,), kwargs = {})
+    %s = call_function[target=sum](args = (%y,), kwargs = {})
+    %m = call_function[target=mul](args = (%r, %s), kwargs = {})
+    return (m, s)
+)"));
+  for (int world : {2, 3}) {
+    SCOPED_TRACE(absl::StrCat("world of ", world));
+    ShardedCompileReport report;
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<ShardedExecutable> e,
+                         CompileSharded(Interp(), m, world, {}, &report,
+                                        passes::ShardStrategy::kBatch));
+    // m stays split by rows; s sums every row (one value): gathered first.
+    EXPECT_THAT(e->row_split_outputs(), ::testing::ElementsAre(0));
+    EXPECT_EQ(report.shard.all_gathers, 1);
+    const std::string whole = absl::StrCat("f32[6,", width, "]");
+    EXPECT_EQ(e->input_signature()[0].type->ToString(), whole);
+    EXPECT_EQ(e->output_signature()[0].type->ToString(), whole);
+    EXPECT_EQ(e->output_signature()[1].type->ToString(), "f32[]");
+    const std::vector<Tensor> inputs = {RandomF32({6, width}), RandomF32({6, width})};
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> want, Interp().Compile(m, {}).value()->Run(inputs));
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> got, e->Run(inputs));
+    ExpectAllClose(got, want, kReduceTol);
+    ASSERT_OK_AND_ASSIGN(std::vector<std::vector<Tensor>> each,
+                         e->RunEachRank(std::vector<std::vector<Tensor>>(world, inputs)));
+    ASSERT_EQ(each.size(), static_cast<size_t>(world));
+    const int64_t rows = 6 / world;
+    for (int r = 0; r < world; ++r) {
+      ASSERT_EQ(each[r][0].dims(), (std::vector<int64_t>{rows, width}));
+      const float* want_rows = want[0].data<float>() + r * rows * width;
+      for (int64_t k = 0; k < rows * width; ++k) {
+        ASSERT_NEAR(each[r][0].data<float>()[k], want_rows[k], 1e-4f * (1 + std::abs(want_rows[k])))
+            << "rank " << r << ", element " << k;
+      }
+    }
+  }
+  }
 }
 
 // Every repository model by batch, where its batch divides (else whole).
@@ -523,7 +586,10 @@ TEST(Sharding, EveryRepositoryModelSplitByBatchGivesTheUnshardedResult) {
     // builds the attention mask from the whole batch, its U-Net's batch
     // of 1 stays whole).
     if (absl::StrContains(path, "/zoo/") || absl::StrContains(path, "/recurrent/")) continue;
-    EXPECT_EQ(r.all_gathers, static_cast<int>(OutputSignature(fixed.graph()).size()));
+    // Outputs split by rows stay so (each rank returns its rows); the
+    // others are gathered.
+    EXPECT_EQ(r.all_gathers + static_cast<int>(r.rank_row_outputs.size()),
+              static_cast<int>(OutputSignature(fixed.graph()).size()));
   }
 }
 
