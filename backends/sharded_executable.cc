@@ -71,29 +71,24 @@ class RankThread {
 };
 
 // Rank `rank`'s rows of `whole` among `world` equal parts along dim 0: a
-// view of its bytes where they start 256-byte aligned (as device buffers
-// and vector loads want), else a host copy of them (which the rank copies
-// to its device as any host input).
-absl::StatusOr<Tensor> RankRows(const Tensor& whole, int rank, int world) {
+// view of its bytes (a rank copies an input its program cannot read in
+// place, as any caller's).
+Tensor RankRows(const Tensor& whole, int rank, int world) {
   std::vector<int64_t> dims = whole.dims();
   const size_t row_bytes = whole.NumBytes() / static_cast<size_t>(dims[0]);
   dims[0] /= world;
   const size_t offset = whole.offset() + row_bytes * static_cast<size_t>(dims[0] * rank);
-  Tensor view(whole.dtype(), dims, whole.storage(), offset);
-  if (reinterpret_cast<uintptr_t>(view.raw_data()) % 256 == 0) return view;
-  if (!view.on_host()) return CopyToHost(view);
-  Tensor copy(whole.dtype(), dims);
-  std::memcpy(copy.raw_data(), view.raw_data(), view.NumBytes());
-  return copy;
+  return Tensor(whole.dtype(), std::move(dims), whole.storage(), offset);
 }
 
 // The ranks' pieces of one output joined along dim 0, in rank order, on
-// the host.
-absl::StatusOr<Tensor> JoinRows(const std::vector<std::vector<Tensor>>& outputs, size_t index) {
+// the host, then on `device` unless that is null.
+absl::StatusOr<Tensor> JoinRows(const std::vector<std::vector<Tensor>>& outputs, size_t index,
+                                const std::shared_ptr<DeviceAllocator>& device) {
   const Tensor& first = outputs[0][index];
   std::vector<int64_t> dims = first.dims();
   dims[0] = 0;
-  for (const auto& rank : outputs) dims[0] += rank[index].dims().empty() ? 0 : rank[index].dims()[0];
+  for (const auto& rank : outputs) dims[0] += rank[index].dims()[0];
   Tensor whole = UninitializedTensor(first.dtype(), dims);
   std::byte* at = static_cast<std::byte*>(whole.raw_data());
   for (const auto& rank : outputs) {
@@ -106,7 +101,8 @@ absl::StatusOr<Tensor> JoinRows(const std::vector<std::vector<Tensor>>& outputs,
     }
     at += piece.NumBytes();
   }
-  return whole;
+  if (device == nullptr) return whole;
+  return CopyToDevice(whole, device);
 }
 
 // How the module's inputs and outputs map to the ranks' (ShardReport):
@@ -115,6 +111,9 @@ absl::StatusOr<Tensor> JoinRows(const std::vector<std::vector<Tensor>>& outputs,
 struct RankRowsPlan {
   std::vector<ValueSignature> inputs, outputs;  // The whole module's.
   std::vector<int> row_inputs, row_outputs;
+  // CompileOptions::keep_outputs_on_device: Run joins them on rank 0's
+  // device.
+  bool keep_on_device = false;
 };
 
 // The plan of a world whose rank 0 compiled to `rank0` from a module
@@ -150,8 +149,9 @@ class RankGroup : public ShardedExecutable {
                      RunEachRank(std::vector<std::vector<Tensor>>(
                          ranks_.size(), std::vector<Tensor>(inputs.begin(), inputs.end()))));
     std::vector<Tensor> joined = outputs[0];
+    const std::shared_ptr<DeviceAllocator> device = plan_.keep_on_device ? homes_[0] : nullptr;
     for (int i : plan_.row_outputs) {
-      absl::StatusOr<Tensor> whole = JoinRows(outputs, static_cast<size_t>(i));
+      absl::StatusOr<Tensor> whole = JoinRows(outputs, static_cast<size_t>(i), device);
       if (!whole.ok()) {
         return absl::Status(whole.status().code(), absl::StrCat("joining the ranks' rows of output ",
                                                                 i, ": ", whole.status().message()));
@@ -176,8 +176,8 @@ class RankGroup : public ShardedExecutable {
         return absl::Status(checked.code(), absl::StrCat("rank ", r, ": ", checked.message()));
       }
     }
-    ASSIGN_OR_RETURN(std::vector<std::vector<Tensor>> cut, EachRanksRows(inputs));
-    ASSIGN_OR_RETURN(std::vector<std::vector<Tensor>> placed, OnEachRanksDevice(cut));
+    ASSIGN_OR_RETURN(std::vector<std::vector<Tensor>> placed,
+                     OnEachRanksDevice(EachRanksRows(inputs)));
     if (aborted_) {
       for (auto& communicator : world_) RETURN_IF_ERROR(communicator->Revive());
       aborted_ = false;
@@ -224,20 +224,12 @@ class RankGroup : public ShardedExecutable {
 
  private:
   // Each rank's inputs, its rows only of those split by rows.
-  absl::StatusOr<std::vector<std::vector<Tensor>>> EachRanksRows(
+  std::vector<std::vector<Tensor>> EachRanksRows(
       const std::vector<std::vector<Tensor>>& inputs) const {
     std::vector<std::vector<Tensor>> cut = inputs;
     const int world = static_cast<int>(ranks_.size());
     for (int r = 0; r < world; ++r) {
-      for (int i : plan_.row_inputs) {
-        absl::StatusOr<Tensor> rows = RankRows(inputs[r][i], r, world);
-        if (!rows.ok()) {
-          return absl::Status(rows.status().code(),
-                              absl::StrCat("rank ", r, ": taking its rows of input ", i, ": ",
-                                           rows.status().message()));
-        }
-        cut[r][i] = *std::move(rows);
-      }
+      for (int i : plan_.row_inputs) cut[r][i] = RankRows(inputs[r][i], r, world);
     }
     return cut;
   }
@@ -343,6 +335,7 @@ absl::StatusOr<std::unique_ptr<ShardedExecutable>> CompileSharded(Backend& backe
     homes.push_back(on_host ? nullptr : backend.allocator(rank_options));
     if (r == 0) {
       plan = WholeSignatures(signature, *ranks[0], shard, world_size);
+      plan.keep_on_device = options.keep_outputs_on_device && !on_host;
       if (report != nullptr) *report = {shard, compiled};
     }
   }

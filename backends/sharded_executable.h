@@ -27,8 +27,9 @@ struct ShardedCompileReport {
 // the calling thread, each other rank on a thread of its own) and returns
 // the module's outputs: those every rank holds as rank 0 has them, and,
 // split by batch, those each rank holds its rows of (no all_gather:
-// ShardOptions::rows_in_place) joined on the host. Each rank reads only
-// its rows of the inputs split by batch, in place where they are aligned.
+// ShardOptions::rows_in_place) joined on the host (then copied to rank 0's
+// device with CompileOptions::keep_outputs_on_device). Each rank reads
+// only its rows of the inputs split by batch, a view of the caller's.
 // A failing rank fails the run (and aborts the world unless it failed only
 // once its work had ended: run_failure.h).
 // Runs are serialized: every rank must make its collectives in the same
@@ -42,7 +43,8 @@ class ShardedExecutable : public Executable {
   // given where each rank's device is, none is copied (benchmarks).
   // Returns every rank's outputs as it holds them: its rows only of those
   // split by batch (outputs[r][i]), and which those are is
-  // row_split_outputs().
+  // row_split_outputs(). As from any executable, an output that is an
+  // input may be the input itself (here: a view of the rank's rows).
   virtual absl::StatusOr<std::vector<std::vector<Tensor>>> RunEachRank(
       const std::vector<std::vector<Tensor>>& inputs) = 0;
   // The outputs (by index) that each rank returns only its rows of.

@@ -294,7 +294,7 @@ class Sharder {
     if (!shape.has_value() || shape->empty() || (*shape)[0].is_symbolic()) return;
     const int64_t rows = (*shape)[0].value();
     if (batch_ < 0) batch_ = rows;
-    if (rows != batch_ || rows % world_ != 0) return;
+    if (rows != batch_ || rows == 0 || rows % world_ != 0) return;
     const int64_t piece = rows / world_;
     Node* part;
     if (rows_in_place_) {

@@ -505,11 +505,25 @@ TEST(Sharding, TheBatchSplitsAcrossRanks) {
   EXPECT_EQ(OutputSignature(rows.graph())[0].type->ToString(), "f32[1,8,32]");
 }
 
+// An empty batch is not split (no rank has rows to take), and runs.
+TEST(Sharding, AnEmptyBatchStaysWhole) {
+  Module m = Parse(R"(
+graph():
+    %x : f32[0,4] = placeholder[target=x]
+    %r = call_function[target=relu](args = (%x,), kwargs = {})
+    return r
+)");
+  passes::ShardReport r =
+      ExpectShardedMatches(m, 2, {RandomF32({0, 4})}, passes::ShardStrategy::kBatch);
+  EXPECT_TRUE(r.batch_split_inputs.empty());
+  EXPECT_TRUE(r.rank_row_outputs.empty());
+}
+
 // Split by batch, each rank returns its rows of the output, which Run
 // joins in rank order; the executable's signatures are the module's.
 TEST(Sharding, EachRankReturnsItsRowsAndRunJoinsThem) {
-  // Rows of 256 bytes (a rank's rows may be read in place) and of 192
-  // (copied where they do not start aligned).
+  // Rows of 256 and of 192 bytes: each rank reads a view of its rows,
+  // at offsets that do and do not fall on 256-byte boundaries.
   for (int width : {64, 48}) {
   const std::string x = absl::StrCat("f32[6,", width, "]");
   Module m = Parse(absl::StrCat(R"(

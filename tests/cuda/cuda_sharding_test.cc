@@ -37,16 +37,26 @@ namespace {
 
 // Against `reference`: the interpreter, or the unsharded module on one GPU
 // at the same precision (for models too large for the interpreter).
+// Split by batch, the ranks are compiled for the inputs' sizes (so that a
+// symbolic batch splits), read their rows of the caller's tensors in place
+// (or copy them where their programs cannot) and return their rows, which
+// Run joins.
 void ExpectShardedOnGpusMatches(const Module& module, const std::vector<Tensor>& inputs,
-                                const CompileOptions& options, double tol,
-                                Backend& reference = Interp()) {
+                                CompileOptions options, double tol,
+                                Backend& reference = Interp(),
+                                passes::ShardStrategy strategy = passes::ShardStrategy::kTensor) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> whole,
                        reference.Compile(module, &reference == &Interp() ? CompileOptions{}
                                                                           : options));
   ASSERT_OK_AND_ASSIGN(std::vector<Tensor> want, whole->Run(inputs));
+  if (strategy == passes::ShardStrategy::kBatch) {
+    for (const Tensor& t : inputs) options.input_types.push_back(t.type());
+  }
   ShardedCompileReport report;
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<ShardedExecutable> sharded,
-                       CompileSharded(Cuda(), module, 2, options, &report));
+                       CompileSharded(Cuda(), module, 2, options, &report, strategy));
+  std::fprintf(stderr, "  by %s: %s\n", std::string(passes::ShardStrategyName(strategy)).c_str(),
+               report.shard.Summary().c_str());
   // The collectives run on the GPU (other ops may fall back, as unsharded).
   for (const GraphBreak& b : report.rank0.breaks) {
     EXPECT_FALSE(IsCollectiveOp(b.op)) << b.node << ": " << b.reason;
@@ -69,6 +79,19 @@ void ExpectShardedOnGpusMatches(const Module& module, const std::vector<Tensor>&
     ASSERT_OK_AND_ASSIGN(std::vector<Tensor> got, sharded->Run(on_gpu0));
     ExpectAllClose(got, want, tol);
   }
+  if (strategy != passes::ShardStrategy::kBatch || sharded->row_split_outputs().empty()) return;
+  // Outputs kept on the device: the joined rows on GPU 0 too.
+  options.keep_outputs_on_device = true;
+  ASSERT_OK_AND_ASSIGN(sharded, CompileSharded(Cuda(), module, 2, options, nullptr, strategy));
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> kept, sharded->Run(on_gpu0));
+  std::vector<Tensor> on_host;
+  for (int i : sharded->row_split_outputs()) {
+    EXPECT_EQ(kept[i].device().ToString(), "cuda:0") << "output " << i;
+  }
+  for (const Tensor& t : kept) {
+    ASSERT_OK_AND_ASSIGN(on_host.emplace_back(), CopyToHost(t));
+  }
+  ExpectAllClose(on_host, want, tol);
 }
 
 TEST(CudaSharding, EveryModelOnTwoGpusGivesTheUnshardedResult) {
@@ -84,6 +107,8 @@ TEST(CudaSharding, EveryModelOnTwoGpusGivesTheUnshardedResult) {
     const std::vector<Tensor> inputs =
         backend_test::RandomInputs(PlaceholderSignature(m->graph()), std::random_device{}());
     ExpectShardedOnGpusMatches(*m, inputs, {}, kReduceTol);
+    ExpectShardedOnGpusMatches(*m, inputs, {}, kReduceTol, Interp(),
+                               passes::ShardStrategy::kBatch);
   }
 }
 
@@ -104,6 +129,7 @@ TEST(CudaSharding, TheBf16Gpt2BlockOnTwoGpus) {
   CompileOptions options;
   options.options["precision"] = "bf16";
   ExpectShardedOnGpusMatches(*m, inputs, options, kHalfTol, Cuda());
+  ExpectShardedOnGpusMatches(*m, inputs, options, kHalfTol, Cuda(), passes::ShardStrategy::kBatch);
 }
 
 // A rank whose run fails once its graph has run, all-reduce included (an
