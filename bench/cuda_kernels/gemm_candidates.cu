@@ -8,7 +8,9 @@
 // launch streams them from L2 or memory as a run would).
 //
 //   cd bench/cuda_kernels && nvcc -O2 -std=c++17 -o gemm_candidates gemm_candidates.cu -lcublasLt &&
-//     ./gemm_candidates
+//     ./gemm_candidates [ROWS,IN,OUT[,relu] ...]
+//
+// Without arguments, the MLP's three layers at 1024 and 512 rows.
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -172,15 +174,29 @@ void Explore(cublasLtHandle_t handle, const Layer& l) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   cublasLtHandle_t handle;
   Check(cublasLtCreate(&handle), "handle");
   std::printf("| rows x in x out | heuristic's first | its config | fastest offered | "
               "its rank of found | its config |\n|---|---|---|---|---|---|\n");
-  for (int rows : {1024, 512}) {
-    Explore(handle, {rows, 4096, 1024, true});
-    Explore(handle, {rows, 4096, 4096, true});
-    Explore(handle, {rows, 1024, 4096, false});
+  std::vector<Layer> layers;
+  for (int i = 1; i < argc; ++i) {
+    Layer l{};
+    char relu[8] = {};
+    if (std::sscanf(argv[i], "%d,%d,%d,%7s", &l.m, &l.k, &l.n, relu) < 3) {
+      std::fprintf(stderr, "a layer is ROWS,IN,OUT[,relu], got %s\n", argv[i]);
+      return 1;
+    }
+    l.relu = relu[0] != 0;
+    layers.push_back(l);
   }
+  if (layers.empty()) {
+    for (int rows : {1024, 512}) {
+      layers.push_back({rows, 4096, 1024, true});
+      layers.push_back({rows, 4096, 4096, true});
+      layers.push_back({rows, 1024, 4096, false});
+    }
+  }
+  for (const Layer& l : layers) Explore(handle, l);
   return 0;
 }
