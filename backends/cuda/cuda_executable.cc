@@ -261,7 +261,9 @@ absl::Status CompiledCudaProgram::PlanGemms(const CudaArtifact* artifact) {
   const int cc = gpu_.major * 10 + gpu_.minor;
   for (size_t i = 0; i < program_.steps.size(); ++i) {
     const Step& step = program_.steps[i];
-    if (!IsGemmStep(step) || SkinnyGemmFor(step, options_, gpu_.multiprocessors, cc)) continue;
+    if (!IsGemmStep(step) || SkinnyGemmFor(step, options_, gpu_.multiprocessors, cc, &program_)) {
+      continue;
+    }
     if (blas_ == nullptr) {
       ASSIGN_OR_RETURN(blas_, SharedCublasLt(gpu_.index));  // Only where a product needs it.
     }
@@ -320,19 +322,25 @@ CudaArtifact CompiledCudaProgram::Artifact() const {
 }
 
 absl::Status CompiledCudaProgram::UploadWeights() {
-  size_t total = 0;
-  for (const Tensor* t : program_.tensors) {
-    weight_offsets_.push_back(total);
-    total += AlignUp(t->NumBytes());
-  }
-  if (total == 0) return absl::OkStatus();
   // Host copies of weights on a device first: such a copy waits for that
-  // device's stream, which must not happen under CaptureExclusion.
+  // device's stream, which must not happen under CaptureExclusion. The
+  // weights of tf32 products run as f16 (mode 5) are converted for them.
+  const std::vector<int> halves =
+      HalfWeightSlots(program_, options_, gpu_.major * 10 + gpu_.minor);
   std::vector<Tensor> hosts;
-  for (const Tensor* t : program_.tensors) {
-    ASSIGN_OR_RETURN(Tensor host, CopyToHost(*t));
+  for (size_t i = 0; i < program_.tensors.size(); ++i) {
+    ASSIGN_OR_RETURN(Tensor host, CopyToHost(*program_.tensors[i]));
+    if (std::find(halves.begin(), halves.end(), static_cast<int>(i)) != halves.end()) {
+      host = ScaledHalfWeights(host);
+    }
     hosts.push_back(std::move(host));
   }
+  size_t total = 0;
+  for (const Tensor& t : hosts) {
+    weight_offsets_.push_back(total);
+    total += AlignUp(t.NumBytes());
+  }
+  if (total == 0) return absl::OkStatus();
   RETURN_IF_ERROR(GpuScope(gpu_.index).Use());
   std::lock_guard<std::recursive_mutex> exclusion(CaptureExclusion());
   RETURN_IF_ERROR(GRAFT_CUDA(cudaMalloc(&weights_, total)));

@@ -265,7 +265,7 @@ class Emitter {
     step_ = &step;
     kernel_count_ = 0;
     if (std::optional<SkinnyGemm> skinny =
-            SkinnyGemmFor(step, options_, sms_, compute_capability_)) {
+            SkinnyGemmFor(step, options_, sms_, compute_capability_, &p_)) {
       return Skinny(*skinny);
     }
     if (step.casts_input || step.result_dtype) {
@@ -304,6 +304,15 @@ class Emitter {
     buffers.push_back(plan.shape.has_bias ? BufferOf(call.TensorNode("bias")) : buffers[1]);
     if (plan.mode == 4) buffers.push_back(BufferOf(call.TensorNode("weight_scales")));
     buffers.push_back(step_->result);
+    if (plan.mode == 5) {
+      // x's row scales first, into the scratch buffer the product reads.
+      const std::string rows =
+          Define([&](const std::string& n) { return SkinnyRowScalesKernel(n, plan); }, nullptr);
+      KernelLaunch scales{rows, plan.shape.m, 128, {buffers[0]}, false};
+      scales.split_k_scratch = true;
+      scales.programmatic = compute_capability_ >= 90;
+      out_.launches[step_index_].push_back(std::move(scales));
+    }
     const std::string name =
         Define([&](const std::string& n) { return SkinnyGemmKernel(n, plan); }, kSkinnyGemmSource);
     KernelLaunch launch{name, plan.grid(), 128, std::move(buffers), false};

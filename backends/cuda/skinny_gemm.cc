@@ -1,6 +1,7 @@
 #include "backends/cuda/skinny_gemm.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -36,6 +37,9 @@ int ActivationCode(const std::string& activation) {
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
+
+static_assert(kGemmWorkspaceBytes == (size_t{32} << 20) && kSkinnyRowScaleBytes == 512,
+              "skinny_gemm_source.h's kRowScaleOffset puts x's row scales in the last 512 bytes");
 
 size_t SkinnyGemm::ScratchBytes() const {
   if (splits <= 1) return 0;
@@ -80,7 +84,8 @@ void LayOut(SkinnyGemm& plan, int multiprocessors) {
     plan.chunk = CeilDiv(plan.chunk / 2, granule) * granule;
   }
   plan.splits = CeilDiv(shape.k, plan.chunk);
-  while (plan.splits > 1 && plan.ScratchBytes() > kGemmWorkspaceBytes) {
+  while (plan.splits > 1 &&
+         plan.ScratchBytes() > kGemmWorkspaceBytes - kSkinnyRowScaleBytes) {
     plan.chunk *= 2;
     plan.splits = CeilDiv(shape.k, plan.chunk);
   }
@@ -183,11 +188,24 @@ absl::Status CanLowerQuantizedLinear(const Node& node) {
   return absl::OkStatus();
 }
 
-std::optional<SkinnyGemm> SkinnyGemmFor(const Step& step, const CudaOptions& options,
-                                        int multiprocessors, int compute_capability) {
-  if (!IsGemmStep(step) || compute_capability < 80 || step.residual >= 0) return std::nullopt;
-  if (step.node->is_call(kQuantizedLinearOp)) return Int8PlanFor(step, multiprocessors);
-  if (options.gemm == "cublaslt") return std::nullopt;
+namespace {
+
+// The state slot of the step's weight, where it is a module tensor.
+std::optional<int> WeightSlot(const Step& step) {
+  absl::StatusOr<OpCall> call = OpCall::Bind(*step.node);
+  if (!call.ok()) return std::nullopt;
+  const Node* weight = call->TensorNode("weight");
+  for (size_t i = 0; i < step.inputs.size(); ++i) {
+    if (step.inputs[i] == weight && step.operands[i].where == BufferRef::Where::kState) {
+      return step.operands[i].index;
+    }
+  }
+  return std::nullopt;
+}
+
+// The plan of a float linear layer of few rows, before gemm=auto's choice
+// and mode 5.
+std::optional<SkinnyGemm> FloatPlan(const Step& step, const CudaOptions& options) {
   if (!step.node->is_call("linear") && !step.node->is_call("graft::linear_activation")) {
     return std::nullopt;
   }
@@ -215,16 +233,6 @@ std::optional<SkinnyGemm> SkinnyGemmFor(const Step& step, const CudaOptions& opt
   if ((plan.input_dtype != shape->dtype || plan.result_dtype != shape->dtype) && plan.mode > 1) {
     return std::nullopt;
   }
-  // By default only where it measured faster than cuBLASLt on an H100
-  // (docs/benchmarks.md): f32, whose cuBLASLt kernels do not use the
-  // tensor cores, and bf16/f16 weights of at most 16 MB (a larger one
-  // streams faster through cuBLASLt's kernels than through this one).
-  if (options.gemm == "auto") {
-    const int64_t weight_bytes = shape->n * shape->k * DTypeSize(shape->dtype);
-    if (plan.mode == 2 || (plan.mode < 2 && weight_bytes > kSkinnyAutoMaxHalfWeightBytes)) {
-      return std::nullopt;
-    }
-  }
   const int64_t vec = 16 / static_cast<int64_t>(DTypeSize(shape->dtype));
   // 32-bit index arithmetic in the kernel.
   if (shape->k % vec != 0 || shape->n * shape->k >= (int64_t{1} << 31) ||
@@ -236,13 +244,101 @@ std::optional<SkinnyGemm> SkinnyGemmFor(const Step& step, const CudaOptions& opt
   if (!call.ok()) return std::nullopt;
   plan.weights_ready = WeightsReady(step, *call);
   if (CeilDiv(shape->n, kTileRows) > kSkinnyCounters) return std::nullopt;
+  return plan;
+}
+
+// Whether the step is a tf32 product mode 5 can run, given its weight.
+bool HalfWeightCandidate(const Step& step, const CudaOptions& options) {
+  if (!IsGemmStep(step) || step.residual >= 0) return false;
+  std::optional<SkinnyGemm> plan = FloatPlan(step, options);
+  return plan.has_value() && plan->mode == 2 && plan->weights_ready && plan->shape.k % 8 == 0 &&
+         WeightSlot(step).has_value();
+}
+
+// Whether every step of `program` that reads state slot `slot` is a mode-5
+// candidate (the slot then holds only the converted weights).
+bool OnlyHalfWeightReaders(const StepProgram& program, int slot, const CudaOptions& options) {
+  for (const Step& other : program.steps) {
+    for (const BufferRef& ref : other.operands) {
+      if (ref.where == BufferRef::Where::kState && ref.index == slot &&
+          (!HalfWeightCandidate(other, options) || WeightSlot(other) != slot)) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<SkinnyGemm> SkinnyGemmFor(const Step& step, const CudaOptions& options,
+                                        int multiprocessors, int compute_capability,
+                                        const StepProgram* program) {
+  if (!IsGemmStep(step) || compute_capability < 80 || step.residual >= 0) return std::nullopt;
+  if (step.node->is_call(kQuantizedLinearOp)) return Int8PlanFor(step, multiprocessors);
+  if (options.gemm == "cublaslt") return std::nullopt;
+  std::optional<SkinnyGemm> plan = FloatPlan(step, options);
+  if (!plan.has_value()) return std::nullopt;
+  // tf32 as f16 products of scaled operands: half the weight bytes.
+  if (program != nullptr && HalfWeightCandidate(step, options) &&
+      OnlyHalfWeightReaders(*program, *WeightSlot(step), options)) {
+    plan->mode = 5;
+    plan->shape.dtype = DType::kF16;  // The weights' storage and the products'.
+  }
+  // By default only where it measured faster than cuBLASLt on an H100
+  // (docs/benchmarks.md): f32, whose cuBLASLt kernels do not use the
+  // tensor cores, tf32 as f16, and bf16/f16 weights of at most 16 MB (a
+  // larger one streams faster through cuBLASLt's kernels than through
+  // this one).
+  if (options.gemm == "auto") {
+    const int64_t weight_bytes = plan->shape.n * plan->shape.k * DTypeSize(plan->shape.dtype);
+    if (plan->mode == 2 || (plan->mode < 2 && weight_bytes > kSkinnyAutoMaxHalfWeightBytes)) {
+      return std::nullopt;
+    }
+  }
   // bf16/f16: two 16-byte loads a row in each register buffer, not four.
   // Layouts swept on an H200 (docs/benchmarks.md): the benchmark MLP's two
   // 8 MB layers ran 1.5 us faster together, its 32 MB one as fast; f32
   // and tf32 were fastest with four.
-  if (plan.mode <= 1) plan.unroll = 2;
-  LayOut(plan, multiprocessors);
+  if (plan->mode <= 1 || plan->mode == 5) plan->unroll = 2;
+  LayOut(*plan, multiprocessors);
   return plan;
+}
+
+std::vector<int> HalfWeightSlots(const StepProgram& program, const CudaOptions& options,
+                                 int compute_capability) {
+  std::vector<int> slots;
+  for (const Step& step : program.steps) {
+    std::optional<SkinnyGemm> plan = SkinnyGemmFor(step, options, 132, compute_capability, &program);
+    if (!plan.has_value() || plan->mode != 5) continue;
+    const int slot = *WeightSlot(step);
+    if (std::find(slots.begin(), slots.end(), slot) == slots.end()) slots.push_back(slot);
+  }
+  return slots;
+}
+
+Tensor ScaledHalfWeights(const Tensor& weight) {
+  const int64_t rows = weight.dims()[0], cols = weight.dims()[1];
+  Tensor out = UninitializedTensor(DType::kU8, {rows * cols * 2 + rows * 4});
+  uint16_t* halves = reinterpret_cast<uint16_t*>(out.raw_data());
+  float* scales = reinterpret_cast<float*>(halves + rows * cols);
+  const float* w = weight.data<float>();
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = w + r * cols;
+    float largest = 0;
+    for (int64_t c = 0; c < cols; ++c) {
+      if (std::isfinite(row[c])) largest = std::max(largest, std::fabs(row[c]));
+    }
+    // As the kernel's row_scales: s = 2^(e - 15), kept within f32's
+    // normal range.
+    int e = 15;
+    if (largest > 0) std::frexp(largest, &e);
+    e = e - 15 < -126 ? -111 : e;  // frexp of a float gives e <= 128.
+    const float scale = std::ldexp(1.0f, e - 15), inverse = std::ldexp(1.0f, 15 - e);
+    scales[r] = scale;
+    for (int64_t c = 0; c < cols; ++c) halves[r * cols + c] = FloatToHalf(row[c] * inverse);
+  }
+  return out;
 }
 
 bool SkinnyGemmAbsorbsCasts(const Node& call, const CudaOptions& options) {
@@ -273,6 +369,16 @@ std::string Int8Constants(const std::string& name, const SkinnyInt8& q) {
       ";\n};\n");
 }
 
+// The kernel's weight scales: int8's parameter, mode 5's after the f16
+// rows of w (ScaledHalfWeights), none for the other modes.
+std::string WeightScalesArgument(const SkinnyGemm& plan) {
+  if (plan.mode == 4) return "weight_scales";
+  if (plan.mode == 5) {
+    return absl::StrCat("(const float*)(w + ", plan.shape.n * plan.shape.k, "LL)");
+  }
+  return "(const float*)0";
+}
+
 const char* Int8OutputName(DType t) {
   switch (t) {
     case DType::kI8: return "signed char";
@@ -301,7 +407,44 @@ std::string SkinnyGemmKernel(const std::string& name, const SkinnyGemm& plan) {
       t, ", ", x, ", ", y, ", ", b, ", ", q, ", ", plan.mode, ", ", ActivationCode(plan.activation), ", ",
       s.has_bias ? "true" : "false", ", ", plan.weights_ready ? "true" : "false", ", 4, ",
       plan.unroll, ", ", plan.tile_rows, ", ", s.m, ", ", s.n, ", ", s.k, ", ", plan.splits, ", ", plan.chunk,
-      ">(x, w, bias, ", int8 ? "weight_scales" : "(const float*)0", ", y, partial, counters);\n}\n");
+      ">(x, w, bias, ", WeightScalesArgument(plan), ", y, partial, counters);\n}\n");
+}
+
+std::string SkinnyRowScalesKernel(const std::string& name, const SkinnyGemm& plan) {
+  // One block of 128 threads a row of x [rows, K] (f32): s = 2^(e - 15),
+  // e the exponent of the row's largest finite |x| (frexp: that value is
+  // below 2^e, at least 2^(e-1)), so x / s has its largest value in
+  // [2^14, 2^15), within f16's range; s = 1 for a row of zeros or
+  // non-finite values only. Written at the scratch buffer's last bytes:
+  // s for row m, then 1 / s at 64 + m (skinny_gemm_source.h).
+  const int64_t offset = static_cast<int64_t>(kGemmWorkspaceBytes - kSkinnyRowScaleBytes) / 4;
+  return absl::StrCat(
+      "extern \"C\" __global__ void __launch_bounds__(128) ", name,
+      "(const float* __restrict__ x, float* __restrict__ partial, int* __restrict__ counters) {\n"
+      "  g_pdl_begin();\n"
+      "  const int m = blockIdx.x;\n"
+      "  float largest = 0.0f;\n"
+      "  for (int k = threadIdx.x * 4; k < ", plan.shape.k, "; k += 512) {\n"
+      "    const float4 v = __ldcg((const float4*)(x + (long long)m * ", plan.shape.k, "LL + k));\n"
+      "    if (isfinite(v.x)) largest = fmaxf(largest, fabsf(v.x));\n"
+      "    if (isfinite(v.y)) largest = fmaxf(largest, fabsf(v.y));\n"
+      "    if (isfinite(v.z)) largest = fmaxf(largest, fabsf(v.z));\n"
+      "    if (isfinite(v.w)) largest = fmaxf(largest, fabsf(v.w));\n"
+      "  }\n"
+      "  for (int o = 16; o > 0; o >>= 1) largest = fmaxf(largest, __shfl_xor_sync(0xffffffffu, largest, o));\n"
+      "  __shared__ float warps[4];\n"
+      "  if ((threadIdx.x & 31) == 0) warps[threadIdx.x >> 5] = largest;\n"
+      "  __syncthreads();\n"
+      "  if (threadIdx.x != 0) return;\n"
+      "  largest = fmaxf(fmaxf(warps[0], warps[1]), fmaxf(warps[2], warps[3]));\n"
+      "  int e = 15;\n"
+      "  if (largest > 0.0f) frexpf(largest, &e);\n"
+      "  // Within f32's normal range both ways, as ScaledHalfWeights.\n"
+      "  e = e - 15 < -126 ? -111 : e;\n"
+      "  float* out = partial + ", offset, "LL;\n"
+      "  out[m] = ldexpf(1.0f, e - 15);\n"
+      "  out[64 + m] = ldexpf(1.0f, 15 - e);\n"
+      "}\n");
 }
 
 }  // namespace graft::cuda

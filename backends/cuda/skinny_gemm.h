@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "backends/cuda/cuda_program.h"
 #include "backends/cuda/gemm_shape.h"
@@ -22,6 +23,9 @@ inline constexpr int64_t kSkinnyMaxRows = 64;
 inline constexpr int64_t kSkinnyAutoMaxHalfWeightBytes = int64_t{16} << 20;
 // Tile counters a run context keeps zeroed for the split-K fix-up.
 inline constexpr int64_t kSkinnyCounters = 16384;
+// The GEMM workspace's last bytes hold x's row scales of a mode-5 product
+// (skinny_gemm_source.h, kRowScaleOffset): partial sums stay before them.
+inline constexpr int64_t kSkinnyRowScaleBytes = 512;
 
 // The constants of an int8 product (graft::quantized_linear, mode 4).
 struct SkinnyInt8 {
@@ -39,7 +43,9 @@ struct SkinnyInt8 {
 struct SkinnyGemm {
   GemmShape shape;
   std::string activation;  // "", relu, gelu or gelu_tanh.
-  int mode = 0;            // 0 bf16, 1 f16, 2 tf32, 3 f32 as 3xTF32, 4 int8.
+  // 0 bf16, 1 f16, 2 tf32, 3 f32 as 3xTF32, 4 int8, 5 tf32 as f16 products
+  // of per-row scaled operands (weights converted by ScaledHalfWeights).
+  int mode = 0;
   int64_t tiles = 1, splits = 1, chunk = 0;
   int64_t tile_rows = 1, row_tiles = 1;
   // 16-byte weight loads in flight per row and thread, and the blocks a
@@ -70,8 +76,29 @@ struct SkinnyGemm {
 // capability 8.0, given as 80; 90 by default, Hopper); it loads its first
 // weights before waiting for the kernel before it only where they are
 // module tensors (`weights_ready`: nothing in the run writes them).
+//
+// tf32 (gemm auto or graft) runs as mode 5 where `program` is given and
+// the weight is a module tensor [out, in] (in a multiple of 8) that only
+// such products read: its state slot then holds ScaledHalfWeights, not
+// f32 (HalfWeightSlots).
 std::optional<SkinnyGemm> SkinnyGemmFor(const Step& step, const CudaOptions& options,
-                                        int multiprocessors, int compute_capability = 90);
+                                        int multiprocessors, int compute_capability = 90,
+                                        const StepProgram* program = nullptr);
+
+// The state slots of `program` that mode-5 products read (their weights,
+// uploaded as ScaledHalfWeights).
+std::vector<int> HalfWeightSlots(const StepProgram& program, const CudaOptions& options,
+                                 int compute_capability);
+
+// An f32 weight [out, in] as mode 5 reads it: each row divided by a power
+// of two s (its largest finite |value| then in [2^14, 2^15); 1 for a row
+// without one) and rounded to f16, the rows in order, then the out f32
+// scales s. Bytes (u8).
+Tensor ScaledHalfWeights(const Tensor& weight);
+
+// The kernel before a mode-5 product: x's row scales into the scratch
+// buffer, `extern "C" __global__ void name(x, partial, counters)`.
+std::string SkinnyRowScalesKernel(const std::string& name, const SkinnyGemm& plan);
 
 // Whether the library call `call` runs as graft's kernel in bf16 or f16,
 // which can absorb the casts around it (StepTarget::absorbs_casts).

@@ -5,7 +5,9 @@
 // kernels of every mode compile by NVRTC on any machine; the runs need a
 // GPU.
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -189,6 +191,138 @@ TEST(CudaSkinnyGemm, AutoLeavesLargeHalfWeightsToCublasLt) {
     }
     EXPECT_EQ(skinny, want_auto ? 1 : 0);
     EXPECT_EQ(graft, 1);
+  }
+}
+
+// An f32 weight as tf32's f16 form: each row's power-of-two scale puts its
+// largest finite value in [2^14, 2^15), so every value within 2^14 of it
+// keeps 11 significant bits (as tf32), whatever the row's magnitude.
+TEST(CudaSkinnyGemm, ScaledHalfWeightsKeepTf32sMantissa) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<std::vector<float>> rows = {
+      {3.0f, -1.5f, 0.1f, 2.9999f},
+      {1e30f, -7e29f, 3e27f, 1e29f},
+      {1e-30f, -2e-31f, 5e-32f, 1e-31f},
+      {0.0f, 0.0f, -0.0f, 0.0f},
+      {inf, 2.0f, std::nanf(""), -1.0f},
+  };
+  std::vector<float> flat;
+  for (const auto& r : rows) flat.insert(flat.end(), r.begin(), r.end());
+  const Tensor w = Tensor::FromVector<float>(DType::kF32, {5, 4}, flat);
+  const Tensor converted = cuda::ScaledHalfWeights(w);
+  ASSERT_EQ(converted.NumBytes(), 5u * 4 * 2 + 5 * 4);
+  const uint16_t* halves = reinterpret_cast<const uint16_t*>(converted.raw_data());
+  const float* scales = reinterpret_cast<const float*>(halves + 20);
+  for (int r = 0; r < 5; ++r) {
+    SCOPED_TRACE(absl::StrCat("row ", r));
+    int e = 0;
+    EXPECT_EQ(std::frexp(scales[r], &e), 0.5f) << "a power of two: " << scales[r];
+    float largest = 0;
+    for (float v : rows[r]) largest = std::isfinite(v) ? std::max(largest, std::fabs(v)) : largest;
+    if (largest == 0) {
+      EXPECT_EQ(scales[r], 1.0f);
+    } else {
+      EXPECT_GE(largest / scales[r], 16384.0f);
+      EXPECT_LT(largest / scales[r], 32768.0f);
+    }
+    for (int c = 0; c < 4; ++c) {
+      const float want = rows[r][c];
+      const float got = HalfToFloat(halves[r * 4 + c]) * scales[r];
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(got));
+      } else if (std::isinf(want)) {
+        EXPECT_EQ(got, want);
+      } else {
+        EXPECT_NEAR(got, want, std::fabs(want) * 0x1p-11f) << "column " << c;
+      }
+    }
+  }
+}
+
+// tf32 products of few rows whose weights only such products read run as
+// f16 products of scaled operands (mode 5): a kernel writes x's row scales,
+// then the product reads them. A weight anything else reads stays f32, on
+// cuBLASLt by default; so does every tf32 weight without the program.
+TEST(CudaSkinnyGemm, Tf32RunsAsScaledHalfProductsWhereItOwnsTheWeights) {
+  std::mt19937_64 rng(5);
+  ModuleBuilder b(rng);
+  Node* x = b.In(DType::kF32, {32, 256});
+  Node* w1 = b.Const(DType::kF32, {512, 256});
+  Node* w2 = b.Const(DType::kF32, {256, 512});
+  Node* h = b.Call("relu", {b.Call("linear", {x, w1})});
+  Node* y = b.Call("linear", {h, w2});
+  // w2 is also an output: its slot must stay f32.
+  Node* w3 = b.Const(DType::kF32, {64, 256});
+  b.Out({y, b.Call("linear", {y, w3}), w3});
+  cuda::CudaOptions options;
+  options.precision = "tf32";
+  ASSERT_OK_AND_ASSIGN(StepProgram program,
+                       cuda::BuildCudaProgram(b.module(), {b.inputs()[0].type()}, options));
+  int half = 0, cublas = 0;
+  for (const Step& step : program.steps) {
+    if (!cuda::IsGemmStep(step)) continue;
+    const std::optional<cuda::SkinnyGemm> plan =
+        cuda::SkinnyGemmFor(step, options, 132, 90, &program);
+    half += plan && plan->mode == 5 ? 1 : 0;
+    cublas += plan ? 0 : 1;
+    EXPECT_FALSE(cuda::SkinnyGemmFor(step, options, 132).has_value());
+  }
+  EXPECT_EQ(half, 2);
+  EXPECT_EQ(cublas, 1);
+  EXPECT_EQ(cuda::HalfWeightSlots(program, options, 90).size(), 2u);
+  ASSERT_OK_AND_ASSIGN(cuda::KernelSource source, cuda::GenerateKernels(program, options, 132));
+  int with_scales = 0;
+  for (const auto& launches : source.launches) {
+    if (launches.size() == 2 && launches[0].grid == 32 && launches[1].split_k_scratch) {
+      ++with_scales;
+    }
+  }
+  EXPECT_EQ(with_scales, 2);
+  EXPECT_OK(cuda::CompileUnitsToCubins(source.units, "sm_90").status());
+  // cuBLASLt only: no kernel of graft's.
+  options.gemm = "cublaslt";
+  EXPECT_TRUE(cuda::HalfWeightSlots(program, options, 90).empty());
+}
+
+// Rows of x and of the weights at 1e-20 to 1e20: f16 alone would lose
+// them (its range is 6e-8 to 65504); scaled per row, each product keeps
+// tf32's precision.
+TEST(CudaSkinnyGemm, Tf32AsHalfKeepsRowsOfAnyMagnitude) {
+  SKIP_WITHOUT_GPU();
+  CUDA_TEST_SEED(rng);
+  const int64_t m = 6, n = 96, k = 1024;
+  Tensor xs = RoundedTo(RandomData(DType::kF32, {m, k}, rng, -1, 1), DType::kF32, true);
+  Tensor ws = RoundedTo(RandomData(DType::kF32, {n, k}, rng, -1, 1), DType::kF32, true);
+  const float x_rows[] = {1e20f, 1e-20f, 1.0f, 0.0f, 3e4f, 1e-5f};
+  for (int64_t r = 0; r < m; ++r) {
+    for (int64_t c = 0; c < k; ++c) xs.data<float>()[r * k + c] *= x_rows[r];
+  }
+  for (int64_t r = 0; r < n; ++r) {
+    const float scale = r % 3 == 0 ? 1e15f : r % 3 == 1 ? 1e-15f : 1.0f;
+    for (int64_t c = 0; c < k; ++c) ws.data<float>()[r * k + c] *= scale;
+  }
+  ModuleBuilder b(rng);
+  b.Out({b.Call("linear", {b.In(xs), b.Const(ws)})});
+  CompileOptions options;
+  options.options = {{"precision", "tf32"}};
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> reference, Interp().Compile(b.module(), {}));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> exe, Cuda().Compile(b.module(), options));
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> want, reference->Run(b.inputs()));
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> got, exe->Run(b.inputs()));
+  // Each output against the sum of its terms' magnitudes: the operands
+  // are tf32 values already, so only the sums' order and f32 rounding
+  // differ (and the f16 subnormals of values 2^14 below their row's
+  // largest).
+  for (int64_t r = 0; r < m; ++r) {
+    for (int64_t c = 0; c < n; ++c) {
+      double bound = 0;
+      for (int64_t i = 0; i < k; ++i) {
+        bound += std::fabs(double{xs.data<float>()[r * k + i]}) * std::fabs(ws.data<float>()[c * k + i]);
+      }
+      const double w = want[0].data<float>()[r * n + c], g = got[0].data<float>()[r * n + c];
+      ASSERT_LE(std::fabs(g - w), 1e-4 * bound) << "row " << r << ", column " << c << ": got " << g
+                                                << ", want " << w << " (terms " << bound << ")";
+    }
   }
 }
 
