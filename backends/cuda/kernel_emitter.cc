@@ -305,9 +305,9 @@ class Emitter {
     if (plan.mode == 4) buffers.push_back(BufferOf(call.TensorNode("weight_scales")));
     buffers.push_back(step_->result);
     if (plan.mode == 5) {
-      // x's row scales first, into the scratch buffer the product reads.
+      // x as scaled f16 rows first, into the scratch buffer the product reads.
       const std::string rows =
-          Define([&](const std::string& n) { return SkinnyRowScalesKernel(n, plan); }, nullptr);
+          Define([&](const std::string& n) { return SkinnyHalfInputKernel(n, plan); }, nullptr);
       KernelLaunch scales{rows, plan.shape.m, 128, {buffers[0]}, false};
       scales.split_k_scratch = true;
       scales.programmatic = compute_capability_ >= 90;

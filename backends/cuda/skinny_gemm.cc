@@ -48,6 +48,15 @@ size_t SkinnyGemm::ScratchBytes() const {
          sizeof(float);
 }
 
+size_t SkinnyGemm::HalfInputBytes() const {
+  if (mode != 5) return 0;
+  return static_cast<size_t>(CeilDiv(shape.m * shape.k * 2, 256) * 256);
+}
+
+size_t SkinnyGemm::HalfInputOffset() const {
+  return kGemmWorkspaceBytes - kSkinnyRowScaleBytes - HalfInputBytes();
+}
+
 namespace {
 
 // Whether nothing in the run writes the step's weight (a module tensor).
@@ -84,8 +93,7 @@ void LayOut(SkinnyGemm& plan, int multiprocessors) {
     plan.chunk = CeilDiv(plan.chunk / 2, granule) * granule;
   }
   plan.splits = CeilDiv(shape.k, plan.chunk);
-  while (plan.splits > 1 &&
-         plan.ScratchBytes() > kGemmWorkspaceBytes - kSkinnyRowScaleBytes) {
+  while (plan.splits > 1 && plan.ScratchBytes() > plan.HalfInputOffset()) {
     plan.chunk *= 2;
     plan.splits = CeilDiv(shape.k, plan.chunk);
   }
@@ -247,11 +255,13 @@ std::optional<SkinnyGemm> FloatPlan(const Step& step, const CudaOptions& options
   return plan;
 }
 
-// Whether the step is a tf32 product mode 5 can run, given its weight.
+// Whether the step is a tf32 product mode 5 can run, given its weight (its
+// f16 x takes at most a quarter of the scratch buffer).
 bool HalfWeightCandidate(const Step& step, const CudaOptions& options) {
   if (!IsGemmStep(step) || step.residual >= 0) return false;
   std::optional<SkinnyGemm> plan = FloatPlan(step, options);
   return plan.has_value() && plan->mode == 2 && plan->weights_ready && plan->shape.k % 8 == 0 &&
+         plan->shape.m * plan->shape.k * 2 <= static_cast<int64_t>(kGemmWorkspaceBytes / 4) &&
          WeightSlot(step).has_value();
 }
 
@@ -379,6 +389,12 @@ std::string WeightScalesArgument(const SkinnyGemm& plan) {
   return "(const float*)0";
 }
 
+// The kernel's x: its parameter, or mode 5's f16 rows in the scratch.
+std::string XArgument(const SkinnyGemm& plan) {
+  if (plan.mode != 5) return "x";
+  return absl::StrCat("(const g_half*)((const char*)partial + ", plan.HalfInputOffset(), "LL)");
+}
+
 const char* Int8OutputName(DType t) {
   switch (t) {
     case DType::kI8: return "signed char";
@@ -393,7 +409,8 @@ std::string SkinnyGemmKernel(const std::string& name, const SkinnyGemm& plan) {
   const GemmShape& s = plan.shape;
   const bool int8 = plan.mode == 4;
   const char* t = int8 ? "signed char" : StorageName(s.dtype);
-  const char* x = int8 ? t : StorageName(plan.input_dtype);
+  // Mode 5 reads x as the kernel before left it: f16 rows in the scratch.
+  const char* x = int8 || plan.mode == 5 ? t : StorageName(plan.input_dtype);
   const char* y = int8 ? Int8OutputName(plan.int8.output) : StorageName(plan.result_dtype);
   const char* b = StorageName(s.has_bias ? s.bias_dtype : DType::kF32);
   const std::string q = int8 ? absl::StrCat(name, "_q") : "g_skinny::no_quant";
@@ -407,43 +424,71 @@ std::string SkinnyGemmKernel(const std::string& name, const SkinnyGemm& plan) {
       t, ", ", x, ", ", y, ", ", b, ", ", q, ", ", plan.mode, ", ", ActivationCode(plan.activation), ", ",
       s.has_bias ? "true" : "false", ", ", plan.weights_ready ? "true" : "false", ", 4, ",
       plan.unroll, ", ", plan.tile_rows, ", ", s.m, ", ", s.n, ", ", s.k, ", ", plan.splits, ", ", plan.chunk,
-      ">(x, w, bias, ", WeightScalesArgument(plan), ", y, partial, counters);\n}\n");
+      ">(", XArgument(plan), ", w, bias, ", WeightScalesArgument(plan), ", y, partial, counters);\n}\n");
 }
 
-std::string SkinnyRowScalesKernel(const std::string& name, const SkinnyGemm& plan) {
+std::string SkinnyHalfInputKernel(const std::string& name, const SkinnyGemm& plan) {
   // One block of 128 threads a row of x [rows, K] (f32): s = 2^(e - 15),
   // e the exponent of the row's largest finite |x| (frexp: that value is
   // below 2^e, at least 2^(e-1)), so x / s has its largest value in
   // [2^14, 2^15), within f16's range; s = 1 for a row of zeros or
-  // non-finite values only. Written at the scratch buffer's last bytes:
-  // s for row m, then 1 / s at 64 + m (skinny_gemm_source.h).
-  const int64_t offset = static_cast<int64_t>(kGemmWorkspaceBytes - kSkinnyRowScaleBytes) / 4;
+  // non-finite values only. Then the row as f16(x / s) (exact scaling,
+  // one rounding) and s at row m, 1 / s at 64 + m of the scales
+  // (skinny_gemm_source.h's kRowScaleOffset). A row of up to 8192 values
+  // stays in registers between the two passes (16 float4 a thread); a
+  // longer one is read again.
+  const int64_t k = plan.shape.k;
+  const int64_t per_thread = CeilDiv(k, 512);
+  const bool held = per_thread <= 16;
+  const int64_t scales = static_cast<int64_t>(kGemmWorkspaceBytes - kSkinnyRowScaleBytes) / 4;
+  const std::string load = absl::StrCat(
+      "i * 512 + threadIdx.x * 4 < ", k, " ? __ldcg((const float4*)(row + i * 512 + threadIdx.x * 4)) "
+      ": make_float4(0.0f, 0.0f, 0.0f, 0.0f)");
   return absl::StrCat(
       "extern \"C\" __global__ void __launch_bounds__(128) ", name,
       "(const float* __restrict__ x, float* __restrict__ partial, int* __restrict__ counters) {\n"
       "  g_pdl_begin();\n"
       "  const int m = blockIdx.x;\n"
-      "  float largest = 0.0f;\n"
-      "  for (int k = threadIdx.x * 4; k < ", plan.shape.k, "; k += 512) {\n"
-      "    const float4 v = __ldcg((const float4*)(x + (long long)m * ", plan.shape.k, "LL + k));\n"
-      "    if (isfinite(v.x)) largest = fmaxf(largest, fabsf(v.x));\n"
-      "    if (isfinite(v.y)) largest = fmaxf(largest, fabsf(v.y));\n"
-      "    if (isfinite(v.z)) largest = fmaxf(largest, fabsf(v.z));\n"
-      "    if (isfinite(v.w)) largest = fmaxf(largest, fabsf(v.w));\n"
+      "  const float* row = x + (long long)m * ", k, "LL;\n"
+      "  float largest = 0.0f;\n",
+      held ? absl::StrCat("  float4 v[", per_thread, "];\n#pragma unroll\n  for (int i = 0; i < ",
+                          per_thread, "; ++i) v[i] = ", load, ";\n")
+           : "",
+      "#pragma unroll 8\n"
+      "  for (int i = 0; i < ", per_thread, "; ++i) {\n",
+      held ? "    const float4 u = v[i];\n" : absl::StrCat("    const float4 u = ", load, ";\n"),
+      "    // Finite values only: NaN fails the comparison too.\n"
+      "    if (fabsf(u.x) <= 3.402823466e38f) largest = fmaxf(largest, fabsf(u.x));\n"
+      "    if (fabsf(u.y) <= 3.402823466e38f) largest = fmaxf(largest, fabsf(u.y));\n"
+      "    if (fabsf(u.z) <= 3.402823466e38f) largest = fmaxf(largest, fabsf(u.z));\n"
+      "    if (fabsf(u.w) <= 3.402823466e38f) largest = fmaxf(largest, fabsf(u.w));\n"
       "  }\n"
       "  for (int o = 16; o > 0; o >>= 1) largest = fmaxf(largest, __shfl_xor_sync(0xffffffffu, largest, o));\n"
       "  __shared__ float warps[4];\n"
       "  if ((threadIdx.x & 31) == 0) warps[threadIdx.x >> 5] = largest;\n"
       "  __syncthreads();\n"
-      "  if (threadIdx.x != 0) return;\n"
       "  largest = fmaxf(fmaxf(warps[0], warps[1]), fmaxf(warps[2], warps[3]));\n"
       "  int e = 15;\n"
       "  if (largest > 0.0f) frexpf(largest, &e);\n"
       "  // Within f32's normal range both ways, as ScaledHalfWeights.\n"
       "  e = e - 15 < -126 ? -111 : e;\n"
-      "  float* out = partial + ", offset, "LL;\n"
-      "  out[m] = ldexpf(1.0f, e - 15);\n"
-      "  out[64 + m] = ldexpf(1.0f, 15 - e);\n"
+      "  const float inverse = ldexpf(1.0f, 15 - e);\n"
+      "  uint2* half = (uint2*)((char*)partial + ", plan.HalfInputOffset(), "LL + (long long)m * ",
+      k * 2, "LL);\n"
+      "#pragma unroll 8\n"
+      "  for (int i = 0; i < ", per_thread, "; ++i) {\n",
+      held ? "    const float4 u = v[i];\n" : absl::StrCat("    const float4 u = ", load, ";\n"),
+      "    const int k = i * 512 + threadIdx.x * 4;\n"
+      "    if (k >= ", k, ") break;\n"
+      "    uint2 h;\n"
+      "    h.x = (unsigned)g_f2h(u.x * inverse).bits | ((unsigned)g_f2h(u.y * inverse).bits << 16);\n"
+      "    h.y = (unsigned)g_f2h(u.z * inverse).bits | ((unsigned)g_f2h(u.w * inverse).bits << 16);\n"
+      "    half[k / 4] = h;\n"
+      "  }\n"
+      "  if (threadIdx.x == 0) {\n"
+      "    partial[", scales, "LL + m] = ldexpf(1.0f, e - 15);\n"
+      "    partial[", scales, "LL + 64 + m] = inverse;\n"
+      "  }\n"
       "}\n");
 }
 

@@ -63,6 +63,11 @@ struct SkinnyGemm {
   int64_t grid() const { return tiles * splits * row_tiles; }
   // Partial sums the blocks of a split product leave for the last one.
   size_t ScratchBytes() const;
+  // Mode 5: x as scaled f16 rows, which the kernel before the product
+  // writes just before the row scales at the scratch buffer's end; its
+  // offset in the buffer (bytes). 0 bytes for the other modes.
+  size_t HalfInputBytes() const;
+  size_t HalfInputOffset() const;
 };
 
 // The skinny plan of a GEMM step, or nothing when cuBLASLt runs it: the
@@ -96,9 +101,10 @@ std::vector<int> HalfWeightSlots(const StepProgram& program, const CudaOptions& 
 // scales s. Bytes (u8).
 Tensor ScaledHalfWeights(const Tensor& weight);
 
-// The kernel before a mode-5 product: x's row scales into the scratch
-// buffer, `extern "C" __global__ void name(x, partial, counters)`.
-std::string SkinnyRowScalesKernel(const std::string& name, const SkinnyGemm& plan);
+// The kernel before a mode-5 product: x's rows scaled and rounded to f16,
+// and their scales, into the scratch buffer (SkinnyGemm::HalfInputOffset),
+// `extern "C" __global__ void name(x, partial, counters)`.
+std::string SkinnyHalfInputKernel(const std::string& name, const SkinnyGemm& plan);
 
 // Whether the library call `call` runs as graft's kernel in bf16 or f16,
 // which can absorb the casts around it (StepTarget::absorbs_casts).

@@ -41,10 +41,11 @@ namespace graft::cuda {
 // by a power of two that puts its largest finite value in [2^14, 2^15),
 // then rounded to f16: the 10 explicit mantissa bits tf32 keeps, at half
 // the weight bytes; f16 products summed in f32, the two scales applied to
-// the sum. The weights are converted once (skinny_gemm.h,
-// ScaledHalfWeights: the f16 rows, then the scales), x's row scales by a
-// kernel before the product (SkinnyRowScalesKernel), into the scratch
-// buffer's last bytes).
+// the sum). The weights are converted once (skinny_gemm.h,
+// ScaledHalfWeights: the f16 rows, then the scales); x by a kernel before
+// the product (SkinnyHalfInputKernel), into the scratch buffer's last
+// bytes: the f16 rows, then the scales, which the product reads as mode 1
+// reads its f16 x.
 //
 // More than 64 rows (int8 only) run as row tiles of 64, one more factor
 // of the grid: each re-reads the weights (from L2 where they fit).
@@ -202,32 +203,9 @@ __device__ __forceinline__ uint4 load_x(const X* p) {
   }
 }
 
-// 16 bytes' worth of an f32 x as f16, each value multiplied by its row's
-// power of two `inv` first (mode 5): exact, then rounded once.
-template <class T, class X>
-__device__ __forceinline__ uint4 load_x_scaled(const X* p, float inv) {
-  const uint4 lo = load_produced(p), hi = load_produced(p + 4);
-  auto mul = [inv](unsigned v) { return __float_as_uint(__uint_as_float(v) * inv); };
-  uint4 r;
-  r.x = pack2<T>(mul(lo.x), mul(lo.y)); r.y = pack2<T>(mul(lo.z), mul(lo.w));
-  r.z = pack2<T>(mul(hi.x), mul(hi.y)); r.w = pack2<T>(mul(hi.z), mul(hi.w));
-  return r;
-}
-
 // Where mode 5's row scales of x are: the scratch buffer's last bytes
 // (partial + kRowScaleOffset floats: the scales, then their inverses).
 constexpr long long kRowScaleOffset = (32ll << 20) / 4 - 128;
-
-// x's row `m` as the product's operand: loaded as it is (rounded to the
-// product's type where x is f32), or scaled first (mode 5).
-template <int kMode, class T, class X>
-__device__ __forceinline__ uint4 x_row_load(const X* p, const float* row_scales, int m) {
-  if constexpr (kMode == 5) {
-    return load_x_scaled<T>(p, __ldcg(row_scales + 64 + m));
-  } else {
-    return load_x<T>(p);
-  }
-}
 
 // Mode 2 rounds x to tf32 once, as it is staged or loaded, rather than in
 // every warp's products.
@@ -307,8 +285,7 @@ __device__ __forceinline__ void load_weights(const T* w0, const T* w1, int k, in
 // else from global memory (L2). With an int8 zero point, ws0 and
 // ws1 gather the sums of this thread's bytes of weight rows n0 and n1.
 template <class T, class X, class Q, int kMode, int kU, int kMB, int kK, int kXStride, class Acc>
-__device__ __forceinline__ void multiply(const X* x, const T* xs, const float* row_scales,
-                                         int rows, int k_begin, int k,
+__device__ __forceinline__ void multiply(const X* x, const T* xs, int rows, int k_begin, int k,
                                          int k_end, int g, int t, const uint4 (&l)[kU],
                                          const uint4 (&h)[kU], Acc (&acc)[kMB][4], int& ws0,
                                          int& ws1) {
@@ -324,9 +301,8 @@ __device__ __forceinline__ void multiply(const X* x, const T* xs, const float* r
         xv[b] = kk < k_end && m < rows ? *(const uint4*)(xs + m * kXStride + (kk - k_begin))
                                        : zero4();
       } else {
-        xv[b] = kk < k_end && m < rows
-                    ? x_operand<kMode>(x_row_load<kMode, T>(x + m * kK + kk, row_scales, m))
-                    : zero4();
+        xv[b] = kk < k_end && m < rows ? x_operand<kMode>(load_x<T>(x + m * kK + kk))
+                                       : zero4();
       }
     }
 #pragma unroll
@@ -476,9 +452,8 @@ __device__ __forceinline__ void gemm_block(int block, T* __restrict__ xs, Wait w
       for (int j = 0; j < 8; ++j) {
         const int i = (j0 + j) * kThreads + threadIdx.x;
         const int m = i / kPerRow, kk = k_begin + (i % kPerRow) * kVec;
-        v[j] = j0 + j < kCopies && m < rows && kk < k_end
-                   ? x_row_load<kMode, T>(x + m * kK + kk, row_scales, m)
-                   : zero4();
+        v[j] = j0 + j < kCopies && m < rows && kk < k_end ? load_x<T>(x + m * kK + kk)
+                                                          : zero4();
       }
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
@@ -498,11 +473,11 @@ __device__ __forceinline__ void gemm_block(int block, T* __restrict__ xs, Wait w
   // issued: the other's loads stay in flight meanwhile.
 #pragma unroll 1
   for (int k = k_begin; k < k_end; k += 2 * kStride) {
-    multiply<T, X, Q, kMode, kU, kMB, kK, kXStride>(x, xs, row_scales, rows, k_begin, k, k_end, g, t, al, ah,
+    multiply<T, X, Q, kMode, kU, kMB, kK, kXStride>(x, xs, rows, k_begin, k, k_end, g, t, al, ah,
                                                  acc, ws0, ws1);
     if (k + 2 * kStride < k_end) load_weights<T, kU, kWeightsReady>(w0, w1, k + 2 * kStride, k_end, t, al, ah);
     if (k + kStride >= k_end) break;
-    multiply<T, X, Q, kMode, kU, kMB, kK, kXStride>(x, xs, row_scales, rows, k_begin, k + kStride, k_end, g, t,
+    multiply<T, X, Q, kMode, kU, kMB, kK, kXStride>(x, xs, rows, k_begin, k + kStride, k_end, g, t,
                                                  bl, bh, acc, ws0, ws1);
     if (k + 3 * kStride < k_end) load_weights<T, kU, kWeightsReady>(w0, w1, k + 3 * kStride, k_end, t, bl, bh);
   }
