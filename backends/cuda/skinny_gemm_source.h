@@ -571,7 +571,9 @@ __device__ __forceinline__ void gemm_block(int block, T* __restrict__ xs, Wait w
           // a power of two: exact unless the result leaves f32's range).
           if (kMode == 5) sum = sum * __ldcg(row_scales + m) * (float)scale_n[h];
           const float v = activate<kAct>(sum + bias_n[h]);
-          if constexpr (sizeof(Y) == sizeof(T)) {
+          // A wider y rounds to T first (an absorbed cast), except in
+          // mode 5, whose f16 is only the operands' form.
+          if constexpr (sizeof(Y) == sizeof(T) || kMode == 5) {
             store(y + (long long)m * kN + n, v);
           } else {
             store(y + (long long)m * kN + n, round_to<T>(v));
