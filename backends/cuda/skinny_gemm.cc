@@ -255,23 +255,40 @@ std::optional<SkinnyGemm> FloatPlan(const Step& step, const CudaOptions& options
   return plan;
 }
 
-// Whether the step is a tf32 product mode 5 can run, given its weight (its
-// f16 x takes at most a quarter of the scratch buffer).
+// Whether the step is a tf32 product mode 5 can run, given its weight: a
+// module tensor read as it is (a get_attr of [out, in], not through an
+// alias op whose slot holds another shape) and only as the weight, its
+// f16 x at most a quarter of the scratch buffer.
 bool HalfWeightCandidate(const Step& step, const CudaOptions& options) {
   if (!IsGemmStep(step) || step.residual >= 0) return false;
   std::optional<SkinnyGemm> plan = FloatPlan(step, options);
-  return plan.has_value() && plan->mode == 2 && plan->weights_ready && plan->shape.k % 8 == 0 &&
-         plan->shape.m * plan->shape.k * 2 <= static_cast<int64_t>(kGemmWorkspaceBytes / 4) &&
-         WeightSlot(step).has_value();
+  if (!plan.has_value() || plan->mode != 2 || !plan->weights_ready || plan->shape.k % 8 != 0 ||
+      plan->shape.m * plan->shape.k * 2 > static_cast<int64_t>(kGemmWorkspaceBytes / 4) ||
+      !WeightSlot(step).has_value()) {
+    return false;
+  }
+  const OpCall call = *OpCall::Bind(*step.node);
+  const Node* weight = call.TensorNode("weight");
+  // The same tensor as x or bias would be read as f32 from the converted
+  // slot.
+  if (call.TensorNode("input") == weight ||
+      (!call.IsNone("bias") && call.TensorNode("bias") == weight)) {
+    return false;
+  }
+  return weight->op() == OpCode::kGetAttr && weight->type().has_value() &&
+         weight->type()->shape == Shape{Dim(plan->shape.n), Dim(plan->shape.k)};
 }
 
-// Whether every step of `program` that reads state slot `slot` is a mode-5
-// candidate (the slot then holds only the converted weights).
+// Whether every step of `program` that reads state slot `slot` reads it as
+// the weight of a mode-5 candidate (the slot then holds only the converted
+// weights): not as its x or bias too.
 bool OnlyHalfWeightReaders(const StepProgram& program, int slot, const CudaOptions& options) {
   for (const Step& other : program.steps) {
-    for (const BufferRef& ref : other.operands) {
-      if (ref.where == BufferRef::Where::kState && ref.index == slot &&
-          (!HalfWeightCandidate(other, options) || WeightSlot(other) != slot)) {
+    for (size_t i = 0; i < other.operands.size(); ++i) {
+      const BufferRef& ref = other.operands[i];
+      if (ref.where != BufferRef::Where::kState || ref.index != slot) continue;
+      if (!HalfWeightCandidate(other, options) ||
+          other.inputs[i] != OpCall::Bind(*other.node)->TensorNode("weight")) {
         return false;
       }
     }
@@ -454,7 +471,9 @@ std::string SkinnyHalfInputKernel(const std::string& name, const SkinnyGemm& pla
       held ? absl::StrCat("  float4 v[", per_thread, "];\n#pragma unroll\n  for (int i = 0; i < ",
                           per_thread, "; ++i) v[i] = ", load, ";\n")
            : "",
-      "#pragma unroll 8\n"
+      // Held values are indexed by constants only when every loop over
+      // them is unrolled whole (else v[] goes to local memory).
+      held ? "#pragma unroll\n" : "#pragma unroll 8\n",
       "  for (int i = 0; i < ", per_thread, "; ++i) {\n",
       held ? "    const float4 u = v[i];\n" : absl::StrCat("    const float4 u = ", load, ";\n"),
       "    // Finite values only: NaN fails the comparison too.\n"
@@ -474,8 +493,8 @@ std::string SkinnyHalfInputKernel(const std::string& name, const SkinnyGemm& pla
       "  e = e - 15 < -126 ? -111 : e;\n"
       "  const float inverse = ldexpf(1.0f, 15 - e);\n"
       "  uint2* half = (uint2*)((char*)partial + ", plan.HalfInputOffset(), "LL + (long long)m * ",
-      k * 2, "LL);\n"
-      "#pragma unroll 8\n"
+      k * 2, "LL);\n",
+      held ? "#pragma unroll\n" : "#pragma unroll 8\n",
       "  for (int i = 0; i < ", per_thread, "; ++i) {\n",
       held ? "    const float4 u = v[i];\n" : absl::StrCat("    const float4 u = ", load, ";\n"),
       "    const int k = i * 512 + threadIdx.x * 4;\n"

@@ -567,9 +567,12 @@ __device__ __forceinline__ void gemm_block(int block, T* __restrict__ xs, Wait w
                                      scale_n[h], bias_n[h]);
         } else {
           float sum = (float)acc[b][h * 2 + j];
-          // Mode 5: the sum of scaled operands, scaled back (each factor
-          // a power of two: exact unless the result leaves f32's range).
-          if (kMode == 5) sum = sum * __ldcg(row_scales + m) * (float)scale_n[h];
+          // Mode 5: the sum of scaled operands, scaled back by the two
+          // powers of two in double (exact, one rounding, no overflow on
+          // the way to a result within f32's range).
+          if (kMode == 5) {
+            sum = (float)((double)sum * (double)__ldcg(row_scales + m) * scale_n[h]);
+          }
           const float v = activate<kAct>(sum + bias_n[h]);
           // A wider y rounds to T first (an absorbed cast), except in
           // mode 5, whose f16 is only the operands' form.

@@ -207,15 +207,18 @@ TEST(CudaSkinnyGemm, ScaledHalfWeightsKeepTf32sMantissa) {
       {1e-30f, -2e-31f, 5e-32f, 1e-31f},
       {0.0f, 0.0f, -0.0f, 0.0f},
       {inf, 2.0f, std::nanf(""), -1.0f},
+      // Largest below 2^-112: the scale stops at 2^-126.
+      {1e-39f, -3e-40f, 2e-41f, 5e-40f},
   };
   std::vector<float> flat;
   for (const auto& r : rows) flat.insert(flat.end(), r.begin(), r.end());
-  const Tensor w = Tensor::FromVector<float>(DType::kF32, {5, 4}, flat);
+  const int64_t n = static_cast<int64_t>(rows.size());
+  const Tensor w = Tensor::FromVector<float>(DType::kF32, {n, 4}, flat);
   const Tensor converted = cuda::ScaledHalfWeights(w);
-  ASSERT_EQ(converted.NumBytes(), 5u * 4 * 2 + 5 * 4);
+  ASSERT_EQ(converted.NumBytes(), static_cast<size_t>(n * 4 * 2 + n * 4));
   const uint16_t* halves = reinterpret_cast<const uint16_t*>(converted.raw_data());
-  const float* scales = reinterpret_cast<const float*>(halves + 20);
-  for (int r = 0; r < 5; ++r) {
+  const float* scales = reinterpret_cast<const float*>(halves + n * 4);
+  for (int r = 0; r < n; ++r) {
     SCOPED_TRACE(absl::StrCat("row ", r));
     int e = 0;
     EXPECT_EQ(std::frexp(scales[r], &e), 0.5f) << "a power of two: " << scales[r];
@@ -223,6 +226,8 @@ TEST(CudaSkinnyGemm, ScaledHalfWeightsKeepTf32sMantissa) {
     for (float v : rows[r]) largest = std::isfinite(v) ? std::max(largest, std::fabs(v)) : largest;
     if (largest == 0) {
       EXPECT_EQ(scales[r], 1.0f);
+    } else if (largest < 0x1p-112f) {
+      EXPECT_EQ(scales[r], 0x1p-126f);
     } else {
       EXPECT_GE(largest / scales[r], 16384.0f);
       EXPECT_LT(largest / scales[r], 32768.0f);
@@ -253,9 +258,13 @@ TEST(CudaSkinnyGemm, Tf32RunsAsScaledHalfProductsWhereItOwnsTheWeights) {
   Node* w2 = b.Const(DType::kF32, {256, 512});
   Node* h = b.Call("relu", {b.Call("linear", {x, w1})});
   Node* y = b.Call("linear", {h, w2});
-  // w2 is also an output: its slot must stay f32.
+  // w3 is also an output: its slot must stay f32.
   Node* w3 = b.Const(DType::kF32, {64, 256});
-  b.Out({y, b.Call("linear", {y, w3}), w3});
+  // w4 reaches its product through a reshape (its slot holds the flat
+  // tensor), and g is a product's x as well as its weight.
+  Node* w4 = b.Call("reshape", {b.Const(DType::kF32, {64 * 256}), Argument::IntList({64, 256})});
+  Node* g = b.Const(DType::kF32, {32, 256});
+  b.Out({y, b.Call("linear", {y, w3}), w3, b.Call("linear", {y, w4}), b.Call("linear", {g, g})});
   cuda::CudaOptions options;
   options.precision = "tf32";
   ASSERT_OK_AND_ASSIGN(StepProgram program,
@@ -270,7 +279,7 @@ TEST(CudaSkinnyGemm, Tf32RunsAsScaledHalfProductsWhereItOwnsTheWeights) {
     EXPECT_FALSE(cuda::SkinnyGemmFor(step, options, 132).has_value());
   }
   EXPECT_EQ(half, 2);
-  EXPECT_EQ(cublas, 1);
+  EXPECT_EQ(cublas, 3);
   EXPECT_EQ(cuda::HalfWeightSlots(program, options, 90).size(), 2u);
   ASSERT_OK_AND_ASSIGN(cuda::KernelSource source, cuda::GenerateKernels(program, options, 132));
   int with_scales = 0;
@@ -293,8 +302,8 @@ TEST(CudaSkinnyGemm, Tf32AsHalfKeepsRowsOfAnyMagnitude) {
   SKIP_WITHOUT_GPU();
   CUDA_TEST_SEED(rng);
   const int64_t m = 6, n = 96, k = 1024;
-  // x's rows, the weight's rows (by row % 3), and one product or two
-  // (the second a ReLU's: the run then goes through a CUDA graph).
+  // x's rows, the weight's rows (by row % 3), and the product alone (a
+  // direct run) or doubled by a step of its own (a CUDA graph's run).
   struct Case {
     std::vector<float> x_rows, w_rows;
     bool two;
@@ -318,10 +327,18 @@ TEST(CudaSkinnyGemm, Tf32AsHalfKeepsRowsOfAnyMagnitude) {
     }
     ModuleBuilder b(rng);
     Node* y = b.Call("linear", {b.In(xs), b.Const(ws)});
-    if (c.two) y = b.Call("relu", {y});
+    if (c.two) y = b.Call("mul", {y, 2.0});
     b.Out({y});
     CompileOptions options;
     options.options = {{"precision", "tf32"}};
+    {
+      // The product runs as mode 5 (else cuBLASLt's tf32 would pass too).
+      cuda::CudaOptions cuda_options;
+      cuda_options.precision = "tf32";
+      ASSERT_OK_AND_ASSIGN(StepProgram program,
+                           cuda::BuildCudaProgram(b.module(), TypesOf(b), cuda_options));
+      ASSERT_EQ(cuda::HalfWeightSlots(program, cuda_options, 90).size(), 1u);
+    }
     ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> reference, Interp().Compile(b.module(), {}));
     ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> exe, Cuda().Compile(b.module(), options));
     ASSERT_OK_AND_ASSIGN(std::vector<Tensor> want, reference->Run(b.inputs()));
@@ -339,6 +356,7 @@ TEST(CudaSkinnyGemm, Tf32AsHalfKeepsRowsOfAnyMagnitude) {
           bound += std::fabs(double{xs.data<float>()[r * k + q]}) *
                    std::fabs(ws.data<float>()[j * k + q]);
         }
+        if (c.two) bound *= 2;
         const double w = want[0].data<float>()[r * n + j], g = got[0].data<float>()[r * n + j];
         if (!(std::fabs(g - w) <= 1e-3 * bound)) {
           if (wrong++ < 3) absl::StrAppend(&first, " [col ", j, ": got ", g, ", want ", w, "]");
