@@ -431,13 +431,13 @@ __device__ __forceinline__ void gemm_block(int block, T* __restrict__ xs, Wait w
   // their latency hides behind the products.
   float bias_n[2] = {0.0f, 0.0f};
   double scale_n[2] = {1.0, 1.0};
-  int scale_e[2] = {0, 0};  // Mode 5: the weight rows' scales' exponents.
+  float scale_w[2] = {1.0f, 1.0f};  // Mode 5: the weight rows' scales.
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int n = (h == 0 ? n0 : n1) < kN ? (h == 0 ? n0 : n1) : kN - 1;
     if (kBias) bias_n[h] = load_produced_value(bias + n);
     if (kMode == 4) scale_n[h] = __dmul_rn(Q::input_scale, (double)__ldcg(weight_scales + n));
-    if (kMode == 5) scale_e[h] = ilogbf(__ldcg(weight_scales + n));
+    if (kMode == 5) scale_w[h] = __ldcg(weight_scales + n);
   }
   // Mode 5: x's row scales, which the kernel before wrote.
   const float* row_scales = partial + kRowScaleOffset;
@@ -569,9 +569,13 @@ __device__ __forceinline__ void gemm_block(int block, T* __restrict__ xs, Wait w
         } else {
           float sum = (float)acc[b][h * 2 + j];
           // Mode 5: the sum of scaled operands, scaled back by the two
-          // powers of two at once (exact for a result within f32's
-          // normal range, with no overflow on the way to it).
-          if (kMode == 5) sum = ldexpf(sum, ilogbf(__ldcg(row_scales + m)) + scale_e[h]);
+          // powers of two, the smaller first: the value in between lies
+          // between the sum and the result, so it overflows only where
+          // the result does (each step exact within f32's normal range).
+          if (kMode == 5) {
+            const float sx = __ldcg(row_scales + m), sw = scale_w[h];
+            sum = sx < sw ? sum * sx * sw : sum * sw * sx;
+          }
           const float v = activate<kAct>(sum + bias_n[h]);
           // A wider y rounds to T first (an absorbed cast), except in
           // mode 5, whose f16 is only the operands' form.

@@ -313,6 +313,9 @@ TEST(CudaSkinnyGemm, Tf32AsHalfKeepsRowsOfAnyMagnitude) {
       {{1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f}, {1e15f, 1e-15f, 1.0f}, false},
       {{1e20f, 1e-20f, 1.0f, 0.0f, 3e4f, 1e-5f}, {1e15f, 1e-15f, 1.0f}, false},
       {{1e20f, 1e-20f, 1.0f, 0.0f, 3e4f, 1e-5f}, {1e15f, 1e-15f, 1.0f}, true},
+      // Scales of 2^98 and 2^-126 whose product is about 2^-28: the sum
+      // times x's scale alone would overflow.
+      {{1e34f, 1.0f, 1e-30f, 0.0f, 1e34f, 1.0f}, {1e-34f, 1.0f, 1e-20f}, false},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE(absl::StrCat("case ", i));
