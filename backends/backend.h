@@ -115,6 +115,13 @@ class Backend {
     return nullptr;
   }
 
+  // The options of each of `world_size` ranks sharing this host's cores
+  // (CompileSharded on a host backend): `options` by default; a backend
+  // whose runs take several threads gives each rank its share of them.
+  virtual CompileOptions ForRankOnHost(const CompileOptions& options, int world_size) const {
+    return options;
+  }
+
   // The communicators of a world of `world_size` ranks, one per rank, for
   // running a sharded module (CompileSharded); a GPU backend puts rank r on
   // device r. The default is an in-process world on the host.

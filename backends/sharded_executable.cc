@@ -315,7 +315,8 @@ absl::StatusOr<std::unique_ptr<ShardedExecutable>> CompileSharded(Backend& backe
       return absl::Status(part.status().code(),
                           absl::StrCat("sharding for rank ", r, ": ", part.status().message()));
     }
-    CompileOptions rank_options = options;
+    // Ranks on the host share its cores.
+    CompileOptions rank_options = on_host ? backend.ForRankOnHost(options, world_size) : options;
     std::vector<Node*> rank_placeholders = part->graph().placeholders();
     for (int i : shard.rank_row_inputs) {
       if (static_cast<size_t>(i) < rank_options.input_types.size()) {

@@ -1,5 +1,6 @@
 #include "backends/orc/orc_backend.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -86,6 +87,14 @@ std::string ProgramHash(const Program& program) {
 }
 
 }  // namespace
+
+CompileOptions OrcBackend::ForRankOnHost(const CompileOptions& options, int world_size) const {
+  absl::StatusOr<int> threads = ThreadsOption(options);
+  if (!threads.ok() || world_size < 2) return options;  // Compile reports a bad value.
+  CompileOptions share = options;
+  share.options["threads"] = absl::StrCat(std::max(1, ResolveThreads(*threads) / world_size));
+  return share;
+}
 
 absl::Status OrcBackend::CanRun(const Node& node,
                                 const CompileOptions& options) const {

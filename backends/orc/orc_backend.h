@@ -22,6 +22,8 @@ class OrcBackend : public Backend {
   absl::StatusOr<std::unique_ptr<Executable>> Compile(
       const Module& module, const CompileOptions& options) override;
 
+  // Each rank's share of `threads` (0: every core), at least one.
+  CompileOptions ForRankOnHost(const CompileOptions& options, int world_size) const override;
   std::string CacheIdentity(const CompileOptions& options) const override;
   absl::StatusOr<PayloadParts> SerializeExecutableInParts(
       std::shared_ptr<const Executable> executable) const override;

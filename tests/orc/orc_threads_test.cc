@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -18,6 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "backends/orc/lowering.h"
+#include "backends/orc/orc_backend.h"
 #include "backends/orc/program.h"
 #include "gtest/gtest.h"
 #include "runtime/library_call.h"
@@ -59,6 +61,26 @@ ModuleBuilder SplitSteps(std::mt19937_64& rng) {
          b.Call("sum", {x}, {{"dim", Argument::IntList({0})}}), b.Call("amax", {ramp}),
          b.Call("amin", {ramp})});
   return b;
+}
+
+// The ranks of a world on the host (CompileSharded) share its cores: each
+// gets its share of `threads` (every core when unset), at least one; a bad
+// value is left for Compile to report.
+TEST(OrcThreads, RanksOnTheHostShareItsCores) {
+  orc::OrcBackend orc;
+  CompileOptions options;
+  options.options["threads"] = "4";
+  EXPECT_EQ(orc.ForRankOnHost(options, 2).Get("threads"), "2");
+  EXPECT_EQ(orc.ForRankOnHost(options, 3).Get("threads"), "1");
+  EXPECT_EQ(orc.ForRankOnHost(options, 8).Get("threads"), "1");
+  EXPECT_EQ(orc.ForRankOnHost(options, 1).Get("threads"), "4");
+  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  EXPECT_EQ(orc.ForRankOnHost(CompileOptions{}, 2).Get("threads"),
+            absl::StrCat(std::max(1, cores / 2)));
+  options.options["threads"] = "many";
+  EXPECT_EQ(orc.ForRankOnHost(options, 2).Get("threads"), "many");
+  EXPECT_THAT(orc.Compile(Module(), orc.ForRankOnHost(options, 2)).status(),
+              ::graft::testing::StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 TEST(OrcThreads, SplitStepsMatchTheInterpreter) {
