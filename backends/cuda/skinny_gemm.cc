@@ -59,13 +59,16 @@ size_t SkinnyGemm::HalfInputOffset() const {
 
 namespace {
 
-// Whether nothing in the run writes the step's weight (a module tensor).
-bool WeightsReady(const Step& step, const OpCall& call) {
+// The state slot of the step's weight where it is a module tensor (which
+// nothing in the run writes: SkinnyGemm::weights_ready).
+std::optional<int> WeightSlot(const Step& step, const OpCall& call) {
   const Node* weight = call.TensorNode("weight");
   for (size_t i = 0; i < step.inputs.size(); ++i) {
-    if (step.inputs[i] == weight) return step.operands[i].where == BufferRef::Where::kState;
+    if (step.inputs[i] == weight && step.operands[i].where == BufferRef::Where::kState) {
+      return step.operands[i].index;
+    }
   }
-  return false;
+  return std::nullopt;
 }
 
 // Tiles of 64 weight rows, and K split so that the blocks fill the GPU,
@@ -182,7 +185,7 @@ std::optional<SkinnyGemm> Int8PlanFor(const Step& step, int multiprocessors) {
   absl::StatusOr<SkinnyGemm> plan = Int8Plan(*step.node);
   absl::StatusOr<OpCall> call = OpCall::Bind(*step.node);
   if (!plan.ok() || !call.ok()) return std::nullopt;
-  plan->weights_ready = WeightsReady(step, *call);
+  plan->weights_ready = WeightSlot(step, *call).has_value();
   LayOut(*plan, multiprocessors);
   return *std::move(plan);
 }
@@ -198,17 +201,9 @@ absl::Status CanLowerQuantizedLinear(const Node& node) {
 
 namespace {
 
-// The state slot of the step's weight, where it is a module tensor.
 std::optional<int> WeightSlot(const Step& step) {
   absl::StatusOr<OpCall> call = OpCall::Bind(*step.node);
-  if (!call.ok()) return std::nullopt;
-  const Node* weight = call->TensorNode("weight");
-  for (size_t i = 0; i < step.inputs.size(); ++i) {
-    if (step.inputs[i] == weight && step.operands[i].where == BufferRef::Where::kState) {
-      return step.operands[i].index;
-    }
-  }
-  return std::nullopt;
+  return call.ok() ? WeightSlot(step, *call) : std::nullopt;
 }
 
 // The plan of a float linear layer of few rows, before gemm=auto's choice
@@ -250,7 +245,7 @@ std::optional<SkinnyGemm> FloatPlan(const Step& step, const CudaOptions& options
   // The step's operands: input, weight (bias).
   absl::StatusOr<OpCall> call = OpCall::Bind(*step.node);
   if (!call.ok()) return std::nullopt;
-  plan.weights_ready = WeightsReady(step, *call);
+  plan.weights_ready = WeightSlot(step, *call).has_value();
   if (CeilDiv(shape->n, kTileRows) > kSkinnyCounters) return std::nullopt;
   return plan;
 }
@@ -263,8 +258,7 @@ bool HalfWeightCandidate(const Step& step, const CudaOptions& options) {
   if (!IsGemmStep(step) || step.residual >= 0) return false;
   std::optional<SkinnyGemm> plan = FloatPlan(step, options);
   if (!plan.has_value() || plan->mode != 2 || !plan->weights_ready || plan->shape.k % 8 != 0 ||
-      plan->shape.m * plan->shape.k * 2 > static_cast<int64_t>(kGemmWorkspaceBytes / 4) ||
-      !WeightSlot(step).has_value()) {
+      plan->shape.m * plan->shape.k * 2 > static_cast<int64_t>(kGemmWorkspaceBytes / 4)) {
     return false;
   }
   const OpCall call = *OpCall::Bind(*step.node);
