@@ -149,6 +149,7 @@ absl::StatusOr<std::unique_ptr<Executable>> CudaBackend::DeserializeExecutable(
   ASSIGN_OR_RETURN(CudaOptions cuda, OptionsOf(options));
   ASSIGN_OR_RETURN(GpuInfo gpu, ProbeGpu(options.device_index));
   cuda.compute_capability = gpu.major * 10 + gpu.minor;
+  cuda.l2_cache_bytes = gpu.l2_cache_bytes;
   // cuBLASLt's handle takes a few milliseconds to make: on another core,
   // while the program is built, where the model has a product cuBLASLt
   // may run.

@@ -38,6 +38,7 @@ absl::StatusOr<GpuInfo> Probe(int index) {
   info.minor = prop.minor;
   info.multiprocessors = prop.multiProcessorCount;
   info.memory_bytes = prop.totalGlobalMem;
+  info.l2_cache_bytes = prop.l2CacheSize;
   RETURN_IF_ERROR(GRAFT_CUDA(cudaDriverGetVersion(&info.driver_version)));
   RETURN_IF_ERROR(GRAFT_CUDA(cudaRuntimeGetVersion(&info.runtime_version)));
   return info;

@@ -1,6 +1,7 @@
 #ifndef GRAFT_BACKENDS_CUDA_CUDA_DEVICE_H_
 #define GRAFT_BACKENDS_CUDA_CUDA_DEVICE_H_
 
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -21,6 +22,7 @@ struct GpuInfo {
   int major = 0, minor = 0;  // Compute capability: 9.0 on Hopper.
   int multiprocessors = 0;
   size_t memory_bytes = 0;
+  int64_t l2_cache_bytes = 0;
   int driver_version = 0;  // 13000 for CUDA 13.0.
   int runtime_version = 0;
 

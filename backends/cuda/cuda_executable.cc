@@ -869,6 +869,7 @@ CudaExecutable::CudaExecutable(const Module& module, std::vector<ValueSignature>
       gpu_(std::move(gpu)),
       keep_outputs_on_device_(keep_outputs_on_device) {
   options_.compute_capability = gpu_.major * 10 + gpu_.minor;
+  options_.l2_cache_bytes = gpu_.l2_cache_bytes;
 }
 
 absl::StatusOr<std::unique_ptr<CompiledCudaProgram>> CudaExecutable::Build(

@@ -34,6 +34,10 @@ struct CudaOptions {
   // the program is compiled for. The device is part of every cache key,
   // so Key() leaves it out.
   int compute_capability = 90;
+  // The GPU's L2 size in bytes (0: unknown), which decides whether graft's
+  // product kernel prefetches a layer's weights (SkinnyGemm::
+  // prefetch_weights); set with compute_capability, from the same GPU.
+  int64_t l2_cache_bytes = 0;
 
   std::string Key() const;
 };

@@ -181,6 +181,15 @@ absl::StatusOr<SkinnyGemm> Int8Plan(const Node& node) {
   return plan;
 }
 
+// Whether the plan's blocks prefetch their weights (SkinnyGemm::
+// prefetch_weights): module weights that fit in the share of L2.
+void DecidePrefetch(SkinnyGemm& plan, const CudaOptions& options, int compute_capability) {
+  const double weight_bytes =
+      static_cast<double>(plan.shape.n) * plan.shape.k * DTypeSize(plan.shape.dtype);
+  plan.prefetch_weights = plan.weights_ready && compute_capability >= 90 &&
+                          weight_bytes <= kSkinnyPrefetchL2Share * options.l2_cache_bytes;
+}
+
 std::optional<SkinnyGemm> Int8PlanFor(const Step& step, int multiprocessors) {
   absl::StatusOr<SkinnyGemm> plan = Int8Plan(*step.node);
   absl::StatusOr<OpCall> call = OpCall::Bind(*step.node);
@@ -296,7 +305,11 @@ std::optional<SkinnyGemm> SkinnyGemmFor(const Step& step, const CudaOptions& opt
                                         int multiprocessors, int compute_capability,
                                         const StepProgram* program) {
   if (!IsGemmStep(step) || compute_capability < 80 || step.residual >= 0) return std::nullopt;
-  if (step.node->is_call(kQuantizedLinearOp)) return Int8PlanFor(step, multiprocessors);
+  if (step.node->is_call(kQuantizedLinearOp)) {
+    std::optional<SkinnyGemm> plan = Int8PlanFor(step, multiprocessors);
+    if (plan.has_value()) DecidePrefetch(*plan, options, compute_capability);
+    return plan;
+  }
   if (options.gemm == "cublaslt") return std::nullopt;
   std::optional<SkinnyGemm> plan = FloatPlan(step, options);
   if (!plan.has_value()) return std::nullopt;
@@ -323,6 +336,7 @@ std::optional<SkinnyGemm> SkinnyGemmFor(const Step& step, const CudaOptions& opt
   // and tf32 were fastest with four.
   if (plan->mode <= 1 || plan->mode == 5) plan->unroll = 2;
   LayOut(*plan, multiprocessors);
+  DecidePrefetch(*plan, options, compute_capability);
   return plan;
 }
 
@@ -435,7 +449,7 @@ std::string SkinnyGemmKernel(const std::string& name, const SkinnyGemm& plan) {
       t, ", ", x, ", ", y, ", ", b, ", ", q, ", ", plan.mode, ", ", ActivationCode(plan.activation), ", ",
       s.has_bias ? "true" : "false", ", ", plan.weights_ready ? "true" : "false", ", 4, ",
       plan.unroll, ", ", plan.tile_rows, ", ", s.m, ", ", s.n, ", ", s.k, ", ", plan.splits, ", ", plan.chunk,
-      ">(", XArgument(plan), ", w, bias, ", WeightScalesArgument(plan), ", y, partial, counters);\n}\n");
+      ", ", plan.prefetch_weights ? "true" : "false", ">(", XArgument(plan), ", w, bias, ", WeightScalesArgument(plan), ", y, partial, counters);\n}\n");
 }
 
 std::string SkinnyHalfInputKernel(const std::string& name, const SkinnyGemm& plan) {

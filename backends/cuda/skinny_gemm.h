@@ -23,6 +23,9 @@ inline constexpr int64_t kSkinnyMaxRows = 64;
 inline constexpr int64_t kSkinnyAutoMaxHalfWeightBytes = int64_t{16} << 20;
 // Tile counters a run context keeps zeroed for the split-K fix-up.
 inline constexpr int64_t kSkinnyCounters = 16384;
+// A layer's weights are prefetched into L2 where they take at most this
+// share of it (SkinnyGemm::prefetch_weights).
+inline constexpr double kSkinnyPrefetchL2Share = 0.6;
 // The GEMM workspace's last bytes hold x's row scales of a mode-5 product
 // (skinny_gemm_source.h, kRowScaleOffset): partial sums stay before them.
 inline constexpr int64_t kSkinnyRowScaleBytes = 512;
@@ -53,6 +56,11 @@ struct SkinnyGemm {
   // the register cap lets that many fit).
   int unroll = 4, blocks_per_sm = 4;
   bool weights_ready = false;  // The weight is a module tensor.
+  // Each block first prefetches all of its weights into L2 (module
+  // weights whose bytes are at most kSkinnyPrefetchL2Share of the GPU's
+  // L2: the benchmark MLP's products ran 6 to 9% faster so on an H200,
+  // f32's 64 MB layer 8% slower, docs/benchmarks.md).
+  bool prefetch_weights = false;
   // How x and y are stored: the product's dtype, or f32 for a bf16/f16
   // product that absorbed the casts around it (Step::casts_input,
   // Step::result_dtype): x is rounded as it is read, y before it is
@@ -81,6 +89,9 @@ struct SkinnyGemm {
 // capability 8.0, given as 80; 90 by default, Hopper); it loads its first
 // weights before waiting for the kernel before it only where they are
 // module tensors (`weights_ready`: nothing in the run writes them).
+//
+// Its blocks prefetch their weights into L2 first where those are module
+// tensors of at most kSkinnyPrefetchL2Share of `options.l2_cache_bytes`.
 //
 // tf32 (gemm auto or graft) runs as mode 5 where `program` is given and
 // the weight is a module tensor [out, in] (in a multiple of 8) that only

@@ -23,7 +23,8 @@ namespace graft::cuda {
 // read them.
 //
 // Launched as a programmatic dependent (PDL), the kernel loads its first
-// two iterations' weights before it waits for the kernel that writes x.
+// two iterations' weights before it waits for the kernel that writes x,
+// and where the layer's weights fit in L2, first asks for all of them.
 //
 // K is split over blocks too, so that small N still fills the GPU. Each
 // block writes its partial sums to a scratch buffer, and the block that
@@ -348,6 +349,28 @@ struct x_share {
   static constexpr int kElements = kFits ? kM * (kChunk + kPad) : 1;
 };
 
+// A block's weights (its 16 * kWarps rows over k_begin..k_end) requested
+// from memory into L2 at once, one bulk prefetch a row, before the block
+// waits for the kernel before: the layer's weights then stream while the
+// blocks of that kernel finish (its split-K fix-up, its last loads) and
+// while this one's blocks stage x, rather than only as each register
+// buffer is refilled. Only where the layer's weights fit in L2 with room
+// to spare (SkinnyGemm::prefetch_weights), or the prefetched lines would
+// evict one another before they are read. Rows start 16-byte aligned (K
+// is a multiple of one 16-byte load), and chunks are multiples of 512
+// bytes, as bulk prefetches need.
+template <class T, int kWarps, int kN, int kK>
+__device__ __forceinline__ void prefetch_block_weights(const T* w, int tile, int k_begin, int k_end) {
+#if __CUDA_ARCH__ >= 900
+  const int n = tile * 16 * kWarps + (int)threadIdx.x;
+  if (threadIdx.x < 16 * kWarps && n < kN && k_begin < k_end) {
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;"
+                 :: "l"(w + (long long)n * kK + k_begin), "r"((unsigned)((k_end - k_begin) * sizeof(T)))
+                 : "memory");
+  }
+#endif
+}
+
 // What a product waits for before it reads x: the kernel before, when it
 // is launched as a programmatic dependent (without that, the wait returns
 // at once).
@@ -365,9 +388,11 @@ struct wait_for_kernel_before {
 // x and y are stored (T, or f32 around a bf16/f16 product). `block` is
 // this block's place in the product's grid, `xs` its shared copy of x
 // (x_share), `wait` what it waits for once its first weights are loaded.
+// kPrefetch (module weights only): the block first asks L2 for all of its
+// weights (prefetch_block_weights).
 template <class T, class X, class Y, class B, class Q, int kMode, int kAct, bool kBias, bool kWeightsReady,
           int kWarps, int kUnroll, int kM, int kRows, int kN, int kK, int kSplits, int kChunk,
-          class Wait>
+          class Wait, bool kPrefetch = false>
 __device__ __forceinline__ void gemm_block(int block, T* __restrict__ xs, Wait wait,
                                            const X* __restrict__ x, const T* __restrict__ w,
                                            const B* __restrict__ bias,
@@ -413,6 +438,9 @@ __device__ __forceinline__ void gemm_block(int block, T* __restrict__ xs, Wait w
   // Weights a kernel of the run computes load after the wait.
   uint4 al[kU], ah[kU], bl[kU], bh[kU];
   const bool second = k_begin + kStride < k_end;
+  if (kWeightsReady && kPrefetch && row_tile == 0) {
+    prefetch_block_weights<T, kWarps, kN, kK>(w, tile, k_begin, k_end);
+  }
   if (kWeightsReady) {
     load_weights<T, kU, kWeightsReady>(w0, w1, k_begin, k_end, t, al, ah);
     if (second) load_weights<T, kU, kWeightsReady>(w0, w1, k_begin + kStride, k_end, t, bl, bh);
@@ -592,15 +620,17 @@ __device__ __forceinline__ void gemm_block(int block, T* __restrict__ xs, Wait w
 
 // The product as a kernel of its own: one block per place in its grid.
 template <class T, class X, class Y, class B, class Q, int kMode, int kAct, bool kBias, bool kWeightsReady,
-          int kWarps, int kUnroll, int kM, int kRows, int kN, int kK, int kSplits, int kChunk>
+          int kWarps, int kUnroll, int kM, int kRows, int kN, int kK, int kSplits, int kChunk,
+          bool kPrefetch = false>
 __device__ __forceinline__ void gemm(const X* __restrict__ x, const T* __restrict__ w,
                                      const B* __restrict__ bias,
                                      const float* __restrict__ weight_scales, Y* __restrict__ y,
                                      float* __restrict__ partial, int* __restrict__ counters) {
   __shared__ __align__(16) T xs[x_share<T, kM, kChunk>::kElements];
   gemm_block<T, X, Y, B, Q, kMode, kAct, kBias, kWeightsReady, kWarps, kUnroll, kM, kRows, kN, kK,
-             kSplits, kChunk>(blockIdx.x, xs, wait_for_kernel_before(), x, w, bias, weight_scales,
-                              y, partial, counters);
+             kSplits, kChunk, wait_for_kernel_before, kPrefetch>(blockIdx.x, xs, wait_for_kernel_before(),
+                                                                 x, w, bias, weight_scales, y, partial,
+                                                                 counters);
 }
 
 }  // namespace g_skinny

@@ -56,6 +56,7 @@ __host__ __device__ constexpr Split LayOut(int n, int k, int elem, int warps, in
 // kernel's start (1) or as each block leaves (2); 0: none.
 int g_prefetch = 0;
 unsigned g_prefetch_percent = 100;
+std::vector<int> g_prefetch_modes = {0, 1, 2, 3, 4};  // `prefetch own`: 0, 3 and 4 only.
 
 __device__ __forceinline__ void PrefetchSlice(const unsigned char* next, unsigned bytes) {
   if (bytes == 0 || threadIdx.x != 0) return;
@@ -66,6 +67,20 @@ __device__ __forceinline__ void PrefetchSlice(const unsigned char* next, unsigne
   asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(next + begin), "r"(n) : "memory");
 }
 
+// `prefetch` mode 3: each block prefetches its own weights (its rows over
+// its chunk of K) into L2 as it starts, before it waits for the kernel
+// before: the whole layer is requested as soon as its blocks are resident.
+template <class T, int W, int N, int K, int kChunk>
+__device__ __forceinline__ void PrefetchOwn(const T* w) {
+  constexpr int kTiles = CeilDiv(N, 16 * W);
+  const int tile = blockIdx.x % kTiles, split = blockIdx.x / kTiles;
+  const int row = tile * 16 * W + threadIdx.x, k0 = split * kChunk;
+  if (threadIdx.x >= 16 * W || row >= N || k0 >= K) return;
+  const unsigned bytes = (unsigned)((K - k0 < kChunk ? K - k0 : kChunk) * sizeof(T));
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(w + (long long)row * K + k0),
+               "r"(bytes) : "memory");
+}
+
 template <class T, class Y, class Q, int kMode, int kAct, int W, int U, int BPS, int LB, int N, int K>
 __global__ void __launch_bounds__(32 * W, LB) layer(const T* x, const T* w, const float* bias,
                                                      const float* scales, Y* y, float* partial,
@@ -73,6 +88,9 @@ __global__ void __launch_bounds__(32 * W, LB) layer(const T* x, const T* w, cons
                                                      unsigned prefetch_bytes, int prefetch) {
   constexpr Split s = LayOut(N, K, sizeof(T), W, BPS);
   if (prefetch == 1) PrefetchSlice(next, prefetch_bytes);
+  if (prefetch == 3 || (prefetch == 4 && (long long)N * K * sizeof(T) <= (36ll << 20))) {
+    PrefetchOwn<T, W, N, K, s.chunk>(w);
+  }
   g_skinny::gemm<T, T, Y, float, Q, kMode, kAct, true, true, W, U, kRows, kRows, N, K, s.splits,
                  s.chunk>(x, w, bias, scales, y, partial, counters);
   if (prefetch == 2) PrefetchSlice(next, prefetch_bytes);
@@ -204,10 +222,13 @@ struct Buffers {
 };
 
 bool g_persistent = false;  // Chain runs the persistent kernel.
+// Runs chained in one graph (`prefetch own 1`: one, as graft's runs are:
+// no run's kernels overlap the next run's).
+int g_chains = 10;
 
 template <class F>
 float MicrosecondsPerRun(cudaStream_t s, F chain) {
-  constexpr int kChains = 10, kReplays = 20, kRounds = 7;
+  const int kChains = g_chains, kReplays = 200 / g_chains, kRounds = 7;
   cudaGraph_t graph;
   cudaGraphExec_t exec;
   CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
@@ -521,17 +542,19 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc > 1 && std::string(argv[1]) == "prefetch") {
+    if (argc > 2 && std::string(argv[2]) == "own") g_prefetch_modes = {0, 3, 4};
+    if (argc > 3) g_chains = std::atoi(argv[3]);
     // Graft's layouts (bf16 and f16: 2 loads a row, f32 and tf32: 4; int8: 8 in 2 blocks),
     // without and with each layer prefetching the next one's weights into L2.
     std::printf("| dtype | prefetch | share %% | us per run |\n|---|---|---|---|\n");
     auto rows = [&](const char* name, int kind, auto run) {
       fill_all(kind);
-      for (int mode : {0, 1, 2}) {
+      for (int mode : g_prefetch_modes) {
         for (unsigned percent : {50u, 100u}) {
-          if (mode == 0 && percent == 50) continue;
+          if ((mode == 0 || mode >= 3) && percent == 50) continue;
           g_prefetch = mode;
           g_prefetch_percent = percent;
-          std::printf("| %s | %s | %u | %.2f |\n", name, mode == 0 ? "none" : mode == 1 ? "at start" : "as blocks end",
+          std::printf("| %s | %s | %u | %.2f |\n", name, mode == 0 ? "none" : mode == 1 ? "at start" : mode == 2 ? "as blocks end" : mode == 3 ? "own, at start" : "own, layers <= 36 MB",
                       percent, MicrosecondsPerRun(s, run));
         }
       }

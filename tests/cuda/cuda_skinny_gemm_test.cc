@@ -100,19 +100,22 @@ TEST(CudaSkinnyGemm, EveryModeCompilesWithNvrtc) {
       cuda::CudaOptions options;
       options.precision = precision;
       options.gemm = "graft";
+      options.l2_cache_bytes = int64_t{50} << 20;  // An H100's: the kernels prefetch.
       std::vector<TensorType> types;
       for (const Tensor& t : b.inputs()) types.push_back(t.type());
       ASSERT_OK_AND_ASSIGN(StepProgram program,
                            cuda::BuildCudaProgram(b.module(), types, options));
-      int skinny = 0, ready = 0, before_ampere = 0;
+      int skinny = 0, ready = 0, prefetching = 0, before_ampere = 0;
       for (const Step& step : program.steps) {
         const std::optional<cuda::SkinnyGemm> plan = cuda::SkinnyGemmFor(step, options, 132);
         skinny += plan ? 1 : 0;
         ready += plan && plan->weights_ready ? 1 : 0;
+        prefetching += plan && plan->prefetch_weights ? 1 : 0;
         before_ampere += cuda::SkinnyGemmFor(step, options, 132, 75) ? 1 : 0;
       }
       EXPECT_EQ(skinny, 6);  // Every product.
       EXPECT_EQ(ready, 4);   // Those of the module tensor w, not w_in or -w_in.
+      EXPECT_EQ(prefetching, 4);
       EXPECT_EQ(before_ampere, 0);  // No bf16/tf32 tensor-core products there.
       ASSERT_OK_AND_ASSIGN(cuda::KernelSource source,
                            cuda::GenerateKernels(program, options, 132));
@@ -193,6 +196,54 @@ TEST(CudaSkinnyGemm, AutoLeavesLargeHalfWeightsToCublasLt) {
     }
     EXPECT_EQ(skinny, want_auto ? 1 : 0);
     EXPECT_EQ(graft, 1);
+  }
+}
+
+// A block prefetches its weights into L2 only where they are module
+// tensors (nothing in the run writes them, so they may be read before the
+// wait for the kernel before) that fill at most 60% of the GPU's L2, on
+// Hopper (the bulk prefetch is sm_90's).
+TEST(CudaSkinnyGemm, PrefetchesModuleWeightsThatFitInL2) {
+  std::mt19937_64 rng(4);
+  constexpr int64_t kL2 = int64_t{60} << 20;  // An H200's.
+  struct Case {
+    const char* precision;
+    int64_t n;
+    int64_t l2;
+    int compute_capability;
+    bool want;
+  };
+  for (const Case& c : std::vector<Case>{{"bf16", 4096, kL2, 90, true},   // 32 MB.
+                                         {"f32", 1024, kL2, 90, true},    // 16 MB.
+                                         {"f32", 4096, kL2, 90, false},   // 64 MB.
+                                         {"bf16", 4096, int64_t{50} << 20, 90, false},
+                                         {"bf16", 1024, 0, 90, false},    // L2 unknown.
+                                         {"bf16", 1024, kL2, 80, false}}) {
+    SCOPED_TRACE(absl::StrCat(c.precision, " n=", c.n, " l2=", c.l2, " sm_", c.compute_capability));
+    ModuleBuilder b(rng);
+    Node* x = b.In(DType::kF32, {32, 4096});
+    Node* w_in = b.In(DType::kF32, {c.n, 4096});
+    b.Out({b.Call("linear", {x, b.Const(DType::kF32, {c.n, 4096})}), b.Call("linear", {x, w_in})});
+    cuda::CudaOptions options;
+    options.precision = c.precision;
+    options.gemm = "graft";
+    options.l2_cache_bytes = c.l2;
+    ASSERT_OK_AND_ASSIGN(StepProgram program,
+                         cuda::BuildCudaProgram(b.module(), {b.inputs()[0].type(), b.inputs()[1].type()},
+                                                options));
+    int module_weights = 0, inputs = 0;
+    for (const Step& step : program.steps) {
+      const std::optional<cuda::SkinnyGemm> plan =
+          cuda::SkinnyGemmFor(step, options, 132, c.compute_capability);
+      if (!plan) continue;
+      (plan->weights_ready ? module_weights : inputs) += 1;
+      EXPECT_EQ(plan->prefetch_weights, plan->weights_ready && c.want);
+      EXPECT_EQ(cuda::SkinnyGemmKernel("k", *plan).find(plan->prefetch_weights ? ", true>(" : ", false>(") !=
+                    std::string::npos,
+                true);
+    }
+    EXPECT_EQ(module_weights, 1);
+    EXPECT_EQ(inputs, 1);  // The weight given as an input is never prefetched.
   }
 }
 
