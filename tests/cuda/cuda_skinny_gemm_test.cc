@@ -421,6 +421,62 @@ TEST(CudaSkinnyGemm, Tf32AsHalfKeepsRowsOfAnyMagnitude) {
   }
 }
 
+// f32 runs as three tf32 products (hi*hi + hi*lo + lo*hi): operands whose
+// bits past tf32's 10 explicit mantissa bits matter must keep them (a tf32
+// product alone would lose up to 2^-11 of each term), and a NaN in the
+// weights must reach the outputs it touches (one whose payload lies in the
+// low bits that tf32 drops included). An infinite weight gives a
+// non-finite output: NaN, as 3xTF32 products give (docs/backends.md).
+TEST(CudaSkinnyGemm, F32KeepsItsBitsAndItsNonFinites) {
+  SKIP_WITHOUT_GPU();
+  const int64_t m = 4, n = 8, k = 64;
+  Tensor x = UninitializedTensor(DType::kF32, {m, k});
+  Tensor w = UninitializedTensor(DType::kF32, {n, k});
+  for (int64_t r = 0; r < m; ++r) {
+    for (int64_t j = 0; j < k; ++j) {
+      x.data<float>()[r * k + j] = (1.0f + std::ldexp(1.0f, -20) * (j + 1)) * ((r + j) % 3 == 0 ? -1 : 1);
+    }
+  }
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t j = 0; j < k; ++j) {
+      w.data<float>()[r * k + j] = 1.0f + std::ldexp(1.0f, -19) * ((r * 7 + j) % 13 + 1);
+    }
+  }
+  uint32_t low_nan = 0x7f800001u;  // A NaN with its payload in tf32's dropped bits.
+  std::memcpy(&w.data<float>()[6 * k + 3], &low_nan, 4);
+  w.data<float>()[7 * k + 5] = std::numeric_limits<float>::infinity();
+  std::mt19937_64 rng(5);
+  ModuleBuilder b(rng);
+  b.Out({b.Call("linear", {b.In(x), b.Const(w)})});
+  CompileOptions options;
+  options.options = {{"precision", "f32"}, {"gemm", "graft"}};
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> exe, Cuda().Compile(b.module(), options));
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> got, exe->Run(b.inputs()));
+  for (int64_t r = 0; r < m; ++r) {
+    for (int64_t j = 0; j < n; ++j) {
+      SCOPED_TRACE(absl::StrCat("row ", r, ", output ", j));
+      const float g = got[0].data<float>()[r * n + j];
+      if (j == 6) {
+        EXPECT_TRUE(std::isnan(g)) << g;
+        continue;
+      }
+      double want = 0, bound = 0;
+      for (int64_t q = 0; q < k; ++q) {
+        const double term = double{x.data<float>()[r * k + q]} * w.data<float>()[j * k + q];
+        want += term;
+        bound += std::fabs(term);
+      }
+      if (j == 7) {
+        EXPECT_FALSE(std::isfinite(g)) << g;
+        continue;
+      }
+      // 22 of f32's 24 bits a term, summed in f32: inside 2e-6 of the
+      // terms' magnitudes, where tf32 alone misses by about 3e-5.
+      EXPECT_LE(std::fabs(g - want), 2e-6 * bound) << "got " << g << ", want " << want;
+    }
+  }
+}
+
 TEST(CudaSkinnyGemm, MatchesTheInterpreterInEveryPrecision) {
   SKIP_WITHOUT_GPU();
   CUDA_TEST_SEED(rng);
