@@ -128,10 +128,11 @@ std::shared_ptr<DeviceAllocator> CudaBackend::allocator(const CompileOptions& op
 std::string CudaBackend::CacheIdentity(const CompileOptions& options) const {
   absl::StatusOr<GpuInfo> gpu = ProbeGpu(options.device_index);
   if (!gpu.ok()) return "";  // Nothing compiles without a GPU.
-  // The multiprocessor count too: it sets the splits of the skinny
-  // products, which are constants in the CUBIN.
-  return absl::StrCat(gpu->Identity(), " ", gpu->multiprocessors, " SMs nvrtc ", NvrtcVersion(),
-                      " cublasLt ", cublasLtGetVersion());
+  // The multiprocessor count and the L2 size too: they set the splits of
+  // the skinny products and whether they prefetch their weights, which are
+  // constants in the CUBIN.
+  return absl::StrCat(gpu->Identity(), " ", gpu->multiprocessors, " SMs ", gpu->l2_cache_bytes,
+                      " B L2 nvrtc ", NvrtcVersion(), " cublasLt ", cublasLtGetVersion());
 }
 
 absl::StatusOr<std::string> CudaBackend::SerializeExecutable(const Executable& executable) const {

@@ -58,8 +58,10 @@ struct SkinnyGemm {
   bool weights_ready = false;  // The weight is a module tensor.
   // Each block first prefetches all of its weights into L2 (module
   // weights whose bytes are at most kSkinnyPrefetchL2Share of the GPU's
-  // L2: the benchmark MLP's products ran 6 to 9% faster so on an H200,
-  // f32's 64 MB layer 8% slower, docs/benchmarks.md).
+  // L2, on compute capability 9.0 on; for int8 of more than 64 rows, the
+  // first row tile's blocks. The benchmark MLP's products ran about 5%
+  // faster so within one run on an H200, f32's 64 MB layer 8% slower,
+  // docs/benchmarks.md).
   bool prefetch_weights = false;
   // How x and y are stored: the product's dtype, or f32 for a bf16/f16
   // product that absorbed the casts around it (Step::casts_input,

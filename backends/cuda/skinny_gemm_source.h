@@ -104,17 +104,22 @@ __device__ __forceinline__ uint4 to_tf32(uint4 v) {
   v.x = to_tf32(v.x); v.y = to_tf32(v.y); v.z = to_tf32(v.z); v.w = to_tf32(v.w);
   return v;
 }
-// 3xTF32's split of an f32 value v into hi + lo, as CUTLASS's fast f32
-// products split it, in bit and float ops rather than conversions (cvt
-// issues at a fraction of their rate, and the split sits in the products'
-// loop: the benchmark MLP's f32 products ran 16% faster so on an H200):
-// hi is v truncated to tf32's 10 explicit mantissa bits (never past
-// f32's range), lo = v - hi exactly (at most 13 significant bits, v's
-// sign), which the tensor cores read as a tf32 operand, truncating it to
-// its top 11: hi + lo keeps 22 of f32's 24 bits. A NaN stays NaN in lo
-// (NaN - anything), so in the sum; an infinite operand gives NaN (its lo
-// is inf - inf), as in other 3xTF32 products.
-__device__ __forceinline__ unsigned tf32_hi(unsigned bits) { return bits & 0xffffe000u; }
+// 3xTF32's split of an f32 value v into hi + lo in integer and float ops
+// rather than conversions (cvt issues at a fraction of their rate, and
+// the split sits in the products' loop: the benchmark MLP's f32 products
+// ran 16% faster so on an H200): hi is v rounded to tf32's 10 explicit
+// mantissa bits, half away from zero as cvt.rna (half a tf32 unit added
+// to the magnitude, the 13 low bits dropped), lo = v - hi exactly (at
+// most 12 significant bits, either sign), which the tensor cores read as
+// a tf32 operand, truncating it to its top 11. Each operand is then
+// within 2^-22 of v, and the dropped lo*lo term within 2^-22 of the
+// product, signs mixed, about as with lo rounded by cvt. A NaN stays NaN
+// in hi or lo (one whose payload lies in the low bits alone rounds to an
+// infinite hi, and its lo is NaN), so in the sum; an infinite operand
+// gives NaN (its lo is inf - inf), as in other 3xTF32 products, and so
+// does a finite one within half a tf32 unit of f32's largest (its hi
+// rounds to inf, as cvt.rna's did).
+__device__ __forceinline__ unsigned tf32_hi(unsigned bits) { return (bits + 0x1000u) & 0xffffe000u; }
 __device__ __forceinline__ uint4 tf32_hi(uint4 v) {
   v.x = tf32_hi(v.x); v.y = tf32_hi(v.y); v.z = tf32_hi(v.z); v.w = tf32_hi(v.w);
   return v;

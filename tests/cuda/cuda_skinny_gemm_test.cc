@@ -423,8 +423,10 @@ TEST(CudaSkinnyGemm, Tf32AsHalfKeepsRowsOfAnyMagnitude) {
 
 // f32 runs as three tf32 products (hi*hi + hi*lo + lo*hi): operands whose
 // bits past tf32's 10 explicit mantissa bits matter must keep them (a tf32
-// product alone would lose up to 2^-11 of each term), and a NaN in the
-// weights must reach the outputs it touches (one whose payload lies in the
+// product alone would lose up to 2^-11 of each term), random full-mantissa
+// operands, all positive so that a bias in the split would add up, must
+// stay within 4e-6 of the terms' magnitudes, and a NaN in the weights must
+// reach the outputs it touches (one whose payload lies in the
 // low bits that tf32 drops included). An infinite weight gives a
 // non-finite output: NaN, as 3xTF32 products give (docs/backends.md).
 TEST(CudaSkinnyGemm, F32KeepsItsBitsAndItsNonFinites) {
@@ -473,6 +475,27 @@ TEST(CudaSkinnyGemm, F32KeepsItsBitsAndItsNonFinites) {
       // 22 of f32's 24 bits a term, summed in f32: inside 2e-6 of the
       // terms' magnitudes, where tf32 alone misses by about 3e-5.
       EXPECT_LE(std::fabs(g - want), 2e-6 * bound) << "got " << g << ", want " << want;
+    }
+  }
+  // Full mantissas, every term positive, K split over blocks.
+  const int64_t long_k = 2048;
+  ModuleBuilder full(rng);
+  Tensor fx = RandomData(DType::kF32, {m, long_k}, rng, 0.5, 2);
+  Tensor fw = RandomData(DType::kF32, {n, long_k}, rng, 0.5, 2);
+  full.Out({full.Call("linear", {full.In(fx), full.Const(fw)})});
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> full_exe, Cuda().Compile(full.module(), options));
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> full_got, full_exe->Run(full.inputs()));
+  for (int64_t r = 0; r < m; ++r) {
+    for (int64_t j = 0; j < n; ++j) {
+      double want = 0;
+      for (int64_t q = 0; q < long_k; ++q) {
+        want += double{fx.data<float>()[r * long_k + q]} * fw.data<float>()[j * long_k + q];
+      }
+      const double g = full_got[0].data<float>()[r * n + j];
+      // A split that lost lo's terms would be about 1e-4 off; the bound
+      // leaves room for the tensor cores' f32 accumulation, which may
+      // truncate, over each block's 128 of K.
+      EXPECT_LE(std::fabs(g - want), 4e-6 * want) << "row " << r << ", output " << j;
     }
   }
 }
