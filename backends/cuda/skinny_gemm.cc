@@ -449,7 +449,8 @@ std::string SkinnyGemmKernel(const std::string& name, const SkinnyGemm& plan) {
       t, ", ", x, ", ", y, ", ", b, ", ", q, ", ", plan.mode, ", ", ActivationCode(plan.activation), ", ",
       s.has_bias ? "true" : "false", ", ", plan.weights_ready ? "true" : "false", ", 4, ",
       plan.unroll, ", ", plan.tile_rows, ", ", s.m, ", ", s.n, ", ", s.k, ", ", plan.splits, ", ", plan.chunk,
-      ", ", plan.prefetch_weights ? "true" : "false", ">(", XArgument(plan), ", w, bias, ", WeightScalesArgument(plan), ", y, partial, counters);\n}\n");
+      ", ", plan.prefetch_weights ? "true" : "false", ">(", XArgument(plan), ", w, bias, ",
+      WeightScalesArgument(plan), ", y, partial, counters);\n}\n");
 }
 
 std::string SkinnyHalfInputKernel(const std::string& name, const SkinnyGemm& plan) {
