@@ -223,9 +223,9 @@ class ProgramBuilder {
     } else {
       for (const Node* input : node.unique_inputs()) step.inputs.push_back(input);
     }
-    const bool conv = target_.channels_last_convs &&
+    const bool conv = target_.channels_last_conv &&
                       (node.is_call("conv2d") || node.is_call(kQuantizedConv2dOp)) &&
-                      ConvRunsChannelsLast(node);
+                      Is4D(*node.inputs()[0]) && target_.channels_last_conv(node);
     const bool any_layout = step.kind == StepKind::kPointwise ||
                             step.kind == StepKind::kBatchNorm ||
                             step.kind == StepKind::kPool;
@@ -336,16 +336,6 @@ class ProgramBuilder {
     for (int j : composed_away_) {
       if (!read.contains(j) && !is_output_[j]) p_.steps[j].elided = true;
     }
-  }
-
-  // oneDNN's channels-last convolutions are 1.5 to 2.5 times faster than
-  // its NCHW ones; grouped f32 convolutions stay NCHW. int8 convolutions
-  // are channels-last whatever their groups: oneDNN 2 has no fast NCHW
-  // int8 kernel (its reference one is 50 times slower on a depthwise 3x3).
-  static bool ConvRunsChannelsLast(const Node& node) {
-    absl::StatusOr<OpCall> call = OpCall::Bind(node);
-    return call.ok() && (call->Int("groups") == 1 || node.is_call(kQuantizedConv2dOp)) &&
-           Is4D(*call->TensorNode("input"));
   }
 
   // The source of `input` for a step that reads channels-last values when

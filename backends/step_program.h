@@ -150,9 +150,10 @@ struct StepTarget {
   // as q, k and v are) in place: `aligned` elements is the alignment it
   // needs of the view's offset and strides; 0 reads only whole buffers.
   int64_t strided_attention_operands = 0;
-  // Whether ungrouped 4-D convolutions read and write channels-last (NHWC)
-  // values, with kCopy steps converting around them.
-  bool channels_last_convs = false;
+  // Whether the convolution `conv` (conv2d, graft::quantized_conv2d, typed)
+  // reads and writes channels-last (NHWC) values, with kCopy steps
+  // converting around it. Null: none does.
+  std::function<bool(const Node& conv)> channels_last_conv;
   // The backend's own settings, part of Describe().
   std::string options_key;
 };

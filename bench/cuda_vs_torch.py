@@ -10,7 +10,7 @@ table of per-run microseconds and ratios (PyTorch's best mode / graft), then
 the MLP quantized to int8 (gpu_run --precision int8) beside graft's bf16.
 
   python3 bench/cuda_vs_torch.py [BUILD_DIR] [--modes eager,default,...]
-      [--workloads mlp,block,attention,one-node]
+      [--workloads mlp,block,attention,one-node,resnet] [--resnet-autotune]
 
 BUILD_DIR holds bench/gpu_run (default build-gpu). The block is read from
 .benchmodels/gpt2_block.gpb (bench/models/export_gpt2_block.py, then graft
@@ -23,7 +23,7 @@ import torch
 
 build = next((a for a in sys.argv[1:2] if not a.startswith("--")), "build-gpu")
 modes = ["eager", "default", "reduce-overhead", "max-autotune"]
-workloads = ["mlp", "block", "attention", "one-node"]
+workloads = ["mlp", "block", "attention", "one-node", "resnet"]
 for i, a in enumerate(sys.argv):
     if a == "--modes":
         modes = sys.argv[i + 1].split(",")
@@ -73,8 +73,8 @@ def torch_times(make, x):
     return out
 
 
-def graft_time(workload, precision, gemm, io=None, autotune=False):
-    cmd = [f"{build}/bench/gpu_run", workload, "--precision", precision, "--gemm", gemm]
+def graft_time(workload, precision, gemm, io=None, autotune=False, extra=()):
+    cmd = [f"{build}/bench/gpu_run", workload, "--precision", precision, "--gemm", gemm, *extra]
     if io:
         cmd += ["--io-dtype", io]
     if autotune:
@@ -183,6 +183,58 @@ if "attention" in workloads:
     g = graft_time("attention", "bf16", "auto", "bf16")
     rows.append(("attention b8 s256 12x64 bf16 causal", t, g, "auto, bf16 I/O", 0))
     print(rows[-1], flush=True)
+
+if "resnet" in workloads:
+    # ResNet-18 as an eval-mode export has it (batch norms folded into the
+    # convolutions' biases), the same layers as gpu_run's resnet18, at batch 1
+    # and 32, f32 (no tf32) and bf16. max-autotune is left out unless asked
+    # for by --modes with --resnet-autotune: it tunes every convolution for
+    # minutes.
+    class Basic(nn.Module):
+        def __init__(s, cin, cout, stride):
+            super().__init__()
+            s.c1 = nn.Conv2d(cin, cout, 3, stride, 1)
+            s.c2 = nn.Conv2d(cout, cout, 3, 1, 1)
+            s.down = nn.Conv2d(cin, cout, 1, stride, 0) if stride != 1 or cin != cout else None
+
+        def forward(s, x):
+            y = s.c2(F.relu(s.c1(x)))
+            return F.relu(y + (s.down(x) if s.down is not None else x))
+
+    class ResNet18(nn.Module):
+        def __init__(s):
+            super().__init__()
+            s.stem = nn.Conv2d(3, 64, 7, 2, 3)
+            blocks, cin = [], 64
+            for w in [64, 128, 256, 512]:
+                for b in range(2):
+                    blocks.append(Basic(cin, w, 2 if b == 0 and w != 64 else 1))
+                    cin = w
+            s.blocks = nn.Sequential(*blocks)
+            s.fc = nn.Linear(512, 1000)
+
+        def forward(s, x):
+            h = F.max_pool2d(F.relu(s.stem(x)), 3, 2, 1)
+            h = F.adaptive_avg_pool2d(s.blocks(h), 1).flatten(1)
+            return s.fc(h)
+
+    saved_modes = modes
+    if "--resnet-autotune" not in sys.argv:
+        modes = [m for m in modes if m != "max-autotune"]
+    for batch in [1, 32]:
+        for precision, torch_dtype in [("f32", torch.float32), ("bf16", torch.bfloat16)]:
+            torch.set_float32_matmul_precision("highest")
+            torch.backends.cudnn.allow_tf32 = False
+            x = torch.randn(batch, 3, 224, 224, device=dev, dtype=torch_dtype)
+            t = torch_times(lambda: ResNet18().to(dev, torch_dtype).eval(), x)
+            io = "bf16" if precision == "bf16" else None
+            g = graft_time("resnet18", precision, "auto", io,
+                           extra=("--batch", str(batch), "--runs", "20"))
+            rows.append((f"ResNet-18 b{batch} {precision}", t, g,
+                         "auto, bf16 I/O" if io else "auto", 0))
+            print(rows[-1], flush=True)
+    torch.backends.cudnn.allow_tf32 = True
+    modes = saved_modes
 
 if "one-node" in workloads:
     torch.set_float32_matmul_precision("highest")

@@ -5,7 +5,7 @@
 // calls do), the median of five rounds. Prints one JSON line; latency_us
 // waits after every run instead (one run's latency).
 //
-//   build/bench/gpu_run mlp|one-node|attention|MODEL [--precision f32|tf32|bf16|f16|int8]
+//   build/bench/gpu_run mlp|one-node|attention|resnet18|MODEL [--precision f32|tf32|bf16|f16|int8]
 //       [--autotune 0|1] [--gemm auto|cublaslt] [--batch 32] [--runs 200] [--gpus N] [--shard-by tensor|batch]
 //       [--cache-dir DIR]
 //
@@ -39,6 +39,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -112,6 +113,58 @@ graft::Module Attention() {
   graft::Node* s = g.CallFunction("mul", {g.CallFunction("matmul", {q, kt}), 0.125});
   s = g.CallFunction("where", {g.GetAttr("causal"), -std::numeric_limits<double>::infinity(), s});
   g.Output(g.CallFunction("matmul", {g.CallFunction("softmax", {s, int64_t{-1}}), v}));
+  (void)graft::passes::PropagateShapes(module);
+  return module;
+}
+
+// ResNet-18 (torchvision's layers, batch norms folded into the
+// convolutions' biases as an eval-mode export has them) on [batch, 3, 224,
+// 224], random weights scaled as He initialization scales them so that the
+// activations stay of order one. bench/cuda_vs_torch.py builds the same
+// layers in PyTorch.
+graft::Module ResNet18(int64_t batch) {
+  using graft::Argument;
+  graft::Module module;
+  graft::Graph& g = module.graph();
+  uint64_t seed = 100;
+  auto parameter = [&](const std::string& name, std::vector<int64_t> dims, double bound) {
+    graft::Tensor t = graft::RandomTensor(graft::DType::kF32, std::move(dims), seed++);
+    float* v = t.data<float>();
+    for (int64_t i = 0; i < t.NumElements(); ++i) v[i] = static_cast<float>(v[i] * bound);
+    module.SetTensor(name, t);
+    return g.GetAttr(name);
+  };
+  int layer = 0;
+  auto conv = [&](graft::Node* x, int64_t in, int64_t out, int64_t k, int64_t stride) {
+    const std::string name = "conv" + std::to_string(layer++);
+    graft::Node* w = parameter(name + ".weight", {out, in, k, k}, std::sqrt(6.0 / (in * k * k)));
+    graft::Node* b = parameter(name + ".bias", {out}, 0.1);
+    return g.CallFunction("conv2d", {x, w, b, Argument::IntList({stride, stride}),
+                                     Argument::IntList({k / 2, k / 2})});
+  };
+  auto relu = [&](graft::Node* x) { return g.CallFunction("relu", {x}); };
+  graft::Node* x =
+      g.Placeholder("x", graft::TensorType{graft::DType::kF32, {batch, 3, 224, 224}});
+  graft::Node* h = relu(conv(x, 3, 64, 7, 2));
+  h = g.CallFunction("max_pool2d", {h, Argument::IntList({3, 3}), Argument::IntList({2, 2}),
+                                    Argument::IntList({1, 1})});
+  int64_t channels = 64;
+  for (int64_t width : {64, 128, 256, 512}) {
+    for (int block = 0; block < 2; ++block) {
+      const int64_t stride = block == 0 && width != 64 ? 2 : 1;
+      graft::Node* identity = h;
+      graft::Node* y = relu(conv(h, channels, width, 3, stride));
+      y = conv(y, width, width, 3, 1);
+      if (stride != 1 || channels != width) identity = conv(h, channels, width, 1, stride);
+      h = relu(g.CallFunction("add", {y, identity}));
+      channels = width;
+    }
+  }
+  h = g.CallFunction("adaptive_avg_pool2d", {h, Argument::IntList({1, 1})});
+  h = g.CallFunction("flatten", {h, int64_t{1}});
+  graft::Node* fc_w = parameter("fc.weight", {1000, 512}, std::sqrt(6.0 / 512));
+  graft::Node* fc_b = parameter("fc.bias", {1000}, 0.1);
+  g.Output(g.CallFunction("linear", {h, fc_w, fc_b}));
   (void)graft::passes::PropagateShapes(module);
   return module;
 }
@@ -270,6 +323,8 @@ int main(int argc, char** argv) {
     module = OneNode();
   } else if (workload == "attention") {
     module = Attention();
+  } else if (workload == "resnet18") {
+    module = ResNet18(batch);
   } else {
     absl::StatusOr<graft::Module> loaded = graft::LoadModel(workload);
     if (!loaded.ok()) return Fail(loaded.status().ToString());

@@ -9,6 +9,7 @@
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
+#include "backends/cuda/conv_gemm.h"
 #include "backends/cuda/cuda_status.h"
 #include "backends/cuda/nccl_world.h"
 #include "backends/cuda/nvrtc_compiler.h"
@@ -80,6 +81,7 @@ struct RunContext {
   int* error = nullptr;
   void* workspace = nullptr;
   int* tile_counters = nullptr;  // Zeroed once; each skinny product leaves them zero.
+  void* columns = nullptr;  // Convolutions' patches (conv_gemm.h), where any needs them.
   // Pinned host memory: host staging in io's layout, then the error flag's
   // copy. Kernels read and write it directly.
   char* pinned = nullptr;
@@ -272,6 +274,11 @@ absl::Status CompiledCudaProgram::PlanGemms(const CudaArtifact* artifact) {
                                               ": absorbed casts, but cuBLASLt would run it"));
     }
     absl::StatusOr<GemmShape> shape = GemmShapeOf(*step.node);
+    if (IsConvGemmStep(step)) {
+      absl::StatusOr<ConvGemm> conv = ConvGemmOf(*step.node);
+      shape = conv.ok() ? absl::StatusOr<GemmShape>(conv->gemm) : conv.status();
+      if (conv.ok()) column_bytes_ = std::max(column_bytes_, AlignUp(static_cast<size_t>(conv->column_bytes)));
+    }
     if (shape.ok() && shape->m * shape->n * shape->batch == 0) continue;  // Empty.
     absl::StatusOr<std::unique_ptr<GemmPlan>> plan = absl::InternalError("no GEMM shape");
     if (!shape.ok()) {
@@ -327,11 +334,16 @@ absl::Status CompiledCudaProgram::UploadWeights() {
   // weights of tf32 products run as f16 (mode 5) are converted for them.
   const std::vector<int> halves =
       HalfWeightSlots(program_, options_, gpu_.major * 10 + gpu_.minor);
+  // Convolution weights in the order their products take K (conv_gemm.h).
+  const std::vector<int> taps = TapsOuterWeightSlots(program_);
   std::vector<Tensor> hosts;
   for (size_t i = 0; i < program_.tensors.size(); ++i) {
     ASSIGN_OR_RETURN(Tensor host, CopyToHost(*program_.tensors[i]));
     if (std::find(halves.begin(), halves.end(), static_cast<int>(i)) != halves.end()) {
       host = ScaledHalfWeights(host);
+    }
+    if (std::find(taps.begin(), taps.end(), static_cast<int>(i)) != taps.end()) {
+      host = TapsOuterWeights(host);
     }
     hosts.push_back(std::move(host));
   }
@@ -368,8 +380,8 @@ absl::StatusOr<std::unique_ptr<RunContext>> CompiledCudaProgram::NewContext() co
   const bool gemms = !gemms_.empty() || uses_split_k_;
   const size_t arena = AlignUp(program_.arena_bytes);
   const size_t counters = uses_split_k_ ? kSkinnyCounters * sizeof(int) : 0;
-  const size_t total =
-      io_bytes_ + arena + kAlign + (gemms ? kGemmWorkspaceBytes : 0) + counters;
+  const size_t total = io_bytes_ + arena + kAlign + (gemms ? kGemmWorkspaceBytes : 0) +
+                       AlignUp(counters) + column_bytes_;
   RETURN_IF_ERROR(GRAFT_CUDA(cudaMalloc(&context->memory, total)));
   context->io = static_cast<char*>(context->memory);
   context->arena = context->io + io_bytes_;
@@ -382,6 +394,10 @@ absl::StatusOr<std::unique_ptr<RunContext>> CompiledCudaProgram::NewContext() co
                                                     kGemmWorkspaceBytes);
     RETURN_IF_ERROR(GRAFT_CUDA(
         cudaMemsetAsync(context->tile_counters, 0, counters, context->stream)));
+  }
+  if (column_bytes_ > 0) {
+    context->columns = context->arena + arena + kAlign + (gemms ? kGemmWorkspaceBytes : 0) +
+                       AlignUp(counters);
   }
   RETURN_IF_ERROR(GRAFT_CUDA(cudaMallocHost(reinterpret_cast<void**>(&context->pinned),
                                             io_bytes_ + kAlign)));
@@ -415,8 +431,44 @@ void CompiledCudaProgram::LaunchArguments(const Launch& launch, RunContext& cont
     pointers.push_back(context.workspace);
     pointers.push_back(context.tile_counters);
   }
+  if (launch.spec.writes_columns) pointers.push_back(context.columns);
   // `pointers` is complete: its elements stay where they are.
   for (void*& p : pointers) args.push_back(&p);
+}
+
+// One generated kernel's launch on the context's stream; while a graph is
+// recorded, the node of a launch that reads or writes the caller's
+// buffers in place is kept, to be re-pointed each run.
+absl::Status CompiledCudaProgram::EnqueueLaunch(const Launch& launch, RunContext& context) const {
+  absl::Status status;
+  absl::InlinedVector<void*, 8> pointers, args;
+  LaunchArguments(launch, context, pointers, args);
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(launch.spec.grid));
+  config.blockDim = dim3(launch.spec.block);
+  config.stream = context.stream;
+  cudaLaunchAttribute attribute{};
+  if (launch.spec.programmatic && !has_collectives_) {
+    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute.val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+  }
+  status = GRAFT_CUDA(cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(launch.kernel),
+                                          args.data()));
+  if (status.ok() && context.record_bound && BindsIo(launch)) {
+    // The node this launch just added: the capture's one dependency.
+    cudaStreamCaptureStatus capturing;
+    const cudaGraphNode_t* last = nullptr;
+    size_t count = 0;
+    status = GRAFT_CUDA(cudaStreamGetCaptureInfo(context.stream, &capturing, nullptr, nullptr,
+                                                 &last, nullptr, &count));
+    if (status.ok() && count != 1) {
+      status = absl::InternalError("a captured launch is not the capture's one dependency");
+    }
+    if (status.ok()) context.bound_nodes.push_back({last[0], &launch});
+  }
+  return status;
 }
 
 // Every step's work on the context's stream, in order.
@@ -439,7 +491,15 @@ absl::Status CompiledCudaProgram::Enqueue(RunContext& context,
         return nullptr;
       };
       const bool matmul = step.node->is_call("matmul");
-      status = gemm->second->Run(context.stream, operand("input"),
+      // A convolution's product reads the patches its column kernel wrote
+      // (the step's first launches), or a 1x1 one its NHWC input itself.
+      const void* a = operand("input");
+      for (const Launch& launch : launches_[i]) {
+        if (!status.ok() || !launch.spec.writes_columns) continue;
+        status = EnqueueLaunch(launch, context);
+        a = context.columns;
+      }
+      if (status.ok()) status = gemm->second->Run(context.stream, a,
                                  operand(matmul ? "other" : "weight"),
                                  gemm->second->shape().has_bias ? operand("bias") : nullptr,
                                  step.residual >= 0
@@ -449,33 +509,7 @@ absl::Status CompiledCudaProgram::Enqueue(RunContext& context,
     }
     for (const Launch& launch : launches_[i]) {
       if (!status.ok()) break;
-      absl::InlinedVector<void*, 8> pointers, args;
-      LaunchArguments(launch, context, pointers, args);
-      cudaLaunchConfig_t config{};
-      config.gridDim = dim3(static_cast<unsigned>(launch.spec.grid));
-      config.blockDim = dim3(launch.spec.block);
-      config.stream = context.stream;
-      cudaLaunchAttribute attribute{};
-      if (launch.spec.programmatic && !has_collectives_) {
-        attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        attribute.val.programmaticStreamSerializationAllowed = 1;
-        config.attrs = &attribute;
-        config.numAttrs = 1;
-      }
-      status = GRAFT_CUDA(cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(launch.kernel),
-                                              args.data()));
-      if (status.ok() && context.record_bound && BindsIo(launch)) {
-        // The node this launch just added: the capture's one dependency.
-        cudaStreamCaptureStatus capturing;
-        const cudaGraphNode_t* last = nullptr;
-        size_t count = 0;
-        status = GRAFT_CUDA(cudaStreamGetCaptureInfo(context.stream, &capturing, nullptr, nullptr,
-                                                     &last, nullptr, &count));
-        if (status.ok() && count != 1) {
-          status = absl::InternalError("a captured launch is not the capture's one dependency");
-        }
-        if (status.ok()) context.bound_nodes.push_back({last[0], &launch});
-      }
+      if (!launch.spec.writes_columns) status = EnqueueLaunch(launch, context);
     }
     if (status.ok() && after_step != nullptr) {
       status = GRAFT_CUDA(cudaEventRecord((*after_step)[i + 1], context.stream));

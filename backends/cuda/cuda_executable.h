@@ -69,6 +69,7 @@ class CompiledCudaProgram {
   absl::Status Capture(RunContext& context) const;
   // `launch`'s kernel arguments in `context` (pointers, then the pointers'
   // addresses in `args`).
+  absl::Status EnqueueLaunch(const Launch& launch, RunContext& context) const;
   void LaunchArguments(const Launch& launch, RunContext& context,
                        absl::InlinedVector<void*, 8>& pointers,
                        absl::InlinedVector<void*, 8>& args) const;
@@ -88,6 +89,8 @@ class CompiledCudaProgram {
   bool has_collectives_ = false;
   // Some launch is a split-K skinny product (workspace and tile counters).
   bool uses_split_k_ = false;
+  // The largest column buffer a convolution's product needs (conv_gemm.h).
+  size_t column_bytes_ = 0;
   // Few launches: runs go without the graph (RunDirect).
   bool direct_ = false;
   bool direct_error_flag_ = false;  // Some launch reports a bad index.

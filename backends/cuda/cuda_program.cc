@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "backends/cuda/conv_gemm.h"
 #include "backends/cuda/gemm.h"
 #include "backends/cuda/skinny_gemm.h"
 #include "backends/inline_submodules.h"
@@ -138,7 +139,8 @@ absl::Status CanLowerCall(const Node& node, int compute_capability) {
     // Unknown types are checked again once the program is typed.
     if (!shape.ok() && !absl::IsFailedPrecondition(shape.status())) return shape.status();
   } else if (node.is_call("conv2d")) {
-    // A direct kernel: any stride, padding, dilation and groups.
+    // A product (conv_gemm.h) where it can; else a direct kernel: any
+    // stride, padding, dilation and groups.
   } else if (node.is_call("pad")) {
     ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node));
     if (call.String("mode") != "constant") {
@@ -210,10 +212,12 @@ absl::StatusOr<StepProgram> BuildCudaProgram(const Module& module,
   StepTarget target{
       .can_lower = [cc = options.compute_capability](const Node& n) { return CanLower(n, cc); },
       .is_library_call = IsLibraryCall,
-      // cuBLASLt's epilogues: ReLU and tanh-GELU (no exact GELU).
+      // cuBLASLt's epilogues: ReLU and tanh-GELU (no exact GELU), for
+      // linear layers and the convolutions it runs.
       .absorbs_activation =
           [](const Node& call, absl::string_view activation) {
-            return IsGemmCall(call) && (activation == "relu" || activation == "gelu_tanh");
+            return (IsGemmCall(call) || RunsAsConvGemm(call)) &&
+                   (activation == "relu" || activation == "gelu_tanh");
           },
       .absorbs_residual = [&options](const Node& call) { return AbsorbsResidual(call, options); },
       // graft's kernel for products of few rows reads f32 x and writes f32
@@ -227,7 +231,9 @@ absl::StatusOr<StepProgram> BuildCudaProgram(const Module& module,
           },
       // Its kernel reads q, k and v rows 16 bytes at a time (8 elements).
       .strided_attention_operands = 8,
-      .channels_last_convs = false,
+      // The convolutions cuBLASLt runs, as products over the output's
+      // pixels (conv_gemm.h).
+      .channels_last_conv = RunsAsConvGemm,
       .options_key = options.Key()};
   if (options.precision != "bf16" && options.precision != "f16") {
     return BuildStepProgram(module, input_types, target);

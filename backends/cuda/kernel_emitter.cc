@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "backends/cuda/attention_source.h"
+#include "backends/cuda/conv_gemm.h"
 #include "backends/cuda/gemm.h"
 #include "backends/cuda/kernel_preamble.h"
 #include "backends/cuda/skinny_gemm.h"
@@ -189,12 +190,39 @@ int64_t MaxOffset(const Operand& op, const std::vector<int64_t>& dims) {
   return m;
 }
 
+// The order a map kernel walks its index space in: the output's memory
+// order (dims, slowest first), so that consecutive threads write
+// consecutive elements whatever the output's layout (channels-last, NHWC,
+// as well as row-major).
+std::vector<size_t> MemoryOrder(const Operand& out, const std::vector<int64_t>& dims) {
+  std::vector<size_t> order(dims.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  if (out.strides.size() != dims.size()) return order;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::abs(out.strides[a]) > std::abs(out.strides[b]);
+  });
+  return order;
+}
+
+// The strides of a dense value laid out in `order`: the flat index i of a
+// map kernel walking that order is the offset of such an operand.
+std::vector<int64_t> StridesInOrder(const std::vector<int64_t>& dims,
+                                    const std::vector<size_t>& order) {
+  std::vector<int64_t> strides(dims.size(), 0);
+  int64_t s = 1;
+  for (size_t pos = order.size(); pos-- > 0;) {
+    strides[order[pos]] = s;
+    s *= dims[order[pos]];
+  }
+  return strides;
+}
+
 // Element (c0, c1, ...)'s offset in `op`: the flat index i itself for a
-// dense operand of the index space's shape. `suffix` is "LL" for 64-bit
-// index arithmetic, "" for 32-bit.
-std::string OffsetExpr(const Operand& op, const std::vector<int64_t>& dims,
+// dense operand laid out as the kernel walks (`walked`, StridesInOrder).
+// `suffix` is "LL" for 64-bit index arithmetic, "" for 32-bit.
+std::string OffsetExpr(const Operand& op, const std::vector<int64_t>& walked,
                        const std::string& suffix) {
-  if (op.offset == 0 && op.strides == ContiguousStrides(dims)) return "i";
+  if (op.offset == 0 && op.strides == walked) return "i";
   std::string e = absl::StrCat(op.offset, suffix);
   for (size_t k = 0; k < op.strides.size(); ++k) {
     if (op.strides[k] != 0) absl::StrAppend(&e, " + c", k, " * ", op.strides[k], suffix);
@@ -264,6 +292,7 @@ class Emitter {
   absl::Status AfterGemm(const Step& step) {
     step_ = &step;
     kernel_count_ = 0;
+    if (IsConvGemmStep(step)) RETURN_IF_ERROR(ConvColumns());
     if (std::optional<SkinnyGemm> skinny =
             SkinnyGemmFor(step, options_, sms_, compute_capability_, &p_)) {
       return Skinny(*skinny);
@@ -290,6 +319,61 @@ class Emitter {
                                                  AccumulatorType(t), t),
                               ";");
         });
+    return absl::OkStatus();
+  }
+
+  // A convolution's patches (im2col) for the product that follows it
+  // (conv_gemm.h), row-major [M, K], from the NHWC input, zero where a tap
+  // falls in the padding. K ordered by taps (ConvTapsOuter): each tap's
+  // channels are one contiguous run of the input and of the columns,
+  // copied in pieces of up to 16 bytes a thread. Else (ci, ky, kx): one
+  // element a thread in the columns' order (contiguous writes; each input
+  // element is read by up to kh * kw neighbouring threads, from L1 or L2).
+  absl::Status ConvColumns() {
+    ASSIGN_OR_RETURN(const ConvGemm c, ConvGemmOf(node()));
+    if (!c.needs_columns) return absl::OkStatus();
+    const Node* x = node().inputs()[0];
+    if (!ChannelsLast(x)) return absl::InternalError("a convolution product over NCHW input");
+    const bool taps_outer = ConvTapsOuter(*step_, p_);
+    // Elements a thread copies: a piece of a tap's channels.
+    const int64_t size = static_cast<int64_t>(DTypeSize(c.gemm.dtype));
+    int64_t piece = taps_outer ? 16 / size : 1;
+    while (piece > 1 && c.in_channels % piece != 0) piece /= 2;
+    const char* type = piece * size == 16  ? "uint4"
+                       : piece * size == 8 ? "uint2"
+                       : piece * size == 4 ? "unsigned int"
+                                           : "unsigned short";
+    const int64_t total = c.gemm.m * c.gemm.k / piece;
+    const int64_t input_elements = c.batch * c.height * c.width * c.in_channels;
+    const bool narrow = c.gemm.m * c.gemm.k < (int64_t{1} << 31) &&
+                        input_elements < (int64_t{1} << 31);
+    const std::string idx = narrow ? "int" : "long long", sfx = narrow ? "" : "LL";
+    auto lit = [&](int64_t v) { return absl::StrCat(v, sfx); };
+    std::string body = absl::StrCat(
+        "  for (", idx, " i = (", idx, ")blockIdx.x * blockDim.x + threadIdx.x; i < ", lit(total),
+        "; i += (", idx, ")gridDim.x * blockDim.x) {\n", "    ", idx, " rest = i;\n");
+    std::vector<std::pair<std::string, int64_t>> digits{
+        {"ci", c.in_channels / piece}, {"kx", c.kernel_w}, {"ky", c.kernel_h}};
+    if (!taps_outer) digits = {{"kx", c.kernel_w}, {"ky", c.kernel_h}, {"ci", c.in_channels}};
+    digits.push_back({"ox", c.out_width});
+    digits.push_back({"oy", c.out_height});
+    for (const auto& [name, n] : digits) {
+      absl::StrAppend(&body, "    const ", idx, " ", name, " = rest % ", lit(n), "; rest /= ",
+                      lit(n), ";\n");
+    }
+    // The piece's first channel, in units of pieces of the input.
+    const std::string at = absl::StrCat("((rest * ", lit(c.height), " + y) * ", lit(c.width),
+                                        " + x) * ", lit(c.in_channels / piece), " + ci");
+    absl::StrAppend(
+        &body, "    const ", idx, " y = oy * ", lit(c.stride_h), " - ", lit(c.pad_h), " + ky * ",
+        lit(c.dilation_h), ", x = ox * ", lit(c.stride_w), " - ", lit(c.pad_w), " + kx * ",
+        lit(c.dilation_w), ";\n    ", type, " v;\n    memset(&v, 0, sizeof(v));\n",
+        "    if (y >= 0 && y < ", lit(c.height), " && x >= 0 && x < ", lit(c.width),
+        ") v = __ldca(p1 + ", at, ");\n    columns[i] = v;\n  }\n");
+    AddKernel({absl::StrCat("const ", type, "* __restrict__ p1"),
+               absl::StrCat(type, "* __restrict__ columns")},
+              body, GridFor(total, kThreads), kThreads, {BufferOf(x)});
+    out_.launches[step_index_].back().writes_columns = true;
     return absl::OkStatus();
   }
 
@@ -372,11 +456,30 @@ class Emitter {
     return step_->operands[OperandIndex(n)];
   }
   Operand Dense(DType t) const { return Operand{t, 0, {}, true}; }
+  // Whether the step reads `n` channels-last (NHWC: Step::operand_channels_last).
+  bool ChannelsLast(const Node* n) const {
+    const int i = OperandIndex(n);
+    return i >= 0 && static_cast<size_t>(i) < step_->operand_channels_last.size() &&
+           step_->operand_channels_last[i] && n->type()->rank() == 4;
+  }
+  // `n` read over the index space `dims`, in its own layout, with stride 0
+  // where it broadcasts.
   Operand Broadcast(const Node* n, const std::vector<int64_t>& dims) const {
-    return Operand{n->type()->dtype, 0, BroadcastStrides(DimsOf(*n), dims), true};
+    const std::vector<int64_t> own = DimsOf(*n);
+    std::vector<int64_t> strides = BroadcastStrides(own, dims);
+    if (ChannelsLast(n) && dims.size() == 4) {
+      const std::vector<int64_t> layout = LayoutStrides(own, true);
+      for (size_t k = 0; k < 4; ++k) strides[k] = own[k] == 1 ? 0 : layout[k];
+    }
+    return Operand{n->type()->dtype, 0, std::move(strides), true};
   }
   Operand Contiguous(const std::vector<int64_t>& dims) const {
     return Operand{out_dtype(), 0, ContiguousStrides(dims), true};
+  }
+  // The step's result as it is laid out: channels-last where the step
+  // writes NHWC (Step::channels_last), else row-major.
+  Operand Out(const std::vector<int64_t>& dims) const {
+    return Operand{out_dtype(), 0, LayoutStrides(dims, step_->channels_last), true};
   }
 
   std::string NextName() {
@@ -476,9 +579,12 @@ class Emitter {
     bool narrow = n < kNarrow && MaxOffset(out, dims) < kNarrow;
     for (const Operand& op : ins) narrow &= !op.load || MaxOffset(op, dims) < kNarrow;
     const IndexType index{narrow ? "int" : "long long", narrow ? "" : "LL"};
-    const int width = VectorWidth(dims, out, ins);
-    const std::string code = width > 1 ? VectorLoop(dims, out, ins, body, index, width)
-                                       : ScalarLoop(dims, out, ins, body, index);
+    Walk walk;
+    walk.order = MemoryOrder(out, dims);
+    walk.strides = StridesInOrder(dims, walk.order);
+    const int width = VectorWidth(dims, out, ins, walk);
+    const std::string code = width > 1 ? VectorLoop(dims, out, ins, body, index, walk, width)
+                                       : ScalarLoop(dims, out, ins, body, index, walk);
     std::vector<BufferRef> buffers{out_ref};
     buffers.insert(buffers.end(), in_refs.begin(), in_refs.end());
     AddKernel(params, code, GridFor(n / width, kThreads), kThreads, std::move(buffers),
@@ -490,12 +596,23 @@ class Emitter {
     std::string suffix;  // of its literals: "" or "LL"
   };
 
-  // Statements that set c0, c1, ...: the coordinates of flat index i.
-  static std::string Coordinates(const std::vector<int64_t>& dims, const IndexType& index) {
+  // How a map kernel walks its index space: the dims in the output's
+  // memory order (MemoryOrder), and the strides that walk gives a dense
+  // value (StridesInOrder).
+  struct Walk {
+    std::vector<size_t> order;
+    std::vector<int64_t> strides;
+  };
+
+  // Statements that set c0, c1, ...: the coordinates of flat index i,
+  // walked in `walk`'s order.
+  static std::string Coordinates(const std::vector<int64_t>& dims, const IndexType& index,
+                                 const Walk& walk) {
     std::string code = absl::StrCat("    ", index.type, " rest = i;\n");
-    for (size_t k = dims.size(); k-- > 0;) {
-      if (k == 0) {
-        absl::StrAppend(&code, "    const ", index.type, " c0 = rest;\n");
+    for (size_t pos = dims.size(); pos-- > 0;) {
+      const size_t k = walk.order[pos];
+      if (pos == 0) {
+        absl::StrAppend(&code, "    const ", index.type, " c", k, " = rest;\n");
       } else {
         absl::StrAppend(&code, "    const ", index.type, " c", k, " = rest % ", dims[k],
                         index.suffix, "; rest /= ", dims[k], index.suffix, ";\n");
@@ -507,12 +624,12 @@ class Emitter {
   static std::string ScalarLoop(const std::vector<int64_t>& dims, const Operand& out,
                                 const std::vector<Operand>& ins,
                                 const std::function<std::string(const std::vector<std::string>&)>& body,
-                                const IndexType& index) {
+                                const IndexType& index, const Walk& walk) {
     const std::string& idx = index.type;
     std::string code = absl::StrCat(
         "  for (", idx, " i = (", idx, ")blockIdx.x * blockDim.x + threadIdx.x; i < ",
         Product(dims, 0, dims.size()), index.suffix, "; i += (", idx,
-        ")gridDim.x * blockDim.x) {\n", Coordinates(dims, index));
+        ")gridDim.x * blockDim.x) {\n", Coordinates(dims, index, walk));
     std::vector<std::string> loaded;
     for (size_t i = 0; i < ins.size(); ++i) {
       if (!ins[i].load) {
@@ -520,28 +637,28 @@ class Emitter {
         continue;
       }
       absl::StrAppend(&code, "    const ", RegisterType(ins[i].dtype), " x", i, " = ",
-                      LoadExpr(ins[i].dtype, absl::StrCat("p", i + 1, "[", OffsetExpr(ins[i], dims, index.suffix), "]")),
+                      LoadExpr(ins[i].dtype, absl::StrCat("p", i + 1, "[", OffsetExpr(ins[i], walk.strides, index.suffix), "]")),
                       ";\n");
       loaded.push_back(absl::StrCat("x", i));
     }
     absl::StrAppend(&code, "    ", RegisterType(out.dtype), " r;\n", body(loaded),
-                    "\n    p0[", OffsetExpr(out, dims, index.suffix), "] = ", StoreValue(out.dtype, "r"),
+                    "\n    p0[", OffsetExpr(out, walk.strides, index.suffix), "] = ", StoreValue(out.dtype, "r"),
                     ";\n  }\n");
     return code;
   }
 
-  // How many consecutive elements of the last dimension one thread of Map
-  // takes: 16 bytes of the output (at most 8 elements), where every
-  // operand is loaded (not read by the body through its pointer) and the
-  // last dimension divides into such groups; 1 otherwise.
+  // How many consecutive elements of the last dimension walked one thread
+  // of Map takes: 16 bytes of the output (at most 8 elements), where every
+  // operand is loaded (not read by the body through its pointer) and that
+  // dimension divides into such groups; 1 otherwise.
   static int VectorWidth(const std::vector<int64_t>& dims, const Operand& out,
-                         const std::vector<Operand>& ins) {
+                         const std::vector<Operand>& ins, const Walk& walk) {
     if (dims.empty() || out.strides.size() != dims.size()) return 1;
     for (const Operand& op : ins) {
       if (!op.load || op.strides.size() != dims.size()) return 1;
     }
     int width = std::min<int>(8, static_cast<int>(16 / DTypeSize(out.dtype)));
-    while (width > 1 && dims.back() % width != 0) width /= 2;
+    while (width > 1 && dims[walk.order.back()] % width != 0) width /= 2;
     return width;
   }
 
@@ -551,21 +668,21 @@ class Emitter {
   static std::string VectorLoop(const std::vector<int64_t>& dims, const Operand& out,
                                 const std::vector<Operand>& ins,
                                 const std::function<std::string(const std::vector<std::string>&)>& body,
-                                const IndexType& index, int width) {
+                                const IndexType& index, const Walk& walk, int width) {
     const std::string& idx = index.type;
-    const size_t last = dims.size() - 1;
+    const size_t last = walk.order.back();
     const int64_t groups = Product(dims, 0, dims.size()) / width;
     std::string code = absl::StrCat(
         "  for (", idx, " t = (", idx, ")blockIdx.x * blockDim.x + threadIdx.x; t < ", groups,
         index.suffix, "; t += (", idx, ")gridDim.x * blockDim.x) {\n    const ", idx,
-        " i = t * ", width, index.suffix, ";\n", Coordinates(dims, index));
+        " i = t * ", width, index.suffix, ";\n", Coordinates(dims, index, walk));
     auto last_stride = [&](const Operand& op) { return op.strides[last]; };
     std::string per_element;  // Statements for element v of the group.
     std::vector<std::string> loaded;
     for (size_t k = 0; k < ins.size(); ++k) {
       const Operand& op = ins[k];
       const std::string x = absl::StrCat("x", k), p = absl::StrCat("p", k + 1);
-      const std::string at = absl::StrCat(p, "[", OffsetExpr(op, dims, index.suffix), "]");
+      const std::string at = absl::StrCat(p, "[", OffsetExpr(op, walk.strides, index.suffix), "]");
       const std::string rt = RegisterType(op.dtype);
       if (last_stride(op) == 1) {
         absl::StrAppend(&code, "    __align__(16) ", StorageType(op.dtype), " a", k, "[", width,
@@ -581,7 +698,7 @@ class Emitter {
       loaded.push_back(x);
     }
     const bool vector_store = last_stride(out) == 1;
-    const std::string out_at = absl::StrCat("p0[", OffsetExpr(out, dims, index.suffix), "]");
+    const std::string out_at = absl::StrCat("p0[", OffsetExpr(out, walk.strides, index.suffix), "]");
     if (vector_store) {
       absl::StrAppend(&code, "    __align__(16) ", StorageType(out.dtype), " o[", width, "];\n");
     }
@@ -636,7 +753,7 @@ class Emitter {
     std::vector<Operand> ins;
     for (const Node* input : step_->inputs) ins.push_back(Broadcast(input, dims));
     absl::Status status;
-    Map(dims, Contiguous(dims), step_->result, ins, InputRefs(),
+    Map(dims, Out(dims), step_->result, ins, InputRefs(),
         [&](const std::vector<std::string>& loaded) -> std::string {
           absl::StatusOr<std::string> r = EvaluateCall(
               node(), [&](const Node* n) { return loaded[OperandIndex(n)]; });
@@ -663,7 +780,7 @@ class Emitter {
       refs.push_back(BufferOf(arg));
     }
     absl::Status status;
-    Map(dims, Contiguous(dims), step_->result, ins, refs,
+    Map(dims, Out(dims), step_->result, ins, refs,
         [&](const std::vector<std::string>& loaded) -> std::string {
           absl::flat_hash_map<const Node*, std::string> values;
           for (size_t i = 0; i < placeholders.size(); ++i) values[placeholders[i]] = loaded[i];
@@ -711,9 +828,14 @@ class Emitter {
     return absl::OkStatus();
   }
 
+  // A value into another buffer, converting between NCHW and NHWC where
+  // the two layouts differ.
   absl::Status Copy() {
     const std::vector<int64_t> dims = DimsOf(node());
-    Map(dims, Contiguous(dims), step_->result, {Contiguous(dims)}, InputRefs(),
+    const bool from_channels_last =
+        !step_->operand_channels_last.empty() && step_->operand_channels_last[0];
+    Map(dims, Out(dims), step_->result,
+        {Operand{out_dtype(), 0, LayoutStrides(dims, from_channels_last), true}}, InputRefs(),
         [](const std::vector<std::string>& v) { return absl::StrCat("    r = ", v[0], ";"); });
     return absl::OkStatus();
   }
@@ -1141,7 +1263,7 @@ class Emitter {
       refs.push_back(BufferOf(n));
     }
     const std::string eps = Literal(acc, call.Float("eps"));
-    Map(dims, Contiguous(dims), step_->result, ins, refs,
+    Map(dims, Out(dims), step_->result, ins, refs,
         [&](const std::vector<std::string>& v) {
           size_t next = 0;
           auto take = [&]() {
@@ -1194,12 +1316,20 @@ class Emitter {
       plane = absl::StrCat("(", plane, ") * ", dims[k], "LL + c", k);
     }
     const std::string oy = absl::StrCat("c", r - 2), ox = absl::StrCat("c", r - 1);
-    const std::string load =
-        Convert(LoadExpr(in_type, absl::StrCat("p1[base + y * ", w, "LL + x]")), in_type, acc);
-    Map(dims, Contiguous(dims), step_->result, {Operand{in_type, 0, {}, false}}, InputRefs(),
+    // Channels-last (NHWC), a pixel's channels are adjacent: the window's
+    // taps are channels apart.
+    const bool nhwc = ChannelsLast(input);
+    const int64_t channels = nhwc ? in_dims[1] : 1;
+    const std::string base =
+        nhwc ? absl::StrCat("c0 * ", h * w * channels, "LL + c1")
+             : absl::StrCat("(", plane, ") * ", h * w, "LL");
+    const std::string load = Convert(
+        LoadExpr(in_type, absl::StrCat("p1[base + (y * ", w, "LL + x) * ", channels, "LL]")),
+        in_type, acc);
+    Map(dims, Out(dims), step_->result, {Operand{in_type, 0, {}, false}}, InputRefs(),
         [&](const std::vector<std::string>&) {
-          std::string code = absl::StrCat("    const long long base = (", plane, ") * ", h * w,
-                                          "LL;\n    ", at, " acc = ",
+          std::string code = absl::StrCat("    const long long base = ", base, ";\n    ", at,
+                                          " acc = ",
                                           is_max ? Extreme(acc, false) : Literal(acc, 0), ";\n");
           if (adaptive) {
             absl::StrAppend(
@@ -1561,8 +1691,13 @@ std::string ExactDoubleLiteral(double v) {
 }
 
 bool IsGemmStep(const Step& step) {
-  return step.kind == StepKind::kLibrary && !step.node->is_call("conv2d") &&
-         !step.node->is_call(kQuantizedConv2dOp);
+  if (step.kind != StepKind::kLibrary || step.node->is_call(kQuantizedConv2dOp)) return false;
+  return !step.node->is_call("conv2d") || IsConvGemmStep(step);
+}
+
+bool IsConvGemmStep(const Step& step) {
+  return step.kind == StepKind::kLibrary && step.node->is_call("conv2d") && step.channels_last &&
+         RunsAsConvGemm(*step.node);
 }
 
 absl::StatusOr<KernelSource> GenerateKernels(const StepProgram& program,

@@ -22,6 +22,10 @@ struct KernelLaunch {
   // Then the run's GEMM workspace and its zeroed split-K tile counters
   // (a skinny product, skinny_gemm.h).
   bool split_k_scratch = false;
+  // Then the run's column buffer, which this kernel fills with a
+  // convolution's patches (conv_gemm.h): it runs before the step's
+  // product, which reads them.
+  bool writes_columns = false;
   // Launched as a programmatic dependent of the kernel before it: the
   // kernel waits (griddepcontrol.wait) before it reads what that one wrote.
   bool programmatic = false;
@@ -61,6 +65,9 @@ std::string ExactDoubleLiteral(double v);
 
 // Whether a step runs as a cuBLASLt matrix product rather than a kernel.
 bool IsGemmStep(const Step& step);
+// Whether it is a convolution run so (conv_gemm.h): its column kernel
+// runs before the product.
+bool IsConvGemmStep(const Step& step);
 
 // Generates a kernel for every step but the GEMMs: pointwise and fused
 // groups from the registry's scalar formulas (with broadcasting), views

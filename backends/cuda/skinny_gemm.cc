@@ -304,7 +304,10 @@ bool OnlyHalfWeightReaders(const StepProgram& program, int slot, const CudaOptio
 std::optional<SkinnyGemm> SkinnyGemmFor(const Step& step, const CudaOptions& options,
                                         int multiprocessors, int compute_capability,
                                         const StepProgram* program) {
-  if (!IsGemmStep(step) || compute_capability < 80 || step.residual >= 0) return std::nullopt;
+  if (!IsGemmStep(step) || compute_capability < 80 || step.residual >= 0 ||
+      step.node->is_call("conv2d")) {
+    return std::nullopt;
+  }
   if (step.node->is_call(kQuantizedLinearOp)) {
     std::optional<SkinnyGemm> plan = Int8PlanFor(step, multiprocessors);
     if (plan.has_value()) DecidePrefetch(*plan, options, compute_capability);

@@ -1,0 +1,207 @@
+// Convolutions as cuBLASLt products over channels-last values
+// (backends/cuda/conv_gemm.h): which convolutions run so, the column
+// kernel before each product, the layouts of the steps around them, and
+// on a GPU the results against the interpreter.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "backends/cuda/conv_gemm.h"
+#include "backends/cuda/cuda_program.h"
+#include "backends/cuda/kernel_emitter.h"
+#include "backends/cuda/nvrtc_compiler.h"
+#include "gmock/gmock.h"
+#include "graph/parser.h"
+#include "gtest/gtest.h"
+#include "passes/shape_prop.h"
+#include "support/status_matchers.h"
+#include "tests/cuda/cuda_test_util.h"
+
+namespace graft::cuda_test {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A small network of the kinds of layers a CNN export has: a strided 3x3
+// convolution with bias and ReLU, max pooling, a 1x1 convolution (no
+// patches needed), a strided 1x1 shortcut (patches needed), a residual
+// add, a dilated convolution of unequal strides, batch norm, average
+// pooling, a grouped convolution (the direct kernel, NCHW), a softmax
+// over channels (which reads NCHW), a head of global pooling and a
+// linear layer, and a convolution by a weight the caller gives.
+// Convolution outputs are program outputs too.
+ModuleBuilder Network(std::mt19937_64& rng, DType dtype) {
+  ModuleBuilder b(rng);
+  auto weight = [&](std::vector<int64_t> dims, double bound) {
+    return b.Const(RandomData(dtype, dims, rng, -bound, bound));
+  };
+  Node* x = b.In(dtype, {2, 5, 23, 19}, -1, 1);
+  Node* h = b.Call("relu", {b.Call("conv2d", {x, weight({16, 5, 3, 3}, 0.3), weight({16}, 0.5)},
+                                   {{"stride", Ints({2, 2})}, {"padding", Ints({1, 1})}})});
+  Node* pooled = b.Call("max_pool2d", {h, Ints({3, 3})},
+                        {{"stride", Ints({2, 2})}, {"padding", Ints({1, 1})}});
+  Node* mixed = b.Call("conv2d", {pooled, weight({24, 16, 1, 1}, 0.3)});
+  Node* shortcut = b.Call("conv2d", {h, weight({24, 16, 1, 1}, 0.3), weight({24}, 0.5)},
+                          {{"stride", Ints({2, 2})}});
+  // h is 12 x 10, pooled and the shortcut 6 x 5.
+  Node* sum = b.Call("relu", {b.Call("add", {mixed, shortcut})});
+  Node* dilated = b.Call("conv2d", {sum, weight({8, 24, 3, 2}, 0.2)},
+                         {{"stride", Ints({1, 2})},
+                          {"padding", Ints({2, 1})},
+                          {"dilation", Ints({2, 1})}});
+  Node* normed = b.Call("batch_norm",
+                        {dilated, weight({8}, 0.5), b.Const(RandomData(dtype, {8}, rng, 0.5, 2)),
+                         weight({8}, 1), weight({8}, 1)},
+                        {{"eps", 1e-5}});
+  Node* averaged = b.Call("avg_pool2d", {normed, Ints({2, 2})}, {{"stride", Ints({1, 1})}});
+  Node* grouped = b.Call("conv2d", {averaged, weight({8, 4, 1, 1}, 0.3)}, {{"groups", int64_t{2}}});
+  Node* channels = b.Call("softmax", {grouped, int64_t{1}});
+  Node* head = b.Call("linear", {b.Call("flatten", {b.Call("adaptive_avg_pool2d", {sum, Ints({1, 1})}), int64_t{1}}),
+                                 weight({10, 24}, 0.3), weight({10}, 0.5)});
+  // A weight the caller gives: the product takes it in its own order.
+  Node* given = b.Call("conv2d", {pooled, b.In(dtype, {4, 16, 3, 3}, -0.3, 0.3)},
+                       {{"padding", Ints({1, 1})}});
+  b.Out({h, dilated, channels, head, given});
+  return b;
+}
+
+TEST(CudaConv, UngroupedFloatConvolutionsRunAsProducts) {
+  CUDA_TEST_SEED(rng);
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+    SCOPED_TRACE(DTypeName(dtype));
+    ModuleBuilder b = Network(rng, dtype);
+    ASSERT_OK_AND_ASSIGN(StepProgram program, cuda::BuildCudaProgram(b.module(), TypesOf(b), {}));
+    ASSERT_OK_AND_ASSIGN(cuda::KernelSource source, cuda::GenerateKernels(program, {}, 132));
+    int products = 0, with_columns = 0, direct = 0, copies_to_nchw = 0, taps_outer = 0;
+    for (size_t i = 0; i < program.steps.size(); ++i) {
+      const Step& step = program.steps[i];
+      const std::vector<cuda::KernelLaunch>& launches = source.launches[i];
+      int column_kernels = 0;
+      for (const cuda::KernelLaunch& launch : launches) column_kernels += launch.writes_columns;
+      if (step.kind == StepKind::kCopy && !step.channels_last) ++copies_to_nchw;
+      if (step.kind != StepKind::kLibrary || !step.node->is_call("conv2d")) {
+        EXPECT_EQ(column_kernels, 0) << step.node->name();
+        continue;
+      }
+      if (!cuda::IsConvGemmStep(step)) {
+        // The grouped one: the direct kernel, over NCHW.
+        ++direct;
+        EXPECT_FALSE(step.channels_last);
+        EXPECT_FALSE(cuda::IsGemmStep(step));
+        continue;
+      }
+      ++products;
+      EXPECT_TRUE(step.channels_last);
+      EXPECT_TRUE(step.operand_channels_last[0]);
+      EXPECT_TRUE(cuda::IsGemmStep(step));
+      ASSERT_OK_AND_ASSIGN(const cuda::ConvGemm c, cuda::ConvGemmOf(*step.node));
+      EXPECT_EQ(c.gemm.k, DimsOf(*step.node->inputs()[1])[1] * c.kernel_h * c.kernel_w);
+      // Only the 1x1 convolution of stride 1 reads its input as it is.
+      EXPECT_EQ(column_kernels, c.needs_columns ? 1 : 0) << step.node->name();
+      with_columns += column_kernels;
+      // Module weights of kernels larger than 1x1: K by taps, the patches
+      // copied 16 bytes at a time where a pixel's channels are a multiple
+      // of 16 bytes; else one element at a time.
+      const bool by_taps = cuda::ConvTapsOuter(step, program);
+      taps_outer += by_taps;
+      for (const cuda::KernelLaunch& launch : launches) {
+        if (!launch.writes_columns) continue;
+        const std::string& unit = source.units[launch.unit];
+        const size_t at = unit.find(absl::StrCat(" ", launch.name, "("));
+        ASSERT_NE(at, std::string::npos);
+        const std::string kernel = unit.substr(at, unit.find("\n}", at) - at);
+        const bool wide = c.in_channels * static_cast<int64_t>(DTypeSize(dtype)) % 16 == 0;
+        EXPECT_EQ(kernel.find("uint4") != std::string::npos, by_taps && wide) << kernel;
+      }
+    }
+    EXPECT_EQ(products, 5);
+    EXPECT_EQ(with_columns, 4);
+    EXPECT_EQ(taps_outer, 2);  // The first convolution and the dilated one.
+    // Their state slots, and only theirs, are uploaded permuted.
+    EXPECT_EQ(cuda::TapsOuterWeightSlots(program).size(), 2u);
+    EXPECT_EQ(direct, 1);
+    // NCHW for the grouped convolution's input, the softmax's and the
+    // program's outputs.
+    EXPECT_GE(copies_to_nchw, 2);
+    // The ReLU after the first convolution is cuBLASLt's epilogue.
+    bool relu_absorbed = false;
+    for (const Step& step : program.steps) relu_absorbed |= step.activation == "relu";
+    EXPECT_TRUE(relu_absorbed);
+    ASSERT_OK_AND_ASSIGN(std::vector<std::string> cubins,
+                         cuda::CompileUnitsToCubins(source.units, "sm_90"));
+    EXPECT_EQ(cubins.size(), source.units.size());
+  }
+}
+
+TEST(CudaConv, TapsOuterWeightsPutEachTapsChannelsTogether) {
+  Tensor w(DType::kF32, {2, 3, 2, 2});
+  for (int64_t i = 0; i < w.NumElements(); ++i) w.data<float>()[i] = static_cast<float>(i);
+  const Tensor t = cuda::TapsOuterWeights(w);
+  EXPECT_EQ(t.dims(), w.dims());
+  for (int64_t o = 0; o < 2; ++o) {
+    for (int64_t c = 0; c < 3; ++c) {
+      for (int64_t tap = 0; tap < 4; ++tap) {
+        EXPECT_EQ(t.data<float>()[(o * 4 + tap) * 3 + c], w.data<float>()[(o * 3 + c) * 4 + tap]);
+      }
+    }
+  }
+}
+
+TEST(CudaConv, WhatStaysOnTheDirectKernel) {
+  CUDA_TEST_SEED(rng);
+  ModuleBuilder b(rng);
+  Node* x = b.In(DType::kF64, {1, 4, 6, 6}, -1, 1);
+  Node* f64 = b.Call("conv2d", {x, b.Const(DType::kF64, {2, 4, 3, 3}, -1, 1)});
+  Node* grouped = b.Call("conv2d", {b.In(DType::kF32, {1, 4, 6, 6}, -1, 1),
+                                    b.Const(DType::kF32, {4, 2, 3, 3}, -1, 1)},
+                         {{"groups", int64_t{2}}});
+  b.Out({f64, grouped});
+  EXPECT_THAT(cuda::ConvGemmOf(*f64).status().message(), HasSubstr("f64"));
+  EXPECT_THAT(cuda::ConvGemmOf(*grouped).status().message(), HasSubstr("grouped"));
+  // Columns past kMaxConvColumnBytes: 4 x 1024 x 1024 rows of 9 x 64 f32.
+  absl::StatusOr<Module> big = ParseModule(R"(
+tensor w : f32[8,64,3,3] = zeros
+graph():
+    %x : f32[4,64,1024,1024] = placeholder[target=x]
+    %w = get_attr[target=w]
+    %y = call_function[target=conv2d](args = (%x, %w), kwargs = {padding: [1, 1]})
+    return y
+)");
+  ASSERT_OK(big.status());
+  ASSERT_OK(passes::PropagateShapes(*big).status());
+  const Node* wide = big->graph().output()->inputs()[0];
+  EXPECT_THAT(cuda::ConvGemmOf(*wide).status().message(), HasSubstr("columns take"));
+  SKIP_WITHOUT_GPU();
+  ExpectCudaMatchesInterp(b, kReduceTol);
+}
+
+TEST(CudaConv, ProductsMatchTheInterpreter) {
+  SKIP_WITHOUT_GPU();
+  CUDA_TEST_SEED(rng);
+  ModuleBuilder b = Network(rng, DType::kF32);
+  ExpectCudaMatchesInterp(b, kReduceTol);
+  // tf32, and the network cast to bf16 and f16 by the precision option:
+  // the norm of each output's error.
+  for (const char* precision : {"tf32", "bf16", "f16"}) {
+    SCOPED_TRACE(precision);
+    CompileOptions options;
+    options.options["precision"] = precision;
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> reference, Interp().Compile(b.module(), {}));
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> want, reference->Run(b.inputs()));
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> compiled, Cuda().Compile(b.module(), options));
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> got, compiled->Run(b.inputs()));
+    ASSERT_EQ(got.size(), want.size());
+    const double tol = std::string(precision) == "tf32" ? kTf32Tol : kHalfTol;
+    for (size_t i = 0; i < got.size(); ++i) {
+      ASSERT_EQ(got[i].type(), want[i].type()) << "output " << i;
+      const L2Comparison c = CompareL2(got[i], want[i]);
+      EXPECT_EQ(c.nonfinite_mismatches, 0) << "output " << i;
+      EXPECT_LE(c.diff, tol * c.norm) << "output " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace graft::cuda_test
