@@ -141,28 +141,45 @@ bool ConvTapsOuter(const Step& step, const StepProgram& program) {
   return true;
 }
 
-std::vector<int> TapsOuterWeightSlots(const StepProgram& program) {
-  std::vector<int> slots;
+absl::StatusOr<ConvGemm> ConvGemmFor(const Step& step, const StepProgram& program) {
+  ASSIGN_OR_RETURN(ConvGemm c, ConvGemmOf(*step.node));
+  c.taps_k = c.gemm.k;
+  // A 1x1 kernel's one tap: both orders are the weight's own, unpadded.
+  c.taps_outer = c.kernel_h * c.kernel_w == 1 || ConvTapsOuter(step, program);
+  if (!ConvTapsOuter(step, program)) return c;
+  const int64_t size = static_cast<int64_t>(DTypeSize(c.gemm.dtype));
+  const int64_t align = 16 / size;
+  c.gemm.k = (c.gemm.k + align - 1) / align * align;
+  c.column_bytes = c.gemm.m * c.gemm.k * size;
+  if (c.column_bytes > kMaxConvColumnBytes) {
+    return absl::UnimplementedError(absl::StrCat("a convolution whose columns take ",
+                                                 c.column_bytes >> 20, " MB"));
+  }
+  return c;
+}
+
+std::map<int, int64_t> TapsOuterWeightSlots(const StepProgram& program) {
+  std::map<int, int64_t> slots;
   for (const Step& step : program.steps) {
     if (!ConvTapsOuter(step, program)) continue;
-    const int slot = *TapsWeightSlot(step);
-    if (std::find(slots.begin(), slots.end(), slot) == slots.end()) slots.push_back(slot);
+    absl::StatusOr<ConvGemm> c = ConvGemmFor(step, program);
+    if (c.ok()) slots[*TapsWeightSlot(step)] = c->gemm.k;
   }
   return slots;
 }
 
-Tensor TapsOuterWeights(const Tensor& weight) {
+Tensor TapsOuterWeights(const Tensor& weight, int64_t padded_k) {
   const std::vector<int64_t>& d = weight.dims();
   const int64_t out = d[0], in = d[1], taps = d[2] * d[3];
   const size_t size = DTypeSize(weight.dtype());
-  Tensor permuted = UninitializedTensor(weight.dtype(), d);
+  Tensor permuted(weight.dtype(), {out, padded_k});  // Zeros past each row's taps.
   const char* src = static_cast<const char*>(weight.raw_data());
   char* dst = static_cast<char*>(permuted.raw_data());
   for (int64_t o = 0; o < out; ++o) {
     for (int64_t c = 0; c < in; ++c) {
       for (int64_t t = 0; t < taps; ++t) {
-        std::memcpy(dst + ((o * taps + t) * in + c) * size, src + ((o * in + c) * taps + t) * size,
-                    size);
+        std::memcpy(dst + (o * padded_k + t * in + c) * size,
+                    src + ((o * in + c) * taps + t) * size, size);
       }
     }
   }

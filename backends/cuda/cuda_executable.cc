@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <future>
+#include <map>
 #include <utility>
 
 #include "absl/container/inlined_vector.h"
@@ -275,7 +276,7 @@ absl::Status CompiledCudaProgram::PlanGemms(const CudaArtifact* artifact) {
     }
     absl::StatusOr<GemmShape> shape = GemmShapeOf(*step.node);
     if (IsConvGemmStep(step)) {
-      absl::StatusOr<ConvGemm> conv = ConvGemmOf(*step.node);
+      absl::StatusOr<ConvGemm> conv = ConvGemmFor(step, program_);
       shape = conv.ok() ? absl::StatusOr<GemmShape>(conv->gemm) : conv.status();
       if (conv.ok()) column_bytes_ = std::max(column_bytes_, AlignUp(static_cast<size_t>(conv->column_bytes)));
     }
@@ -335,15 +336,15 @@ absl::Status CompiledCudaProgram::UploadWeights() {
   const std::vector<int> halves =
       HalfWeightSlots(program_, options_, gpu_.major * 10 + gpu_.minor);
   // Convolution weights in the order their products take K (conv_gemm.h).
-  const std::vector<int> taps = TapsOuterWeightSlots(program_);
+  const std::map<int, int64_t> taps = TapsOuterWeightSlots(program_);
   std::vector<Tensor> hosts;
   for (size_t i = 0; i < program_.tensors.size(); ++i) {
     ASSIGN_OR_RETURN(Tensor host, CopyToHost(*program_.tensors[i]));
     if (std::find(halves.begin(), halves.end(), static_cast<int>(i)) != halves.end()) {
       host = ScaledHalfWeights(host);
     }
-    if (std::find(taps.begin(), taps.end(), static_cast<int>(i)) != taps.end()) {
-      host = TapsOuterWeights(host);
+    if (auto padded = taps.find(static_cast<int>(i)); padded != taps.end()) {
+      host = TapsOuterWeights(host, padded->second);
     }
     hosts.push_back(std::move(host));
   }

@@ -330,11 +330,11 @@ class Emitter {
   // element a thread in the columns' order (contiguous writes; each input
   // element is read by up to kh * kw neighbouring threads, from L1 or L2).
   absl::Status ConvColumns() {
-    ASSIGN_OR_RETURN(const ConvGemm c, ConvGemmOf(node()));
+    ASSIGN_OR_RETURN(const ConvGemm c, ConvGemmFor(*step_, p_));
     if (!c.needs_columns) return absl::OkStatus();
     const Node* x = node().inputs()[0];
     if (!ChannelsLast(x)) return absl::InternalError("a convolution product over NCHW input");
-    const bool taps_outer = ConvTapsOuter(*step_, p_);
+    const bool taps_outer = c.taps_outer;
     // Elements a thread copies: a piece of a tap's channels.
     const int64_t size = static_cast<int64_t>(DTypeSize(c.gemm.dtype));
     int64_t piece = taps_outer ? 16 / size : 1;
@@ -352,12 +352,28 @@ class Emitter {
     std::string body = absl::StrCat(
         "  for (", idx, " i = (", idx, ")blockIdx.x * blockDim.x + threadIdx.x; i < ", lit(total),
         "; i += (", idx, ")gridDim.x * blockDim.x) {\n", "    ", idx, " rest = i;\n");
+    // A padded row (taps_outer): its pieces past the taps are zeros.
+    const bool padded = c.gemm.k != c.taps_k;
+    if (padded) {
+      absl::StrAppend(&body, "    ", idx, " tap = rest % ", lit(c.gemm.k / piece),
+                      "; rest /= ", lit(c.gemm.k / piece), ";\n    const bool pad = tap >= ",
+                      lit(c.taps_k / piece), ";\n");
+    }
     std::vector<std::pair<std::string, int64_t>> digits{
         {"ci", c.in_channels / piece}, {"kx", c.kernel_w}, {"ky", c.kernel_h}};
     if (!taps_outer) digits = {{"kx", c.kernel_w}, {"ky", c.kernel_h}, {"ci", c.in_channels}};
-    digits.push_back({"ox", c.out_width});
-    digits.push_back({"oy", c.out_height});
-    for (const auto& [name, n] : digits) {
+    for (size_t d = 0; d < digits.size(); ++d) {
+      const auto& [name, n] = digits[d];
+      const std::string from = padded ? "tap" : "rest";
+      if (padded && d + 1 == digits.size()) {
+        absl::StrAppend(&body, "    const ", idx, " ", name, " = tap;\n");
+        continue;
+      }
+      absl::StrAppend(&body, "    const ", idx, " ", name, " = ", from, " % ", lit(n), "; ", from,
+                      " /= ", lit(n), ";\n");
+    }
+    for (const auto& [name, n] : std::vector<std::pair<std::string, int64_t>>{
+             {"ox", c.out_width}, {"oy", c.out_height}}) {
       absl::StrAppend(&body, "    const ", idx, " ", name, " = rest % ", lit(n), "; rest /= ",
                       lit(n), ";\n");
     }
@@ -368,8 +384,8 @@ class Emitter {
         &body, "    const ", idx, " y = oy * ", lit(c.stride_h), " - ", lit(c.pad_h), " + ky * ",
         lit(c.dilation_h), ", x = ox * ", lit(c.stride_w), " - ", lit(c.pad_w), " + kx * ",
         lit(c.dilation_w), ";\n    ", type, " v;\n    memset(&v, 0, sizeof(v));\n",
-        "    if (y >= 0 && y < ", lit(c.height), " && x >= 0 && x < ", lit(c.width),
-        ") v = __ldca(p1 + ", at, ");\n    columns[i] = v;\n  }\n");
+        "    if (", padded ? "!pad && " : "", "y >= 0 && y < ", lit(c.height), " && x >= 0 && x < ",
+        lit(c.width), ") v = __ldca(p1 + ", at, ");\n    columns[i] = v;\n  }\n");
     AddKernel({absl::StrCat("const ", type, "* __restrict__ p1"),
                absl::StrCat(type, "* __restrict__ columns")},
               body, GridFor(total, kThreads), kThreads, {BufferOf(x)});

@@ -96,15 +96,23 @@ TEST(CudaConv, UngroupedFloatConvolutionsRunAsProducts) {
       EXPECT_TRUE(step.channels_last);
       EXPECT_TRUE(step.operand_channels_last[0]);
       EXPECT_TRUE(cuda::IsGemmStep(step));
-      ASSERT_OK_AND_ASSIGN(const cuda::ConvGemm c, cuda::ConvGemmOf(*step.node));
-      EXPECT_EQ(c.gemm.k, DimsOf(*step.node->inputs()[1])[1] * c.kernel_h * c.kernel_w);
+      ASSERT_OK_AND_ASSIGN(const cuda::ConvGemm c, cuda::ConvGemmFor(step, program));
+      EXPECT_EQ(c.taps_k, DimsOf(*step.node->inputs()[1])[1] * c.kernel_h * c.kernel_w);
+      // By taps, K is padded to rows of 16 bytes (5 x 3 x 3 = 45 to 48).
+      if (cuda::ConvTapsOuter(step, program)) {
+        EXPECT_EQ(c.gemm.k * static_cast<int64_t>(DTypeSize(dtype)) % 16, 0);
+        EXPECT_LT(c.gemm.k - c.taps_k, 16 / static_cast<int64_t>(DTypeSize(dtype)));
+      } else {
+        EXPECT_EQ(c.gemm.k, c.taps_k);
+      }
       // Only the 1x1 convolution of stride 1 reads its input as it is.
       EXPECT_EQ(column_kernels, c.needs_columns ? 1 : 0) << step.node->name();
       with_columns += column_kernels;
-      // Module weights of kernels larger than 1x1: K by taps, the patches
-      // copied 16 bytes at a time where a pixel's channels are a multiple
-      // of 16 bytes; else one element at a time.
-      const bool by_taps = cuda::ConvTapsOuter(step, program);
+      // Module weights of kernels larger than 1x1, and 1x1 kernels: K by
+      // taps, the patches copied 16 bytes at a time where a pixel's
+      // channels are a multiple of 16 bytes; else one element at a time.
+      const bool by_taps = c.taps_outer;
+      EXPECT_EQ(by_taps, cuda::ConvTapsOuter(step, program) || c.kernel_h * c.kernel_w == 1);
       taps_outer += by_taps;
       for (const cuda::KernelLaunch& launch : launches) {
         if (!launch.writes_columns) continue;
@@ -118,8 +126,10 @@ TEST(CudaConv, UngroupedFloatConvolutionsRunAsProducts) {
     }
     EXPECT_EQ(products, 5);
     EXPECT_EQ(with_columns, 4);
-    EXPECT_EQ(taps_outer, 2);  // The first convolution and the dilated one.
-    // Their state slots, and only theirs, are uploaded permuted.
+    // The first convolution, the dilated one and the two 1x1 ones.
+    EXPECT_EQ(taps_outer, 4);
+    // The state slots of the first two, and only theirs, are uploaded
+    // permuted.
     EXPECT_EQ(cuda::TapsOuterWeightSlots(program).size(), 2u);
     EXPECT_EQ(direct, 1);
     // NCHW for the grouped convolution's input, the softmax's and the
@@ -137,15 +147,16 @@ TEST(CudaConv, UngroupedFloatConvolutionsRunAsProducts) {
 
 TEST(CudaConv, TapsOuterWeightsPutEachTapsChannelsTogether) {
   Tensor w(DType::kF32, {2, 3, 2, 2});
-  for (int64_t i = 0; i < w.NumElements(); ++i) w.data<float>()[i] = static_cast<float>(i);
-  const Tensor t = cuda::TapsOuterWeights(w);
-  EXPECT_EQ(t.dims(), w.dims());
+  for (int64_t i = 0; i < w.NumElements(); ++i) w.data<float>()[i] = static_cast<float>(i + 1);
+  const Tensor t = cuda::TapsOuterWeights(w, 16);  // 12 taps' channels, then 4 zeros.
+  ASSERT_EQ(t.dims(), (std::vector<int64_t>{2, 16}));
   for (int64_t o = 0; o < 2; ++o) {
     for (int64_t c = 0; c < 3; ++c) {
       for (int64_t tap = 0; tap < 4; ++tap) {
-        EXPECT_EQ(t.data<float>()[(o * 4 + tap) * 3 + c], w.data<float>()[(o * 3 + c) * 4 + tap]);
+        EXPECT_EQ(t.data<float>()[o * 16 + tap * 3 + c], w.data<float>()[(o * 3 + c) * 4 + tap]);
       }
     }
+    for (int64_t k = 12; k < 16; ++k) EXPECT_EQ(t.data<float>()[o * 16 + k], 0.0f);
   }
 }
 
