@@ -343,6 +343,9 @@ class Emitter {
                        : piece * size == 8 ? "uint2"
                        : piece * size == 4 ? "unsigned int"
                                            : "unsigned short";
+    if (taps_outer && piece == 1 && c.gemm.k * size % 16 == 0) {
+      return ConvColumnChunks(c, x, size == 2 ? "unsigned short" : "unsigned int", size);
+    }
     const int64_t total = c.gemm.m * c.gemm.k / piece;
     const int64_t input_elements = c.batch * c.height * c.width * c.in_channels;
     const bool narrow = c.gemm.m * c.gemm.k < (int64_t{1} << 31) &&
@@ -388,6 +391,44 @@ class Emitter {
         lit(c.width), ") v = __ldca(p1 + ", at, ");\n    columns[i] = v;\n  }\n");
     AddKernel({absl::StrCat("const ", type, "* __restrict__ p1"),
                absl::StrCat(type, "* __restrict__ columns")},
+              body, GridFor(total, kThreads), kThreads, {BufferOf(x)});
+    out_.launches[step_index_].back().writes_columns = true;
+    return absl::OkStatus();
+  }
+
+  // The patches of a convolution by taps over channels that no piece
+  // wider than an element divides (ResNet's stem over RGB, whose patches
+  // one element a thread cost more than its product): one thread 16 bytes
+  // of a (padded) patch row, each element's tap and channel found apart,
+  // stored at once, so that a warp's stores are one contiguous run.
+  absl::Status ConvColumnChunks(const ConvGemm& c, const Node* x, const std::string& bits,
+                                int64_t size) {
+    const int64_t per = 16 / size;
+    const int64_t chunks = c.gemm.k / per;
+    const int64_t total = c.gemm.m * chunks;
+    const int64_t input_elements = c.batch * c.height * c.width * c.in_channels;
+    const bool narrow = c.gemm.m * c.gemm.k < (int64_t{1} << 31) &&
+                        input_elements < (int64_t{1} << 31);
+    const std::string idx = narrow ? "int" : "long long", sfx = narrow ? "" : "LL";
+    auto lit = [&](int64_t v) { return absl::StrCat(v, sfx); };
+    const std::string body = absl::StrCat(
+        "  for (", idx, " i = (", idx, ")blockIdx.x * blockDim.x + threadIdx.x; i < ", lit(total),
+        "; i += (", idx, ")gridDim.x * blockDim.x) {\n    ", idx, " rest = i;\n    const int j = (int)(rest % ",
+        lit(chunks), "); rest /= ", lit(chunks), ";\n    const ", idx, " ox = rest % ",
+        lit(c.out_width), "; rest /= ", lit(c.out_width), ";\n    const ", idx, " oy = rest % ",
+        lit(c.out_height), "; rest /= ", lit(c.out_height), ";\n    __align__(16) ", bits, " o[",
+        per, "];\n    #pragma unroll\n    for (int v = 0; v < ", per,
+        "; ++v) {\n      const int e = j * ", per, " + v, tap = e / ", c.in_channels,
+        ", ci = e % ", c.in_channels, ";\n      const int ky = tap / ", c.kernel_w, ", kx = tap % ",
+        c.kernel_w, ";\n      const ", idx, " y = oy * ", lit(c.stride_h), " - ", lit(c.pad_h),
+        " + ky * ", lit(c.dilation_h), ", x = ox * ", lit(c.stride_w), " - ", lit(c.pad_w),
+        " + kx * ", lit(c.dilation_w), ";\n      o[v] = e < ", c.taps_k, " && y >= 0 && y < ",
+        lit(c.height), " && x >= 0 && x < ", lit(c.width), " ? __ldca(p1 + ((rest * ",
+        lit(c.height), " + y) * ", lit(c.width), " + x) * ", lit(c.in_channels), " + ci) : (",
+        bits, ")0;\n    }\n    *(uint4*)(columns + i * ", lit(per),
+        ") = *(const uint4*)o;\n  }\n");
+    AddKernel({absl::StrCat("const ", bits, "* __restrict__ p1"),
+               absl::StrCat(bits, "* __restrict__ columns")},
               body, GridFor(total, kThreads), kThreads, {BufferOf(x)});
     out_.launches[step_index_].back().writes_columns = true;
     return absl::OkStatus();
@@ -1323,6 +1364,11 @@ class Emitter {
       if (!is_max) include_pad = call.Bool("count_include_pad");
     }
     const DType t = out_dtype(), in_type = input->type()->dtype;
+    if (is_max && ChannelsLast(input) && t == in_type && IsFloatingPoint(t)) {
+      int64_t piece = 16 / static_cast<int64_t>(DTypeSize(t));
+      while (piece > 1 && in_dims[1] % piece != 0) piece /= 2;
+      if (piece > 1) return MaxPoolPieces(in_dims, dims, kernel, stride, pad, dil, piece);
+    }
     const DType acc = AccumulatorType(t);
     const std::string at = RegisterType(acc);
     // Output (..., oy, ox) = coordinates c[r-2], c[r-1]; the plane is the
@@ -1380,6 +1426,47 @@ class Emitter {
               Convert(absl::StrCat("acc / (", at, ")count"), acc, t), ";");
           return code;
         });
+    return absl::OkStatus();
+  }
+
+  // Max pooling of channels-last values: one thread a piece of `piece`
+  // adjacent channels of an output pixel (up to 16 bytes), each window tap
+  // one vector load; the output pixels' pieces are contiguous.
+  absl::Status MaxPoolPieces(const std::vector<int64_t>& in_dims, const std::vector<int64_t>& dims,
+                             const std::vector<int64_t>& kernel, const std::vector<int64_t>& stride,
+                             const std::vector<int64_t>& pad, const std::vector<int64_t>& dil,
+                             int64_t piece) {
+    const DType t = out_dtype();
+    const int64_t c = in_dims[1], h = in_dims[2], w = in_dims[3];
+    const int64_t total = Product(dims, 0, dims.size()) / piece;
+    const bool narrow = Product(in_dims, 0, in_dims.size()) < (int64_t{1} << 31) &&
+                        total * piece < (int64_t{1} << 31);
+    const std::string idx = narrow ? "int" : "long long", sfx = narrow ? "" : "LL";
+    auto lit = [&](int64_t v) { return absl::StrCat(v, sfx); };
+    const std::string st = StorageType(t), acc = RegisterType(AccumulatorType(t));
+    std::string body = absl::StrCat(
+        "  for (", idx, " i = (", idx, ")blockIdx.x * blockDim.x + threadIdx.x; i < ", lit(total),
+        "; i += (", idx, ")gridDim.x * blockDim.x) {\n    ", idx, " rest = i;\n    const ", idx,
+        " cp = rest % ", lit(c / piece), "; rest /= ", lit(c / piece), ";\n    const ", idx,
+        " ox = rest % ", lit(dims[3]), "; rest /= ", lit(dims[3]), ";\n    const ", idx,
+        " oy = rest % ", lit(dims[2]), "; rest /= ", lit(dims[2]), ";\n    ", acc, " m[", piece,
+        "];\n    #pragma unroll\n    for (int v = 0; v < ", piece, "; ++v) m[v] = ",
+        Extreme(AccumulatorType(t), false), ";\n    const ", idx, " sy = oy * ", lit(stride[0]),
+        " - ", lit(pad[0]), ", sx = ox * ", lit(stride[1]), " - ", lit(pad[1]),
+        ";\n    #pragma unroll\n    for (int ky = 0; ky < ", kernel[0], "; ++ky) {\n      const ",
+        idx, " y = sy + ky * ", lit(dil[0]), ";\n      if (y < 0 || y >= ", lit(h),
+        ") continue;\n      #pragma unroll\n      for (int kx = 0; kx < ", kernel[1],
+        "; ++kx) {\n        const ", idx, " x = sx + kx * ", lit(dil[1]),
+        ";\n        if (x < 0 || x >= ", lit(w), ") continue;\n        __align__(16) ", st, " a[",
+        piece, "];\n        g_ldv(a, p1 + ((rest * ", lit(h), " + y) * ", lit(w), " + x) * ",
+        lit(c), " + cp * ", lit(piece), ");\n        #pragma unroll\n        for (int v = 0; v < ",
+        piece, "; ++v) m[v] = g_max(m[v], ", Convert(FromStorage(t, "a[v]"), t, AccumulatorType(t)),
+        ");\n      }\n    }\n    __align__(16) ", st, " o[", piece,
+        "];\n    #pragma unroll\n    for (int v = 0; v < ", piece, "; ++v) o[v] = ",
+        StoreValue(t, Convert("m[v]", AccumulatorType(t), t)), ";\n    g_stv(p0 + i * ",
+        lit(piece), ", o);\n  }\n");
+    AddKernel({absl::StrCat(st, "* __restrict__ p0"), absl::StrCat("const ", st, "* __restrict__ p1")},
+              body, GridFor(total, kThreads), kThreads, {step_->result, step_->operands[0]});
     return absl::OkStatus();
   }
 

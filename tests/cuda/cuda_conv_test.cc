@@ -81,6 +81,14 @@ TEST(CudaConv, UngroupedFloatConvolutionsRunAsProducts) {
       int column_kernels = 0;
       for (const cuda::KernelLaunch& launch : launches) column_kernels += launch.writes_columns;
       if (step.kind == StepKind::kCopy && !step.channels_last) ++copies_to_nchw;
+      if (step.node->is_call("max_pool2d")) {
+        // Over channels-last values: 16 bytes of a pixel's channels a load.
+        EXPECT_TRUE(step.channels_last);
+        ASSERT_EQ(launches.size(), 1u);
+        EXPECT_THAT(source.units[launches[0].unit],
+                    HasSubstr(absl::StrCat("g_ldv(a, p1 + ((rest * 12 + y) * 10 + x) * 16 + cp * ",
+                                           16 / DTypeSize(dtype), ");")));
+      }
       if (step.kind != StepKind::kLibrary || !step.node->is_call("conv2d")) {
         EXPECT_EQ(column_kernels, 0) << step.node->name();
         continue;
@@ -121,7 +129,13 @@ TEST(CudaConv, UngroupedFloatConvolutionsRunAsProducts) {
         ASSERT_NE(at, std::string::npos);
         const std::string kernel = unit.substr(at, unit.find("\n}", at) - at);
         const bool wide = c.in_channels * static_cast<int64_t>(DTypeSize(dtype)) % 16 == 0;
-        EXPECT_EQ(kernel.find("uint4") != std::string::npos, by_taps && wide) << kernel;
+        EXPECT_EQ(kernel.find("const uint4* __restrict__ p1") != std::string::npos, by_taps && wide)
+            << kernel;
+        // An odd channel count by taps (the first convolution's 5): a
+        // thread per 16 bytes of a patch row, stored at once.
+        EXPECT_EQ(kernel.find("*(uint4*)(columns + i * ") != std::string::npos,
+                  by_taps && c.in_channels % 2 == 1 && c.kernel_h * c.kernel_w > 1)
+            << kernel;
       }
     }
     EXPECT_EQ(products, 5);
