@@ -3,7 +3,8 @@
 one run on one GPU, on the benchmark MLP (batch 32; fp32, tf32, bf16), a
 GPT-2-small block (batch 8, sequence 256, bf16; PyTorch with scaled-dot-product
 attention and with the explicit attention an ONNX export has, graft on that
-export) and a one-node graph; graft's bf16 rows also with bf16 inputs and outputs
+export), a one-node graph and ResNet-18 (batch 1 and 32, f32 and bf16, batch
+norms folded as an eval-mode export has them); graft's bf16 rows also with bf16 inputs and outputs
 (gpu_run --io-dtype bf16), as PyTorch's bf16 models take and return. Both are timed the same way: inputs already on the device, a
 loop of runs between two timer reads, the median of five rounds. Prints one
 table of per-run microseconds and ratios (PyTorch's best mode / graft), then
