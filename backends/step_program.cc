@@ -215,6 +215,7 @@ class ProgramBuilder {
     }
     if (AbsorbActivation(node)) return absl::OkStatus();
     if (AbsorbResidual(node)) return absl::OkStatus();
+    if (AbsorbResidualGroup(node)) return absl::OkStatus();
     if (AbsorbOutputPermute(node)) return absl::OkStatus();
     if (AbsorbResultCast(node)) return absl::OkStatus();
     Step step{.kind = KindOfStep(node, target_), .node = &node};
@@ -376,6 +377,8 @@ class ProgramBuilder {
 
   // relu or gelu right after a library call that nothing else reads
   // becomes the call's post-op: one pass over the result instead of two.
+  // Also after the residual add the call absorbed (relu(conv(x) + r), as
+  // ResNet's blocks end): the post-op then applies to the sum.
   bool AbsorbActivation(const Node& node) {
     std::string activation;
     if (node.is_call("relu")) {
@@ -394,9 +397,11 @@ class ProgramBuilder {
       return false;
     }
     Step& step = p_.steps[value->second.step];
-    if (step.kind != StepKind::kLibrary || step.node != input ||
-        !step.activation.empty() || input->is_call("graft::linear_activation") ||
-        !target_.absorbs_activation(*input, activation)) {
+    const auto residual_add = residual_adds_.find(value->second.step);
+    const bool after_residual = residual_add != residual_adds_.end() && residual_add->second == input;
+    if (step.kind != StepKind::kLibrary || (step.node != input && !after_residual) ||
+        !step.activation.empty() || step.node->is_call("graft::linear_activation") ||
+        !target_.absorbs_activation(*step.node, activation)) {
       return false;
     }
     step.activation = activation;
@@ -406,7 +411,8 @@ class ProgramBuilder {
   }
 
   // add(product, r) where the product is a library call's result that
-  // nothing else reads and r, of the same type, is computed before it:
+  // nothing else reads and r, of the same type and layout, is computed
+  // before it:
   // the call adds r as it writes (Step::residual), one pass instead of
   // two. Either operand order. Not where r is a program input, or r or the
   // sum a program output (or an alias of one): a generated kernel reads
@@ -417,40 +423,83 @@ class ProgramBuilder {
         node.args().size() != 2 || !node.arg(0).is_node() || !node.arg(1).is_node()) {
       return false;
     }
-    if (SharesAnOutput(&node)) return false;
+    return AbsorbSum(node, node.arg(0).node(), node.arg(1).node(), "");
+  }
+
+  // relu(add(a, b)) that FuseElementwisePass made one group (as every
+  // ResNet block ends) absorbs as the add alone would, the ReLU becoming
+  // the call's post-op after the sum: both or neither.
+  bool AbsorbResidualGroup(const Node& node) {
+    if (!target_.absorbs_residual || node.op() != OpCode::kCallModule || node.num_args() != 2 ||
+        !node.arg(0).is_node() || !node.arg(1).is_node()) {
+      return false;
+    }
+    const Module* group = p_.module->FindSubmodule(node.target());
+    if (group == nullptr) return false;
+    const std::vector<Node*> placeholders = group->graph().placeholders();
+    const Node* add = nullptr;
+    const Node* relu = nullptr;
+    for (const Node* n : group->graph().nodes()) {
+      if (n->op() == OpCode::kPlaceholder || n->op() == OpCode::kOutput) continue;
+      if (n->is_call("add") && add == nullptr && n->args().size() == 2 && n->arg(0).is_node() &&
+          n->arg(1).is_node() && n->arg(0).node() != n->arg(1).node() &&
+          n->arg(0).node()->op() == OpCode::kPlaceholder &&
+          n->arg(1).node()->op() == OpCode::kPlaceholder) {
+        add = n;
+      } else if (n->is_call("relu") && add != nullptr && relu == nullptr && n->inputs()[0] == add) {
+        relu = n;
+      } else {
+        return false;
+      }
+    }
+    if (relu == nullptr || placeholders.size() != 2 || group->graph().output()->inputs().size() != 1 ||
+        group->graph().output()->inputs()[0] != relu || add->type() != relu->type()) {
+      return false;
+    }
+    return AbsorbSum(node, node.arg(0).node(), node.arg(1).node(), "relu");
+  }
+
+  // `sum` = a + b (then `activation`, "" for none) absorbed into the
+  // library call that computes a or b, as AbsorbResidual says.
+  bool AbsorbSum(const Node& sum, const Node* a, const Node* b, const std::string& activation) {
+    if (SharesAnOutput(&sum)) return false;
     for (int first : {0, 1}) {
-      const Node* product = node.arg(first).node();
-      const Node* residual = node.arg(1 - first).node();
+      const Node* product = first == 0 ? a : b;
+      const Node* residual = first == 0 ? b : a;
       auto value = values_.find(product);
       auto added = values_.find(residual);
       if (product == residual || value == values_.end() || added == values_.end() ||
           SharesAnOutput(residual) ||
           value->second.step < 0 || product->num_uses() != 1 ||
-          product->type() != node.type() || residual->type() != node.type() ||
-          added->second.channels_last || added->second.step >= value->second.step ||
+          product->type() != sum.type() || residual->type() != sum.type() ||
+          added->second.step >= value->second.step ||
           (added->second.step < 0 && added->second.external.where == BufferRef::Where::kInput)) {
         continue;
       }
       const int index = value->second.step;
       Step& step = p_.steps[index];
       if (step.kind != StepKind::kLibrary || step.node != product || !step.activation.empty() ||
-          step.residual >= 0 || step.casts_input || step.result_dtype || step.channels_last ||
-          !target_.absorbs_residual(*product)) {
+          step.residual >= 0 || step.casts_input || step.result_dtype ||
+          step.channels_last != added->second.channels_last ||
+          !target_.absorbs_residual(*product) ||
+          (!activation.empty() && !target_.absorbs_activation(*product, activation))) {
         continue;
       }
       auto known = std::find(step.inputs.begin(), step.inputs.end(), residual);
       step.residual = static_cast<int>(known - step.inputs.begin());
       if (known == step.inputs.end()) {
         step.inputs.push_back(residual);
-        step.operand_channels_last.push_back(false);
+        step.operand_channels_last.push_back(added->second.channels_last);
         sources_[index].push_back(added->second);
       }
+      step.activation = activation;
+      if (activation.empty()) residual_adds_[index] = &sum;
       if (added->second.step >= 0) {
         int& last = last_use_[added->second.step];
         last = std::max(last, index);
       }
       const ValueSource source = value->second;  // Inserting may rehash.
-      values_[&node] = source;
+      values_[&sum] = source;
       return true;
     }
     return false;
@@ -638,6 +687,8 @@ class ProgramBuilder {
   int num_inputs_ = 0;
   absl::flat_hash_map<const Node*, ValueSource> values_;
   absl::flat_hash_map<const Node*, int> channels_last_copy_, nchw_copy_;
+  // The add each library step absorbed as its residual (AbsorbResidual).
+  absl::flat_hash_map<int, const Node*> residual_adds_;
   std::vector<std::vector<ValueSource>> sources_;  // Per step.
   absl::flat_hash_map<int, int> last_use_;         // Step -> last reader.
   absl::flat_hash_set<int> composed_away_;          // View steps read through.

@@ -42,6 +42,8 @@ absl::StatusOr<ConvGemm> ConvGemmOf(const Node& conv) {
     return absl::UnimplementedError("a convolution of mixed dtypes");
   }
   if (call.Int("groups") != 1) return absl::UnimplementedError("a grouped convolution");
+  // One buffer cannot be both the NHWC input and the [Cout, K] weight.
+  if (w == x) return absl::UnimplementedError("a convolution whose weight is its input");
   const std::vector<int64_t> in = DimsOf(*x), wd = DimsOf(*w), out = DimsOf(conv);
   if (in.size() != 4 || wd.size() != 4 || out.size() != 4 || wd[1] != in[1]) {
     return absl::UnimplementedError("a convolution that is not 2-D over NCHW");
@@ -85,7 +87,11 @@ absl::StatusOr<ConvGemm> ConvGemmOf(const Node& conv) {
                       c.pad_h == 0 && c.pad_w == 0 && c.out_height == c.height &&
                       c.out_width == c.width);
   c.column_bytes = c.needs_columns ? g.m * g.k * static_cast<int64_t>(DTypeSize(t)) : 0;
-  if (c.column_bytes > kMaxConvColumnBytes) {
+  // Checked with K as ConvGemmFor may pad it (by taps, to rows of 16
+  // bytes), so that a convolution accepted here is one it accepts.
+  const int64_t align = 16 / static_cast<int64_t>(DTypeSize(t));
+  const int64_t padded_k = c.kernel_h * c.kernel_w > 1 ? (g.k + align - 1) / align * align : g.k;
+  if (c.needs_columns && g.m * padded_k * static_cast<int64_t>(DTypeSize(t)) > kMaxConvColumnBytes) {
     return absl::UnimplementedError(absl::StrCat("a convolution whose columns take ",
                                                  c.column_bytes >> 20, " MB"));
   }

@@ -30,6 +30,9 @@ namespace {
 // the linear layers of few rows that graft's own kernel may run
 // (skinny_gemm.h, unless gemm=cublaslt), which have no such epilogue.
 bool AbsorbsResidual(const Node& call, const CudaOptions& options) {
+  // A convolution's product writes [N*Ho*Wo, Cout] rows: an NHWC residual
+  // has that layout (step_program.cc checks that it is channels-last too).
+  if (RunsAsConvGemm(call)) return true;
   if (!call.is_call("linear") && !call.is_call("matmul")) return false;
   absl::StatusOr<GemmShape> shape = GemmShapeOf(call);
   // One product (batched ones as one GEMM where they flatten), whose C

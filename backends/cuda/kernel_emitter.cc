@@ -520,13 +520,15 @@ class Emitter {
            step_->operand_channels_last[i] && n->type()->rank() == 4;
   }
   // `n` read over the index space `dims`, in its own layout, with stride 0
-  // where it broadcasts.
+  // where it broadcasts (a channels-last 4-D value's dims are the last
+  // four of `dims`).
   Operand Broadcast(const Node* n, const std::vector<int64_t>& dims) const {
     const std::vector<int64_t> own = DimsOf(*n);
     std::vector<int64_t> strides = BroadcastStrides(own, dims);
-    if (ChannelsLast(n) && dims.size() == 4) {
+    if (ChannelsLast(n) && dims.size() >= 4) {
       const std::vector<int64_t> layout = LayoutStrides(own, true);
-      for (size_t k = 0; k < 4; ++k) strides[k] = own[k] == 1 ? 0 : layout[k];
+      const size_t shift = dims.size() - 4;
+      for (size_t k = 0; k < 4; ++k) strides[shift + k] = own[k] == 1 ? 0 : layout[k];
     }
     return Operand{n->type()->dtype, 0, std::move(strides), true};
   }

@@ -105,10 +105,12 @@ class StepEmitter {
   View Broadcast(const Node* input, const std::vector<int64_t>& out) const {
     const std::vector<int64_t> dims = DimsOf(*input);
     std::vector<int64_t> strides = BroadcastStrides(dims, out);
-    if (OperandChannelsLast(input)) {
-      // Its own layout's strides, zero where it broadcasts.
+    if (OperandChannelsLast(input) && out.size() >= 4) {
+      // Its own layout's strides, zero where it broadcasts; its four dims
+      // are the index space's last four.
       const std::vector<int64_t> own = LayoutStrides(dims, true);
-      for (size_t k = 0; k < 4; ++k) strides[k] = dims[k] == 1 ? 0 : own[k];
+      const size_t shift = out.size() - 4;
+      for (size_t k = 0; k < 4; ++k) strides[shift + k] = dims[k] == 1 ? 0 : own[k];
     }
     return {Data(input), input->type()->dtype, 0, std::move(strides)};
   }

@@ -30,7 +30,8 @@ using ::testing::HasSubstr;
 // add, a dilated convolution of unequal strides, batch norm, average
 // pooling, a grouped convolution (the direct kernel, NCHW), a softmax
 // over channels (which reads NCHW), a head of global pooling and a
-// linear layer, and a convolution by a weight the caller gives.
+// linear layer, a convolution by a weight the caller gives, and a rank-5
+// product of a convolution's output.
 // Convolution outputs are program outputs too.
 ModuleBuilder Network(std::mt19937_64& rng, DType dtype) {
   ModuleBuilder b(rng);
@@ -63,7 +64,9 @@ ModuleBuilder Network(std::mt19937_64& rng, DType dtype) {
   // A weight the caller gives: the product takes it in its own order.
   Node* given = b.Call("conv2d", {pooled, b.In(dtype, {4, 16, 3, 3}, -0.3, 0.3)},
                        {{"padding", Ints({1, 1})}});
-  b.Out({h, dilated, channels, head, given});
+  // A channels-last value broadcast into a rank-5 product.
+  Node* five = b.Call("mul", {dilated, b.In(dtype, {2, 2, 8, 6, 3}, -1, 1)});
+  b.Out({h, dilated, channels, head, given, five});
   return b;
 }
 
@@ -149,10 +152,26 @@ TEST(CudaConv, UngroupedFloatConvolutionsRunAsProducts) {
     // NCHW for the grouped convolution's input, the softmax's and the
     // program's outputs.
     EXPECT_GE(copies_to_nchw, 2);
-    // The ReLU after the first convolution is cuBLASLt's epilogue.
-    bool relu_absorbed = false;
-    for (const Step& step : program.steps) relu_absorbed |= step.activation == "relu";
-    EXPECT_TRUE(relu_absorbed);
+    // The ReLU after the first convolution is cuBLASLt's epilogue; so are
+    // the residual add of the two 1x1 convolutions (in the later one, the
+    // shortcut) and the ReLU after it.
+    int relus = 0, residuals = 0;
+    for (const Step& step : program.steps) {
+      relus += step.activation == "relu";
+      if (step.residual < 0) continue;
+      ++residuals;
+      EXPECT_TRUE(cuda::IsConvGemmStep(step));
+      EXPECT_EQ(step.activation, "relu");
+      EXPECT_TRUE(step.operand_channels_last[step.residual]);
+    }
+    EXPECT_EQ(relus, 2);
+    EXPECT_EQ(residuals, 1);
+    // No kernel of its own for the sum (the network's only add, which
+    // with its ReLU would otherwise be a fused group).
+    for (const Step& step : program.steps) {
+      EXPECT_FALSE(step.node->is_call("add") || step.node->op() == OpCode::kCallModule)
+          << step.node->name();
+    }
     ASSERT_OK_AND_ASSIGN(std::vector<std::string> cubins,
                          cuda::CompileUnitsToCubins(source.units, "sm_90"));
     EXPECT_EQ(cubins.size(), source.units.size());
@@ -182,9 +201,28 @@ TEST(CudaConv, WhatStaysOnTheDirectKernel) {
   Node* grouped = b.Call("conv2d", {b.In(DType::kF32, {1, 4, 6, 6}, -1, 1),
                                     b.Const(DType::kF32, {4, 2, 3, 3}, -1, 1)},
                          {{"groups", int64_t{2}}});
-  b.Out({f64, grouped});
+  // One value as input and weight: the product would need it in two layouts.
+  Node* square = b.In(DType::kF32, {4, 4, 3, 3}, -1, 1);
+  Node* self = b.Call("conv2d", {square, square});
+  b.Out({f64, grouped, self});
   EXPECT_THAT(cuda::ConvGemmOf(*f64).status().message(), HasSubstr("f64"));
   EXPECT_THAT(cuda::ConvGemmOf(*grouped).status().message(), HasSubstr("grouped"));
+  EXPECT_THAT(cuda::ConvGemmOf(*self).status().message(), HasSubstr("weight is its input"));
+  // The stem of ResNet-18 in f32 at batch 145: 1.0695e9 bytes of patches
+  // at K = 147, past 2^30 only at the padded 148 that running by taps
+  // needs. Refused here, so that no program plans it as a product.
+  absl::StatusOr<Module> stem = ParseModule(R"(
+tensor w : f32[64,3,7,7] = zeros
+graph():
+    %x : f32[145,3,224,224] = placeholder[target=x]
+    %w = get_attr[target=w]
+    %y = call_function[target=conv2d](args = (%x, %w), kwargs = {stride: [2, 2], padding: [3, 3]})
+    return y
+)");
+  ASSERT_OK(stem.status());
+  ASSERT_OK(passes::PropagateShapes(*stem).status());
+  EXPECT_THAT(cuda::ConvGemmOf(*stem->graph().output()->inputs()[0]).status().message(),
+              HasSubstr("columns take"));
   // Columns past kMaxConvColumnBytes: 4 x 1024 x 1024 rows of 9 x 64 f32.
   absl::StatusOr<Module> big = ParseModule(R"(
 tensor w : f32[8,64,3,3] = zeros

@@ -1178,7 +1178,9 @@ TEST(OrcGemm, ConvolutionsFeedingEveryKindOfStep) {
                                   {"end", int64_t{5}}}),
            b.Call("permute", {c3, Ints({0, 2, 3, 1})}),
            b.Call("reshape", {b.Call("sigmoid", {c2}), Ints({-1})}),
-           b.Call("mean", {b.Call("gelu", {c1}), Ints({2, 3})})});
+           b.Call("mean", {b.Call("gelu", {c1}), Ints({2, 3})}),
+           // A channels-last value broadcast into a rank-5 product.
+           b.Call("mul", {c2, b.In(DType::kF32, {2, input[0], 8, input[2], input[3]}, -1, 1)})});
     ExpectOrcMatchesInterp(b, kReduceTol);
   }
 }
