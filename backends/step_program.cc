@@ -486,6 +486,17 @@ class ProgramBuilder {
         continue;
       }
       auto known = std::find(step.inputs.begin(), step.inputs.end(), residual);
+      // An input the step already reads must be read as the residual is
+      // laid out: not where the step reads a converted copy (a
+      // convolution's weight is read NCHW, whatever its value's layout).
+      if (known != step.inputs.end()) {
+        const ValueSource& read = sources_[index][known - step.inputs.begin()];
+        if (read.step != added->second.step || read.channels_last != added->second.channels_last ||
+            read.external.where != added->second.external.where ||
+            read.external.index != added->second.external.index) {
+          continue;
+        }
+      }
       step.residual = static_cast<int>(known - step.inputs.begin());
       if (known == step.inputs.end()) {
         step.inputs.push_back(residual);

@@ -91,9 +91,10 @@ absl::StatusOr<ConvGemm> ConvGemmOf(const Node& conv) {
   // bytes), so that a convolution accepted here is one it accepts.
   const int64_t align = 16 / static_cast<int64_t>(DTypeSize(t));
   const int64_t padded_k = c.kernel_h * c.kernel_w > 1 ? (g.k + align - 1) / align * align : g.k;
-  if (c.needs_columns && g.m * padded_k * static_cast<int64_t>(DTypeSize(t)) > kMaxConvColumnBytes) {
+  const int64_t most_bytes = g.m * padded_k * static_cast<int64_t>(DTypeSize(t));
+  if (c.needs_columns && most_bytes > kMaxConvColumnBytes) {
     return absl::UnimplementedError(absl::StrCat("a convolution whose columns take ",
-                                                 c.column_bytes >> 20, " MB"));
+                                                 most_bytes >> 20, " MB"));
   }
   return c;
 }

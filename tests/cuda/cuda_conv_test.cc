@@ -178,6 +178,29 @@ TEST(CudaConv, UngroupedFloatConvolutionsRunAsProducts) {
   }
 }
 
+// A residual that the convolution also reads, as its weight, through an
+// NCHW copy of a channels-last value: the sum is not the product's C (C
+// must be the residual's own NHWC bytes), and the results stay right.
+TEST(CudaConv, AResidualIsAddedInItsOwnLayout) {
+  CUDA_TEST_SEED(rng);
+  ModuleBuilder b(rng);
+  Node* z = b.In(DType::kF32, {4, 4, 3, 3}, -1, 1);
+  Node* w = b.Call("relu", {b.Call("conv2d", {z, b.Const(DType::kF32, {4, 4, 1, 1}, -1, 1)})});
+  Node* x = b.In(DType::kF32, {4, 4, 3, 3}, -1, 1);
+  Node* y = b.Call("conv2d", {x, w}, {{"padding", Ints({1, 1})}});
+  b.Out({b.Call("softmax", {b.Call("add", {y, w}), int64_t{1}})});
+  ASSERT_OK_AND_ASSIGN(StepProgram program, cuda::BuildCudaProgram(b.module(), TypesOf(b), {}));
+  int products = 0;
+  for (const Step& step : program.steps) {
+    if (!cuda::IsConvGemmStep(step)) continue;
+    ++products;
+    EXPECT_LT(step.residual, 0) << step.node->name();
+  }
+  EXPECT_EQ(products, 2);
+  SKIP_WITHOUT_GPU();
+  ExpectCudaMatchesInterp(b, kReduceTol);
+}
+
 TEST(CudaConv, TapsOuterWeightsPutEachTapsChannelsTogether) {
   Tensor w(DType::kF32, {2, 3, 2, 2});
   for (int64_t i = 0; i < w.NumElements(); ++i) w.data<float>()[i] = static_cast<float>(i + 1);

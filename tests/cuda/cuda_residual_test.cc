@@ -218,5 +218,30 @@ TEST(CudaGemm, ResidualInTheEpilogueMatchesTheInterpreter) {
   }
 }
 
+// relu(linear(h) + h), unfused (the add, then the relu) and as the one
+// pointwise group the fusion makes of them: both the residual and the
+// ReLU after the sum ride in the product (cuBLASLt applies the ReLU to
+// the sum), and the results match the interpreter.
+TEST(CudaGemm, AReluAfterTheResidualRidesInTheProduct) {
+  CUDA_TEST_SEED(rng);
+  ModuleBuilder b(rng);
+  Node* h = b.Call("tanh", {b.In(DType::kF32, {200, 96}, -1, 1)});
+  Node* y = b.Call("linear", {h, b.Const(DType::kF32, {96, 96}, -0.3, 0.3),
+                              b.Const(DType::kF32, {96}, -0.3, 0.3)});
+  b.Out({b.Call("softmax", {b.Call("relu", {b.Call("add", {y, h})}), int64_t{-1}})});
+  ASSERT_OK_AND_ASSIGN(StepProgram program, cuda::BuildCudaProgram(b.module(), TypesOf(b), {}));
+  EXPECT_EQ(StepsRunning(program, "add"), 0);
+  EXPECT_EQ(StepsRunning(program, "relu"), 0);
+  for (const Step& step : program.steps) {
+    EXPECT_NE(step.node->op(), OpCode::kCallModule) << step.node->name();
+  }
+  const Step* product = ProductStep(program);
+  ASSERT_NE(product, nullptr);
+  EXPECT_GE(product->residual, 0);
+  EXPECT_EQ(product->activation, "relu");
+  SKIP_WITHOUT_GPU();
+  ExpectCudaMatchesInterp(b, kReduceTol);
+}
+
 }  // namespace
 }  // namespace graft::cuda_test
