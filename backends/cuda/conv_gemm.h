@@ -27,10 +27,9 @@ namespace graft::cuda {
 // zeros to a multiple of 16 bytes, which cuBLASLt's tensor-core kernels
 // need of a row (ResNet's 7x7 stem over 3 channels has K = 147).
 // Otherwise K keeps the weight's own order, (ci, ky, kx), and the weight
-// is read as it is. `columns` is the
-// input's patches (im2col), written by a generated kernel into the run's
-// column buffer before the product; a 1x1 convolution of stride 1 without
-// padding reads the NHWC input itself. Bias and ReLU are cuBLASLt's
+// is read as it is. `columns` is the input's patches (im2col), written by
+// a generated kernel into the run's column buffer before the product; a
+// 1x1 convolution of stride 1 without padding reads the NHWC input itself. Bias and ReLU are cuBLASLt's
 // epilogue, as for linear layers. The direct kernel (kernel_emitter.cc)
 // keeps grouped convolutions, f64, and products whose column buffer would
 // exceed kMaxConvColumnBytes.
