@@ -37,6 +37,16 @@ std::vector<int64_t> BroadcastStrides(const std::vector<int64_t>& dims,
   return strides;
 }
 
+std::vector<int64_t> LayoutBroadcastStrides(const std::vector<int64_t>& dims,
+                                            const std::vector<int64_t>& out, bool channels_last) {
+  std::vector<int64_t> strides = BroadcastStrides(dims, out);
+  if (!channels_last || dims.size() != 4 || out.size() < 4) return strides;
+  const std::vector<int64_t> own = LayoutStrides(dims, true);
+  const size_t shift = out.size() - 4;
+  for (size_t k = 0; k < 4; ++k) strides[shift + k] = dims[k] == 1 ? 0 : own[k];
+  return strides;
+}
+
 std::vector<int64_t> DimsOf(const Node& node) {
   std::vector<int64_t> dims;
   for (Dim d : node.type()->shape) dims.push_back(d.value());

@@ -25,6 +25,11 @@ std::vector<int64_t> LayoutStrides(const std::vector<int64_t>& dims,
 // the right) over the index space `out`.
 std::vector<int64_t> BroadcastStrides(const std::vector<int64_t>& dims,
                                       const std::vector<int64_t>& out);
+// A value of `dims` read over the index space `out` (right-aligned, as
+// BroadcastStrides), laid out channels-last (NHWC) when `channels_last`
+// and 4-D: its own layout's strides, zero where it broadcasts.
+std::vector<int64_t> LayoutBroadcastStrides(const std::vector<int64_t>& dims,
+                                            const std::vector<int64_t>& out, bool channels_last);
 
 // A node's static dims (its type must be known and constant).
 std::vector<int64_t> DimsOf(const Node& node);

@@ -101,18 +101,18 @@ absl::StatusOr<ConvGemm> ConvGemmOf(const Node& conv) {
 
 bool RunsAsConvGemm(const Node& node) { return ConvGemmOf(node).ok(); }
 
-namespace {
-
-bool IsConvProduct(const Step& step) {
+bool IsConvGemmStep(const Step& step) {
   return step.kind == StepKind::kLibrary && step.node->is_call("conv2d") && step.channels_last &&
          RunsAsConvGemm(*step.node);
 }
+
+namespace {
 
 // The state slot of the product's weight where it is a module tensor read
 // as it is (a get_attr of the weight's own shape), and its kernel is
 // larger than 1x1.
 std::optional<int> TapsWeightSlot(const Step& step) {
-  if (!IsConvProduct(step)) return std::nullopt;
+  if (!IsConvGemmStep(step)) return std::nullopt;
   absl::StatusOr<OpCall> call = OpCall::Bind(*step.node);
   if (!call.ok()) return std::nullopt;
   const Node* weight = call->TensorNode("weight");
@@ -152,8 +152,9 @@ absl::StatusOr<ConvGemm> ConvGemmFor(const Step& step, const StepProgram& progra
   ASSIGN_OR_RETURN(ConvGemm c, ConvGemmOf(*step.node));
   c.taps_k = c.gemm.k;
   // A 1x1 kernel's one tap: both orders are the weight's own, unpadded.
-  c.taps_outer = c.kernel_h * c.kernel_w == 1 || ConvTapsOuter(step, program);
-  if (!ConvTapsOuter(step, program)) return c;
+  const bool permuted = ConvTapsOuter(step, program);
+  c.taps_outer = c.kernel_h * c.kernel_w == 1 || permuted;
+  if (!permuted) return c;
   const int64_t size = static_cast<int64_t>(DTypeSize(c.gemm.dtype));
   const int64_t align = 16 / size;
   c.gemm.k = (c.gemm.k + align - 1) / align * align;

@@ -60,6 +60,11 @@ absl::StatusOr<ConvGemm> ConvGemmFor(const Step& step, const StepProgram& progra
 // such a convolution reads and writes channels-last values.
 bool RunsAsConvGemm(const Node& node);
 
+// Whether the step is a convolution that runs as a product (the step
+// program made it channels-last): its column kernel runs before the
+// product.
+bool IsConvGemmStep(const Step& step);
+
 // Whether the convolution product of `step` orders K by taps, (ky, kx,
 // ci): its kernel is larger than 1x1 and its weight is a module tensor
 // (state slot) that every step of `program` reading it reads as the

@@ -523,14 +523,8 @@ class Emitter {
   // where it broadcasts (a channels-last 4-D value's dims are the last
   // four of `dims`).
   Operand Broadcast(const Node* n, const std::vector<int64_t>& dims) const {
-    const std::vector<int64_t> own = DimsOf(*n);
-    std::vector<int64_t> strides = BroadcastStrides(own, dims);
-    if (ChannelsLast(n) && dims.size() >= 4) {
-      const std::vector<int64_t> layout = LayoutStrides(own, true);
-      const size_t shift = dims.size() - 4;
-      for (size_t k = 0; k < 4; ++k) strides[shift + k] = own[k] == 1 ? 0 : layout[k];
-    }
-    return Operand{n->type()->dtype, 0, std::move(strides), true};
+    return Operand{n->type()->dtype, 0, LayoutBroadcastStrides(DimsOf(*n), dims, ChannelsLast(n)),
+                   true};
   }
   Operand Contiguous(const std::vector<int64_t>& dims) const {
     return Operand{out_dtype(), 0, ContiguousStrides(dims), true};
@@ -1798,11 +1792,6 @@ std::string ExactDoubleLiteral(double v) {
 bool IsGemmStep(const Step& step) {
   if (step.kind != StepKind::kLibrary || step.node->is_call(kQuantizedConv2dOp)) return false;
   return !step.node->is_call("conv2d") || IsConvGemmStep(step);
-}
-
-bool IsConvGemmStep(const Step& step) {
-  return step.kind == StepKind::kLibrary && step.node->is_call("conv2d") && step.channels_last &&
-         RunsAsConvGemm(*step.node);
 }
 
 absl::StatusOr<KernelSource> GenerateKernels(const StepProgram& program,

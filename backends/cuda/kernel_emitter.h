@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "backends/cuda/conv_gemm.h"
 #include "backends/cuda/cuda_program.h"
 #include "backends/step_program.h"
 
@@ -65,9 +66,6 @@ std::string ExactDoubleLiteral(double v);
 
 // Whether a step runs as a cuBLASLt matrix product rather than a kernel.
 bool IsGemmStep(const Step& step);
-// Whether it is a convolution run so (conv_gemm.h): its column kernel
-// runs before the product.
-bool IsConvGemmStep(const Step& step);
 
 // Generates a kernel for every step but the GEMMs: pointwise and fused
 // groups from the registry's scalar formulas (with broadcasting), views

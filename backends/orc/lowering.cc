@@ -103,16 +103,8 @@ class StepEmitter {
   }
   // `input` broadcast over the index space `out`.
   View Broadcast(const Node* input, const std::vector<int64_t>& out) const {
-    const std::vector<int64_t> dims = DimsOf(*input);
-    std::vector<int64_t> strides = BroadcastStrides(dims, out);
-    if (OperandChannelsLast(input) && out.size() >= 4) {
-      // Its own layout's strides, zero where it broadcasts; its four dims
-      // are the index space's last four.
-      const std::vector<int64_t> own = LayoutStrides(dims, true);
-      const size_t shift = out.size() - 4;
-      for (size_t k = 0; k < 4; ++k) strides[shift + k] = dims[k] == 1 ? 0 : own[k];
-    }
-    return {Data(input), input->type()->dtype, 0, std::move(strides)};
+    return {Data(input), input->type()->dtype, 0,
+            LayoutBroadcastStrides(DimsOf(*input), out, OperandChannelsLast(input))};
   }
 
   // Binds the formula's names for one call: tensor parameters to `value_of`
