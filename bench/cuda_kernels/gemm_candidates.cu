@@ -8,9 +8,13 @@
 // launch streams them from L2 or memory as a run would).
 //
 //   cd bench/cuda_kernels && nvcc -O2 -std=c++17 -o gemm_candidates gemm_candidates.cu -lcublasLt &&
-//     ./gemm_candidates [ROWS,IN,OUT[,relu] ...]
+//     ./gemm_candidates [--all] [ROWS,IN,OUT[,relu] ...]
 //
-// Without arguments, the MLP's three layers at 1024 and 512 rows.
+// Without layers, the MLP's three layers at 1024 and 512 rows. --all also
+// searches beyond the heuristic: every algorithm cuBLASLt has for the types,
+// with every tile, stage count, cluster shape, CTA swizzle and K split (1 to
+// 4) that cublasLtMatmulAlgoCheck accepts, each screened by a short loop,
+// the fastest eight then timed as above.
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -18,6 +22,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 namespace {
@@ -92,6 +97,114 @@ void Describe(const cublasLtMatmulAlgo_t& algo, char* out, size_t size) {
                 Attr(algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING));
 }
 
+bool g_search_all = false;
+
+template <typename T>
+std::vector<T> Cap(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoCapAttributes_t what) {
+  size_t bytes = 0;
+  if (cublasLtMatmulAlgoCapGetAttribute(&algo, what, nullptr, 0, &bytes) != CUBLAS_STATUS_SUCCESS ||
+      bytes == 0) {
+    return {};
+  }
+  std::vector<T> values(bytes / sizeof(T));
+  cublasLtMatmulAlgoCapGetAttribute(&algo, what, values.data(), bytes, &bytes);
+  return values;
+}
+
+struct Found {
+  cublasLtMatmulAlgo_t algo;
+  float us;
+};
+
+// Every configuration cublasLtMatmulAlgoCheck accepts, screened by a loop
+// of 10 launches; the fastest eight timed as Gemm::Time does.
+Found SearchAll(Gemm& g, int& screened) {
+  int ids[512];
+  int count = 0;
+  Check(cublasLtMatmulAlgoGetIds(g.handle, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_16BF,
+                                 CUDA_R_16BF, CUDA_R_16BF, CUDA_R_16BF, 512, ids, &count),
+        "algo ids");
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  const float one = 1, zero = 0;
+  std::vector<Found> quick;
+  for (int a = 0; a < count; ++a) {
+    cublasLtMatmulAlgo_t base;
+    if (cublasLtMatmulAlgoInit(g.handle, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_16BF, CUDA_R_16BF,
+                               CUDA_R_16BF, CUDA_R_16BF, ids[a], &base) != CUBLAS_STATUS_SUCCESS) {
+      continue;
+    }
+    std::vector<uint32_t> tiles = Cap<uint32_t>(base, CUBLASLT_ALGO_CAP_TILE_IDS);
+    std::vector<uint32_t> stages = Cap<uint32_t>(base, CUBLASLT_ALGO_CAP_STAGES_IDS);
+    // No capability lists the cluster shapes: the check refuses those an
+    // algorithm lacks.
+    const std::vector<uint32_t> clusters = {
+        CUBLASLT_CLUSTER_SHAPE_AUTO, CUBLASLT_CLUSTER_SHAPE_1x1x1, CUBLASLT_CLUSTER_SHAPE_2x1x1,
+        CUBLASLT_CLUSTER_SHAPE_1x2x1, CUBLASLT_CLUSTER_SHAPE_2x2x1, CUBLASLT_CLUSTER_SHAPE_4x1x1,
+        CUBLASLT_CLUSTER_SHAPE_1x4x1};
+    if (tiles.empty()) tiles = {CUBLASLT_MATMUL_TILE_UNDEFINED};
+    if (stages.empty()) stages = {CUBLASLT_MATMUL_STAGES_UNDEFINED};
+    const std::vector<int> split_support = Cap<int>(base, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT);
+    const std::vector<int> swizzle_support = Cap<int>(base, CUBLASLT_ALGO_CAP_CTA_SWIZZLING_SUPPORT);
+    const int max_split = !split_support.empty() && split_support[0] ? 4 : 1;
+    const int max_swizzle = !swizzle_support.empty() && swizzle_support[0] ? 1 : 0;
+    for (uint32_t tile : tiles) {
+      for (uint32_t stage : stages) {
+        for (uint32_t cluster : clusters) {
+          for (int split = 1; split <= max_split; ++split) {
+            for (int swizzle = 0; swizzle <= max_swizzle; ++swizzle) {
+              cublasLtMatmulAlgo_t algo = base;
+              const uint32_t scheme = split > 1 ? CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE
+                                                : CUBLASLT_REDUCTION_SCHEME_NONE;
+              cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile,
+                                                   sizeof(tile));
+              cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stage,
+                                                   sizeof(stage));
+              cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID,
+                                                   &cluster, sizeof(cluster));
+              cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split,
+                                                   sizeof(split));
+              cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME,
+                                                   &scheme, sizeof(scheme));
+              cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING,
+                                                   &swizzle, sizeof(swizzle));
+              cublasLtMatmulHeuristicResult_t check{};
+              if (cublasLtMatmulAlgoCheck(g.handle, g.desc, g.a, g.b, g.c, g.c, &algo, &check) !=
+                      CUBLAS_STATUS_SUCCESS ||
+                  check.workspaceSize > kWorkspace) {
+                continue;
+              }
+              auto run = [&] {
+                return cublasLtMatmul(g.handle, g.desc, &one, g.w, g.a, g.x, g.b, &zero, g.y, g.c,
+                                      g.y, g.c, &algo, g.workspace, kWorkspace, g.stream);
+              };
+              if (run() != CUBLAS_STATUS_SUCCESS) continue;
+              cudaEventRecord(start, g.stream);
+              for (int i = 0; i < 10; ++i) run();
+              cudaEventRecord(stop, g.stream);
+              cudaEventSynchronize(stop);
+              float ms = 0;
+              cudaEventElapsedTime(&ms, start, stop);
+              quick.push_back({algo, ms * 100});
+              ++screened;
+            }
+          }
+        }
+      }
+    }
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  std::sort(quick.begin(), quick.end(), [](const Found& x, const Found& y) { return x.us < y.us; });
+  Found best{quick.empty() ? cublasLtMatmulAlgo_t{} : quick[0].algo, 1e9f};
+  for (size_t i = 0; i < quick.size() && i < 8; ++i) {
+    const float us = g.Time(quick[i].algo);
+    if (us > 0 && us < best.us) best = {quick[i].algo, us};
+  }
+  return best;
+}
+
 void Explore(cublasLtHandle_t handle, const Layer& l) {
   Gemm g{};
   g.handle = handle;
@@ -160,9 +273,17 @@ void Explore(cublasLtHandle_t handle, const Layer& l) {
     }
   }
   const double gflop = 2.0 * l.m * l.n * l.k / 1e9;
-  std::printf("| %d x %d x %d | %.1f us (%.0f TFLOPS) | %s | %.1f us (%.0f TFLOPS) | %d of %d | %s |\n",
+  std::printf("| %d x %d x %d | %.1f us (%.0f TFLOPS) | %s | %.1f us (%.0f TFLOPS) | %d of %d | %s |",
               l.m, l.k, l.n, first, gflop / first * 1e3, text, best, gflop / best * 1e3,
               best_rank, found, best_text);
+  if (g_search_all) {
+    int screened = 0;
+    const Found all = SearchAll(g, screened);
+    Describe(all.algo, best_text, sizeof(best_text));
+    std::printf(" %.1f us (%.0f TFLOPS) | %d | %s |", all.us, gflop / all.us * 1e3, screened,
+                best_text);
+  }
+  std::printf("\n");
   std::fflush(stdout);
   cublasLtMatmulPreferenceDestroy(preference);
   cudaFree(g.w);
@@ -177,10 +298,17 @@ void Explore(cublasLtHandle_t handle, const Layer& l) {
 int main(int argc, char** argv) {
   cublasLtHandle_t handle;
   Check(cublasLtCreate(&handle), "handle");
-  std::printf("| rows x in x out | heuristic's first | its config | fastest offered | "
-              "its rank of found | its config |\n|---|---|---|---|---|---|\n");
   std::vector<Layer> layers;
-  for (int i = 1; i < argc; ++i) {
+  int first = 1;
+  if (argc > 1 && std::string(argv[1]) == "--all") {
+    g_search_all = true;
+    first = 2;
+  }
+  std::printf("| rows x in x out | heuristic's first | its config | fastest offered | "
+              "its rank of found | its config |%s\n|---|---|---|---|---|---|%s\n",
+              g_search_all ? " fastest of all | screened | its config |" : "",
+              g_search_all ? "---|---|---|" : "");
+  for (int i = first; i < argc; ++i) {
     Layer l{};
     char relu[8] = {};
     if (std::sscanf(argv[i], "%d,%d,%d,%7s", &l.m, &l.k, &l.n, relu) < 3) {

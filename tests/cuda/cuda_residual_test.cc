@@ -3,6 +3,7 @@
 // match the interpreter's.
 
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -241,6 +242,41 @@ TEST(CudaGemm, AReluAfterTheResidualRidesInTheProduct) {
   EXPECT_EQ(product->activation, "relu");
   SKIP_WITHOUT_GPU();
   ExpectCudaMatchesInterp(b, kReduceTol);
+}
+
+// torch.relu keeps NaN, as the interpreter's relu does: a ReLU that rides
+// in a product (a linear layer's, after a residual, a convolution's) must
+// too, whatever cuBLASLt's ReLU epilogue does with a NaN sum.
+TEST(CudaGemm, ANaNStaysNaNThroughARelu) {
+  CUDA_TEST_SEED(rng);
+  Tensor x_data = RandomData(DType::kF32, {200, 96}, rng, -1, 1);
+  x_data.data<float>()[5 * 96 + 3] = std::numeric_limits<float>::quiet_NaN();
+  Tensor image = RandomData(DType::kF32, {2, 8, 10, 10}, rng, -1, 1);
+  image.data<float>()[1 * 800 + 3 * 100 + 44] = std::numeric_limits<float>::quiet_NaN();
+  ModuleBuilder b(rng);
+  Node* x = b.In(x_data);
+  Node* w = b.Const(DType::kF32, {96, 96}, -0.3, 0.3);
+  Node* bias = b.Const(DType::kF32, {96}, -0.3, 0.3);
+  Node* h = b.Call("tanh", {x});
+  Node* conv = b.Call("conv2d", {b.In(image), b.Const(DType::kF32, {16, 8, 3, 3}, -0.3, 0.3),
+                                 b.Const(DType::kF32, {16}, -0.3, 0.3)},
+                      {{"padding", Ints({1, 1})}});
+  // Each ReLU inside the program, where the product absorbs it.
+  auto softmax = [&](Node* n) { return b.Call("softmax", {n, int64_t{1}}); };
+  b.Out({softmax(b.Call("relu", {b.Call("linear", {x, w, bias})})),
+         softmax(b.Call("relu", {b.Call("add", {b.Call("linear", {h, w, bias}), h})})),
+         softmax(b.Call("relu", {conv}))});
+  ASSERT_OK_AND_ASSIGN(StepProgram program, cuda::BuildCudaProgram(b.module(), TypesOf(b), {}));
+  int absorbed = 0;
+  for (const Step& step : program.steps) absorbed += step.activation == "relu";
+  EXPECT_EQ(absorbed, 3) << program.Describe();
+  SKIP_WITHOUT_GPU();
+  for (const char* precision : {"f32", "bf16"}) {
+    SCOPED_TRACE(precision);
+    CompileOptions options;
+    options.options["precision"] = precision;
+    ExpectCudaMatchesInterp(b, std::string(precision) == "f32" ? kReduceTol : kHalfTol, options);
+  }
 }
 
 }  // namespace
