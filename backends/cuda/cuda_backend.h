@@ -23,8 +23,13 @@ namespace graft::cuda {
 //                                with weights up to 16 MB, run as graft's
 //                                own split-K kernel on the tensor cores,
 //                                other products on cuBLASLt; graft: such
-//                                layers in every precision; cublaslt:
-//                                every product on cuBLASLt
+//                                layers in every precision; bf16/f16
+//                                convolutions gather their patches in
+//                                graft's implicit-GEMM kernel where it is
+//                                the faster (auto) or wherever it can
+//                                (graft; implicit_conv.h); cublaslt:
+//                                every product on cuBLASLt, convolutions
+//                                over a column buffer
 // CompileOptions::device_index picks the GPU.
 class CudaBackend : public Backend {
  public:

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/cuda/conv_gemm.h"
 #include "backends/cuda/cuda_status.h"
+#include "backends/cuda/implicit_conv.h"
 #include "backends/cuda/nccl_world.h"
 #include "backends/cuda/nvrtc_compiler.h"
 #include "backends/cuda/skinny_gemm.h"
@@ -264,8 +265,9 @@ absl::Status CompiledCudaProgram::PlanGemms(const CudaArtifact* artifact) {
   const int cc = gpu_.major * 10 + gpu_.minor;
   for (size_t i = 0; i < program_.steps.size(); ++i) {
     const Step& step = program_.steps[i];
-    if (!IsGemmStep(step) || SkinnyGemmFor(step, options_, gpu_.multiprocessors, cc, &program_)) {
-      continue;
+    if (!IsGemmStep(step) || SkinnyGemmFor(step, options_, gpu_.multiprocessors, cc, &program_) ||
+        ImplicitConvFor(step, program_, options_, gpu_.multiprocessors, cc)) {
+      continue;  // graft's own kernels.
     }
     if (blas_ == nullptr) {
       ASSIGN_OR_RETURN(blas_, SharedCublasLt(gpu_.index));  // Only where a product needs it.

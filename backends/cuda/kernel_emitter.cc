@@ -17,6 +17,8 @@
 #include "backends/cuda/attention_source.h"
 #include "backends/cuda/conv_gemm.h"
 #include "backends/cuda/gemm.h"
+#include "backends/cuda/implicit_conv.h"
+#include "backends/cuda/implicit_conv_source.h"
 #include "backends/cuda/kernel_preamble.h"
 #include "backends/cuda/skinny_gemm.h"
 #include "backends/cuda/skinny_gemm_source.h"
@@ -292,6 +294,10 @@ class Emitter {
   absl::Status AfterGemm(const Step& step) {
     step_ = &step;
     kernel_count_ = 0;
+    if (std::optional<ImplicitConv> implicit =
+            ImplicitConvFor(step, p_, options_, sms_, compute_capability_)) {
+      return Implicit(*implicit);
+    }
     if (IsConvGemmStep(step)) RETURN_IF_ERROR(ConvColumns());
     if (std::optional<SkinnyGemm> skinny =
             SkinnyGemmFor(step, options_, sms_, compute_capability_, &p_)) {
@@ -431,6 +437,24 @@ class Emitter {
                absl::StrCat(bits, "* __restrict__ columns")},
               body, GridFor(total, kThreads), kThreads, {BufferOf(x)});
     out_.launches[step_index_].back().writes_columns = true;
+    return absl::OkStatus();
+  }
+
+  // A convolution by graft's implicit-GEMM kernel: no column kernel, no
+  // cuBLASLt call.
+  absl::Status Implicit(const ImplicitConv& plan) {
+    ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node()));
+    std::vector<BufferRef> buffers{BufferOf(call.TensorNode("input")),
+                                   BufferOf(call.TensorNode("weight"))};
+    // Pointers the kernel never reads where there is no bias or residual.
+    buffers.push_back(plan.conv.gemm.has_bias ? BufferOf(call.TensorNode("bias")) : buffers[1]);
+    buffers.push_back(plan.residual ? BufferOf(step_->inputs[step_->residual]) : buffers[0]);
+    buffers.push_back(step_->result);
+    const std::string name = Define(
+        [&](const std::string& n) { return ImplicitConvKernel(n, plan); }, kImplicitConvSource);
+    KernelLaunch launch{name, plan.grid, 128, std::move(buffers), false};
+    launch.programmatic = compute_capability_ >= 90;  // griddepcontrol: Hopper on.
+    out_.launches[step_index_].push_back(std::move(launch));
     return absl::OkStatus();
   }
 

@@ -1,6 +1,6 @@
 // What the programs beside this share: the int8 layers' constants, a
 // plain streaming read (the floor any weight-streaming kernel is held to),
-// CHECK and the launch timer.
+// CHECK, CHECK_BLAS and the launch timer.
 #ifndef GRAFT_BENCH_CUDA_KERNELS_BENCH_KERNELS_H_
 #define GRAFT_BENCH_CUDA_KERNELS_BENCH_KERNELS_H_
 
@@ -44,6 +44,17 @@ __global__ void stream_read(const uint4* w, size_t n, unsigned* out) {
     if (e_ != cudaSuccess) {                                                \
       std::printf("%s failed at line %d: %s\n", #x, __LINE__,               \
                   cudaGetErrorString(e_));                                  \
+      std::exit(1);                                                         \
+    }                                                                       \
+  } while (0)
+
+// The same for a cuBLAS(Lt) call (where cublasLt.h is included).
+#define CHECK_BLAS(x)                                                       \
+  do {                                                                      \
+    cublasStatus_t s_ = (x);                                                \
+    if (s_ != CUBLAS_STATUS_SUCCESS) {                                      \
+      std::printf("%s failed at line %d: cuBLAS status %d\n", #x, __LINE__, \
+                  static_cast<int>(s_));                                    \
       std::exit(1);                                                         \
     }                                                                       \
   } while (0)

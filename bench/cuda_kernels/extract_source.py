@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""Writes kernels.inc: graft's kernel preamble and skinny-product kernel source
-(backends/cuda/kernel_preamble.h, skinny_gemm_source.h), as NVRTC gets them, for
-the programs here (skinny_gemm_alone.cu, skinny_chain.cu, skinny_bulk.cu). Run from this directory."""
+"""Writes kernels.inc: graft's kernel preamble and the device source of its own
+products (backends/cuda/kernel_preamble.h, skinny_gemm_source.h,
+implicit_conv_source.h), as NVRTC gets them, for the programs here
+(skinny_gemm_alone.cu, skinny_chain.cu, skinny_bulk.cu, implicit_conv.cu). Run
+from this directory."""
 import re
 
 def raw(path, name):
@@ -10,4 +12,5 @@ def raw(path, name):
 
 src = raw("../../backends/cuda/kernel_preamble.h", "kKernelPreamble")
 src += raw("../../backends/cuda/skinny_gemm_source.h", "kSkinnyGemmSource")
+src += raw("../../backends/cuda/implicit_conv_source.h", "kImplicitConvSource")
 open("kernels.inc", "w").write(src)

@@ -25,20 +25,9 @@
 #include <string>
 #include <vector>
 
-namespace {
+#include "bench_kernels.h"
 
-void Check(cublasStatus_t s, const char* what) {
-  if (s != CUBLAS_STATUS_SUCCESS) {
-    std::fprintf(stderr, "%s: cuBLAS status %d\n", what, static_cast<int>(s));
-    std::exit(1);
-  }
-}
-void CheckCuda(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-    std::exit(1);
-  }
-}
+namespace {
 
 constexpr size_t kWorkspace = 32u << 20;
 
@@ -121,9 +110,8 @@ struct Found {
 Found SearchAll(Gemm& g, int& screened) {
   int ids[512];
   int count = 0;
-  Check(cublasLtMatmulAlgoGetIds(g.handle, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_16BF,
-                                 CUDA_R_16BF, CUDA_R_16BF, CUDA_R_16BF, 512, ids, &count),
-        "algo ids");
+  CHECK_BLAS(cublasLtMatmulAlgoGetIds(g.handle, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_16BF,
+                                 CUDA_R_16BF, CUDA_R_16BF, CUDA_R_16BF, 512, ids, &count));
   cudaEvent_t start, stop;
   cudaEventCreate(&start);
   cudaEventCreate(&stop);
@@ -208,16 +196,16 @@ Found SearchAll(Gemm& g, int& screened) {
 void Explore(cublasLtHandle_t handle, const Layer& l) {
   Gemm g{};
   g.handle = handle;
-  CheckCuda(cudaStreamCreate(&g.stream), "stream");
-  CheckCuda(cudaMalloc(&g.w, size_t(l.n) * l.k * 2), "w");
-  CheckCuda(cudaMalloc(&g.x, size_t(l.m) * l.k * 2), "x");
-  CheckCuda(cudaMalloc(&g.y, size_t(l.m) * l.n * 2), "y");
-  CheckCuda(cudaMalloc(&g.bias, size_t(l.n) * 2), "bias");
-  CheckCuda(cudaMalloc(&g.workspace, kWorkspace), "workspace");
+  CHECK(cudaStreamCreate(&g.stream));
+  CHECK(cudaMalloc(&g.w, size_t(l.n) * l.k * 2));
+  CHECK(cudaMalloc(&g.x, size_t(l.m) * l.k * 2));
+  CHECK(cudaMalloc(&g.y, size_t(l.m) * l.n * 2));
+  CHECK(cudaMalloc(&g.bias, size_t(l.n) * 2));
+  CHECK(cudaMalloc(&g.workspace, kWorkspace));
   cudaMemset(g.w, 0x3c, size_t(l.n) * l.k * 2);
   cudaMemset(g.x, 0x3c, size_t(l.m) * l.k * 2);
   cudaMemset(g.bias, 0x3c, size_t(l.n) * 2);
-  Check(cublasLtMatmulDescCreate(&g.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "desc");
+  CHECK_BLAS(cublasLtMatmulDescCreate(&g.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const cublasOperation_t t = CUBLAS_OP_T;
   cublasLtMatmulDescSetAttribute(g.desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof(t));
   const cublasLtEpilogue_t epilogue = l.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
@@ -226,9 +214,9 @@ void Explore(cublasLtHandle_t handle, const Layer& l) {
   cublasLtMatmulDescSetAttribute(g.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
                                  sizeof(bias_type));
   cublasLtMatmulDescSetAttribute(g.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias));
-  Check(cublasLtMatrixLayoutCreate(&g.a, CUDA_R_16BF, l.k, l.n, l.k), "a");
-  Check(cublasLtMatrixLayoutCreate(&g.b, CUDA_R_16BF, l.k, l.m, l.k), "b");
-  Check(cublasLtMatrixLayoutCreate(&g.c, CUDA_R_16BF, l.n, l.m, l.n), "c");
+  CHECK_BLAS(cublasLtMatrixLayoutCreate(&g.a, CUDA_R_16BF, l.k, l.n, l.k));
+  CHECK_BLAS(cublasLtMatrixLayoutCreate(&g.b, CUDA_R_16BF, l.k, l.m, l.k));
+  CHECK_BLAS(cublasLtMatrixLayoutCreate(&g.c, CUDA_R_16BF, l.n, l.m, l.n));
   cublasLtMatmulPreference_t preference;
   cublasLtMatmulPreferenceCreate(&preference);
   const uint64_t workspace = kWorkspace;
@@ -237,9 +225,8 @@ void Explore(cublasLtHandle_t handle, const Layer& l) {
   constexpr int kRequested = 64;
   cublasLtMatmulHeuristicResult_t results[kRequested] = {};
   int found = 0;
-  Check(cublasLtMatmulAlgoGetHeuristic(handle, g.desc, g.a, g.b, g.c, g.c, preference, kRequested,
-                                       results, &found),
-        "heuristic");
+  CHECK_BLAS(cublasLtMatmulAlgoGetHeuristic(handle, g.desc, g.a, g.b, g.c, g.c, preference, kRequested,
+                                       results, &found));
   char text[160];
   const float first = g.Time(results[0].algo);
   Describe(results[0].algo, text, sizeof(text));
@@ -297,7 +284,7 @@ void Explore(cublasLtHandle_t handle, const Layer& l) {
 
 int main(int argc, char** argv) {
   cublasLtHandle_t handle;
-  Check(cublasLtCreate(&handle), "handle");
+  CHECK_BLAS(cublasLtCreate(&handle));
   std::vector<Layer> layers;
   int first = 1;
   if (argc > 1 && std::string(argv[1]) == "--all") {

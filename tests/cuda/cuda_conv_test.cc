@@ -3,13 +3,17 @@
 // kernel before each product, the layouts of the steps around them, and
 // on a GPU the results against the interpreter.
 
+#include <algorithm>
 #include <memory>
+#include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "backends/cuda/conv_gemm.h"
 #include "backends/cuda/cuda_program.h"
+#include "backends/cuda/implicit_conv.h"
 #include "backends/cuda/kernel_emitter.h"
 #include "backends/cuda/nvrtc_compiler.h"
 #include "gmock/gmock.h"
@@ -76,8 +80,12 @@ TEST(CudaConv, UngroupedFloatConvolutionsRunAsProducts) {
     SCOPED_TRACE(DTypeName(dtype));
     ModuleBuilder b = Network(rng, dtype);
     ASSERT_OK_AND_ASSIGN(StepProgram program, cuda::BuildCudaProgram(b.module(), TypesOf(b), {}));
-    ASSERT_OK_AND_ASSIGN(cuda::KernelSource source, cuda::GenerateKernels(program, {}, 132));
+    // gemm=graft: graft's implicit-GEMM kernel wherever it can run.
+    cuda::CudaOptions graft_gemm;
+    graft_gemm.gemm = "graft";
+    ASSERT_OK_AND_ASSIGN(cuda::KernelSource source, cuda::GenerateKernels(program, graft_gemm, 132));
     int products = 0, with_columns = 0, direct = 0, copies_to_nchw = 0, taps_outer = 0;
+    int implicit = 0;
     for (size_t i = 0; i < program.steps.size(); ++i) {
       const Step& step = program.steps[i];
       const std::vector<cuda::KernelLaunch>& launches = source.launches[i];
@@ -116,6 +124,29 @@ TEST(CudaConv, UngroupedFloatConvolutionsRunAsProducts) {
       } else {
         EXPECT_EQ(c.gemm.k, c.taps_k);
       }
+      // In bf16 and f16, graft's implicit-GEMM kernel gathers the patches
+      // itself, one launch, where the weight is a module tensor (K by
+      // taps): the first convolution (5 channels, each element of a patch
+      // read apart), the dilated one and the strided 1x1 shortcut, with
+      // the residual and ReLU.
+      if (std::optional<cuda::ImplicitConv> plan =
+              cuda::ImplicitConvFor(step, program, graft_gemm, 132, 90)) {
+        ++implicit;
+        EXPECT_EQ(column_kernels, 0) << step.node->name();
+        ASSERT_EQ(launches.size(), 1u);
+        EXPECT_THAT(source.units[launches[0].unit],
+                    HasSubstr(absl::StrCat("g_iconv::conv<", dtype == DType::kBF16 ? "g_bfloat" : "g_half")));
+        EXPECT_EQ(plan->residual, step.residual >= 0);
+        EXPECT_EQ(plan->activation, step.activation);
+        // Too few tiles to be the faster (gemm=auto), or on cuBLASLt
+        // (gemm=cublaslt): a column kernel writes the patches.
+        for (const char* gemm : {"auto", "cublaslt"}) {
+          cuda::CudaOptions other;
+          other.gemm = gemm;
+          EXPECT_FALSE(cuda::ImplicitConvFor(step, program, other, 132, 90).has_value()) << gemm;
+        }
+        continue;
+      }
       // Only the 1x1 convolution of stride 1 reads its input as it is.
       EXPECT_EQ(column_kernels, c.needs_columns ? 1 : 0) << step.node->name();
       with_columns += column_kernels;
@@ -141,10 +172,13 @@ TEST(CudaConv, UngroupedFloatConvolutionsRunAsProducts) {
             << kernel;
       }
     }
+    const bool half = dtype != DType::kF32;
     EXPECT_EQ(products, 5);
-    EXPECT_EQ(with_columns, 4);
-    // The first convolution, the dilated one and the two 1x1 ones.
-    EXPECT_EQ(taps_outer, 4);
+    EXPECT_EQ(implicit, half ? 3 : 0);
+    EXPECT_EQ(with_columns, half ? 1 : 4);
+    // The first convolution, the dilated one and the two 1x1 ones (the
+    // implicit ones aside).
+    EXPECT_EQ(taps_outer, half ? 1 : 4);
     // The state slots of the first two, and only theirs, are uploaded
     // permuted.
     EXPECT_EQ(cuda::TapsOuterWeightSlots(program).size(), 2u);
@@ -263,6 +297,29 @@ graph():
   ExpectCudaMatchesInterp(b, kReduceTol);
 }
 
+// The module compiled at `precision` (tf32, bf16 or f16; the gemm option
+// `gemm`) against the
+// interpreter in f32: the norm of each output's error within DESIGN
+// section 5's tolerance of the output's norm.
+void ExpectNormsClose(const ModuleBuilder& b, const std::string& precision,
+                      const std::string& gemm = "auto") {
+  CompileOptions options;
+  options.options["precision"] = precision;
+  options.options["gemm"] = gemm;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> reference, Interp().Compile(b.module(), {}));
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> want, reference->Run(b.inputs()));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> compiled, Cuda().Compile(b.module(), options));
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> got, compiled->Run(b.inputs()));
+  ASSERT_EQ(got.size(), want.size());
+  const double tol = precision == "tf32" ? kTf32Tol : kHalfTol;
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i].type(), want[i].type()) << "output " << i;
+    const L2Comparison c = CompareL2(got[i], want[i]);
+    EXPECT_EQ(c.nonfinite_mismatches, 0) << "output " << i;
+    EXPECT_LE(c.diff, tol * c.norm) << "output " << i;
+  }
+}
+
 TEST(CudaConv, ProductsMatchTheInterpreter) {
   SKIP_WITHOUT_GPU();
   CUDA_TEST_SEED(rng);
@@ -272,21 +329,100 @@ TEST(CudaConv, ProductsMatchTheInterpreter) {
   // the norm of each output's error.
   for (const char* precision : {"tf32", "bf16", "f16"}) {
     SCOPED_TRACE(precision);
-    CompileOptions options;
-    options.options["precision"] = precision;
-    ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> reference, Interp().Compile(b.module(), {}));
-    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> want, reference->Run(b.inputs()));
-    ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> compiled, Cuda().Compile(b.module(), options));
-    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> got, compiled->Run(b.inputs()));
-    ASSERT_EQ(got.size(), want.size());
-    const double tol = std::string(precision) == "tf32" ? kTf32Tol : kHalfTol;
-    for (size_t i = 0; i < got.size(); ++i) {
-      ASSERT_EQ(got[i].type(), want[i].type()) << "output " << i;
-      const L2Comparison c = CompareL2(got[i], want[i]);
-      EXPECT_EQ(c.nonfinite_mismatches, 0) << "output " << i;
-      EXPECT_LE(c.diff, tol * c.norm) << "output " << i;
-    }
+    ExpectNormsClose(b, precision);
   }
+  // Every convolution that can, on graft's implicit-GEMM kernel.
+  for (const char* precision : {"bf16", "f16"}) {
+    SCOPED_TRACE(absl::StrCat(precision, ", gemm=graft"));
+    ExpectNormsClose(b, precision, "graft");
+  }
+}
+
+// Convolutions of random shapes, as a model a user brings may have: any
+// channel counts (odd ones need padded rows), kernels of 1 to 7 by 1 to 7,
+// strides, padding and dilation of either axis, with and without bias, a
+// ReLU after some, a weight the caller gives for some, and outputs read
+// both from inside the program (channels last) and as its own outputs.
+// Against the interpreter, in f32 (each element) and bf16 (each output's
+// norm), on fresh random data.
+TEST(CudaConv, RandomShapesMatchTheInterpreter) {
+  SKIP_WITHOUT_GPU();
+  CUDA_TEST_SEED(rng);
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  for (int round = 0; round < 3; ++round) {
+    ModuleBuilder b(rng);
+    std::vector<Node*> outputs;
+    std::string shapes;
+    for (int i = 0; i < 8; ++i) {
+      // Half the channel counts multiples of 8, as the implicit kernel
+      // needs in bf16 and f16 (implicit_conv.h).
+      const int64_t n = pick(1, 3), cin = pick(0, 1) == 1 ? 8 * pick(1, 4) : pick(1, 21);
+      const int64_t cout = pick(1, 33);
+      const int64_t kh = pick(1, 7), kw = pick(1, 7), sh = pick(1, 3), sw = pick(1, 3);
+      const int64_t dh = pick(1, 2), dw = pick(1, 2), ph = pick(0, 3), pw = pick(0, 3);
+      // At least one output pixel each way.
+      const int64_t h = std::max(pick(1, 17), dh * (kh - 1) + 1 - 2 * ph);
+      const int64_t w = std::max(pick(1, 17), dw * (kw - 1) + 1 - 2 * pw);
+      absl::StrAppend(&shapes, " [", n, ",", cin, ",", h, ",", w, "]*[", cout, ",", cin, ",", kh,
+                      ",", kw, "] s", sh, ",", sw, " p", ph, ",", pw, " d", dh, ",", dw, ";");
+      Node* x = b.In(DType::kF32, {n, cin, h, w}, -1, 1);
+      Node* weight = pick(0, 3) == 0 ? b.In(DType::kF32, {cout, cin, kh, kw}, -0.3, 0.3)
+                                     : b.Const(DType::kF32, {cout, cin, kh, kw}, -0.3, 0.3);
+      std::vector<Argument> args = {x, weight};
+      if (pick(0, 1) == 1) args.push_back(b.Const(DType::kF32, {cout}, -0.5, 0.5));
+      const Kwargs geometry{{"stride", Ints({sh, sw})},
+                            {"padding", Ints({ph, pw})},
+                            {"dilation", Ints({dh, dw})}};
+      Node* y = b.Call("conv2d", args, geometry);
+      // A second convolution of the same geometry added: the later of
+      // the two takes the earlier as its residual.
+      if (pick(0, 2) == 0) {
+        y = b.Call("add", {y, b.Call("conv2d", {x, b.Const(DType::kF32, {cout, cin, kh, kw}, -0.3, 0.3)},
+                                     geometry)});
+      }
+      if (pick(0, 1) == 1) y = b.Call("relu", {y});
+      // Read inside the program (a pointwise kernel over channels-last
+      // values), or returned as it is.
+      outputs.push_back(pick(0, 1) == 1 ? b.Call("tanh", {y}) : y);
+    }
+    b.Out(outputs);
+    SCOPED_TRACE(shapes);
+    ExpectCudaMatchesInterp(b, kReduceTol);
+    // gemm=graft: every convolution that can, implicit (auto keeps these
+    // small ones on cuBLASLt).
+    ExpectNormsClose(b, round == 2 ? "f16" : "bf16", "graft");
+  }
+}
+
+// A K past kImplicitConvMaxK (864) runs implicit only over tiles that fill
+// the multiprocessors twice: 69 x 4 blocks do on 132, not on 140.
+TEST(CudaConv, ALongKIsImplicitOverEnoughTiles) {
+  CUDA_TEST_SEED(rng);
+  ModuleBuilder b(rng);
+  Node* x = b.In(DType::kF32, {2, 96, 66, 66}, -1, 1);
+  Node* y = b.Call("conv2d", {x, b.Const(DType::kF32, {256, 96, 3, 3}, -0.05, 0.05),
+                              b.Const(DType::kF32, {256}, -0.5, 0.5)},
+                   {{"padding", Ints({1, 1})}});
+  b.Out({b.Call("softmax", {b.Call("relu", {y}), int64_t{1}})});  // The ReLU: the kernel's.
+  cuda::CudaOptions options;
+  options.precision = "bf16";
+  ASSERT_OK_AND_ASSIGN(StepProgram program, cuda::BuildCudaProgram(b.module(), TypesOf(b), options));
+  int convolutions = 0;
+  for (const Step& step : program.steps) {
+    if (!step.node->is_call("conv2d")) continue;
+    ++convolutions;
+    std::optional<cuda::ImplicitConv> plan = cuda::ImplicitConvFor(step, program, options, 132, 90);
+    ASSERT_TRUE(plan.has_value());
+    EXPECT_EQ(plan->grid, 69 * 4);
+    EXPECT_EQ(plan->activation, "relu");
+    EXPECT_FALSE(cuda::ImplicitConvFor(step, program, options, 140, 90).has_value());
+    EXPECT_FALSE(cuda::ImplicitConvFor(step, program, options, 132, 75).has_value());
+  }
+  EXPECT_EQ(convolutions, 1);
+  SKIP_WITHOUT_GPU();
+  ExpectNormsClose(b, "bf16");
 }
 
 }  // namespace

@@ -1,0 +1,87 @@
+#include "backends/cuda/implicit_conv.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace graft::cuda {
+namespace {
+
+constexpr int64_t kTileM = 128, kTileN = 64;  // implicit_conv_source.h's kBM, kBN.
+
+// Whether the step's operand `node` (or result, for nullptr) is an arena
+// value at an offset that is a multiple of `align` bytes.
+bool ArenaAligned(const Step& step, const Node* node, size_t align) {
+  const BufferRef* ref = &step.result;
+  if (node != nullptr) {
+    auto it = std::find(step.inputs.begin(), step.inputs.end(), node);
+    if (it == step.inputs.end() || step.operands.size() != step.inputs.size()) return false;
+    ref = &step.operands[it - step.inputs.begin()];
+  }
+  return ref->where == BufferRef::Where::kArena && ref->offset % align == 0;
+}
+
+const char* StorageName(DType t) {
+  switch (t) {
+    case DType::kF16: return "g_half";
+    case DType::kBF16: return "g_bfloat";
+    default: return "float";
+  }
+}
+
+}  // namespace
+
+std::optional<ImplicitConv> ImplicitConvFor(const Step& step, const StepProgram& program,
+                                            const CudaOptions& options, int multiprocessors,
+                                            int compute_capability) {
+  if (compute_capability < 80 || options.gemm == "cublaslt" || !IsConvGemmStep(step)) {
+    return std::nullopt;
+  }
+  absl::StatusOr<ConvGemm> conv = ConvGemmFor(step, program);
+  if (!conv.ok()) return std::nullopt;
+  const ConvGemm& c = *conv;
+  const bool half = c.gemm.dtype == DType::kBF16 || c.gemm.dtype == DType::kF16;
+  const std::string activation = GemmActivation(step);
+  if (!half || !c.needs_columns || !c.taps_outer || c.gemm.k % 8 != 0 ||
+      (activation != "" && activation != "relu") ||
+      (c.gemm.has_bias && c.gemm.bias_dtype != c.gemm.dtype &&
+       c.gemm.bias_dtype != DType::kF32)) {
+    return std::nullopt;
+  }
+  // The kernel indexes pixels and input rows in 32 bits.
+  constexpr int64_t kInt = int64_t{1} << 31;
+  if (c.gemm.m >= kInt || c.batch * c.height * c.width >= kInt || c.gemm.m * c.gemm.n <= 0) {
+    return std::nullopt;
+  }
+  const Node* input = step.node->inputs()[0];
+  const Node* residual = step.residual >= 0 ? step.inputs[step.residual] : nullptr;
+  if (!ArenaAligned(step, input, 16) || !ArenaAligned(step, nullptr, 4) ||
+      (residual != nullptr && !ArenaAligned(step, residual, 4))) {
+    return std::nullopt;
+  }
+  ImplicitConv plan{c, activation, residual != nullptr,
+                    ((c.gemm.m + kTileM - 1) / kTileM) * ((c.gemm.n + kTileN - 1) / kTileN)};
+  const int64_t sms = multiprocessors;
+  if (options.gemm != "graft" &&
+      (2 * plan.grid < sms || (c.gemm.k > kImplicitConvMaxK && plan.grid < 2 * sms))) {
+    return std::nullopt;
+  }
+  return plan;
+}
+
+std::string ImplicitConvKernel(const std::string& name, const ImplicitConv& plan) {
+  const ConvGemm& c = plan.conv;
+  const char* t = StorageName(c.gemm.dtype);
+  const char* b = StorageName(c.gemm.has_bias ? c.gemm.bias_dtype : DType::kF32);
+  return absl::StrCat(
+      "extern \"C\" __global__ void __launch_bounds__(128) ", name, "(const ", t,
+      "* __restrict__ x, const ", t, "* __restrict__ w, const ", b, "* __restrict__ bias, const ",
+      t, "* __restrict__ residual, ", t, "* __restrict__ y) {\n  g_iconv::conv<", t, ", ", b,
+      ", ", c.gemm.has_bias ? "true" : "false", ", ", plan.residual ? "true" : "false", ", ",
+      plan.activation == "relu" ? "true" : "false", ", ", c.batch, ", ", c.height, ", ", c.width,
+      ", ", c.in_channels, ", ", c.out_height, ", ", c.out_width, ", ", c.gemm.n, ", ", c.kernel_h,
+      ", ", c.kernel_w, ", ", c.stride_h, ", ", c.stride_w, ", ", c.pad_h, ", ", c.pad_w, ", ",
+      c.dilation_h, ", ", c.dilation_w, ", ", c.gemm.k, ">(x, w, bias, residual, y);\n}\n");
+}
+
+}  // namespace graft::cuda
