@@ -492,9 +492,10 @@ Command AddRunCommand(CLI::App& graft) {
                 "cuda: time cuBLASLt's candidate algorithms for each matrix "
                 "product at compile time and keep the fastest (cached on disk)");
   app->add_option("--gemm", args->gemm,
-                  "cuda: which code runs the matrix products: auto (graft's own kernel for "
-                  "linear layers of at most 64 rows where it is faster, cuBLASLt for the "
-                  "rest), graft (graft's kernel for every such layer) or cublaslt")
+                  "cuda: which code runs the matrix products: auto (graft's own kernels for "
+                  "linear layers of at most 64 rows and bf16/f16 convolutions where they "
+                  "are faster, cuBLASLt for the rest), graft (graft's kernels wherever they "
+                  "can run) or cublaslt")
       ->check(CLI::IsMember({"auto", "graft", "cublaslt"}));
   app->add_option("--output-dir", args->output_dir,
                   "Write each output to DIR/<output name>.npy (DIR/output.npy "
