@@ -250,6 +250,11 @@ absl::Status CompiledCudaProgram::LoadKernels(KernelSource& source) {
       RETURN_IF_ERROR(GRAFT_CUDA(
           cudaLibraryGetKernel(&launch.kernel, libraries_[spec.unit], spec.name.c_str())));
       launch.spec = std::move(spec);
+      if (launch.spec.shared_bytes > 0) {
+        RETURN_IF_ERROR(GRAFT_CUDA(cudaKernelSetAttributeForDevice(
+            launch.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, launch.spec.shared_bytes,
+            gpu_.index)));
+      }
       uses_split_k_ |= launch.spec.split_k_scratch;
       launches_[i].push_back(std::move(launch));
     }
@@ -449,6 +454,7 @@ absl::Status CompiledCudaProgram::EnqueueLaunch(const Launch& launch, RunContext
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned>(launch.spec.grid));
   config.blockDim = dim3(launch.spec.block);
+  config.dynamicSmemBytes = static_cast<size_t>(launch.spec.shared_bytes);
   config.stream = context.stream;
   cudaLaunchAttribute attribute{};
   if (launch.spec.programmatic && !has_collectives_) {

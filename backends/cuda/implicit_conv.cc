@@ -7,7 +7,6 @@
 namespace graft::cuda {
 namespace {
 
-constexpr int64_t kTileM = 128, kTileN = 64;  // implicit_conv_source.h's kBM, kBN.
 
 // Whether the step's operand `node` (or result, for nullptr) is an arena
 // value at an offset that is a multiple of `align` bytes.
@@ -59,8 +58,13 @@ std::optional<ImplicitConv> ImplicitConvFor(const Step& step, const StepProgram&
       (residual != nullptr && !ArenaAligned(step, residual, 4))) {
     return std::nullopt;
   }
-  ImplicitConv plan{c, activation, residual != nullptr,
-                    ((c.gemm.m + kTileM - 1) / kTileM) * ((c.gemm.n + kTileN - 1) / kTileN)};
+  ImplicitConv plan{c, activation, residual != nullptr};
+  if (c.in_channels % 8 != 0) {
+    plan.rows = 64;
+    plan.depth = 32;
+    plan.stages = 4;
+  }
+  plan.grid = ((c.gemm.m + plan.rows - 1) / plan.rows) * ((c.gemm.n + plan.columns - 1) / plan.columns);
   const int64_t sms = multiprocessors;
   if (options.gemm != "graft" &&
       (2 * plan.grid < sms || (c.gemm.k > kImplicitConvMaxK && plan.grid < 2 * sms))) {
@@ -74,14 +78,17 @@ std::string ImplicitConvKernel(const std::string& name, const ImplicitConv& plan
   const char* t = StorageName(c.gemm.dtype);
   const char* b = StorageName(c.gemm.has_bias ? c.gemm.bias_dtype : DType::kF32);
   return absl::StrCat(
-      "extern \"C\" __global__ void __launch_bounds__(128) ", name, "(const ", t,
+      "extern \"C\" __global__ void __launch_bounds__(", plan.threads(), ") ", name, "(const ", t,
       "* __restrict__ x, const ", t, "* __restrict__ w, const ", b, "* __restrict__ bias, const ",
-      t, "* __restrict__ residual, ", t, "* __restrict__ y) {\n  g_iconv::conv<", t, ", ", b,
+      t, "* __restrict__ residual, ", t, "* __restrict__ y) {\n  using tile = g_iconv::tile<",
+      plan.rows, ", ", plan.columns, ", ", plan.depth, ", ", plan.stages, ", ", plan.warps_m, ", ",
+      plan.warps_n, ">;\n  extern __shared__ __align__(128) unsigned char shared[];\n"
+      "  g_iconv::conv<tile, ", t, ", ", b,
       ", ", c.gemm.has_bias ? "true" : "false", ", ", plan.residual ? "true" : "false", ", ",
       plan.activation == "relu" ? "true" : "false", ", ", c.batch, ", ", c.height, ", ", c.width,
       ", ", c.in_channels, ", ", c.out_height, ", ", c.out_width, ", ", c.gemm.n, ", ", c.kernel_h,
       ", ", c.kernel_w, ", ", c.stride_h, ", ", c.stride_w, ", ", c.pad_h, ", ", c.pad_w, ", ",
-      c.dilation_h, ", ", c.dilation_w, ", ", c.gemm.k, ">(x, w, bias, residual, y);\n}\n");
+      c.dilation_h, ", ", c.dilation_w, ", ", c.gemm.k, ">(x, w, bias, residual, y, (", t, "*)shared);\n}\n");
 }
 
 }  // namespace graft::cuda

@@ -34,7 +34,17 @@ struct ImplicitConv {
   ConvGemm conv;
   std::string activation;  // "" or "relu".
   bool residual = false;   // Step::residual, added before the ReLU.
-  int64_t grid = 0;        // Blocks: 128 x 64 tiles of [M, Cout].
+  // A block's tile (implicit_conv_source.h's g_iconv::tile): `rows` pixels
+  // by `columns` output channels, K in steps of `depth` through `stages`
+  // stages of shared memory, warps_m x warps_n warps. 128 x 64, K by 64,
+  // 3 stages where Cin is a multiple of 8; 64 x 64, K by 32, 4 stages
+  // where each element is read apart (the fastest of seven tiles tried on
+  // ResNet-18's layers, bench/cuda_kernels/implicit_conv.cu).
+  int rows = 128, columns = 64, depth = 64, stages = 3, warps_m = 2, warps_n = 2;
+  int64_t grid = 0;  // Blocks: tiles of [M, Cout].
+  int threads() const { return 32 * warps_m * warps_n; }
+  // Dynamic shared memory: the stages of both operands, 2-byte elements.
+  int shared_bytes() const { return stages * (rows + columns) * depth * 2; }
 };
 inline constexpr int64_t kImplicitConvMaxK = 640;
 

@@ -452,8 +452,9 @@ class Emitter {
     buffers.push_back(step_->result);
     const std::string name = Define(
         [&](const std::string& n) { return ImplicitConvKernel(n, plan); }, kImplicitConvSource);
-    KernelLaunch launch{name, plan.grid, 128, std::move(buffers), false};
+    KernelLaunch launch{name, plan.grid, plan.threads(), std::move(buffers), false};
     launch.programmatic = compute_capability_ >= 90;  // griddepcontrol: Hopper on.
+    launch.shared_bytes = plan.shared_bytes();
     out_.launches[step_index_].push_back(std::move(launch));
     return absl::OkStatus();
   }

@@ -30,6 +30,9 @@ struct KernelLaunch {
   // Launched as a programmatic dependent of the kernel before it: the
   // kernel waits (griddepcontrol.wait) before it reads what that one wrote.
   bool programmatic = false;
+  // Dynamic shared memory, in bytes (past 48 KB: the kernel's limit is
+  // raised when it is loaded).
+  int shared_bytes = 0;
   // The translation unit (KernelSource::units) that defines `name`.
   int unit = 0;
 };

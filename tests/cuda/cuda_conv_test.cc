@@ -135,8 +135,13 @@ TEST(CudaConv, UngroupedFloatConvolutionsRunAsProducts) {
         EXPECT_EQ(column_kernels, 0) << step.node->name();
         ASSERT_EQ(launches.size(), 1u);
         EXPECT_THAT(source.units[launches[0].unit],
-                    HasSubstr(absl::StrCat("g_iconv::conv<", dtype == DType::kBF16 ? "g_bfloat" : "g_half")));
+                    HasSubstr(absl::StrCat("g_iconv::conv<tile, ", dtype == DType::kBF16 ? "g_bfloat" : "g_half")));
         EXPECT_EQ(plan->residual, step.residual >= 0);
+        // K by 64 through 3 stages (72 KB of dynamic shared memory); a
+        // block of 64 pixels by 32 through 4 where elements are read apart.
+        EXPECT_EQ(plan->depth, c.in_channels % 8 == 0 ? 64 : 32);
+        EXPECT_EQ(launches[0].shared_bytes, plan->shared_bytes());
+        EXPECT_EQ(launches[0].block, plan->threads());
         EXPECT_EQ(plan->activation, step.activation);
         // Too few tiles to be the faster (gemm=auto), or on cuBLASLt
         // (gemm=cublaslt): a column kernel writes the patches.
