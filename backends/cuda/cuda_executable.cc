@@ -271,7 +271,7 @@ absl::Status CompiledCudaProgram::PlanGemms(const CudaArtifact* artifact) {
   for (size_t i = 0; i < program_.steps.size(); ++i) {
     const Step& step = program_.steps[i];
     if (!IsGemmStep(step) || SkinnyGemmFor(step, options_, gpu_.multiprocessors, cc, &program_) ||
-        ImplicitConvFor(step, program_, options_, gpu_.multiprocessors, cc)) {
+        ImplicitConvFor(step, program_, options_, std::max(gpu_.multiprocessors, 1), cc)) {
       continue;  // graft's own kernels.
     }
     if (blas_ == nullptr) {
@@ -863,6 +863,7 @@ absl::Status CompiledCudaProgram::BindIo(RunContext& context) const {
     params.func = reinterpret_cast<void*>(launch.kernel);
     params.gridDim = dim3(static_cast<unsigned>(launch.spec.grid));
     params.blockDim = dim3(launch.spec.block);
+    params.sharedMemBytes = static_cast<unsigned>(launch.spec.shared_bytes);
     params.kernelParams = args.data();
     status = GRAFT_CUDA(cudaGraphExecKernelNodeSetParams(context.graph, bound.node, &params));
     if (!status.ok()) break;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "graph/op_registry.h"
 
 namespace graft::cuda {
 namespace {
@@ -33,7 +34,8 @@ const char* StorageName(DType t) {
 std::optional<ImplicitConv> ImplicitConvFor(const Step& step, const StepProgram& program,
                                             const CudaOptions& options, int multiprocessors,
                                             int compute_capability) {
-  if (compute_capability < 80 || options.gemm == "cublaslt" || !IsConvGemmStep(step)) {
+  if (compute_capability < 80 || options.gemm == "cublaslt" || !IsConvGemmStep(step) ||
+      step.casts_input || step.result_dtype) {
     return std::nullopt;
   }
   absl::StatusOr<ConvGemm> conv = ConvGemmFor(step, program);
@@ -52,7 +54,9 @@ std::optional<ImplicitConv> ImplicitConvFor(const Step& step, const StepProgram&
   if (c.gemm.m >= kInt || c.batch * c.height * c.width >= kInt || c.gemm.m * c.gemm.n <= 0) {
     return std::nullopt;
   }
-  const Node* input = step.node->inputs()[0];
+  absl::StatusOr<OpCall> call = OpCall::Bind(*step.node);
+  if (!call.ok()) return std::nullopt;
+  const Node* input = call->TensorNode("input");
   const Node* residual = step.residual >= 0 ? step.inputs[step.residual] : nullptr;
   if (!ArenaAligned(step, input, 16) || !ArenaAligned(step, nullptr, 4) ||
       (residual != nullptr && !ArenaAligned(step, residual, 4))) {

@@ -53,6 +53,7 @@ __device__ __forceinline__ void cp16(unsigned dst, const void* src, bool valid) 
 // are kChunks chunks: swizzled so that ldmatrix's 8 rows of one chunk
 // column hit 8 different bank groups.
 template <int kChunks> __device__ __forceinline__ int swizzled(int r, int c) {
+  static_assert(kChunks == 4 || kChunks == 8, "rows of 64 or 128 bytes");
   if (kChunks == 8) return r * 128 + ((c ^ (r & 7)) << 4);
   return r * 64 + ((c ^ ((r >> 1) & 3)) << 4);
 }

@@ -140,8 +140,8 @@ TEST(CudaConv, UngroupedFloatConvolutionsRunAsProducts) {
         // K by 64 through 3 stages (72 KB of dynamic shared memory); a
         // block of 64 pixels by 32 through 4 where elements are read apart.
         EXPECT_EQ(plan->depth, c.in_channels % 8 == 0 ? 64 : 32);
-        EXPECT_EQ(launches[0].shared_bytes, plan->shared_bytes());
-        EXPECT_EQ(launches[0].block, plan->threads());
+        EXPECT_EQ(launches[0].shared_bytes, c.in_channels % 8 == 0 ? 73728 : 32768);
+        EXPECT_EQ(launches[0].block, 128);
         EXPECT_EQ(plan->activation, step.activation);
         // Too few tiles to be the faster (gemm=auto), or on cuBLASLt
         // (gemm=cublaslt): a column kernel writes the patches.
@@ -344,60 +344,130 @@ TEST(CudaConv, ProductsMatchTheInterpreter) {
 }
 
 // Convolutions of random shapes, as a model a user brings may have: any
-// channel counts (odd ones need padded rows), kernels of 1 to 7 by 1 to 7,
-// strides, padding and dilation of either axis, with and without bias, a
-// ReLU after some, a weight the caller gives for some, and outputs read
-// both from inside the program (channels last) and as its own outputs.
-// Against the interpreter, in f32 (each element) and bf16 (each output's
-// norm), on fresh random data.
-TEST(CudaConv, RandomShapesMatchTheInterpreter) {
-  SKIP_WITHOUT_GPU();
-  CUDA_TEST_SEED(rng);
+// channel counts (odd ones need padded rows; up to 160 outputs, so up to
+// three column tiles), kernels of 1 to 7 by 1 to 7, strides, padding and
+// dilation of either axis, with and without bias (a module tensor or the
+// caller's, which a graph run binds in place), a second convolution added
+// as the residual of some, a ReLU after some, a weight the caller gives
+// for some, and outputs read both from inside the program (channels last)
+// and as its own outputs. In `dtype` (f32, or bf16 and f16 values stored
+// as such), on fresh random data.
+ModuleBuilder RandomConvolutions(std::mt19937_64& rng, DType dtype, std::string& shapes) {
   auto pick = [&](int64_t lo, int64_t hi) {
     return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
   };
-  for (int round = 0; round < 3; ++round) {
-    ModuleBuilder b(rng);
-    std::vector<Node*> outputs;
-    std::string shapes;
-    for (int i = 0; i < 8; ++i) {
-      // Half the channel counts multiples of 8, as the implicit kernel
-      // needs in bf16 and f16 (implicit_conv.h).
-      const int64_t n = pick(1, 3), cin = pick(0, 1) == 1 ? 8 * pick(1, 4) : pick(1, 21);
-      const int64_t cout = pick(1, 33);
-      const int64_t kh = pick(1, 7), kw = pick(1, 7), sh = pick(1, 3), sw = pick(1, 3);
-      const int64_t dh = pick(1, 2), dw = pick(1, 2), ph = pick(0, 3), pw = pick(0, 3);
-      // At least one output pixel each way.
-      const int64_t h = std::max(pick(1, 17), dh * (kh - 1) + 1 - 2 * ph);
-      const int64_t w = std::max(pick(1, 17), dw * (kw - 1) + 1 - 2 * pw);
-      absl::StrAppend(&shapes, " [", n, ",", cin, ",", h, ",", w, "]*[", cout, ",", cin, ",", kh,
-                      ",", kw, "] s", sh, ",", sw, " p", ph, ",", pw, " d", dh, ",", dw, ";");
-      Node* x = b.In(DType::kF32, {n, cin, h, w}, -1, 1);
-      Node* weight = pick(0, 3) == 0 ? b.In(DType::kF32, {cout, cin, kh, kw}, -0.3, 0.3)
-                                     : b.Const(DType::kF32, {cout, cin, kh, kw}, -0.3, 0.3);
-      std::vector<Argument> args = {x, weight};
-      if (pick(0, 1) == 1) args.push_back(b.Const(DType::kF32, {cout}, -0.5, 0.5));
-      const Kwargs geometry{{"stride", Ints({sh, sw})},
-                            {"padding", Ints({ph, pw})},
-                            {"dilation", Ints({dh, dw})}};
-      Node* y = b.Call("conv2d", args, geometry);
-      // A second convolution of the same geometry added: the later of
-      // the two takes the earlier as its residual.
-      if (pick(0, 2) == 0) {
-        y = b.Call("add", {y, b.Call("conv2d", {x, b.Const(DType::kF32, {cout, cin, kh, kw}, -0.3, 0.3)},
-                                     geometry)});
-      }
-      if (pick(0, 1) == 1) y = b.Call("relu", {y});
-      // Read inside the program (a pointwise kernel over channels-last
-      // values), or returned as it is.
-      outputs.push_back(pick(0, 1) == 1 ? b.Call("tanh", {y}) : y);
+  ModuleBuilder b(rng);
+  std::vector<Node*> outputs;
+  for (int i = 0; i < 8; ++i) {
+    // Half the channel counts multiples of 8, as the implicit kernel's
+    // 16-byte copies need (implicit_conv.h).
+    const int64_t n = pick(1, 3), cin = pick(0, 1) == 1 ? 8 * pick(1, 4) : pick(1, 21);
+    const int64_t cout = pick(0, 3) == 0 ? pick(65, 160) : pick(1, 33);
+    const int64_t kh = pick(1, 7), kw = pick(1, 7), sh = pick(1, 3), sw = pick(1, 3);
+    const int64_t dh = pick(1, 2), dw = pick(1, 2), ph = pick(0, 3), pw = pick(0, 3);
+    // At least one output pixel each way.
+    const int64_t h = std::max(pick(1, 17), dh * (kh - 1) + 1 - 2 * ph);
+    const int64_t w = std::max(pick(1, 17), dw * (kw - 1) + 1 - 2 * pw);
+    absl::StrAppend(&shapes, " [", n, ",", cin, ",", h, ",", w, "]*[", cout, ",", cin, ",", kh,
+                    ",", kw, "] s", sh, ",", sw, " p", ph, ",", pw, " d", dh, ",", dw, ";");
+    Node* x = b.In(dtype, {n, cin, h, w}, -1, 1);
+    Node* weight = pick(0, 3) == 0 ? b.In(dtype, {cout, cin, kh, kw}, -0.3, 0.3)
+                                   : b.Const(dtype, {cout, cin, kh, kw}, -0.3, 0.3);
+    std::vector<Argument> args = {x, weight};
+    const int64_t bias = pick(0, 2);
+    if (bias == 1) args.push_back(b.Const(dtype, {cout}, -0.5, 0.5));
+    if (bias == 2) args.push_back(b.In(dtype, {cout}, -0.5, 0.5));
+    const Kwargs geometry{{"stride", Ints({sh, sw})},
+                          {"padding", Ints({ph, pw})},
+                          {"dilation", Ints({dh, dw})}};
+    Node* y = b.Call("conv2d", args, geometry);
+    // A second convolution of the same geometry added: the later of the
+    // two takes the earlier as its residual.
+    if (pick(0, 2) == 0) {
+      y = b.Call("add", {y, b.Call("conv2d", {x, b.Const(dtype, {cout, cin, kh, kw}, -0.3, 0.3)},
+                                   geometry)});
     }
-    b.Out(outputs);
-    SCOPED_TRACE(shapes);
-    ExpectCudaMatchesInterp(b, kReduceTol);
-    // gemm=graft: every convolution that can, implicit (auto keeps these
-    // small ones on cuBLASLt).
-    ExpectNormsClose(b, round == 2 ? "f16" : "bf16", "graft");
+    if (pick(0, 1) == 1) y = b.Call("relu", {y});
+    // Read inside the program (a pointwise kernel over channels-last
+    // values), or returned as it is.
+    outputs.push_back(pick(0, 1) == 1 ? b.Call("tanh", {y}) : y);
+  }
+  b.Out(outputs);
+  return b;
+}
+
+// How many convolutions of `b` graft's implicit kernel runs with `options`
+// on an H100's 132 multiprocessors.
+int ImplicitConvolutions(const ModuleBuilder& b, const cuda::CudaOptions& options) {
+  absl::StatusOr<StepProgram> program = cuda::BuildCudaProgram(b.module(), TypesOf(b), options);
+  if (!program.ok()) return -1;
+  int n = 0;
+  for (const Step& step : program->steps) {
+    n += cuda::ImplicitConvFor(step, *program, options, 132, 90).has_value();
+  }
+  return n;
+}
+
+TEST(CudaConv, RandomShapesMatchTheInterpreter) {
+  CUDA_TEST_SEED(rng);
+  // Three rounds: f32 (auto) beside bf16, bf16, f16 with gemm=graft, where
+  // every convolution that can runs implicit (auto keeps these small ones
+  // on cuBLASLt), compared each element with the interpreter's, which
+  // computes bf16 and f16 values in f32 too.
+  struct Round {
+    std::string shapes, half_shapes;
+    ModuleBuilder f32, half;
+  };
+  std::vector<Round> rounds;
+  cuda::CudaOptions graft_gemm;
+  graft_gemm.gemm = "graft";
+  for (int round = 0; round < 3; ++round) {
+    std::string shapes, half_shapes;
+    ModuleBuilder f32 = RandomConvolutions(rng, DType::kF32, shapes);
+    ModuleBuilder half =
+        RandomConvolutions(rng, round == 2 ? DType::kF16 : DType::kBF16, half_shapes);
+    EXPECT_GT(ImplicitConvolutions(half, graft_gemm), 0) << half_shapes;
+    rounds.push_back({shapes, half_shapes, std::move(f32), std::move(half)});
+  }
+  SKIP_WITHOUT_GPU();
+  CompileOptions options;
+  options.options["gemm"] = "graft";
+  for (const Round& r : rounds) {
+    {
+      SCOPED_TRACE(r.shapes);
+      ExpectCudaMatchesInterp(r.f32, kReduceTol);
+    }
+    SCOPED_TRACE(r.half_shapes);
+    ExpectCudaMatchesInterp(r.half, kHalfTol, options);
+  }
+}
+
+// The caller's bias, which a graph run reads in place (its kernel node
+// re-pointed every run, dynamic shared memory and all), under an implicit
+// convolution between other kernels, in bf16; run twice, with new data.
+TEST(CudaConv, AnImplicitConvolutionReadsTheCallersBiasInAGraph) {
+  CUDA_TEST_SEED(rng);
+  ModuleBuilder b(rng);
+  Node* x = b.Call("tanh", {b.In(DType::kBF16, {2, 16, 12, 12}, -1, 1)});
+  Node* y = b.Call("conv2d", {x, b.Const(DType::kBF16, {24, 16, 3, 3}, -0.2, 0.2),
+                              b.In(DType::kBF16, {24}, -0.5, 0.5)},
+                   {{"padding", Ints({1, 1})}});
+  b.Out({b.Call("softmax", {b.Call("relu", {y}), int64_t{1}})});
+  cuda::CudaOptions graft_gemm;
+  graft_gemm.gemm = "graft";
+  EXPECT_EQ(ImplicitConvolutions(b, graft_gemm), 1);
+  SKIP_WITHOUT_GPU();
+  CompileOptions options;
+  options.options["gemm"] = "graft";
+  ExpectCudaMatchesInterp(b, kHalfTol, options);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> compiled, Cuda().Compile(b.module(), options));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> reference, Interp().Compile(b.module(), {}));
+  for (int run = 0; run < 2; ++run) {
+    std::vector<Tensor> inputs = {RandomData(DType::kBF16, {2, 16, 12, 12}, rng, -1, 1),
+                                  RandomData(DType::kBF16, {24}, rng, -0.5, 0.5)};
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> want, reference->Run(inputs));
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> got, compiled->Run(inputs));
+    ExpectAllClose(got, want, kHalfTol, compiled->output_signature());
   }
 }
 
