@@ -5,7 +5,7 @@
 // load, cuBLASLt's heuristic) needs the GPU and is in gpu_run's compile_ms.
 //
 //   build/bench/cuda_compile [mlp|stack|MODEL] [--precision f32|tf32|bf16] [--rounds 3]
-//       [--layers 12] [--describe]
+//       [--layers 12] [--gemm auto|graft|cublaslt] [--describe]
 //
 // `stack`: --layers transformer-sized feed-forward layers at batch 8
 // (768 -> 3072, GELU, 3072 -> 768, residual add), every layer the same
@@ -75,13 +75,14 @@ graft::Module FeedForwardStack(int layers) {
 
 int main(int argc, char** argv) {
   std::string workload = argc > 1 && argv[1][0] != '-' ? argv[1] : "mlp";
-  std::string precision = "bf16";
+  std::string precision = "bf16", gemm = "auto";
   int rounds = 3, layers = 12;
   for (int i = 1; i + 1 < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--precision") precision = argv[i + 1];
     if (flag == "--rounds") rounds = std::atoi(argv[i + 1]);
     if (flag == "--layers") layers = std::atoi(argv[i + 1]);
+    if (flag == "--gemm") gemm = argv[i + 1];
   }
   bool describe = false;
   for (int i = 1; i < argc; ++i) describe |= std::string(argv[i]) == "--describe";
@@ -105,6 +106,7 @@ int main(int argc, char** argv) {
   }
   graft::cuda::CudaOptions options;
   options.precision = precision;
+  options.gemm = gemm;
   for (int round = 0; round < rounds; ++round) {
     const double t0 = NowMs();
     absl::StatusOr<graft::StepProgram> program =
