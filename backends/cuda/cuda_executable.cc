@@ -251,9 +251,18 @@ absl::Status CompiledCudaProgram::LoadKernels(KernelSource& source) {
           cudaLibraryGetKernel(&launch.kernel, libraries_[spec.unit], spec.name.c_str())));
       launch.spec = std::move(spec);
       if (launch.spec.shared_bytes > 0) {
-        RETURN_IF_ERROR(GRAFT_CUDA(cudaKernelSetAttributeForDevice(
+        // A GPU with less shared memory a block than the kernel's tile
+        // refuses here, naming the step.
+        const absl::Status raised = GRAFT_CUDA(cudaKernelSetAttributeForDevice(
             launch.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, launch.spec.shared_bytes,
-            gpu_.index)));
+            gpu_.index));
+        if (!raised.ok()) {
+          const Node& node = *program_.steps[i].node;
+          return absl::Status(raised.code(),
+                              absl::StrCat("%", node.name(), " (", node.target(), "): ",
+                                           launch.spec.shared_bytes, " B of shared memory: ",
+                                           raised.message()));
+        }
       }
       uses_split_k_ |= launch.spec.split_k_scratch;
       launches_[i].push_back(std::move(launch));
