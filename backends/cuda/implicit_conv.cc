@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "backends/cuda/kernel_emitter.h"
 #include "graph/op_registry.h"
 
 namespace graft::cuda {
@@ -21,13 +22,6 @@ bool ArenaAligned(const Step& step, const Node* node, size_t align) {
   return ref->where == BufferRef::Where::kArena && ref->offset % align == 0;
 }
 
-const char* StorageName(DType t) {
-  switch (t) {
-    case DType::kF16: return "g_half";
-    case DType::kBF16: return "g_bfloat";
-    default: return "float";
-  }
-}
 
 }  // namespace
 
@@ -79,8 +73,8 @@ std::optional<ImplicitConv> ImplicitConvFor(const Step& step, const StepProgram&
 
 std::string ImplicitConvKernel(const std::string& name, const ImplicitConv& plan) {
   const ConvGemm& c = plan.conv;
-  const char* t = StorageName(c.gemm.dtype);
-  const char* b = StorageName(c.gemm.has_bias ? c.gemm.bias_dtype : DType::kF32);
+  const std::string t = StorageType(c.gemm.dtype);
+  const std::string b = StorageType(c.gemm.has_bias ? c.gemm.bias_dtype : DType::kF32);
   return absl::StrCat(
       "extern \"C\" __global__ void __launch_bounds__(", plan.threads(), ") ", name, "(const ", t,
       "* __restrict__ x, const ", t, "* __restrict__ w, const ", b, "* __restrict__ bias, const ",

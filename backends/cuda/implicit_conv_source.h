@@ -58,24 +58,19 @@ template <int kChunks> __device__ __forceinline__ int swizzled(int r, int c) {
   return r * 64 + ((c ^ ((r >> 1) & 3)) << 4);
 }
 template <class T> struct mma_op;
-template <> struct mma_op<g_bfloat> {
-  static __device__ __forceinline__ void run(float* d, const unsigned* a, const unsigned* b) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-  }
-};
-template <> struct mma_op<g_half> {
-  static __device__ __forceinline__ void run(float* d, const unsigned* a, const unsigned* b) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-  }
-};
+// d += a b, m16n8k16 with f32 sums.
+#define G_ICONV_MMA_OP(T, PTX)                                                              \
+  template <> struct mma_op<T> {                                                            \
+    static __device__ __forceinline__ void run(float* d, const unsigned* a, const unsigned* b) { \
+      asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." PTX "." PTX                     \
+                   ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"          \
+                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                         \
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));     \
+    }                                                                                       \
+  };
+G_ICONV_MMA_OP(g_bfloat, "bf16")
+G_ICONV_MMA_OP(g_half, "f16")
+#undef G_ICONV_MMA_OP
 __device__ __forceinline__ void ldmatrix4(unsigned* r, unsigned address) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])

@@ -30,11 +30,7 @@
 #include "support/status_macros.h"
 
 namespace graft::cuda {
-namespace {
 
-constexpr int kThreads = 256;
-
-// How elements of a dtype are stored, and the type they are computed in.
 std::string StorageType(DType t) {
   switch (t) {
     case DType::kF32: return "float";
@@ -50,6 +46,11 @@ std::string StorageType(DType t) {
   }
   return "float";
 }
+
+namespace {
+
+constexpr int kThreads = 256;
+
 
 std::string RegisterType(DType t) {
   switch (t) {

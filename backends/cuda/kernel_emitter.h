@@ -70,6 +70,9 @@ std::string ExactDoubleLiteral(double v);
 // Whether a step runs as a cuBLASLt matrix product rather than a kernel.
 bool IsGemmStep(const Step& step);
 
+// How elements of a dtype are stored in generated code ("g_bfloat", "float", ...).
+std::string StorageType(DType t);
+
 // Generates a kernel for every step but the GEMMs: pointwise and fused
 // groups from the registry's scalar formulas (with broadcasting), views
 // and copies, concat, pad, reductions, softmax, layer_norm, batch_norm,
