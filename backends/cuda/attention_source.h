@@ -9,7 +9,10 @@ namespace graft::cuda {
 // and values pass through shared memory 64 at a time; each warp keeps its
 // rows' running maximum and sum (online softmax) and its output in
 // registers, so the scores never reach memory. With `Causal`, the key
-// tiles after a block's last query are never read.
+// tiles after a block's last query are never read, and blocks take their
+// query tiles last first (the longest first). Only tiles on the diagonal,
+// at the end of the keys or under a mask test each score's position;
+// scores are kept in units of log2 so that each exponent is one ex2.
 //
 // Fragments follow PTX's mma.m16n8k16 layouts: lane = 4 g + t; A holds
 // rows g and g + 8, columns 2t, 2t + 1 (+8); B columns g, rows 2t, 2t + 1
@@ -68,65 +71,110 @@ template <int N> __device__ __forceinline__ void wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
+// The larger of a and b, NaN when either is (as g_max), in one instruction.
+__device__ __forceinline__ float nan_max(float a, float b) {
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+// 2^x as __expf computes e^x: one ex2.approx, subnormal results flushed.
+__device__ __forceinline__ float fast_exp2(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
 __device__ __forceinline__ float quad_max(float x) {
-  x = g_max(x, __shfl_xor_sync(0xffffffffu, x, 1));
-  return g_max(x, __shfl_xor_sync(0xffffffffu, x, 2));
+  x = nan_max(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  return nan_max(x, __shfl_xor_sync(0xffffffffu, x, 2));
 }
 __device__ __forceinline__ float quad_sum(float x) {
   x += __shfl_xor_sync(0xffffffffu, x, 1);
   return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
+// Four 8 x 8 matrices of 16-bit elements from shared memory, one row
+// address per lane (lanes 8m..8m+7 give matrix m's rows).
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], unsigned address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address));
+}
+
 // One warp's 16 rows against one tile of 64 keys (k0 on) in shared memory:
-// scores, online softmax, output accumulated.
-template <class T, int D, int DV, bool Causal, bool HasMask, class Masked>
+// scores, online softmax, output accumulated. Only an `Edge` tile (one
+// the causal diagonal, the end of the keys or a mask reaches) looks at
+// each score's position.
+template <class T, int D, int DV, bool Causal, bool HasMask, bool Edge, class Masked>
 __device__ __forceinline__ void tile(const unsigned (&qf)[D / 16][4], float (&o)[DV / 8][4],
                                      float& m0, float& m1, float& l0, float& l1, const T* ks,
                                      const T* vs, long long b, int k0, int row0, int t_len,
-                                     int s_len, float scale, float masked_value, Masked& masked) {
+                                     int s_len, float scale2, float masked2, Masked& masked) {
   constexpr int KP = D + 8, VP = DV + 8;
-  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int lane = threadIdx.x & 31, t = lane & 3;
   const int row1 = row0 + 8;
   float s[kKeys / 8][4];
+  // k's fragments by ldmatrix: lanes 8m..8m+7 give the keys of matrix m,
+  // 8 dims apart (two k steps of 16 per x4).
+  const unsigned k_lane = (unsigned)__cvta_generic_to_shared(ks + (lane & 7) * KP + (lane >> 3) * 8);
 #pragma unroll
   for (int nt = 0; nt < kKeys / 8; ++nt) {
     s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
-    const T* krow = ks + (nt * 8 + g) * KP + 2 * t;
 #pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-      mma_op<T>::run(s[nt], qf[kk], *(const unsigned*)(krow + kk * 16),
-                     *(const unsigned*)(krow + kk * 16 + 8));
+    for (int kk = 0; kk < D / 16; kk += 2) {
+      const unsigned at = k_lane + (unsigned)((nt * 8 * KP + kk * 16) * (int)sizeof(T));
+      unsigned kf[4];
+      if (kk + 1 < D / 16) {
+        ldmatrix_x4(kf, at);
+        mma_op<T>::run(s[nt], qf[kk], kf[0], kf[1]);
+        mma_op<T>::run(s[nt], qf[kk + 1], kf[2], kf[3]);
+      } else {  // The last 16 dims of an odd count: lanes 0-15's rows only.
+        asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];"
+                     : "=r"(kf[0]), "=r"(kf[1])
+                     : "r"(at));
+        mma_op<T>::run(s[nt], qf[kk], kf[0], kf[1]);
+      }
     }
   }
-  float tm0 = minus_inf(), tm1 = minus_inf();
+  // Scores in units of log2 (scale2 = scale * log2(e)), so that each
+  // exponent is one multiply-add and ex2. Maxima and sums are taken as
+  // trees: the warp has few neighbours to hide a long chain behind.
+  float mx[kKeys / 8][2];
 #pragma unroll
   for (int nt = 0; nt < kKeys / 8; ++nt) {
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
-      const int j = k0 + nt * 8 + 2 * t + e;
-      float x0 = s[nt][e] * scale, x1 = s[nt][2 + e] * scale;
-      if (HasMask && j < s_len) {
-        if (row0 < t_len && masked(b, row0, j)) x0 = masked_value;
-        if (row1 < t_len && masked(b, row1, j)) x1 = masked_value;
+      float x0 = s[nt][e] * scale2, x1 = s[nt][2 + e] * scale2;
+      if (Edge) {
+        const int j = k0 + nt * 8 + 2 * t + e;
+        if (HasMask && j < s_len) {
+          if (row0 < t_len && masked(b, row0, j)) x0 = masked2;
+          if (row1 < t_len && masked(b, row1, j)) x1 = masked2;
+        }
+        if (Causal && j > row0) x0 = minus_inf();
+        if (Causal && j > row1) x1 = minus_inf();
+        if (j >= s_len) x0 = x1 = minus_inf();
       }
-      if (Causal && j > row0) x0 = minus_inf();
-      if (Causal && j > row1) x1 = minus_inf();
-      if (j >= s_len) x0 = x1 = minus_inf();
       s[nt][e] = x0;
       s[nt][2 + e] = x1;
-      tm0 = g_max(tm0, x0);
-      tm1 = g_max(tm1, x1);
+    }
+    mx[nt][0] = nan_max(s[nt][0], s[nt][1]);
+    mx[nt][1] = nan_max(s[nt][2], s[nt][3]);
+  }
+#pragma unroll
+  for (int w = kKeys / 16; w > 0; w /= 2) {
+#pragma unroll
+    for (int nt = 0; nt < w; ++nt) {
+      mx[nt][0] = nan_max(mx[nt][0], mx[nt + w][0]);
+      mx[nt][1] = nan_max(mx[nt][1], mx[nt + w][1]);
     }
   }
-  const float mn0 = g_max(m0, quad_max(tm0)), mn1 = g_max(m1, quad_max(tm1));
+  const float mn0 = nan_max(m0, quad_max(mx[0][0])), mn1 = nan_max(m1, quad_max(mx[0][1]));
   // Exponents are taken against the new maximum, or 0 while every score
   // seen is -inf (exp(-inf - -inf) would be NaN).
   const float ref0 = mn0 == minus_inf() ? 0.f : mn0, ref1 = mn1 == minus_inf() ? 0.f : mn1;
-  const float c0 = __expf(m0 - ref0), c1 = __expf(m1 - ref1);
+  const float c0 = fast_exp2(m0 - ref0), c1 = fast_exp2(m1 - ref1);
   m0 = mn0;
   m1 = mn1;
-  l0 *= c0;
-  l1 *= c1;
 #pragma unroll
   for (int n = 0; n < DV / 8; ++n) {
     o[n][0] *= c0;
@@ -135,15 +183,26 @@ __device__ __forceinline__ void tile(const unsigned (&qf)[D / 16][4], float (&o)
     o[n][3] *= c1;
   }
   unsigned pf[kKeys / 16][4];
+  float sum[kKeys / 8][2];
 #pragma unroll
   for (int nt = 0; nt < kKeys / 8; ++nt) {
-    const float p00 = __expf(s[nt][0] - ref0), p01 = __expf(s[nt][1] - ref0);
-    const float p10 = __expf(s[nt][2] - ref1), p11 = __expf(s[nt][3] - ref1);
-    l0 += p00 + p01;
-    l1 += p10 + p11;
+    const float p00 = fast_exp2(s[nt][0] - ref0), p01 = fast_exp2(s[nt][1] - ref0);
+    const float p10 = fast_exp2(s[nt][2] - ref1), p11 = fast_exp2(s[nt][3] - ref1);
+    sum[nt][0] = p00 + p01;
+    sum[nt][1] = p10 + p11;
     pf[nt / 2][(nt % 2) * 2] = mma_op<T>::pack(p00, p01);
     pf[nt / 2][(nt % 2) * 2 + 1] = mma_op<T>::pack(p10, p11);
   }
+#pragma unroll
+  for (int w = kKeys / 16; w > 0; w /= 2) {
+#pragma unroll
+    for (int nt = 0; nt < w; ++nt) {
+      sum[nt][0] += sum[nt + w][0];
+      sum[nt][1] += sum[nt + w][1];
+    }
+  }
+  l0 = l0 * c0 + sum[0][0];
+  l1 = l1 * c1 + sum[0][1];
   // v's fragments by ldmatrix.trans: lanes 8m..8m+7 give the rows of
   // matrix m (keys +8 for odd m, dims +8 for m >= 2).
   const int m = lane >> 3, r = lane & 7;
@@ -182,8 +241,17 @@ __device__ __forceinline__ void run(T* out, const T* q, const T* k, const T* v, 
   __shared__ __align__(16) T ks[Stages][kKeys * KP];
   __shared__ __align__(16) T vs[Stages][kKeys * VP];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  // Scores and the masked value in units of log2 (tile). A finite masked
+  // value stays finite, so that a row with every score masked averages v
+  // as softmax does.
+  constexpr float kLog2e = 1.4426950408889634f;
+  const float scale2 = scale * kLog2e;
+  const float masked2 = isfinite(masked_value)
+                            ? fminf(fmaxf(masked_value * kLog2e, -3.402823466e38f), 3.402823466e38f)
+                            : masked_value;
   const long long b = blockIdx.x / tiles;
-  const int q0 = (int)(blockIdx.x % tiles) * kRows;
+  // The last query tiles first: under Causal they have the most keys.
+  const int q0 = (tiles - 1 - (int)(blockIdx.x % tiles)) * kRows;
   const int row0 = q0 + warp * 16 + g, row1 = row0 + 8;
   const bases where = at(b);
   const T* qb = q + where.q;
@@ -224,8 +292,16 @@ __device__ __forceinline__ void run(T* out, const T* q, const T* k, const T* v, 
     __syncthreads();  // Every thread's copies of tile i have landed.
     const int k0 = i * kKeys;
     if (warp_has_rows && !(Causal && k0 > q0 + warp * 16 + 15)) {
-      tile<T, D, DV, Causal, HasMask>(qf, o, m0, m1, l0, l1, ks[i % Stages], vs[i % Stages], b,
-                                      k0, row0, t_len, s_len, scale, masked_value, masked);
+      const bool edge = HasMask || k0 + kKeys > s_len || (Causal && k0 + kKeys - 1 > q0 + warp * 16);
+      if (edge) {
+        tile<T, D, DV, Causal, HasMask, true>(qf, o, m0, m1, l0, l1, ks[i % Stages],
+                                              vs[i % Stages], b, k0, row0, t_len, s_len, scale2,
+                                              masked2, masked);
+      } else {
+        tile<T, D, DV, Causal, HasMask, false>(qf, o, m0, m1, l0, l1, ks[i % Stages],
+                                               vs[i % Stages], b, k0, row0, t_len, s_len, scale2,
+                                               masked2, masked);
+      }
     }
     __syncthreads();  // Tile i's buffers are free for tile i + Stages.
     if (Stages == 1 && i + 1 < n_tiles) issue(i + 1);

@@ -25,6 +25,9 @@ struct AttentionSpec {
                      // fill, scores).
     kKeepWhereTrue,  // The same mask read the other way: where(mask, scores,
                      // fill).
+    kCausalAndWholeRows,  // As kCausalTensor, and every third query's row
+                          // masked whole (softmax then averages v where the
+                          // fill is finite).
   } mask = Mask::kCausalTensor;
   double fill = -INFINITY;
   double scale = 0.35;
@@ -66,11 +69,12 @@ inline Node* WrittenOutAttentionOf(ModuleBuilder& b, const AttentionSpec& spec,
   scores = spec.divide ? b.Call("div", {scores, 1.0 / spec.scale})
                        : b.Call("mul", {scores, spec.scale});
   using Mask = AttentionSpec::Mask;
-  if (spec.mask == Mask::kCausalTensor) {
+  if (spec.mask == Mask::kCausalTensor || spec.mask == Mask::kCausalAndWholeRows) {
+    const bool whole_rows = spec.mask == Mask::kCausalAndWholeRows;
     Tensor causal = RandomData(DType::kBool, {1, 1, spec.t, spec.s}, rng, 0, 1);
     for (int64_t i = 0; i < spec.t; ++i) {
       for (int64_t j = 0; j < spec.s; ++j)
-        causal.data<bool>()[i * spec.s + j] = j > i;
+        causal.data<bool>()[i * spec.s + j] = j > i || (whole_rows && i % 3 == 0);
     }
     scores = b.Call("where", {b.Const(causal), spec.fill, scores});
   } else if (spec.mask != Mask::kNone) {

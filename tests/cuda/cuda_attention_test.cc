@@ -109,6 +109,18 @@ TEST(CudaAttention, MatchesTheInterpreter) {
         .d = 64,
         .dv = 64,
         .mask = Mask::kFillWhereTrue}},
+      // A fill near float32's lowest that bf16 keeps finite: rows masked
+      // whole average v, and the kernel's scores in units of log2 must not
+      // turn it into -inf. (float32's lowest itself rounds to -inf in
+      // bf16, and such rows are then NaN, as in PyTorch.)
+      {"bf16",
+       {.lead = {2, 3},
+        .t = 70,
+        .s = 70,
+        .d = 64,
+        .dv = 64,
+        .mask = Mask::kCausalAndWholeRows,
+        .fill = -3e38}},
       {"f16",
        {.lead = {3},
         .t = 5,
