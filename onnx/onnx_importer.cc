@@ -1,5 +1,6 @@
 #include "onnx/onnx_importer.h"
 
+#include <exception>
 #include <set>
 #include <utility>
 #include <vector>
@@ -288,7 +289,15 @@ absl::Status OnnxImporter::ConvertNodes() {
   }
   for (int i = 0; i < graph.node_size(); ++i) {
     const onnx::NodeProto& node = graph.node(i);
-    absl::Status s = ConvertNode(node, i);
+    absl::Status s;
+    // A converter that throws (a defect, as a value of an unexpected kind
+    // read as another) fails the import with the node named rather than
+    // ending the process.
+    try {
+      s = ConvertNode(node, i);
+    } catch (const std::exception& e) {
+      s = absl::InternalError(absl::StrCat("the importer failed on this node: ", e.what()));
+    }
     if (!s.ok()) {
       return WithPrefix(s, absl::StrCat("node ", NodeLabel(node, i), " (",
                                         QualifiedOpType(node), "): "));

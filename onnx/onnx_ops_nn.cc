@@ -455,11 +455,18 @@ absl::Status ConvertGroupNorm(NodeContext& ctx) {
 // Inference: the input unchanged, and a mask of all true.
 absl::Status ConvertDropout(NodeContext& ctx) {
   if (ctx.HasInput(2)) {
-    std::optional<Argument> training = ctx.ScalarLiteral(2);
-    if (!training.has_value() || training->number() != 0) {
+    // A bool tensor by the standard (as PyTorch exports it), a number in
+    // some writers' files. In training mode a ratio of 0 still passes the
+    // input through (torchvision's Swin calls dropout with training left
+    // on and p = 0).
+    auto constant_zero = [&](int i) {
+      std::optional<Argument> v = ctx.ScalarLiteral(i);
+      return v.has_value() && (v->is_bool() ? !v->bool_value() : v->is_number() && v->number() == 0);
+    };
+    if (!constant_zero(2) && !(ctx.HasInput(1) && constant_zero(1))) {
       return NodeContext::Unsupported(
-          "training_mode must be a constant false (graft imports models for "
-          "inference)");
+          "training_mode must be a constant false, or the ratio a constant 0 (graft imports "
+          "models for inference)");
     }
   }
   if (ctx.OutputUsed(1)) {

@@ -9,16 +9,22 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
+#include "support/status_matchers.h"
 #include "tests/onnx/onnx_test_util.h"
 
 namespace graft::onnx_test {
 namespace {
 
+using ::graft::testing::StatusIs;
+using ::testing::AllOf;
 using ::testing::Contains;
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 using ::testing::Not;
 
 std::vector<std::string> Targets(ModelBuilder& b) {
@@ -386,6 +392,29 @@ TEST(OnnxOps, DropoutAndIdentityPassThrough) {
   b.Output("y");
   EXPECT_THAT(Targets(b), ElementsAre());
   ExpectTensor(RunModel(b, {F32({2}, {1, 2})})[0], DType::kF32, {2}, {1, 2});
+}
+
+// training_mode as PyTorch exports it: a bool constant. Off, or on with a
+// ratio of 0 (torchvision's Swin), the input passes through; on with
+// another ratio it is refused with the node named.
+TEST(OnnxOps, DropoutTakesABoolTrainingModeInput) {
+  for (const auto& [training, ratio] :
+       std::vector<std::pair<bool, float>>{{false, 0.5f}, {true, 0.0f}, {true, 0.5f}}) {
+    SCOPED_TRACE(absl::StrCat(training, " ", ratio));
+    ModelBuilder b;
+    b.FloatInput("x", {2});
+    b.FloatInitializer("ratio", {}, {ratio});
+    b.NewTensor("training", onnx::TensorProto::BOOL, {})->add_int32_data(training);
+    b.Node("Dropout", {"x", "ratio", "training"}, {"y"}, "drop");
+    b.Output("y");
+    if (!training || ratio == 0) {
+      ExpectTensor(RunModel(b, {F32({2}, {1, 2})})[0], DType::kF32, {2}, {1, 2});
+      continue;
+    }
+    EXPECT_THAT(b.Import().status(),
+                StatusIs(absl::StatusCode::kUnimplemented,
+                         AllOf(HasSubstr("drop"), HasSubstr("training_mode"))));
+  }
 }
 
 // --- Reductions -------------------------------------------------------------
