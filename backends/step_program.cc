@@ -12,6 +12,7 @@
 #include "backends/strided_view.h"
 #include "graph/quant_ops.h"
 #include "backends/bias_into_linear.h"
+#include "backends/fold_dequantized_weights.h"
 #include "backends/unpack_int4_constants.h"
 #include "passes/recognize_composites.h"
 #include "backends/inline_submodules.h"
@@ -735,6 +736,9 @@ absl::StatusOr<StepProgram> BuildStepProgram(
   RETURN_IF_ERROR(UnpackInt4Constants(*p.module).status());
   RETURN_IF_ERROR(passes::PropagateShapes(*p.module).status());
   RETURN_IF_ERROR(CheckQuantizeConstants(*p.module));
+  if (target.fold_dequantized_weights) {
+    RETURN_IF_ERROR(FoldDequantizedWeights(*p.module).status());
+  }
   // Inference rewrites every compiled program wants: spelled-out layer
   // norms and GELUs made ops again (a GELU can then ride in the product
   // before it), batch norms folded into the convolution or linear before

@@ -154,6 +154,10 @@ struct StepTarget {
   // reads and writes channels-last (NHWC) values, with kCopy steps
   // converting around it. Null: none does.
   std::function<bool(const Node& conv)> channels_last_conv;
+  // Whether dequantized constant weights become constants
+  // (fold_dequantized_weights.h): for a backend that prepacks constant
+  // weights and runs products over computed ones slowly.
+  bool fold_dequantized_weights = false;
   // The backend's own settings, part of Describe().
   std::string options_key;
 };
