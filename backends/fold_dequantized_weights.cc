@@ -49,7 +49,9 @@ std::optional<Tensor> Folded(const Module& module, const Node& dequantize) {
   const Node* input = call->TensorNode("input");
   if (input == nullptr || input->op() != OpCode::kGetAttr) return std::nullopt;
   const Tensor* q = module.FindTensor(input->target());
-  if (q == nullptr || !q->on_host() || !IsInteger(q->dtype())) return std::nullopt;
+  if (q == nullptr || !q->on_host() || (!IsInteger(q->dtype()) && !IsFloat8(q->dtype()))) {
+    return std::nullopt;
+  }
   int64_t outer = 1, channels = 1, inner = q->NumElements();
   const bool per_channel = !call->IsNone("axis");
   if (per_channel) {

@@ -6,8 +6,9 @@
 
 namespace graft {
 
-// Replaces each f32 dequantize of a module tensor (its scale and zero
-// point module tensors or numbers, per tensor or per channel) that only
+// Replaces each f32 dequantize of a module tensor (integer or f8e4m3; its
+// scale and zero point module tensors or numbers, per tensor or per
+// channel) that only
 // matrix products and convolutions read, as their weight, by a module
 // tensor holding its values: the weights of a quantized model's reference
 // graph (graft quantize without --lower, or a QDQ ONNX export). A product

@@ -12,6 +12,12 @@
 #include "support/status_macros.h"
 
 namespace graft::orc {
+
+#ifdef GRAFT_ORC_WITH_DNNL
+constexpr bool kWithDnnl = true;
+#else
+constexpr bool kWithDnnl = false;
+#endif
 namespace {
 
 // The products whose int8 sums oneDNN makes (with VNNI).
@@ -277,8 +283,10 @@ absl::StatusOr<Program> BuildProgram(const Module& module,
       .channels_last_conv = ConvRunsChannelsLast,
       // oneDNN prepacks constant weights; with its convolutions over
       // computed ones, ResNet-50's reference int8 graph took 14 s a run
-      // instead of 89 ms.
-      .fold_dequantized_weights = true,
+      // instead of 89 ms. Without oneDNN nothing is prepacked, and a small
+      // matmul the partitioner gave orc as generated loops (two computed
+      // operands) must stay one.
+      .fold_dequantized_weights = kWithDnnl,
       .options_key = absl::StrCat(options.bf16_matmuls ? "bf16 matmuls\n" : "",
                                   "threads ", options.threads,
                                   options.target_cpu.empty() ? "" : "\ntarget cpu ",

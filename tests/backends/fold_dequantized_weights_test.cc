@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -48,20 +49,23 @@ TEST(FoldDequantizedWeights, ProductWeightsBecomeTheInterpretersValues) {
   Node* linear_w =
       b.Call("dequantize", {b.Const(DType::kU8, {5, 6}, 0, 255), 0.0371, int64_t{128}});
   Node* z = b.Call("linear", {b.Call("reshape", {y, Argument::IntList({-1, 6})}), linear_w});
+  // f8e4m3 weights, as `graft quantize --dtype fp8` stores them.
+  Node* fp8_w = b.Call("dequantize", {b.Const(DType::kF8E4M3, {3, 5}, -4, 4), 0.125, int64_t{0}});
+  Node* fp8_product = b.Call("linear", {b.In(DType::kF32, {2, 5}), fp8_w});
   // Read as a product's input, and by an add: not weights.
   Node* as_input = b.Call("dequantize", {b.Const(DType::kI8, {3, 5}, -128, 127), 0.5, int64_t{0}});
   Node* p = b.Call("matmul", {as_input, b.Const(DType::kF32, {5, 2})});
   Node* added = b.Call("dequantize", {b.Const(DType::kI8, {2}, -128, 127), 0.25, int64_t{0}});
-  b.Out({z, p, b.Call("add", {p, added})});
+  b.Out({z, p, b.Call("add", {p, added}), fp8_product});
   Module m = b.module().Clone();
-  const Node* conv_dq = nullptr;
-  const Node* linear_dq = nullptr;
+  // Each product's weight as the interpreter computes it, by product name.
+  std::map<std::string, Tensor> want;
   for (const Node* n : m.graph().nodes()) {
-    if (n->name() == conv_w->name()) conv_dq = n;
-    if (n->name() == linear_w->name()) linear_dq = n;
+    if (n->is_call("conv2d") || n->is_call("linear")) {
+      want[n->name()] = InterpreterValue(m, *n->arg(1).node());
+    }
   }
-  const Tensor conv_want = InterpreterValue(m, *conv_dq);
-  const Tensor linear_want = InterpreterValue(m, *linear_dq);
+  ASSERT_EQ(want.size(), 3u);
 
   absl::StatusOr<bool> changed = FoldDequantizedWeights(m);
   ASSERT_TRUE(changed.ok()) << changed.status();
@@ -73,13 +77,13 @@ TEST(FoldDequantizedWeights, ProductWeightsBecomeTheInterpretersValues) {
     if (!n->is_call("conv2d") && !n->is_call("linear")) continue;
     const Node* weight = n->arg(1).node();
     ASSERT_EQ(weight->op(), OpCode::kGetAttr) << PrintModule(m);
-    ExpectSameBits(*m.FindTensor(weight->target()), n->is_call("conv2d") ? conv_want : linear_want);
+    ExpectSameBits(*m.FindTensor(weight->target()), want.at(n->name()));
   }
   EXPECT_EQ(dequantizes, 2) << PrintModule(m);
   // The int8 weights no graph node reads any more are gone from it.
   int get_attrs = 0;
   for (const Node* n : m.graph().nodes()) get_attrs += n->op() == OpCode::kGetAttr;
-  EXPECT_EQ(get_attrs, 2 + 2 + 1) << PrintModule(m);
+  EXPECT_EQ(get_attrs, 3 + 2 + 1) << PrintModule(m);
 }
 
 // A weight computed at run time, or one whose scales are, is left for the
