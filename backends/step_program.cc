@@ -517,6 +517,13 @@ class ProgramBuilder {
     return false;
   }
 
+  // A saturating cast (CastFormula): a library call's own rounding of its
+  // input would not saturate.
+  static bool Saturates(const Node& cast) {
+    absl::StatusOr<OpCall> call = OpCall::Bind(cast);
+    return call.ok() && call->Bool("saturate");
+  }
+
   // A library call whose input is a cast (a call of its own, from f32 to
   // the call's dtype) that nothing else reads: the call reads the cast's
   // input and rounds it itself (Step::casts_input), and the cast's step
@@ -536,7 +543,8 @@ class ProgramBuilder {
     if (cast_step.node != cast || cast_step.kind != StepKind::kPointwise ||
         sources_[index].size() != 1 || sources_[index][0].channels_last ||
         source->type()->dtype != DType::kF32 || cast->type()->dtype != step.node->type()->dtype ||
-        !call.ok() || call->TensorNode("input") != cast || !target_.absorbs_casts(*step.node)) {
+        !call.ok() || call->TensorNode("input") != cast || !target_.absorbs_casts(*step.node) ||
+        Saturates(*cast)) {
       return;
     }
     cast_step.elided = true;

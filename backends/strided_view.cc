@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "graph/float_limits.h"
 #include "support/status_macros.h"
 
 namespace graft {
@@ -184,6 +185,14 @@ ReductionSplit SplitReduction(const OpCall& call, const std::vector<int64_t>& in
 
 DType PointwiseComputeType(const Node& node, const OpCall& call) {
   const DType out = node.type()->dtype;
+  if (node.is_call("cast") && call.Bool("saturate")) {
+    // Its comparisons must see the value before rounding (CastFormula).
+    const Node* input = call.TensorNode("input");
+    if (input != nullptr && IsFloatingPoint(input->type()->dtype) && IsFloatingPoint(out) &&
+        LargestFinite(input->type()->dtype) > LargestFinite(out)) {
+      return input->type()->dtype;
+    }
+  }
   if (out != DType::kBool) return out;
   bool any_float = false, any_f64 = false, fractional = false;
   for (size_t i = 0; i < call.schema().params.size(); ++i) {

@@ -67,7 +67,8 @@ struct ReductionSplit {
 ReductionSplit SplitReduction(const OpCall& call, const std::vector<int64_t>& in_dims);
 
 // The dtype a pointwise call computes in: its result's, except that a
-// comparison computes in its operands' common type.
+// comparison computes in its operands' common type and a saturating cast
+// to a narrower float in its input's.
 DType PointwiseComputeType(const Node& node, const OpCall& call);
 
 }  // namespace graft

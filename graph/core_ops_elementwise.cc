@@ -4,7 +4,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "graph/core_ops_internal.h"
+#include "graph/float_limits.h"
 #include "graph/type_rules.h"
 
 namespace graft::core_ops {
@@ -160,6 +162,23 @@ std::string ClampFormula(const OpCall& call) {
   return f;
 }
 
+// A saturating cast from a float type to a narrower one: finite values
+// past the result's largest become it, where rounding would make them
+// infinite; infinities and NaN pass. Only comparisons and selects, so each
+// backend computes it in the input's dtype (PointwiseComputeType).
+std::string CastFormula(const OpCall& call) {
+  const Node* input = call.TensorNode("input");
+  if (!call.Bool("saturate") || input == nullptr || !input->type().has_value()) return "input";
+  const double from = LargestFinite(input->type()->dtype);
+  const double to = LargestFinite(call.GetDType("dtype"));
+  if (!IsFloatingPoint(call.GetDType("dtype")) || to == 0 || from <= to) return "input";
+  const std::string limit = absl::StrFormat("%.17g", to);
+  const std::string largest = absl::StrFormat("%.17g", from);
+  return absl::StrCat("input > ", limit, " ? (input > ", largest, " ? input : ", limit,
+                      ") : (input < -", limit, " ? (input < -", largest, " ? input : -", limit,
+                      ") : input)");
+}
+
 void AddUnary(OpRegistry& r, const NamedOp& op, SingleInferFn fn) {
   Add(r, {.name = op.name,
           .params = {Param("input", K::kTensor)},
@@ -224,12 +243,14 @@ void RegisterElementwiseOps(OpRegistry& r) {
           .infer = One(Clamp),
           .summary = "elementwise clamp to [min, max]"});
   Add(r, {.name = "cast",
-          .params = {Param("input", K::kTensor), Param("dtype", K::kDType)},
+          .params = {Param("input", K::kTensor), Param("dtype", K::kDType),
+                     Defaulted("saturate", K::kBool, false)},
           // The conversion to the result dtype (truncating, saturating) is
           // the code generator's, as for every formula's result.
-          .traits = Pointwise("input"),
+          .traits = {.kind = OpKind::kPointwise, .formula = CastFormula},
           .infer = One(Cast),
-          .summary = "convert to another dtype (float to int truncates)"});
+          .summary = "convert to another dtype (float to int truncates; with saturate, a finite "
+                     "float past a narrower float's range becomes its largest)"});
 
   AddBinary(r, {"add", "elementwise input + other, broadcasting",
                 "input + other"}, Arithmetic);

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,6 +18,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "graph/float_limits.h"
 #include "graph/graph.h"
 #include "graph/int4_ops.h"
 #include "graph/op_traits.h"
@@ -319,7 +322,7 @@ absl::StatusOr<bool> CastWhereF32MeetsNarrow(
         Node*& cast = narrowed[in];
         if (cast == nullptr) {
           auto at = graph.InsertingAfter(in);
-          cast = graph.CallFunction("cast", {in, Argument(dtype)});
+          cast = graph.CallFunction("cast", {in, Argument(dtype)}, {{"saturate", true}});
           RETURN_IF_ERROR(PropagateNodeShapes(module, cast).status());
         }
         node->ReplaceInputWith(in, cast);
@@ -328,6 +331,51 @@ absl::StatusOr<bool> CastWhereF32MeetsNarrow(
     RETURN_IF_ERROR(PropagateNodeShapes(module, node).status());
   }
   return !narrowed.empty() || !widening.widened.empty();
+}
+
+// A float literal that `where` selects into a narrow result (a
+// masked_fill with f32's lowest, or -1e9 in f16) saturates as a narrowed
+// weight does, rather than rounding to -inf there.
+bool SaturateSelectedLiterals(Graph& graph, DType dtype) {
+  const double limit = LargestFinite(dtype);
+  auto saturated = [&](const Argument& a) -> std::optional<Argument> {
+    if (!a.is_double()) return std::nullopt;
+    const double v = a.number();
+    if (!std::isfinite(v) || std::fabs(v) <= limit ||
+        std::fabs(v) > std::numeric_limits<float>::max()) {
+      return std::nullopt;
+    }
+    return Argument(std::copysign(limit, v));
+  };
+  bool changed = false;
+  for (Node* n : graph.nodes()) {
+    if (!n->is_call("where") || !n->type().has_value() || n->type()->dtype != dtype) continue;
+    for (size_t i = 1; i < n->num_args(); ++i) {
+      if (std::optional<Argument> a = saturated(n->arg(i))) {
+        n->SetArg(i, *a);
+        changed = true;
+      }
+    }
+    for (const auto& [name, value] : Kwargs(n->kwargs())) {
+      if (std::optional<Argument> a = saturated(value)) {
+        n->SetKwarg(name, *a);
+        changed = true;
+      }
+    }
+  }
+  return changed;
+}
+
+// Whether every use of `value` is a product's operand (linear, matmul,
+// conv). A product rounds such an input as it reads it (step_program.cc
+// absorbs its cast), which a saturating cast would prevent: a model input
+// past the narrow type's range that only products read is left to that
+// rounding, as torch's x.to(dtype) would round it.
+bool ReadOnlyByProducts(const Node& value) {
+  for (const Node* user : value.users()) {
+    if (KindOf(*user) != OpKind::kContraction) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -373,7 +421,9 @@ absl::StatusOr<bool> CastFloatModule(Module& module, DType dtype) {
     Node* cast;
     {
       auto at = graph.InsertingAfter(p);
-      cast = graph.CallFunction("cast", {Argument(), Argument(dtype)});
+      cast = ReadOnlyByProducts(*p)
+                 ? graph.CallFunction("cast", {Argument(), Argument(dtype)})
+                 : graph.CallFunction("cast", {Argument(), Argument(dtype)}, {{"saturate", true}});
     }
     p->ReplaceAllUsesWith(cast);
     cast->SetArg(0, p);
@@ -381,6 +431,7 @@ absl::StatusOr<bool> CastFloatModule(Module& module, DType dtype) {
   }
   ASSIGN_OR_RETURN(const bool met, CastWhereF32MeetsNarrow(module, dtype, originals));
   changed |= met;
+  changed |= SaturateSelectedLiterals(graph, dtype);
   for (size_t i = 0; i < values.size(); ++i) {
     // The output's operand as it is now (a placeholder's use became a cast).
     Node* v = output->inputs()[i];

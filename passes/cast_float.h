@@ -25,7 +25,13 @@ namespace graft::passes {
 // (positions) meet module tensors only, at an elementwise op or a product
 // (a rotary embedding's inv_freq times positions), the op stays f32 and
 // reads those tensors' f32 values. Comparisons take such a value as it
-// is. Returns whether anything changed.
+// is. The casts it inserts saturate (cast's `saturate`): a finite f32
+// value past the narrow type's range, such as a mask of f32's lowest
+// made from an integer attention mask, becomes the narrow type's lowest
+// rather than -inf (which would turn a wholly masked row's softmax into
+// NaN where the f32 model gave finite values); only the cast of an input
+// that products alone read does not (they round it as they read it).
+// Returns whether anything changed.
 absl::StatusOr<bool> CastFloatModule(Module& module, DType dtype);
 
 // What an f32 constant of the model becomes: rounded to nearest even as

@@ -1,6 +1,7 @@
 // Elementwise kernels: unary math, activations, clamp, cast, the
 // broadcasting binary ops, comparisons, logical ops and where.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
@@ -8,6 +9,7 @@
 #include "backends/interp/elementwise.h"
 #include "backends/interp/kernel.h"
 #include "backends/interp/kernel_util.h"
+#include "graph/float_limits.h"
 #include "support/status_macros.h"
 
 namespace graft::interp {
@@ -91,9 +93,23 @@ absl::StatusOr<Value> LogicalNot(const KernelContext& ctx) {
   return Value(MapUnary(x, true, [](auto v) { return v == 0; }));
 }
 
+// With saturate, a finite float past a narrower float's largest becomes
+// it (CastFormula); the values between it and the rounding midpoint round
+// to it anyway.
 absl::StatusOr<Value> Cast(const KernelContext& ctx) {
   ASSIGN_OR_RETURN(Tensor x, ctx.Input("input"));
-  return Value(CastTensor(x, ctx.call().GetDType("dtype")));
+  const DType to = ctx.call().GetDType("dtype");
+  const double limit = LargestFinite(to);
+  if (ctx.call().Bool("saturate") && IsFloatingPoint(x.dtype()) && IsFloatingPoint(to) &&
+      LargestFinite(x.dtype()) > limit) {
+    Tensor wide = x.dtype() == DType::kF64 ? x.Clone() : CastTensor(x, DType::kF64);
+    double* v = wide.data<double>();
+    for (int64_t i = 0; i < wide.NumElements(); ++i) {
+      if (std::isfinite(v[i])) v[i] = std::clamp(v[i], -limit, limit);
+    }
+    return Value(CastTensor(wide, to));
+  }
+  return Value(CastTensor(x, to));
 }
 
 // A clamp bound as a literal operand for promotion, or nothing for None.

@@ -114,6 +114,31 @@ TEST(ElementwiseKernels, CastTruncatesAndSaturates) {
   EXPECT_EQ(same.data<int64_t>()[0], (int64_t{1} << 62) + 1);
 }
 
+// A saturating cast into a narrower float: finite values past its range
+// become its largest (f32's lowest, a mask's fill, stays finite in bf16),
+// the values that round to the largest anyway too; infinities and NaN
+// pass. Without saturate they round to infinity.
+TEST(ElementwiseKernels, SaturatingCastsKeepFiniteValuesFinite) {
+  const double f32_max = std::numeric_limits<float>::max();
+  const double bf16_max = 3.3895313892515355e38;  // 0x7f7f
+  const Tensor x = F32({7}, {-f32_max, f32_max, 3.39e38, -kInf, kInf, kNaN, 1.5});
+  GRAFT_ASSERT_OK_AND_ASSIGN(bf, RunUnary("cast", x, {DType::kBF16}, {{"saturate", true}}));
+  ExpectTensor(bf, DType::kBF16, {7}, {-bf16_max, bf16_max, bf16_max, -kInf, kInf, kNaN, 1.5});
+  GRAFT_ASSERT_OK_AND_ASSIGN(plain, RunUnary("cast", x, {DType::kBF16}));
+  ExpectTensor(plain, DType::kBF16, {7}, {-kInf, kInf, bf16_max, -kInf, kInf, kNaN, 1.5});
+  // f16: 65519 rounds to 65504 either way; 65520 is the tie that rounds
+  // to infinity.
+  const Tensor y = T(DType::kF64, {6}, {65519, 65520, -1e9, 1e300, -kInf, 2.5});
+  GRAFT_ASSERT_OK_AND_ASSIGN(h, RunUnary("cast", y, {DType::kF16}, {{"saturate", true}}));
+  ExpectTensor(h, DType::kF16, {6}, {65504, 65504, -65504, 65504, -kInf, 2.5});
+  ExpectTensor(y, DType::kF64, {6}, {65519, 65520, -1e9, 1e300, -kInf, 2.5});  // Left as it was.
+  GRAFT_ASSERT_OK_AND_ASSIGN(hp, RunUnary("cast", y, {DType::kF16}));
+  ExpectTensor(hp, DType::kF16, {6}, {65504, kInf, -kInf, kInf, -kInf, 2.5});
+  // Into a wider float or an integer, saturate changes nothing.
+  GRAFT_ASSERT_OK_AND_ASSIGN(i8, RunUnary("cast", x, {DType::kI8}, {{"saturate", true}}));
+  ExpectTensor(i8, DType::kI8, {7}, {-128, 127, 127, -128, 127, 0, 1});
+}
+
 TEST(ElementwiseKernels, IntegerUnaryOps) {
   GRAFT_ASSERT_OK_AND_ASSIGN(neg,
                              RunUnary("neg", T(DType::kI32, {2}, {3, -4})));
