@@ -23,6 +23,7 @@
 #include "support/status_matchers.h"
 #include "tests/backends/differential_test_util.h"
 #include "tests/backends/l2_comparison.h"
+#include "tests/backends/mask_models.h"
 #include "tests/backends/model_files.h"
 
 namespace graft {
@@ -143,50 +144,17 @@ graph():
   EXPECT_TRUE(got[0].BitwiseEqual(want[0]));
 }
 
-// Attention masks as Hugging Face's models make them: (1 - mask) times
-// torch.finfo(f32).min, from the caller's integer mask, an additive f32
-// mask passed in, and a masked_fill (where) with that value. Cast to bf16 or f16, f32's lowest would round to
-// -inf, and a row that masks every key (batch 1 here: a sequence of
-// padding only) would be NaN where the f32 model averages the values.
-// The casts the pass inserts saturate, and so does a literal that where
+// Attention masks of f32's lowest (tests/backends/mask_models.h). Cast to
+// bf16 or f16, f32's lowest would round to -inf, and a row that masks
+// every key would be NaN where the f32 model averages the values. The
+// casts the pass inserts saturate, and so does a literal that where
 // selects: the cast model gives the f32 model's finite rows.
 TEST(CastFloatModels, MasksOfF32sLowestStayFinite) {
-  absl::StatusOr<Module> parsed = ParseModule(R"(
-tensor w : f32[8,8] = random(seed=3)
-graph():
-    %x : f32[2,4,8] = placeholder[target=x]
-    %mask : i64[2,4] = placeholder[target=mask]
-    %additive : f32[2,1,4] = placeholder[target=additive]
-    %w = get_attr[target=w]
-    %q = call_function[target=linear](args = (%x, %w), kwargs = {})
-    %kt = call_function[target=transpose](args = (%x, 1, 2), kwargs = {})
-    %scores = call_function[target=matmul](args = (%q, %kt), kwargs = {})
-    %m = call_function[target=cast](args = (%mask, f32), kwargs = {})
-    %keep = call_function[target=sub](args = (1.0, %m), kwargs = {})
-    %fill = call_function[target=mul](args = (%keep, -3.4028234663852886e+38), kwargs = {})
-    %rows = call_function[target=unsqueeze](args = (%fill, 1), kwargs = {})
-    %masked = call_function[target=add](args = (%scores, %rows), kwargs = {})
-    %both = call_function[target=add](args = (%scores, %additive), kwargs = {})
-    %p = call_function[target=softmax](args = (%masked, -1), kwargs = {})
-    %p2 = call_function[target=softmax](args = (%both, -1), kwargs = {})
-    %pad = call_function[target=eq](args = (%rows, -3.4028234663852886e+38), kwargs = {})
-    %filled = call_function[target=where](args = (%pad, -3.4028234663852886e+38, %scores), kwargs = {})
-    %p3 = call_function[target=softmax](args = (%filled, -1), kwargs = {})
-    %y = call_function[target=matmul](args = (%p, %x), kwargs = {})
-    %y2 = call_function[target=matmul](args = (%p2, %x), kwargs = {})
-    %y3 = call_function[target=matmul](args = (%p3, %x), kwargs = {})
-    return (y, y2, y3)
-)");
+  absl::StatusOr<Module> parsed = backend_test::AttentionMasksOfF32sLowest();
   ASSERT_OK(parsed);
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> f32, Interp().Compile(*parsed, {}));
   std::vector<Tensor> inputs = RandomInputs(f32->input_signature(), 7, 1);
-  const float lowest = std::numeric_limits<float>::lowest();
-  for (int64_t key = 0; key < 4; ++key) {
-    inputs[1].data<int64_t>()[key] = key < 3;  // Batch 0 keeps three keys,
-    inputs[1].data<int64_t>()[4 + key] = 0;    // batch 1 none.
-    inputs[2].data<float>()[key] = key == 0 ? lowest : 0.0f;
-    inputs[2].data<float>()[4 + key] = lowest;
-  }
+  backend_test::MaskEveryKeyOfBatchOne(inputs);
   ASSERT_OK_AND_ASSIGN(std::vector<Tensor> want, f32->Run(inputs));
   for (DType dtype : {DType::kBF16, DType::kF16}) {
     SCOPED_TRACE(DTypeName(dtype));

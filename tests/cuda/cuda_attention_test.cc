@@ -4,6 +4,9 @@
 // it matches the interpreter's written-out f32 attention, causal, masked
 // either way, and with tiles that the sequence lengths leave partial.
 
+#include <algorithm>
+#include <cmath>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,6 +18,9 @@
 #include "gtest/gtest.h"
 #include "support/status_matchers.h"
 #include "tests/backends/attention_models.h"
+#include "tests/backends/l2_comparison.h"
+#include "tests/backends/mask_models.h"
+#include "tests/backends/model_files.h"
 #include "tests/cuda/cuda_test_util.h"
 
 namespace graft::cuda_test {
@@ -188,6 +194,33 @@ TEST(CudaAttention, MatchesTheInterpreter) {
     CompileOptions options;
     options.options["precision"] = c.precision;
     ExpectCudaMatchesInterp(b, kHalfTol, options);
+  }
+}
+
+// Masks of f32's lowest (tests/backends/mask_models.h) in a float model
+// run in bf16 and f16: the masked rows stay finite, the f32 model's.
+TEST(CudaAttention, MasksOfF32sLowestStayFiniteInHalfPrecision) {
+  SKIP_WITHOUT_GPU();
+  ASSERT_OK_AND_ASSIGN(Module module, backend_test::AttentionMasksOfF32sLowest());
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> f32, Interp().Compile(module, {}));
+  std::vector<Tensor> inputs = backend_test::RandomInputs(f32->input_signature(), 7, 1);
+  backend_test::MaskEveryKeyOfBatchOne(inputs);
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> want, f32->Run(inputs));
+  for (const char* precision : {"bf16", "f16"}) {
+    SCOPED_TRACE(precision);
+    CompileOptions options;
+    options.options["precision"] = precision;
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executable> e, Cuda().Compile(module, options));
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> got, e->Run(inputs));
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      const Tensor& host = got[i];
+      for (int64_t j = 0; j < host.NumElements(); ++j) {
+        ASSERT_TRUE(std::isfinite(host.GetAsDouble(j))) << "output " << i << " element " << j;
+      }
+      const L2Comparison c = CompareL2(host, want[i]);
+      EXPECT_LE(c.diff, kHalfTol * std::max(c.norm, 1e-3)) << "output " << i;
+    }
   }
 }
 
