@@ -4,9 +4,10 @@ given backends and compares each output with PyTorch's, printing one line
 per model and backend: the import or run error, or the largest error of
 each output relative to that output's largest magnitude.
 
-    python3 tests/onnx_models/check_zoo.py ZOO_DIR [--graft PATH] [BACKEND...]
+    python3 tests/onnx_models/check_zoo.py ZOO_DIR [--graft PATH] [BACKEND[:PRECISION]...]
 
-Needs NumPy. Backends default to interp and orc.
+Needs NumPy. Backends default to interp and orc; cuda:bf16 runs the CUDA
+backend with --precision bf16.
 """
 
 import argparse
@@ -19,12 +20,15 @@ import tempfile
 import numpy as np
 
 
-def check(graft, model_dir, backend, timeout):
+def check(graft, model_dir, spec, timeout):
+    """`spec` is a backend, or BACKEND:PRECISION (cuda:bf16)."""
+    backend, _, precision = spec.partition(":")
+    flags = ["--precision", precision] if precision else []
     ins = sorted(glob.glob(os.path.join(model_dir, "input_*.npy")))
     outs = sorted(glob.glob(os.path.join(model_dir, "output_*.npy")))
     with tempfile.TemporaryDirectory() as od:
         cmd = [graft, "run", os.path.join(model_dir, "model.onnx"),
-               "--backend", backend, "--output-dir", od]
+               "--backend", backend, "--output-dir", od] + list(flags)
         for i, f in enumerate(ins):
             cmd += ["--input", "in%d=%s" % (i, f)]
         try:
