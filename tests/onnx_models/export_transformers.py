@@ -53,8 +53,8 @@ class Hidden(nn.Module):
         self.model, self.names = model, names
         self.no_cache = "use_cache" in inspect.signature(model.forward).parameters
 
-    def forward(self, *args):
-        kwargs = dict(zip(self.names, args))
+    def forward(self, x0, x1=None):
+        kwargs = dict(zip(self.names, (x0, x1)))
         if self.no_cache:
             kwargs["use_cache"] = False
         return self.model(**kwargs).last_hidden_state
@@ -112,6 +112,18 @@ models = {  # name: (model of an attention implementation, inputs)
 }
 
 
+# Exported at batch 2, sequence 16 with those dims dynamic, then checked
+# at batch 3, sequence 11 (ResNet-18: batch 1, then 2): name: (model,
+# inputs of a batch and sequence, the inputs' dynamic dims).
+dynamic_models = {
+    "gpt2_dynamic": (lambda: gpt2("eager"), lambda b, s: (ids(b, s), left_padded(b, s, 4)), (0, 1)),
+    "llama_dynamic": (lambda: llama("eager"), lambda b, s: (ids(b, s), left_padded(b, s, 4)), (0, 1)),
+    "bert_dynamic": (lambda: bert("eager"), lambda b, s: (ids(b, s), right_padded(b, s, 3)), (0, 1)),
+    "resnet18_dynamic_batch": (lambda: resnet18(None), lambda b, s: (torch.randn(b - 1, 3, 64, 64),),
+                               (0,)),
+}
+
+
 def rename(path, n_in, n_out):
     """Names the graph's inputs in0.. and outputs out0.., as check_zoo.py
     passes them (the exporters may name them otherwise)."""
@@ -133,29 +145,46 @@ def rename(path, n_in, n_out):
     return [v.name for v in g.input]
 
 
-def export(make, inputs, d, dynamo):
+def export(make, inputs, d, dynamo, dims=None, checked=None):
+    """Exports make() at `inputs` (their `dims` dynamic where given) and
+    writes the inputs `checked` (default: the same) and PyTorch's outputs
+    for them."""
     m = make().eval()
     x = inputs()
+    checked = checked or x
     with torch.no_grad():
-        y = m(*x)
+        y = m(*checked)
     ys = y if isinstance(y, tuple) else (y,)
     path = os.path.join(d, "model.onnx")
+    names = ["in%d" % i for i in range(len(x))]
+    onames = ["out%d" % i for i in range(len(ys))]
     if dynamo:
-        torch.onnx.export(m, tuple(x), path, dynamo=True, external_data=False)
+        shapes = None
+        if dims:
+            dim = torch.export.Dim.DYNAMIC
+            shapes = tuple({k: dim for k in dims} for _ in x)
+        torch.onnx.export(m, tuple(x), path, dynamo=True, external_data=False,
+                          dynamic_shapes=shapes)
     else:
+        axes = None
+        if dims:
+            labels = {k: ("batch", "seq")[k] for k in dims}
+            axes = {n: labels for n in names + onames}
         torch.onnx.export(m, tuple(x), path, dynamo=False, opset_version=17,
-                          input_names=["in%d" % i for i in range(len(x))],
-                          output_names=["out%d" % i for i in range(len(ys))])
+                          input_names=names, output_names=onames, dynamic_axes=axes)
     kept = rename(path, len(x), len(ys))
     if len(kept) != len(x):  # An exporter dropped an input it found unused.
         raise RuntimeError("the export has %d inputs of %d" % (len(kept), len(x)))
-    for i, t in enumerate(x):
+    for i, t in enumerate(checked):
         np.save(os.path.join(d, "input_%d.npy" % i), t.numpy())
     for i, t in enumerate(ys):
         np.save(os.path.join(d, "output_%d.npy" % i), t.numpy())
 
 
-for name, (make, inputs) in models.items():
+jobs = [(name, make, inputs, None, None) for name, (make, inputs) in models.items()]
+jobs += [(name, make, lambda f=inputs: f(2, 16), dims, lambda f=inputs: f(3, 11))
+         for name, (make, inputs, dims) in dynamic_models.items()]
+for name, make, inputs, dims, checked in jobs:
     if only and name not in only:
         continue
     for dynamo in (True, False):
@@ -163,7 +192,7 @@ for name, (make, inputs) in models.items():
         d = os.path.join(out, full)
         os.makedirs(d, exist_ok=True)
         try:
-            export(make, inputs, d, dynamo)
+            export(make, inputs, d, dynamo, dims, checked() if checked else None)
             print("ok", full, flush=True)
         except Exception as e:  # The exporter refused it.
             print("export failed:", full, type(e).__name__, str(e)[:300], flush=True)
