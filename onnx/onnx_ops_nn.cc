@@ -5,7 +5,8 @@
 // x1_end, x2_end]) or asks for "SAME" padding. Unequal pads become an
 // explicit pad node in front (zeros for convolution and average pooling
 // that counts the pads, -inf for max pooling). 1-D convolution and pooling
-// run as 2-D ones over an inserted size-1 height.
+// run as 2-D ones over an inserted size-1 height; a 3-D convolution as one
+// 2-D convolution per temporal tap of its kernel (ConvertConv3d).
 
 #include <algorithm>
 #include <cmath>
@@ -21,9 +22,9 @@ namespace graft::onnx_import {
 namespace {
 
 // A convolution or pooling window over 2 spatial dims (a 1-D node's dims
-// lifted by a leading size-1 dim).
+// lifted by a leading size-1 dim), or 3 for a 3-D convolution.
 struct Window {
-  int spatial = 2;  // The node's own count: 1 or 2.
+  int spatial = 2;  // The node's own count: 1, 2 or 3.
   std::vector<int64_t> kernel, stride, dilation, begin, end;
 
   bool Symmetric() const { return begin == end; }
@@ -45,10 +46,11 @@ absl::StatusOr<Window> ReadWindow(NodeContext& ctx, const TensorType& x,
                                   std::vector<int64_t> kernel,
                                   bool has_dilations) {
   const int64_t s = x.rank() - 2;
-  if (s != 1 && s != 2) {
+  const bool three_d_conv = s == 3 && ctx.op_type() == "Conv";
+  if (s != 1 && s != 2 && !three_d_conv) {
     return NodeContext::Unsupported(absl::StrCat(
-        "only 1-D and 2-D ", ctx.op_type(), " is supported; input ",
-        x.ToString(), " has ", std::max<int64_t>(s, 0), " spatial dims"));
+        ctx.op_type() == "Conv" ? "only 1-D, 2-D and 3-D " : "only 1-D and 2-D ", ctx.op_type(),
+        " is supported; input ", x.ToString(), " has ", std::max<int64_t>(s, 0), " spatial dims"));
   }
   ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> kshape,
                    ctx.attrs().Ints("kernel_shape"));
@@ -139,6 +141,73 @@ absl::StatusOr<Node*> Lower(NodeContext& ctx, const Window& w, Node* y) {
   return ctx.Call("squeeze", {y, Argument::IntList({2})});
 }
 
+// A 3-D convolution as 2-D ones, one per temporal tap kt of the kernel:
+// the input's frames kt*dt, kt*dt + st, ... (after padding the time dim)
+// are folded into the batch ([N*T', C, H, W]) and convolved with the
+// weight's frame kt; the taps' results are added (the bias once) and
+// unfolded to [N, Co, T', H', W']. As many multiply-adds as a direct 3-D
+// convolution, on each backend's conv2d. C, T, H and W must be static.
+absl::Status ConvertConv3d(NodeContext& ctx, const TensorType& tx, const std::vector<int64_t>& wdims,
+                           int64_t group, const Window& w, Node* x, Node* weight, Argument bias) {
+  std::vector<int64_t> in(4);
+  for (int i = 0; i < 4; ++i) {
+    const Dim d = tx.shape[1 + i];
+    if (d.is_symbolic()) {
+      return NodeContext::Unsupported(absl::StrCat(
+          "a 3-D Conv needs static channels, frames, height and width; input ", tx.ToString(),
+          " has the symbolic dim '", d.ToString(), "'"));
+    }
+    in[i] = d.value();
+  }
+  const int64_t co = wdims[0], kt = wdims[2];
+  const bool plane_symmetric = w.begin[1] == w.end[1] && w.begin[2] == w.end[2];
+  std::vector<int64_t> pads = {0, 0, 0, 0, w.begin[0], w.end[0]};
+  if (!plane_symmetric) pads = {w.begin[2], w.end[2], w.begin[1], w.end[1], w.begin[0], w.end[0]};
+  const std::vector<int64_t> padding =
+      plane_symmetric ? std::vector<int64_t>{w.begin[1], w.begin[2]} : std::vector<int64_t>{0, 0};
+  // Sizes after the explicit pad, then the output's.
+  const int64_t frames = in[1] + w.begin[0] + w.end[0];
+  const int64_t h = in[2] + (plane_symmetric ? 0 : w.begin[1] + w.end[1]);
+  const int64_t wd = in[3] + (plane_symmetric ? 0 : w.begin[2] + w.end[2]);
+  auto out_size = [](int64_t size, int64_t pad, int64_t k, int64_t stride, int64_t dilation) {
+    return (size + 2 * pad - dilation * (k - 1) - 1) / stride + 1;
+  };
+  const int64_t t_out = out_size(frames, 0, kt, w.stride[0], w.dilation[0]);
+  const int64_t h_out = out_size(h, padding[0], wdims[3], w.stride[1], w.dilation[1]);
+  const int64_t w_out = out_size(wd, padding[1], wdims[4], w.stride[2], w.dilation[2]);
+  if (t_out < 1 || h_out < 1 || w_out < 1) {
+    return NodeContext::Invalid(absl::StrCat("the kernel ", IntsToString(w.kernel),
+                                             " is larger than the padded input ", tx.ToString()));
+  }
+  if (std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p != 0; })) {
+    ASSIGN_OR_RETURN(x, ctx.Call("pad", {x, Argument::IntList(pads)}));
+  }
+  Node* sum = nullptr;
+  for (int64_t tap = 0; tap < kt; ++tap) {
+    const int64_t first = tap * w.dilation[0];
+    ASSIGN_OR_RETURN(Node * frames_of_tap,
+                     ctx.Call("slice", {x, int64_t{2}, first, first + (t_out - 1) * w.stride[0] + 1,
+                                        w.stride[0]}));
+    ASSIGN_OR_RETURN(Node * folded, ctx.Call("permute", {frames_of_tap, Argument::IntList({0, 2, 1, 3, 4})}));
+    ASSIGN_OR_RETURN(folded, ctx.Call("reshape", {folded, Argument::IntList({-1, in[0], h, wd})}));
+    ASSIGN_OR_RETURN(Node * kernel, ctx.Call("slice", {weight, int64_t{2}, tap, tap + 1}));
+    ASSIGN_OR_RETURN(kernel, ctx.Call("squeeze", {kernel, Argument::IntList({2})}));
+    ASSIGN_OR_RETURN(Node * y, ctx.Call("conv2d", {folded, kernel, tap == 0 ? bias : Argument(),
+                                                   Argument::IntList({w.stride[1], w.stride[2]}),
+                                                   Argument::IntList(padding),
+                                                   Argument::IntList({w.dilation[1], w.dilation[2]}),
+                                                   group}));
+    if (sum == nullptr) {
+      sum = y;
+    } else {
+      ASSIGN_OR_RETURN(sum, ctx.Call("add", {sum, y}));
+    }
+  }
+  ASSIGN_OR_RETURN(Node * y, ctx.Call("reshape", {sum, Argument::IntList({-1, t_out, co, h_out, w_out})}));
+  ASSIGN_OR_RETURN(y, ctx.Call("permute", {y, Argument::IntList({0, 2, 1, 3, 4})}));
+  return ctx.SetOutput(0, y);
+}
+
 absl::Status ConvertConv(NodeContext& ctx) {
   ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
   ASSIGN_OR_RETURN(TensorType tw, ctx.InputType(1));
@@ -159,6 +228,7 @@ absl::Status ConvertConv(NodeContext& ctx) {
     ASSIGN_OR_RETURN(Node * b, ctx.Input(2, "B"));
     bias = b;
   }
+  if (w.spatial == 3) return ConvertConv3d(ctx, tx, wdims, group, w, x, weight, bias);
   ASSIGN_OR_RETURN(x, Lift(ctx, w, x));
   ASSIGN_OR_RETURN(weight, Lift(ctx, w, weight));
   std::vector<int64_t> padding = w.begin;

@@ -224,14 +224,30 @@ TEST(OnnxImportErrors, UnsupportedAttributes) {
             "test.onnx: node 'pad' (Pad): mode \"wrap\" is not supported "
             "(constant, reflect, edge)");
 
-  ModelBuilder conv3d;
-  conv3d.FloatInput("x", {1, 1, 2, 2, 2});
-  conv3d.FloatInitializer("w", {1, 1, 1, 1, 1}, {1});
-  conv3d.Node("Conv", {"x", "w"}, {"y"}, "conv");
-  conv3d.Output("y");
-  EXPECT_THAT(ImportError(conv3d),
-              StartsWith("test.onnx: node 'conv' (Conv): only 1-D and 2-D Conv "
+  ModelBuilder conv4d;
+  conv4d.FloatInput("x", {1, 1, 2, 2, 2, 2});
+  conv4d.FloatInitializer("w", {1, 1, 1, 1, 1, 1}, {1});
+  conv4d.Node("Conv", {"x", "w"}, {"y"}, "conv");
+  conv4d.Output("y");
+  EXPECT_THAT(ImportError(conv4d),
+              StartsWith("test.onnx: node 'conv' (Conv): only 1-D, 2-D and 3-D Conv "
                          "is supported"));
+  ModelBuilder pool3d;
+  pool3d.FloatInput("x", {1, 1, 2, 2, 2});
+  AttrInts(pool3d.Node("MaxPool", {"x"}, {"y"}, "pool"), "kernel_shape", {2, 2, 2});
+  pool3d.Output("y");
+  EXPECT_THAT(ImportError(pool3d),
+              StartsWith("test.onnx: node 'pool' (MaxPool): only 1-D and 2-D MaxPool "
+                         "is supported"));
+  // A 3-D convolution folds its frames into the batch: they must be known.
+  ModelBuilder frames;
+  frames.Input("x", TP::FLOAT, std::vector<std::string>{"1", "1", "t", "2", "2"});
+  frames.FloatInitializer("w", {1, 1, 1, 1, 1}, {1});
+  frames.Node("Conv", {"x", "w"}, {"y"}, "conv");
+  frames.Output("y");
+  EXPECT_THAT(ImportError(frames),
+              StartsWith("test.onnx: node 'conv' (Conv): a 3-D Conv needs static channels, "
+                         "frames, height and width"));
 
   ModelBuilder training;
   training.FloatInput("x", {1, 1, 1, 1});

@@ -8,11 +8,13 @@
 
 #include <cmath>
 #include <limits>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "support/status_matchers.h"
 #include "tests/onnx/onnx_test_util.h"
@@ -269,6 +271,101 @@ TEST(OnnxOps, Conv1d) {
   // Padded [0,1,2,3,4]; y[i] = 2 p[i] + p[i+1].
   auto out = RunModel(b, {F32({1, 1, 4}, {1, 2, 3, 4})});
   ExpectTensor(out[0], DType::kF32, {1, 1, 4}, {1, 4, 7, 10});
+}
+
+// A 3-D convolution computed directly, for ConvertConv3d's checks: x
+// [N, C, T, H, W], w [Co, C/g, KT, KH, KW], ONNX's pads (begins, ends).
+std::vector<double> DirectConv3d(const std::vector<double>& x, const std::vector<int64_t>& xd,
+                                 const std::vector<double>& w, const std::vector<int64_t>& wd,
+                                 const std::vector<double>& bias, int64_t group,
+                                 const std::vector<int64_t>& stride,
+                                 const std::vector<int64_t>& dilation,
+                                 const std::vector<int64_t>& pads, std::vector<int64_t>& out_dims) {
+  out_dims = {xd[0], wd[0]};
+  for (int i = 0; i < 3; ++i) {
+    out_dims.push_back((xd[2 + i] + pads[i] + pads[3 + i] - dilation[i] * (wd[2 + i] - 1) - 1) /
+                           stride[i] + 1);
+  }
+  const int64_t cg = wd[1], cog = wd[0] / group;
+  std::vector<double> y;
+  for (int64_t n = 0; n < out_dims[0]; ++n)
+    for (int64_t o = 0; o < out_dims[1]; ++o)
+      for (int64_t t = 0; t < out_dims[2]; ++t)
+        for (int64_t i = 0; i < out_dims[3]; ++i)
+          for (int64_t j = 0; j < out_dims[4]; ++j) {
+            double sum = bias.empty() ? 0 : bias[o];
+            for (int64_t c = 0; c < cg; ++c)
+              for (int64_t a = 0; a < wd[2]; ++a)
+                for (int64_t b = 0; b < wd[3]; ++b)
+                  for (int64_t e = 0; e < wd[4]; ++e) {
+                    const int64_t tt = t * stride[0] + a * dilation[0] - pads[0];
+                    const int64_t ii = i * stride[1] + b * dilation[1] - pads[1];
+                    const int64_t jj = j * stride[2] + e * dilation[2] - pads[2];
+                    if (tt < 0 || tt >= xd[2] || ii < 0 || ii >= xd[3] || jj < 0 || jj >= xd[4]) {
+                      continue;
+                    }
+                    const int64_t ci = (o / cog) * cg + c;
+                    sum += x[(((n * xd[1] + ci) * xd[2] + tt) * xd[3] + ii) * xd[4] + jj] *
+                           w[(((o * cg + c) * wd[2] + a) * wd[3] + b) * wd[4] + e];
+                  }
+            y.push_back(sum);
+          }
+  return y;
+}
+
+// 3-D convolutions (video models: r3d_18, r2plus1d_18) against the direct
+// sum: groups, strides, dilations, padding equal and unequal per side, a
+// temporal kernel of 1, 2 and 3, with and without bias.
+TEST(OnnxOps, Conv3d) {
+  struct Case {
+    std::vector<int64_t> x, w, stride, dilation, pads;
+    int64_t group;
+    bool bias;
+  };
+  const std::vector<Case> cases = {
+      {{2, 4, 5, 6, 7}, {6, 2, 3, 2, 3}, {2, 1, 2}, {1, 2, 1}, {1, 0, 1, 0, 1, 1}, 2, true},
+      {{1, 3, 4, 5, 5}, {4, 3, 3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}, 1, false},
+      {{1, 2, 3, 4, 4}, {2, 2, 1, 3, 3}, {1, 2, 2}, {1, 1, 1}, {0, 1, 1, 0, 1, 1}, 1, true},
+      {{1, 2, 6, 3, 3}, {3, 2, 2, 1, 1}, {3, 1, 1}, {2, 1, 1}, {0, 0, 0, 0, 0, 0}, 1, true},
+  };
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(absl::StrCat("x ", absl::StrJoin(c.x, ","), " w ", absl::StrJoin(c.w, ",")));
+    auto draw = [&](int64_t n) {
+      std::vector<float> v(n);
+      for (float& f : v) f = u(rng);
+      return v;
+    };
+    auto count = [](const std::vector<int64_t>& d) {
+      int64_t n = 1;
+      for (int64_t v : d) n *= v;
+      return n;
+    };
+    const std::vector<float> x = draw(count(c.x)), w = draw(count(c.w)), bias = draw(c.w[0]);
+    ModelBuilder b;
+    b.FloatInput("x", c.x);
+    b.FloatInitializer("w", c.w, w);
+    std::vector<std::string> inputs = {"x", "w"};
+    if (c.bias) {
+      b.FloatInitializer("bias", {c.w[0]}, bias);
+      inputs.push_back("bias");
+    }
+    onnx::NodeProto* n = b.Node("Conv", inputs, {"y"});
+    AttrInts(n, "strides", c.stride);
+    AttrInts(n, "dilations", c.dilation);
+    AttrInts(n, "pads", c.pads);
+    AttrInt(n, "group", c.group);
+    b.Output("y");
+    std::vector<int64_t> out_dims;
+    const std::vector<double> want = DirectConv3d(
+        std::vector<double>(x.begin(), x.end()), c.x, std::vector<double>(w.begin(), w.end()),
+        c.w, c.bias ? std::vector<double>(bias.begin(), bias.end()) : std::vector<double>{},
+        c.group, c.stride, c.dilation, c.pads, out_dims);
+    std::vector<double> xd(x.begin(), x.end());
+    auto out = RunModel(b, {F32(c.x, xd)});
+    ExpectTensor(out[0], DType::kF32, out_dims, want, 1e-5);
+  }
 }
 
 TEST(OnnxOps, BatchNormalization) {

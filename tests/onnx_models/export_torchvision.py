@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Exports PyTorch models of many kinds to ONNX with PyTorch 1.13's TorchScript
-exporter (opset 17): torchvision's classifiers, segmenters, a detector, a video
-model, Swin and ViT, a transformer encoder with a padding mask, LSTM and GRU, and
+exporter (opset 17): torchvision's classifiers, segmenters, a detector, two video
+models, Swin and ViT, a transformer encoder with a padding mask, LSTM and GRU, and
 small models of less common ops. Each goes to DIR/NAME as check_zoo.py reads it
 (model.onnx, input_<i>.npy, output_<i>.npy with PyTorch's outputs). Random weights
 (ViT's zero-initialized head drawn again); Debian's python3-torch,
@@ -135,6 +135,8 @@ models = {  # name: (model, inputs, dynamic axes)
             weights=None, weights_backbone=None),
         lambda: ([torch.rand(3, 240, 320)],), None),
     "r3d_18": (torchvision.models.video.r3d_18, lambda: (torch.randn(1, 3, 8, 56, 56),), None),
+    "r2plus1d_18": (torchvision.models.video.r2plus1d_18, lambda: (torch.randn(1, 3, 8, 56, 56),),
+                    None),
     "transformer_encoder": (Encoder, lambda: (torch.randint(0, 1000, (2, 64)), padding), None),
     "lstm": (lambda: Recurrent(nn.LSTM), lambda: (torch.randn(2, 20, 32),), None),
     "gru": (lambda: Recurrent(nn.GRU), lambda: (torch.randn(2, 20, 32),), None),
