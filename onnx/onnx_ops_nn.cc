@@ -46,11 +46,10 @@ absl::StatusOr<Window> ReadWindow(NodeContext& ctx, const TensorType& x,
                                   std::vector<int64_t> kernel,
                                   bool has_dilations) {
   const int64_t s = x.rank() - 2;
-  const bool three_d_conv = s == 3 && ctx.op_type() == "Conv";
-  if (s != 1 && s != 2 && !three_d_conv) {
+  if (s < 1 || s > 3) {
     return NodeContext::Unsupported(absl::StrCat(
-        ctx.op_type() == "Conv" ? "only 1-D, 2-D and 3-D " : "only 1-D and 2-D ", ctx.op_type(),
-        " is supported; input ", x.ToString(), " has ", std::max<int64_t>(s, 0), " spatial dims"));
+        "only 1-D, 2-D and 3-D ", ctx.op_type(), " is supported; input ", x.ToString(), " has ",
+        std::max<int64_t>(s, 0), " spatial dims"));
   }
   ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> kshape,
                    ctx.attrs().Ints("kernel_shape"));
@@ -245,13 +244,95 @@ absl::Status ConvertConv(NodeContext& ctx) {
   return ctx.SetOutput(0, y);
 }
 
-absl::Status ConvertMaxPool(NodeContext& ctx) {
-  RETURN_IF_ERROR(ctx.RequireUnused(1, "Indices"));
-  ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
-  ASSIGN_OR_RETURN(Window w, ReadWindow(ctx, tx, {}, true));
-  ASSIGN_OR_RETURN(int64_t ceil_mode, ctx.attrs().Int("ceil_mode", 0));
-  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
-  ASSIGN_OR_RETURN(x, Lift(ctx, w, x));
+absl::StatusOr<Node*> MaxPoolPlanes(NodeContext& ctx, const Window& w, Node* x, int64_t ceil_mode);
+absl::StatusOr<Node*> AvgPoolPlanes(NodeContext& ctx, const Window& w, Node* x, int64_t ceil_mode,
+                                    int64_t count_pad);
+
+// A 3-D pooling, separable: the 2-D pooling of each frame (the frames
+// folded into the batch), then the temporal window over its results, a
+// maximum, or a sum divided by the window's frames (those in the input,
+// without count_include_pad: the planes' average already divides by the
+// plane's count). C, T, H and W must be static.
+absl::Status ConvertPool3d(NodeContext& ctx, const TensorType& tx, const Window& w, Node* x, bool max,
+                           int64_t ceil_mode, int64_t count_pad) {
+  std::vector<int64_t> in(4);
+  for (int i = 0; i < 4; ++i) {
+    const Dim d = tx.shape[1 + i];
+    if (d.is_symbolic()) {
+      return NodeContext::Unsupported(absl::StrCat(
+          "a 3-D ", ctx.op_type(), " needs static channels, frames, height and width; input ",
+          tx.ToString(), " has the symbolic dim '", d.ToString(), "'"));
+    }
+    in[i] = d.value();
+  }
+  const int64_t c = in[0], frames = in[1], kt = w.kernel[0], st = w.stride[0], dt = w.dilation[0];
+  const int64_t begin = w.begin[0], end = w.end[0];
+  const int64_t span = (kt - 1) * dt + 1, padded = frames + begin + end;
+  if (padded < span) {
+    return NodeContext::Invalid(absl::StrCat("the kernel ", IntsToString(w.kernel),
+                                             " is larger than the padded input ", tx.ToString()));
+  }
+  int64_t t_out = (padded - span) / st + 1;
+  if (ceil_mode != 0) {
+    // PyTorch's rule: the last window starts inside the input or its
+    // leading pad.
+    int64_t ceil_out = (padded - span + st - 1) / st + 1;
+    if ((ceil_out - 1) * st >= frames + begin) --ceil_out;
+    if (ceil_out != t_out && !max) {
+      return NodeContext::Unsupported("a 3-D AveragePool whose ceil_mode adds a frame");
+    }
+    t_out = ceil_out;
+  }
+  const int64_t extra = std::max<int64_t>(0, (t_out - 1) * st + span - padded);
+  Window plane;
+  plane.kernel = {w.kernel[1], w.kernel[2]};
+  plane.stride = {w.stride[1], w.stride[2]};
+  plane.dilation = {w.dilation[1], w.dilation[2]};
+  plane.begin = {w.begin[1], w.begin[2]};
+  plane.end = {w.end[1], w.end[2]};
+  ASSIGN_OR_RETURN(Node * folded, ctx.Call("permute", {x, Argument::IntList({0, 2, 1, 3, 4})}));
+  ASSIGN_OR_RETURN(folded, ctx.Call("reshape", {folded, Argument::IntList({-1, c, in[2], in[3]})}));
+  ASSIGN_OR_RETURN(Node * planes, max ? MaxPoolPlanes(ctx, plane, folded, ceil_mode)
+                                      : AvgPoolPlanes(ctx, plane, folded, ceil_mode, count_pad));
+  ASSIGN_OR_RETURN(TensorType pooled, ctx.TypeOf(planes));
+  ASSIGN_OR_RETURN(std::vector<int64_t> out_plane, StaticDimsOf(pooled, "the pooled frames"));
+  ASSIGN_OR_RETURN(Node * y, ctx.Call("reshape", {planes, Argument::IntList({-1, frames, c, out_plane[2],
+                                                                           out_plane[3]})}));
+  if (begin + end + extra > 0) {
+    const double fill = max ? -std::numeric_limits<double>::infinity() : 0.0;
+    ASSIGN_OR_RETURN(y, ctx.Call("pad", {y, Argument::IntList({0, 0, 0, 0, 0, 0, begin, end + extra}),
+                                         "constant", fill}));
+  }
+  Node* window = nullptr;
+  for (int64_t tap = 0; tap < kt; ++tap) {
+    ASSIGN_OR_RETURN(Node * taps, ctx.Call("slice", {y, int64_t{1}, tap * dt,
+                                                     tap * dt + (t_out - 1) * st + 1, st}));
+    if (window == nullptr) {
+      window = taps;
+    } else {
+      ASSIGN_OR_RETURN(window, ctx.Call(max ? "maximum" : "add", {window, taps}));
+    }
+  }
+  if (!max) {
+    Tensor counts(tx.dtype, {1, t_out, 1, 1, 1});
+    for (int64_t i = 0; i < t_out; ++i) {
+      int64_t n = 0;
+      for (int64_t tap = 0; tap < kt; ++tap) {
+        const int64_t at = i * st + tap * dt - begin;
+        n += count_pad != 0 ? (at < frames + end) : (at >= 0 && at < frames);
+      }
+      counts.SetFromDouble(i, static_cast<double>(n));
+    }
+    ASSIGN_OR_RETURN(Node * divisor, ctx.ConstantNode(std::move(counts), "frames"));
+    ASSIGN_OR_RETURN(window, ctx.Call("div", {window, divisor}));
+  }
+  ASSIGN_OR_RETURN(window, ctx.Call("permute", {window, Argument::IntList({0, 2, 1, 3, 4})}));
+  return ctx.SetOutput(0, window);
+}
+
+// max_pool2d over the planes of x ([N, C, H, W]); unequal pads become an
+// explicit pad of -inf.
+absl::StatusOr<Node*> MaxPoolPlanes(NodeContext& ctx, const Window& w, Node* x, int64_t ceil_mode) {
   std::vector<int64_t> padding = w.begin;
   if (!w.PoolPaddingFits()) {
     if (ceil_mode != 0) {
@@ -266,14 +347,44 @@ absl::Status ConvertMaxPool(NodeContext& ctx) {
                                          "constant", neg_inf}));
     padding = {0, 0};
   }
-  ASSIGN_OR_RETURN(
-      Node * y,
-      ctx.Call("max_pool2d",
-               {x, Argument::IntList(w.kernel), Argument::IntList(w.stride),
-                Argument::IntList(padding), Argument::IntList(w.dilation),
-                ceil_mode != 0}));
+  return ctx.Call("max_pool2d",
+                  {x, Argument::IntList(w.kernel), Argument::IntList(w.stride),
+                   Argument::IntList(padding), Argument::IntList(w.dilation),
+                   ceil_mode != 0});
+}
+
+absl::Status ConvertMaxPool(NodeContext& ctx) {
+  RETURN_IF_ERROR(ctx.RequireUnused(1, "Indices"));
+  ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
+  ASSIGN_OR_RETURN(Window w, ReadWindow(ctx, tx, {}, true));
+  ASSIGN_OR_RETURN(int64_t ceil_mode, ctx.attrs().Int("ceil_mode", 0));
+  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
+  if (w.spatial == 3) return ConvertPool3d(ctx, tx, w, x, /*max=*/true, ceil_mode, 0);
+  ASSIGN_OR_RETURN(x, Lift(ctx, w, x));
+  ASSIGN_OR_RETURN(Node * y, MaxPoolPlanes(ctx, w, x, ceil_mode));
   ASSIGN_OR_RETURN(y, Lower(ctx, w, y));
   return ctx.SetOutput(0, y);
+}
+
+// avg_pool2d over the planes of x ([N, C, H, W]); unequal pads become an
+// explicit pad of zeros, counted.
+absl::StatusOr<Node*> AvgPoolPlanes(NodeContext& ctx, const Window& w, Node* x, int64_t ceil_mode,
+                                    int64_t count_pad) {
+  std::vector<int64_t> padding = w.begin;
+  if (!w.PoolPaddingFits()) {
+    if (count_pad == 0 || ceil_mode != 0) {
+      return NodeContext::Unsupported(absl::StrCat(
+          "pads ", IntsToString(w.begin), " (begin) and ", IntsToString(w.end),
+          " (end) are only supported with count_include_pad=1 and "
+          "ceil_mode=0: graft pools pad symmetrically, at most half the "
+          "kernel"));
+    }
+    ASSIGN_OR_RETURN(x, ctx.Call("pad", {x, Argument::IntList(w.PadList())}));
+    padding = {0, 0};
+  }
+  return ctx.Call("avg_pool2d",
+                  {x, Argument::IntList(w.kernel), Argument::IntList(w.stride),
+                   Argument::IntList(padding), ceil_mode != 0, count_pad != 0});
 }
 
 absl::Status ConvertAveragePool(NodeContext& ctx) {
@@ -288,24 +399,9 @@ absl::Status ConvertAveragePool(NodeContext& ctx) {
   ASSIGN_OR_RETURN(int64_t ceil_mode, ctx.attrs().Int("ceil_mode", 0));
   ASSIGN_OR_RETURN(int64_t count_pad, ctx.attrs().Int("count_include_pad", 0));
   ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
+  if (w.spatial == 3) return ConvertPool3d(ctx, tx, w, x, /*max=*/false, ceil_mode, count_pad);
   ASSIGN_OR_RETURN(x, Lift(ctx, w, x));
-  std::vector<int64_t> padding = w.begin;
-  if (!w.PoolPaddingFits()) {
-    if (count_pad == 0 || ceil_mode != 0) {
-      return NodeContext::Unsupported(absl::StrCat(
-          "pads ", IntsToString(w.begin), " (begin) and ", IntsToString(w.end),
-          " (end) are only supported with count_include_pad=1 and "
-          "ceil_mode=0: graft pools pad symmetrically, at most half the "
-          "kernel"));
-    }
-    ASSIGN_OR_RETURN(x, ctx.Call("pad", {x, Argument::IntList(w.PadList())}));
-    padding = {0, 0};
-  }
-  ASSIGN_OR_RETURN(
-      Node * y,
-      ctx.Call("avg_pool2d",
-               {x, Argument::IntList(w.kernel), Argument::IntList(w.stride),
-                Argument::IntList(padding), ceil_mode != 0, count_pad != 0}));
+  ASSIGN_OR_RETURN(Node * y, AvgPoolPlanes(ctx, w, x, ceil_mode, count_pad));
   ASSIGN_OR_RETURN(y, Lower(ctx, w, y));
   return ctx.SetOutput(0, y);
 }

@@ -232,12 +232,12 @@ TEST(OnnxImportErrors, UnsupportedAttributes) {
   EXPECT_THAT(ImportError(conv4d),
               StartsWith("test.onnx: node 'conv' (Conv): only 1-D, 2-D and 3-D Conv "
                          "is supported"));
-  ModelBuilder pool3d;
-  pool3d.FloatInput("x", {1, 1, 2, 2, 2});
-  AttrInts(pool3d.Node("MaxPool", {"x"}, {"y"}, "pool"), "kernel_shape", {2, 2, 2});
-  pool3d.Output("y");
-  EXPECT_THAT(ImportError(pool3d),
-              StartsWith("test.onnx: node 'pool' (MaxPool): only 1-D and 2-D MaxPool "
+  ModelBuilder pool4d;
+  pool4d.FloatInput("x", {1, 1, 2, 2, 2, 2});
+  AttrInts(pool4d.Node("MaxPool", {"x"}, {"y"}, "pool"), "kernel_shape", {2, 2, 2, 2});
+  pool4d.Output("y");
+  EXPECT_THAT(ImportError(pool4d),
+              StartsWith("test.onnx: node 'pool' (MaxPool): only 1-D, 2-D and 3-D MaxPool "
                          "is supported"));
   // A 3-D convolution folds its frames into the batch: they must be known.
   ModelBuilder frames;

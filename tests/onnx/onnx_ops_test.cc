@@ -368,6 +368,95 @@ TEST(OnnxOps, Conv3d) {
   }
 }
 
+// A 3-D pooling computed directly: the maximum or the average of each
+// window (averages over the window's input elements, or over the padded
+// input's with count_include_pad), with PyTorch's ceil_mode rule.
+std::vector<double> DirectPool3d(const std::vector<double>& x, const std::vector<int64_t>& xd,
+                                 bool max, const std::vector<int64_t>& k,
+                                 const std::vector<int64_t>& stride,
+                                 const std::vector<int64_t>& dilation,
+                                 const std::vector<int64_t>& pads, bool ceil_mode, bool count_pad,
+                                 std::vector<int64_t>& out_dims) {
+  out_dims = {xd[0], xd[1]};
+  for (int i = 0; i < 3; ++i) {
+    const int64_t room = xd[2 + i] + pads[i] + pads[3 + i] - dilation[i] * (k[i] - 1) - 1;
+    int64_t n = (ceil_mode ? (room + stride[i] - 1) / stride[i] : room / stride[i]) + 1;
+    if (ceil_mode && (n - 1) * stride[i] >= xd[2 + i] + pads[i]) --n;
+    out_dims.push_back(n);
+  }
+  std::vector<double> y;
+  for (int64_t nc = 0; nc < xd[0] * xd[1]; ++nc)
+    for (int64_t t = 0; t < out_dims[2]; ++t)
+      for (int64_t i = 0; i < out_dims[3]; ++i)
+        for (int64_t j = 0; j < out_dims[4]; ++j) {
+          double best = -std::numeric_limits<double>::infinity(), sum = 0;
+          int64_t count = 0;
+          for (int64_t a = 0; a < k[0]; ++a)
+            for (int64_t b = 0; b < k[1]; ++b)
+              for (int64_t e = 0; e < k[2]; ++e) {
+                const int64_t p[3] = {t * stride[0] + a * dilation[0] - pads[0],
+                                      i * stride[1] + b * dilation[1] - pads[1],
+                                      j * stride[2] + e * dilation[2] - pads[2]};
+                bool inside = true, in_padded = true;
+                for (int d = 0; d < 3; ++d) {
+                  inside &= p[d] >= 0 && p[d] < xd[2 + d];
+                  in_padded &= p[d] < xd[2 + d] + pads[3 + d];
+                }
+                if (count_pad ? in_padded : inside) ++count;
+                if (!inside) continue;
+                const double v = x[((nc * xd[2] + p[0]) * xd[3] + p[1]) * xd[4] + p[2]];
+                best = std::max(best, v);
+                sum += v;
+              }
+          y.push_back(max ? best : sum / static_cast<double>(count));
+        }
+  return y;
+}
+
+// 3-D max and average pooling (S3D's) against the direct computation:
+// strides, dilations, pads, ceil_mode, count_include_pad either way.
+TEST(OnnxOps, Pool3d) {
+  struct Case {
+    bool max;
+    std::vector<int64_t> x, kernel, stride, dilation, pads;
+    bool ceil_mode, count_pad;
+  };
+  const std::vector<Case> cases = {
+      {true, {1, 2, 5, 6, 7}, {3, 3, 3}, {1, 2, 2}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}, false, false},
+      {true, {1, 1, 5, 5, 5}, {2, 2, 2}, {2, 2, 2}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}, true, false},
+      {true, {2, 1, 6, 5, 5}, {2, 3, 3}, {1, 1, 1}, {2, 1, 1}, {0, 0, 0, 0, 0, 0}, false, false},
+      {true, {1, 2, 4, 6, 6}, {1, 3, 3}, {1, 2, 2}, {1, 1, 1}, {0, 1, 1, 0, 1, 1}, false, false},
+      {false, {1, 2, 4, 7, 7}, {2, 7, 7}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}, false, false},
+      {false, {1, 2, 5, 5, 6}, {3, 3, 3}, {2, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}, false, false},
+      {false, {1, 2, 5, 5, 6}, {3, 3, 3}, {2, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}, false, true},
+  };
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(absl::StrCat(c.max ? "max" : "average", " x ", absl::StrJoin(c.x, ","),
+                              " kernel ", absl::StrJoin(c.kernel, ",")));
+    int64_t n = 1;
+    for (int64_t d : c.x) n *= d;
+    std::vector<double> x(n);
+    for (double& v : x) v = u(rng);
+    ModelBuilder b;
+    b.FloatInput("x", c.x);
+    onnx::NodeProto* node = b.Node(c.max ? "MaxPool" : "AveragePool", {"x"}, {"y"});
+    AttrInts(node, "kernel_shape", c.kernel);
+    AttrInts(node, "strides", c.stride);
+    if (c.max) AttrInts(node, "dilations", c.dilation);
+    AttrInts(node, "pads", c.pads);
+    AttrInt(node, "ceil_mode", c.ceil_mode);
+    if (!c.max) AttrInt(node, "count_include_pad", c.count_pad);
+    b.Output("y");
+    std::vector<int64_t> out_dims;
+    const std::vector<double> want = DirectPool3d(x, c.x, c.max, c.kernel, c.stride, c.dilation,
+                                                  c.pads, c.ceil_mode, c.count_pad, out_dims);
+    auto out = RunModel(b, {F32(c.x, x)});
+    ExpectTensor(out[0], DType::kF32, out_dims, want, 1e-6);
+  }
+}
+
 TEST(OnnxOps, BatchNormalization) {
   ModelBuilder b;
   b.FloatInput("x", {1, 2, 1, 2});

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Exports PyTorch models of many kinds to ONNX with PyTorch 1.13's TorchScript
-exporter (opset 17): torchvision's classifiers, segmenters, a detector, two video
+exporter (opset 17): torchvision's classifiers, segmenters, a detector, three video
 models, Swin and ViT, a transformer encoder with a padding mask, LSTM and GRU, and
 small models of less common ops. Each goes to DIR/NAME as check_zoo.py reads it
 (model.onnx, input_<i>.npy, output_<i>.npy with PyTorch's outputs). Random weights
@@ -137,6 +137,7 @@ models = {  # name: (model, inputs, dynamic axes)
     "r3d_18": (torchvision.models.video.r3d_18, lambda: (torch.randn(1, 3, 8, 56, 56),), None),
     "r2plus1d_18": (torchvision.models.video.r2plus1d_18, lambda: (torch.randn(1, 3, 8, 56, 56),),
                     None),
+    "s3d": (torchvision.models.video.s3d, lambda: (torch.randn(1, 3, 16, 224, 224),), None),
     "transformer_encoder": (Encoder, lambda: (torch.randint(0, 1000, (2, 64)), padding), None),
     "lstm": (lambda: Recurrent(nn.LSTM), lambda: (torch.randn(2, 20, 32),), None),
     "gru": (lambda: Recurrent(nn.GRU), lambda: (torch.randn(2, 20, 32),), None),
