@@ -168,8 +168,10 @@ absl::Status ConvertConv3d(NodeContext& ctx, const TensorType& tx, const std::ve
   const int64_t frames = in[1] + w.begin[0] + w.end[0];
   const int64_t h = in[2] + (plane_symmetric ? 0 : w.begin[1] + w.end[1]);
   const int64_t wd = in[3] + (plane_symmetric ? 0 : w.begin[2] + w.end[2]);
+  // 0 where the kernel's span is larger than the padded size.
   auto out_size = [](int64_t size, int64_t pad, int64_t k, int64_t stride, int64_t dilation) {
-    return (size + 2 * pad - dilation * (k - 1) - 1) / stride + 1;
+    const int64_t room = size + 2 * pad - dilation * (k - 1) - 1;
+    return room < 0 ? int64_t{0} : room / stride + 1;
   };
   const int64_t t_out = out_size(frames, 0, kt, w.stride[0], w.dilation[0]);
   const int64_t h_out = out_size(h, padding[0], wdims[3], w.stride[1], w.dilation[1]);
@@ -294,10 +296,14 @@ absl::Status ConvertPool3d(NodeContext& ctx, const TensorType& tx, const Window&
   ASSIGN_OR_RETURN(folded, ctx.Call("reshape", {folded, Argument::IntList({-1, c, in[2], in[3]})}));
   ASSIGN_OR_RETURN(Node * planes, max ? MaxPoolPlanes(ctx, plane, folded, ceil_mode)
                                       : AvgPoolPlanes(ctx, plane, folded, ceil_mode, count_pad));
+  // Its batch (N * T) may be symbolic; its height and width are not.
   ASSIGN_OR_RETURN(TensorType pooled, ctx.TypeOf(planes));
-  ASSIGN_OR_RETURN(std::vector<int64_t> out_plane, StaticDimsOf(pooled, "the pooled frames"));
-  ASSIGN_OR_RETURN(Node * y, ctx.Call("reshape", {planes, Argument::IntList({-1, frames, c, out_plane[2],
-                                                                           out_plane[3]})}));
+  const Dim out_h = pooled.shape[2], out_w = pooled.shape[3];
+  if (out_h.is_symbolic() || out_w.is_symbolic()) {
+    return NodeContext::Invalid(absl::StrCat("pooled frames of unknown size ", pooled.ToString()));
+  }
+  ASSIGN_OR_RETURN(Node * y, ctx.Call("reshape", {planes, Argument::IntList({-1, frames, c, out_h.value(),
+                                                                           out_w.value()})}));
   if (begin + end + extra > 0) {
     const double fill = max ? -std::numeric_limits<double>::infinity() : 0.0;
     ASSIGN_OR_RETURN(y, ctx.Call("pad", {y, Argument::IntList({0, 0, 0, 0, 0, 0, begin, end + extra}),

@@ -5,6 +5,7 @@
 #include <optional>
 #include <vector>
 
+#include "graph/float_limits.h"
 #include "graph/fused_ops.h"
 #include "graph/op_registry.h"
 #include "passes/node_util.h"
@@ -211,9 +212,13 @@ absl::StatusOr<int> FuseAttention(
     // The fill as where stores it, in the scores' dtype (f32's lowest is
     // -inf in bf16).
     m->fill = Tensor::Scalar(m->dtype, m->fill).GetAsDouble(0);
+    // -inf, or the dtype's lowest (torch.finfo's min, which a model cast
+    // to bf16 keeps finite): behind a causal mask, which keeps each row's
+    // diagonal, both weigh exactly 0 next to a finite score.
+    const bool lowest_fill = (std::isinf(m->fill) && m->fill < 0) ||
+                             m->fill <= -LargestFinite(m->dtype);
     if (m->mask != nullptr) {
-      if (!m->mask_keeps && std::isinf(m->fill) && m->fill < 0 &&
-          IsCausalMask(module, *m->mask, m->t, m->s)) {
+      if (!m->mask_keeps && lowest_fill && IsCausalMask(module, *m->mask, m->t, m->s)) {
         causal = true;
       } else if (m->mask_keeps) {
         Node* flipped = graph.CallFunction("logical_not", {m->mask});

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "graph/float_limits.h"
 #include "graph/fused_ops.h"
 #include "graph/op_registry.h"
 #include "graph/printer.h"
@@ -54,27 +55,33 @@ Module FuseAndCompare(const ModuleBuilder& b, double tol) {
   return fused;
 }
 
+// Filled with -inf or with the dtype's lowest value (torch.finfo's min,
+// which a bf16 cast of an f32 model keeps finite).
 TEST(FuseAttention, ACausalMaskTensorBecomesCausal) {
   ATTENTION_TEST_SEED(rng);
   for (DType dtype : {DType::kF64, DType::kF32}) {
     for (bool packed : {false, true}) {
-      SCOPED_TRACE(::testing::Message()
-                   << DTypeName(dtype) << (packed ? " packed q, k, v" : ""));
-      ModuleBuilder b(rng);
-      AttentionSpec spec;
-      spec.dtype = dtype;
-      spec.packed_qkv = packed;
-      b.Out({WrittenOutAttention(b, spec, rng)});
-      Module fused = FuseAndCompare(b, dtype == DType::kF64 ? 1e-12 : 1e-5);
-      std::vector<const Node*> found = AttentionNodes(fused);
-      ASSERT_EQ(found.size(), 1u) << PrintModule(fused);
-      ASSERT_OK_AND_ASSIGN(OpCall call, OpCall::Bind(*found[0]));
-      EXPECT_TRUE(call.Bool("causal"));
-      EXPECT_TRUE(call.IsNone("mask"));
-      EXPECT_DOUBLE_EQ(call.Float("scale"), 0.35);
-      for (const char* gone : {"softmax", "where", "mul"}) {
-        for (const Node* n : fused.graph().nodes())
-          EXPECT_FALSE(n->is_call(gone)) << gone;
+      for (bool lowest : {false, true}) {
+        SCOPED_TRACE(::testing::Message()
+                     << DTypeName(dtype) << (packed ? " packed q, k, v" : "")
+                     << (lowest ? " lowest fill" : ""));
+        ModuleBuilder b(rng);
+        AttentionSpec spec;
+        spec.dtype = dtype;
+        spec.packed_qkv = packed;
+        if (lowest) spec.fill = -LargestFinite(dtype);
+        b.Out({WrittenOutAttention(b, spec, rng)});
+        Module fused = FuseAndCompare(b, dtype == DType::kF64 ? 1e-12 : 1e-5);
+        std::vector<const Node*> found = AttentionNodes(fused);
+        ASSERT_EQ(found.size(), 1u) << PrintModule(fused);
+        ASSERT_OK_AND_ASSIGN(OpCall call, OpCall::Bind(*found[0]));
+        EXPECT_TRUE(call.Bool("causal"));
+        EXPECT_TRUE(call.IsNone("mask"));
+        EXPECT_DOUBLE_EQ(call.Float("scale"), 0.35);
+        for (const char* gone : {"softmax", "where", "mul"}) {
+          for (const Node* n : fused.graph().nodes())
+            EXPECT_FALSE(n->is_call(gone)) << gone;
+        }
       }
     }
   }

@@ -117,8 +117,7 @@ TEST(CudaAttention, MatchesTheInterpreter) {
         .mask = Mask::kFillWhereTrue}},
       // A fill near float32's lowest that bf16 keeps finite: rows masked
       // whole average v, and the kernel's scores in units of log2 must not
-      // turn it into -inf. (float32's lowest itself rounds to -inf in
-      // bf16, and such rows are then NaN, as in PyTorch.)
+      // turn it into -inf. (float32's lowest itself saturates to bf16's.)
       {"bf16",
        {.lead = {2, 3},
         .t = 70,
@@ -127,6 +126,17 @@ TEST(CudaAttention, MatchesTheInterpreter) {
         .dv = 64,
         .mask = Mask::kCausalAndWholeRows,
         .fill = -3e38}},
+      // A causal mask tensor filled with float32's lowest (torch.finfo's
+      // min): in bf16 the fill saturates to bf16's lowest, and the kernel
+      // runs it as causal.
+      {"bf16",
+       {.lead = {2, 3},
+        .t = 70,
+        .s = 70,
+        .d = 64,
+        .dv = 64,
+        .mask = Mask::kCausalTensor,
+        .fill = -3.4028234663852886e38}},
       // Causal with fewer queries than keys and with more, and head dims
       // whose last 16 take k's two-matrix load (48, 80).
       {"f16",

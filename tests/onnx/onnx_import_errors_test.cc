@@ -248,6 +248,15 @@ TEST(OnnxImportErrors, UnsupportedAttributes) {
   EXPECT_THAT(ImportError(frames),
               StartsWith("test.onnx: node 'conv' (Conv): a 3-D Conv needs static channels, "
                          "frames, height and width"));
+  // Five frames of kernel over three frames of input.
+  ModelBuilder long_kernel;
+  long_kernel.FloatInput("x", {2, 1, 3, 2, 2});
+  long_kernel.FloatInitializer("w", {1, 1, 5, 1, 1}, {1, 1, 1, 1, 1});
+  AttrInts(long_kernel.Node("Conv", {"x", "w"}, {"y"}, "conv"), "strides", {3, 1, 1});
+  long_kernel.Output("y");
+  EXPECT_THAT(ImportError(long_kernel),
+              StartsWith("test.onnx: node 'conv' (Conv): the kernel [5,1,1] is larger than the "
+                         "padded input"));
 
   ModelBuilder training;
   training.FloatInput("x", {1, 1, 1, 1});

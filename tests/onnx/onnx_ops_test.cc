@@ -429,6 +429,9 @@ TEST(OnnxOps, Pool3d) {
       {false, {1, 2, 4, 7, 7}, {2, 7, 7}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}, false, false},
       {false, {1, 2, 5, 5, 6}, {3, 3, 3}, {2, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}, false, false},
       {false, {1, 2, 5, 5, 6}, {3, 3, 3}, {2, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}, false, true},
+      // Unequal pads, in time and in the planes.
+      {true, {1, 1, 6, 5, 5}, {3, 2, 3}, {2, 1, 1}, {1, 1, 1}, {2, 1, 0, 0, 0, 1}, false, false},
+      {false, {1, 1, 6, 5, 5}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 0, 1, 0, 0, 1}, false, false},
   };
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> u(-1, 1);
@@ -454,6 +457,33 @@ TEST(OnnxOps, Pool3d) {
                                                   c.pads, c.ceil_mode, c.count_pad, out_dims);
     auto out = RunModel(b, {F32(c.x, x)});
     ExpectTensor(out[0], DType::kF32, out_dims, want, 1e-6);
+  }
+}
+
+// A 3-D pooling and convolution of a symbolic batch: the frames fold into
+// it, and the model runs at two batch sizes.
+TEST(OnnxOps, Pool3dAndConv3dOfASymbolicBatch) {
+  ModelBuilder b;
+  b.Input("x", TP::FLOAT, std::vector<std::string>{"n", "1", "4", "4", "4"});
+  b.FloatInitializer("w", {1, 1, 2, 1, 1}, {1, 1});
+  b.Node("Conv", {"x", "w"}, {"c"});
+  AttrInts(b.Node("MaxPool", {"c"}, {"y"}), "kernel_shape", {1, 2, 2});
+  b.Output("y");
+  for (int64_t n : {1, 3}) {
+    std::vector<double> x;
+    for (int64_t i = 0; i < n * 64; ++i) x.push_back(static_cast<double>(i % 64));
+    // x[t][h][w] = 16 t + 4 h + w; the convolution adds frames t and
+    // t + 1, and each 2 x 2 window's largest is at its bottom right.
+    std::vector<double> want;
+    for (int64_t m = 0; m < n; ++m)
+      for (int64_t t = 0; t < 3; ++t)
+        for (int64_t i = 0; i < 3; ++i)
+          for (int64_t j = 0; j < 3; ++j) {
+            const double top = 16.0 * t + 4.0 * (i + 1) + (j + 1);
+            want.push_back(top + top + 16.0);
+          }
+    auto out = RunModel(b, {F32({n, 1, 4, 4, 4}, x)});
+    ExpectTensor(out[0], DType::kF32, {n, 1, 3, 3, 3}, want, 1e-6);
   }
 }
 
