@@ -1,5 +1,6 @@
 // ConvTranspose (1-D and 2-D) as a convolution, so that every backend runs
-// it with the conv2d it has. The weight must be known at import time; it
+// it with the conv2d it has (3-D only where the stride is the kernel: one
+// matrix product, ConvertConvTranspose3d). The weight must be known at import time; it
 // is rearranged once, here. Two ways:
 //
 // - Where the stride divides the kernel (UNet's kernel 2 stride 2, a GAN's
@@ -16,6 +17,7 @@
 //   input and output channels swapped within each group: stride^2 more
 //   multiply-adds (most of them by zeros), any attributes.
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -261,11 +263,47 @@ absl::StatusOr<Node*> ConvTransposeSpreadOut(NodeContext& ctx, Node* x, const Te
                                              const Argument& bias, int64_t group,
                                              const TransposedWindow& w);
 
+// A 3-D transposed convolution whose stride is its kernel (a 3-D UNet's
+// upsampling, kernel 2 stride 2), without pads, dilation or groups: each
+// input voxel alone makes its own block of kernel-size outputs, so the
+// whole is one product of the voxels' channels by the weight as a matrix
+// ([Cin, Cout * kt * kh * kw]), its columns then moved into place (a 3-D
+// PixelShuffle). The same multiply-adds as a direct transposed convolution.
+absl::Status ConvertConvTranspose3d(NodeContext& ctx, const TransposedWindow& w, const Tensor& weight,
+                                    int64_t group) {
+  const bool plain = group == 1 && w.stride == w.kernel &&
+                     std::all_of(w.dilation.begin(), w.dilation.end(), [](int64_t d) { return d == 1; });
+  for (const std::vector<int64_t>* v : {&w.begin, &w.end, &w.output_padding}) {
+    if (!plain || std::any_of(v->begin(), v->end(), [](int64_t p) { return p != 0; })) {
+      return NodeContext::Unsupported(
+          "a 3-D ConvTranspose is supported only with strides equal to its kernel and no pads, "
+          "output_padding, dilations or groups");
+    }
+  }
+  const int64_t cin = weight.dim(0), cout = weight.dim(1);
+  const int64_t kt = w.kernel[0], kh = w.kernel[1], kw = w.kernel[2];
+  const int64_t t = w.in[0], h = w.in[1], wd = w.in[2];
+  ASSIGN_OR_RETURN(Node * matrix, ctx.ConstantNode(weight.Reshaped({cin, cout * kt * kh * kw}), "matrix"));
+  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
+  ASSIGN_OR_RETURN(x, ctx.Call("permute", {x, Argument::IntList({0, 2, 3, 4, 1})}));
+  ASSIGN_OR_RETURN(x, ctx.Call("reshape", {x, Argument::IntList({-1, cin})}));
+  ASSIGN_OR_RETURN(Node * y, ctx.Call("matmul", {x, matrix}));
+  ASSIGN_OR_RETURN(y, ctx.Call("reshape", {y, Argument::IntList({-1, t, h, wd, cout, kt, kh, kw})}));
+  ASSIGN_OR_RETURN(y, ctx.Call("permute", {y, Argument::IntList({0, 4, 1, 5, 2, 6, 3, 7})}));
+  ASSIGN_OR_RETURN(y, ctx.Call("reshape", {y, Argument::IntList({-1, cout, t * kt, h * kh, wd * kw})}));
+  if (ctx.HasInput(2)) {
+    ASSIGN_OR_RETURN(Node * b, ctx.Input(2, "B"));
+    ASSIGN_OR_RETURN(b, ctx.Call("reshape", {b, Argument::IntList({cout, 1, 1, 1})}));
+    ASSIGN_OR_RETURN(y, ctx.Call("add", {y, b}));
+  }
+  return ctx.SetOutput(0, y);
+}
+
 absl::Status ConvertConvTranspose(NodeContext& ctx) {
   ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
   const int64_t s = tx.rank() - 2;
-  if (s != 1 && s != 2) {
-    return NodeContext::Unsupported(absl::StrCat("only 1-D and 2-D ConvTranspose is supported; input ",
+  if (s < 1 || s > 3) {
+    return NodeContext::Unsupported(absl::StrCat("only 1-D, 2-D and 3-D ConvTranspose is supported; input ",
                                                  tx.ToString(), " has ", std::max<int64_t>(s, 0),
                                                  " spatial dims"));
   }
@@ -292,6 +330,7 @@ absl::Status ConvertConvTranspose(NodeContext& ctx) {
   ASSIGN_OR_RETURN(std::vector<int64_t> in, StaticDimsOf(spatial, "ConvTranspose's input"));
   std::vector<int64_t> kernel(known_w->dims().begin() + 2, known_w->dims().end());
   ASSIGN_OR_RETURN(TransposedWindow w, ReadTransposedWindow(ctx, in, kernel));
+  if (s == 3) return ConvertConvTranspose3d(ctx, w, *known_w, group);
   Tensor weight = *known_w;
   if (s == 1) {  // Lift to 2-D with a size-1 height.
     for (auto* v : {&w.in, &w.kernel, &w.stride, &w.dilation}) v->insert(v->begin(), 1);

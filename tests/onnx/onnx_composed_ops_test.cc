@@ -72,6 +72,53 @@ TEST(OnnxComposedOps, ConvTranspose2dStrideAndBias) {
   ExpectTensor(out[0], DType::kF32, {1, 1, 4, 4}, want);
 }
 
+// A 3-D transposed convolution of kernel = stride (a 3-D UNet's
+// upsampling): each input voxel stamps x * W into its own block, summed
+// over input channels, plus the bias; against that stamping written out.
+// Other attributes are refused by name.
+TEST(OnnxComposedOps, ConvTranspose3dStrideOfItsKernel) {
+  const std::vector<int64_t> xd = {2, 3, 2, 3, 2}, k = {2, 1, 3};
+  const int64_t cout = 2;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<double> x(2 * 3 * 2 * 3 * 2), bias = {0.25, -0.5};
+  std::vector<float> w(3 * cout * 2 * 1 * 3);
+  for (double& v : x) v = u(rng);
+  for (float& v : w) v = u(rng);
+  ModelBuilder b;
+  b.FloatInput("x", xd);
+  b.FloatInitializer("w", {3, cout, k[0], k[1], k[2]}, w);
+  b.FloatInitializer("bias", {cout}, {0.25f, -0.5f});
+  AttrInts(b.Node("ConvTranspose", {"x", "w", "bias"}, {"y"}), "strides", k);
+  b.Output("y");
+  const std::vector<int64_t> yd = {2, cout, xd[2] * k[0], xd[3] * k[1], xd[4] * k[2]};
+  std::vector<double> want(2 * cout * yd[2] * yd[3] * yd[4]);
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t o = 0; o < cout; ++o)
+      for (int64_t t = 0; t < yd[2]; ++t)
+        for (int64_t i = 0; i < yd[3]; ++i)
+          for (int64_t j = 0; j < yd[4]; ++j) {
+            double sum = bias[o];
+            for (int64_t c = 0; c < 3; ++c) {
+              const double in = x[(((n * 3 + c) * xd[2] + t / k[0]) * xd[3] + i / k[1]) * xd[4] +
+                                  j / k[2]];
+              sum += in * w[(((c * cout + o) * k[0] + t % k[0]) * k[1] + i % k[1]) * k[2] + j % k[2]];
+            }
+            want[(((n * cout + o) * yd[2] + t) * yd[3] + i) * yd[4] + j] = sum;
+          }
+  auto out = RunModel(b, {F32(xd, x)});
+  ASSERT_EQ(out.size(), 1u);
+  ExpectTensor(out[0], DType::kF32, yd, want, 1e-6);
+
+  ModelBuilder overlapping;
+  overlapping.FloatInput("x", {1, 1, 2, 2, 2});
+  overlapping.FloatInitializer("w", {1, 1, 3, 3, 3}, std::vector<float>(27, 1));
+  AttrInts(overlapping.Node("ConvTranspose", {"x", "w"}, {"y"}), "strides", {2, 2, 2});
+  overlapping.Output("y");
+  EXPECT_THAT(ImportError(overlapping),
+              HasSubstr("a 3-D ConvTranspose is supported only with strides equal to its kernel"));
+}
+
 // Two groups of one channel each: channel c scales by its own weight. A
 // 3x3 kernel with pads 1 and stride 1 keeps the size; the flipped kernel
 // shows: y[i] = sum_k x[i + 1 - k] w[k].

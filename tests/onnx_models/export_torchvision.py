@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Exports PyTorch models of many kinds to ONNX with PyTorch 1.13's TorchScript
 exporter (opset 17): torchvision's classifiers, segmenters, a detector, three video
-models, Swin and ViT, a transformer encoder with a padding mask, LSTM and GRU, and
+models, Swin and ViT, a transformer encoder with a padding mask, LSTM and GRU, a 3-D UNet, and
 small models of less common ops. Each goes to DIR/NAME as check_zoo.py reads it
 (model.onnx, input_<i>.npy, output_<i>.npy with PyTorch's outputs). Random weights
 (ViT's zero-initialized head drawn again); Debian's python3-torch,
@@ -61,6 +61,19 @@ class UNetish(nn.Module):  # Transposed and grouped convolutions, upsampling.
         v = F.interpolate(b, scale_factor=2, mode="nearest")
         y = s.mid(torch.cat([s.up(b), F.avg_pool2d(v, 1)], 1)) + a
         return torch.sigmoid(s.out(F.leaky_relu(y, 0.1)))
+
+
+class UNet3d(nn.Module):  # A 3-D UNet's blocks: 3-D convolutions, pooling, upsampling.
+    def __init__(s):
+        super().__init__()
+        s.d1 = nn.Sequential(nn.Conv3d(1, 8, 3, padding=1), nn.BatchNorm3d(8), nn.ReLU())
+        s.d2 = nn.Sequential(nn.MaxPool3d(2), nn.Conv3d(8, 16, 3, padding=1), nn.ReLU())
+        s.up = nn.ConvTranspose3d(16, 8, 2, stride=2)
+        s.out = nn.Conv3d(16, 2, 1)
+
+    def forward(s, x):
+        a = s.d1(x)
+        return s.out(torch.cat([s.up(s.d2(a)), F.avg_pool3d(a, 3, 1, 1)], 1))
 
 
 class Conv1dNet(nn.Module):
@@ -142,6 +155,7 @@ models = {  # name: (model, inputs, dynamic axes)
     "lstm": (lambda: Recurrent(nn.LSTM), lambda: (torch.randn(2, 20, 32),), None),
     "gru": (lambda: Recurrent(nn.GRU), lambda: (torch.randn(2, 20, 32),), None),
     "unet_like": (UNetish, lambda: img(1, 64), None),
+    "unet3d": (UNet3d, lambda: (torch.randn(2, 1, 8, 16, 16),), {"in0": {0: "n"}, "out0": {0: "n"}}),
     "conv1d": (Conv1dNet, lambda: (torch.randn(2, 8, 50),), None),
     "misc_ops": (Misc, lambda: (torch.randn(2, 4, 6, 7), torch.tensor([[[[1]], [[3]]], [[[0]], [[2]]]])), None),
 }
