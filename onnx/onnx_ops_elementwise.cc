@@ -430,14 +430,50 @@ absl::Status ConvertIsInf(NodeContext& ctx) {
   return ctx.SetOutput(0, y);
 }
 
-// Mod has no op in graft: it is evaluated only on known values (shape
-// arithmetic).
+// Mod on known values folds (shape arithmetic, fmod=0 only); on run-time
+// values it is a - q * b, with q the quotient a / b taken in f64 and
+// rounded down (fmod=0: the result takes b's sign, as Python's %) or
+// toward zero (fmod=1: a's sign, as C's fmod), then the remainder in f64
+// for floats and in the inputs' own type for integers. Exact while the
+// quotient's magnitude is below 2^53 (integers) or 2^24 (f32).
 absl::StatusOr<bool> FoldMod(NodeContext& ctx) {
   ASSIGN_OR_RETURN(int64_t fmod, ctx.attrs().Int("fmod", 0));
-  if (fmod != 0) {
-    return NodeContext::Unsupported("fmod=1 is not supported");
-  }
+  if (fmod != 0) return false;
   return FoldBinary(ctx);
+}
+
+absl::Status ConvertMod(NodeContext& ctx) {
+  ASSIGN_OR_RETURN(int64_t fmod, ctx.attrs().Int("fmod", 0));
+  ASSIGN_OR_RETURN(Node * a, ctx.Input(0, "A"));
+  ASSIGN_OR_RETURN(Node * b, ctx.Input(1, "B"));
+  ASSIGN_OR_RETURN(TensorType ta, ctx.TypeOf(a));
+  ASSIGN_OR_RETURN(TensorType tb, ctx.TypeOf(b));
+  if (ta.dtype != tb.dtype || !(IsFloatingPoint(ta.dtype) || IsInteger(ta.dtype))) {
+    return NodeContext::Invalid(absl::StrCat("needs two inputs of one numeric dtype, got ",
+                                             DTypeName(ta.dtype), " and ", DTypeName(tb.dtype)));
+  }
+  ASSIGN_OR_RETURN(Node * a64, ctx.Call("cast", {a, DType::kF64}));
+  ASSIGN_OR_RETURN(Node * b64, ctx.Call("cast", {b, DType::kF64}));
+  ASSIGN_OR_RETURN(Node * q, ctx.Call("div", {a64, b64}));
+  if (fmod == 0) {
+    ASSIGN_OR_RETURN(q, ctx.Call("floor", {q}));
+  } else {  // Toward zero.
+    ASSIGN_OR_RETURN(Node * negative, ctx.Call("lt", {q, 0.0}));
+    ASSIGN_OR_RETURN(Node * up, ctx.Call("ceil", {q}));
+    ASSIGN_OR_RETURN(Node * down, ctx.Call("floor", {q}));
+    ASSIGN_OR_RETURN(q, ctx.Call("where", {negative, up, down}));
+  }
+  Node* r;
+  if (IsInteger(ta.dtype)) {
+    ASSIGN_OR_RETURN(q, ctx.Call("cast", {q, ta.dtype}));
+    ASSIGN_OR_RETURN(Node * qb, ctx.Call("mul", {q, b}));
+    ASSIGN_OR_RETURN(r, ctx.Call("sub", {a, qb}));
+  } else {
+    ASSIGN_OR_RETURN(Node * qb, ctx.Call("mul", {q, b64}));
+    ASSIGN_OR_RETURN(r, ctx.Call("sub", {a64, qb}));
+    ASSIGN_OR_RETURN(r, ctx.Call("cast", {r, ta.dtype}));
+  }
+  return ctx.SetOutput(0, r);
 }
 
 }  // namespace
@@ -483,7 +519,7 @@ void AddElementwiseConverters(std::vector<OpConverter>& table) {
   table.push_back({.op_type = "Tan", .convert = ConvertTan});
   table.push_back({.op_type = "IsNaN", .convert = ConvertIsNaN});
   table.push_back({.op_type = "IsInf", .convert = ConvertIsInf});
-  table.push_back({.op_type = "Mod", .fold = FoldMod});
+  table.push_back({.op_type = "Mod", .fold = FoldMod, .convert = ConvertMod});
 }
 
 }  // namespace graft::onnx_import

@@ -30,6 +30,35 @@ std::string ImportError(ModelBuilder& b) {
   return m.ok() ? "" : std::string(m.status().message());
 }
 
+// --- Mod ---------------------------------------------------------------------
+
+// Mod of run-time values: fmod=0 takes the divisor's sign (Python's %),
+// fmod=1 the dividend's (C's fmod), for integers and floats.
+TEST(OnnxComposedOps, ModOfRunTimeValues) {
+  for (const int64_t fmod : {0, 1}) {
+    SCOPED_TRACE(absl::StrCat("fmod ", fmod));
+    ModelBuilder b;
+    b.Input("a", TP::INT64, std::vector<int64_t>{6});
+    b.Input("b", TP::INT64, std::vector<int64_t>{6});
+    b.FloatInput("x", {4});
+    b.FloatInput("y", {4});
+    AttrInt(b.Node("Mod", {"a", "b"}, {"r"}), "fmod", fmod);
+    AttrInt(b.Node("Mod", {"x", "y"}, {"s"}), "fmod", fmod);
+    b.Output("r");
+    b.Output("s");
+    auto out = RunModel(b, {I64({6}, {-7, 7, -7, 7, 5, 0}), I64({6}, {3, -3, -3, 3, 5, 4}),
+                            F32({4}, {5.5, -5.5, 5.5, -0.75}), F32({4}, {2, 2, -2, 0.5})});
+    ASSERT_EQ(out.size(), 2u);
+    if (fmod == 0) {
+      ExpectTensor(out[0], DType::kI64, {6}, {2, -2, -1, 1, 0, 0});
+      ExpectTensor(out[1], DType::kF32, {4}, {1.5, 0.5, -0.5, 0.25});
+    } else {
+      ExpectTensor(out[0], DType::kI64, {6}, {-1, 1, -1, 1, 0, 0});
+      ExpectTensor(out[1], DType::kF32, {4}, {1.5, -1.5, 1.5, -0.25});
+    }
+  }
+}
+
 // --- ConvTranspose -----------------------------------------------------------
 
 // x = [1, 2, 3], w = [1, 10, 100], stride 2: each x[i] stamps x[i] * w at
