@@ -140,6 +140,28 @@ absl::StatusOr<Node*> Lower(NodeContext& ctx, const Window& w, Node* y) {
   return ctx.Call("squeeze", {y, Argument::IntList({2})});
 }
 
+// A 5-D input's channels, frames, height and width, which a 3-D node
+// folds into 2-D ones and so needs static (the batch may be symbolic).
+absl::StatusOr<std::vector<int64_t>> FrameDims(NodeContext& ctx, const TensorType& tx) {
+  std::vector<int64_t> in(4);
+  for (int i = 0; i < 4; ++i) {
+    const Dim d = tx.shape[1 + i];
+    if (d.is_symbolic()) {
+      return NodeContext::Unsupported(absl::StrCat(
+          "a 3-D ", ctx.op_type(), " needs static channels, frames, height and width; input ",
+          tx.ToString(), " has the symbolic dim '", d.ToString(), "'"));
+    }
+    in[i] = d.value();
+  }
+  return in;
+}
+
+// [N, C, T, H, W] as [N * T, C, H, W]: each frame a 2-D input of its own.
+absl::StatusOr<Node*> FoldFrames(NodeContext& ctx, Node* x, int64_t c, int64_t h, int64_t w) {
+  ASSIGN_OR_RETURN(Node * folded, ctx.Call("permute", {x, Argument::IntList({0, 2, 1, 3, 4})}));
+  return ctx.Call("reshape", {folded, Argument::IntList({-1, c, h, w})});
+}
+
 // A 3-D convolution as 2-D ones, one per temporal tap kt of the kernel:
 // the input's frames kt*dt, kt*dt + st, ... (after padding the time dim)
 // are folded into the batch ([N*T', C, H, W]) and convolved with the
@@ -148,16 +170,7 @@ absl::StatusOr<Node*> Lower(NodeContext& ctx, const Window& w, Node* y) {
 // convolution, on each backend's conv2d. C, T, H and W must be static.
 absl::Status ConvertConv3d(NodeContext& ctx, const TensorType& tx, const std::vector<int64_t>& wdims,
                            int64_t group, const Window& w, Node* x, Node* weight, Argument bias) {
-  std::vector<int64_t> in(4);
-  for (int i = 0; i < 4; ++i) {
-    const Dim d = tx.shape[1 + i];
-    if (d.is_symbolic()) {
-      return NodeContext::Unsupported(absl::StrCat(
-          "a 3-D Conv needs static channels, frames, height and width; input ", tx.ToString(),
-          " has the symbolic dim '", d.ToString(), "'"));
-    }
-    in[i] = d.value();
-  }
+  ASSIGN_OR_RETURN(const std::vector<int64_t> in, FrameDims(ctx, tx));
   const int64_t co = wdims[0], kt = wdims[2];
   const bool plane_symmetric = w.begin[1] == w.end[1] && w.begin[2] == w.end[2];
   std::vector<int64_t> pads = {0, 0, 0, 0, w.begin[0], w.end[0]};
@@ -189,8 +202,7 @@ absl::Status ConvertConv3d(NodeContext& ctx, const TensorType& tx, const std::ve
     ASSIGN_OR_RETURN(Node * frames_of_tap,
                      ctx.Call("slice", {x, int64_t{2}, first, first + (t_out - 1) * w.stride[0] + 1,
                                         w.stride[0]}));
-    ASSIGN_OR_RETURN(Node * folded, ctx.Call("permute", {frames_of_tap, Argument::IntList({0, 2, 1, 3, 4})}));
-    ASSIGN_OR_RETURN(folded, ctx.Call("reshape", {folded, Argument::IntList({-1, in[0], h, wd})}));
+    ASSIGN_OR_RETURN(Node * folded, FoldFrames(ctx, frames_of_tap, in[0], h, wd));
     ASSIGN_OR_RETURN(Node * kernel, ctx.Call("slice", {weight, int64_t{2}, tap, tap + 1}));
     ASSIGN_OR_RETURN(kernel, ctx.Call("squeeze", {kernel, Argument::IntList({2})}));
     ASSIGN_OR_RETURN(Node * y, ctx.Call("conv2d", {folded, kernel, tap == 0 ? bias : Argument(),
@@ -257,16 +269,7 @@ absl::StatusOr<Node*> AvgPoolPlanes(NodeContext& ctx, const Window& w, Node* x, 
 // plane's count). C, T, H and W must be static.
 absl::Status ConvertPool3d(NodeContext& ctx, const TensorType& tx, const Window& w, Node* x, bool max,
                            int64_t ceil_mode, int64_t count_pad) {
-  std::vector<int64_t> in(4);
-  for (int i = 0; i < 4; ++i) {
-    const Dim d = tx.shape[1 + i];
-    if (d.is_symbolic()) {
-      return NodeContext::Unsupported(absl::StrCat(
-          "a 3-D ", ctx.op_type(), " needs static channels, frames, height and width; input ",
-          tx.ToString(), " has the symbolic dim '", d.ToString(), "'"));
-    }
-    in[i] = d.value();
-  }
+  ASSIGN_OR_RETURN(const std::vector<int64_t> in, FrameDims(ctx, tx));
   const int64_t c = in[0], frames = in[1], kt = w.kernel[0], st = w.stride[0], dt = w.dilation[0];
   const int64_t begin = w.begin[0], end = w.end[0];
   const int64_t span = (kt - 1) * dt + 1, padded = frames + begin + end;
@@ -292,8 +295,7 @@ absl::Status ConvertPool3d(NodeContext& ctx, const TensorType& tx, const Window&
   plane.dilation = {w.dilation[1], w.dilation[2]};
   plane.begin = {w.begin[1], w.begin[2]};
   plane.end = {w.end[1], w.end[2]};
-  ASSIGN_OR_RETURN(Node * folded, ctx.Call("permute", {x, Argument::IntList({0, 2, 1, 3, 4})}));
-  ASSIGN_OR_RETURN(folded, ctx.Call("reshape", {folded, Argument::IntList({-1, c, in[2], in[3]})}));
+  ASSIGN_OR_RETURN(Node * folded, FoldFrames(ctx, x, c, in[2], in[3]));
   ASSIGN_OR_RETURN(Node * planes, max ? MaxPoolPlanes(ctx, plane, folded, ceil_mode)
                                       : AvgPoolPlanes(ctx, plane, folded, ceil_mode, count_pad));
   // Its batch (N * T) may be symbolic; its height and width are not.
