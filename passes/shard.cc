@@ -484,11 +484,118 @@ class Sharder {
     if (old.is_call("permute") || old.is_call("transpose")) return Permute(old);
     if (old.is_call("split")) return Split(old);
     if (old.is_call("slice")) return Slice(old);
-    if (old.is_call("softmax") || old.is_call("log_softmax")) return Normalize(old, 1);
+    if (old.is_call("softmax") || old.is_call("log_softmax") || old.is_call("index_select")) {
+      return AlongOtherDim(old);
+    }
     if (old.is_call("layer_norm")) return LayerNorm(old);
     if (IsPerSampleOp(old)) return PerSample(old);
+    if (old.is_call("pad")) return Pad(old);
+    if (old.is_call("argmax")) return ArgMax(old);
+    if (old.is_call("gather")) return Gather(old);
+    if (old.is_call("concat")) return Concat(old);
+    if (old.is_call("sum") || old.is_call("mean") || old.is_call("amax") || old.is_call("amin")) {
+      return Reduce(old);
+    }
+    if (old.is_call("expand")) return Expand(old);
     return false;
   }
+
+  // Broadcasting that keeps the split dim's size (-1 there, or its whole
+  // size, which becomes the rank's part).
+  bool Expand(const Node& old) {
+    Sharding s;
+    Node* input = SplitMainInput(old, &s);
+    if (input == nullptr || s.blocks != 1) return false;
+    std::optional<Shape> in = ShapeOf(InputOf(old));
+    absl::StatusOr<OpCall> call = OpCall::Bind(old);
+    std::vector<int64_t> sizes = call->Ints("size");
+    const int64_t dim = s.dim + static_cast<int64_t>(sizes.size()) - Rank(InputOf(old));
+    if (!in.has_value() || dim < 0 || dim >= static_cast<int64_t>(sizes.size())) return false;
+    const Dim whole = (*in)[s.dim];
+    if (sizes[dim] != -1) {
+      if (!whole.is_constant() || sizes[dim] != whole.value() || whole.value() % world_ != 0) {
+        return false;
+      }
+      sizes[dim] = whole.value() / world_;
+    }
+    Node* n = CopySplit(old, Sharding{dim, 1});
+    SetCallParam(n, "size", Argument::IntList(sizes));
+    return true;
+  }
+
+  // Reductions over named dims other than the split one.
+  bool Reduce(const Node& old) {
+    Sharding s;
+    if (SplitMainInput(old, &s) == nullptr) return false;
+    absl::StatusOr<OpCall> call = OpCall::Bind(old);
+    if (call->IsNone("dim") || call->Ints("dim").empty()) return false;
+    const int64_t rank = Rank(InputOf(old));
+    int64_t before = 0;  // Reduced dims before the split one.
+    for (int64_t d : call->Ints("dim")) {
+      const int64_t w = WrapDim(d, rank);
+      if (w == s.dim) return false;
+      if (w < s.dim) ++before;
+    }
+    if (!call->Bool("keepdim")) s.dim -= before;
+    CopySplit(old, s);
+    return true;
+  }
+
+  // Joining along another dim than the split one, every part split alike.
+  bool Concat(const Node& old) {
+    absl::StatusOr<OpCall> call = OpCall::Bind(old);
+    std::optional<Sharding> s;
+    for (const Node* part : call->TensorNodes("tensors")) {
+      std::optional<Sharding> sp = ShardingOf(New(part));
+      if (!sp.has_value() || (s.has_value() && *s != *sp)) return false;
+      s = sp;
+    }
+    if (!s.has_value() || WrapDim(call->Int("dim"), Rank(&old)) == s->dim) return false;
+    CopySplit(old, *s);
+    return true;
+  }
+
+  // The largest along another dim than the split one.
+  bool ArgMax(const Node& old) {
+    Sharding s;
+    if (OnlySplitInput(old, &s) == nullptr) return false;
+    absl::StatusOr<OpCall> call = OpCall::Bind(old);
+    if (call->IsNone("dim")) return false;
+    const int64_t dim = WrapDim(call->Int("dim"), Rank(InputOf(old)));
+    if (dim == s.dim) return false;
+    if (!call->Bool("keepdim") && dim < s.dim) --s.dim;
+    CopySplit(old, s);
+    return true;
+  }
+
+  // Picking along another dim than the split one, input and index split
+  // alike (TopK's rounds: each sample's picks from its own row).
+  bool Gather(const Node& old) {
+    absl::StatusOr<OpCall> call = OpCall::Bind(old);
+    const Node* input = call->TensorNode("input");
+    const Node* index = call->TensorNode("index");
+    if (input == nullptr || index == nullptr) return false;
+    std::optional<Sharding> si = ShardingOf(New(input)), sx = ShardingOf(New(index));
+    if (!si.has_value() || !sx.has_value() || *si != *sx) return false;
+    if (WrapDim(call->Int("dim"), Rank(input)) == si->dim) return false;
+    CopySplit(old, *si);
+    return true;
+  }
+
+  // Padding of dims other than the split one (a reflect pad of a batch
+  // split's pictures).
+  bool Pad(const Node& old) {
+    Sharding s;
+    Node* input = SplitMainInput(old, &s);
+    if (input == nullptr) return false;
+    absl::StatusOr<OpCall> call = OpCall::Bind(old);
+    // Pairs from the last dim back: they reach the last size / 2 dims.
+    const int64_t padded = static_cast<int64_t>(call->Ints("pad").size() + 1) / 2;
+    if (s.dim >= Rank(input) - padded) return false;
+    CopySplit(old, s);
+    return true;
+  }
+
 
   // Ops that compute each sample (first dim) of their input on its own:
   // a batch split passes through them.
@@ -499,11 +606,7 @@ class Sharder {
 
   bool PerSample(const Node& old) {
     Sharding s;
-    Node* input = OnlySplitInput(old, &s);
-    if (input == nullptr || s.dim != 0 || InputOf(old) == nullptr ||
-        input != New(InputOf(old))) {
-      return false;
-    }
+    if (SplitMainInput(old, &s) == nullptr || s.dim != 0) return false;
     CopySplit(old, s);
     return true;
   }
@@ -519,6 +622,14 @@ class Sharder {
       *s = *si;
     }
     return found;
+  }
+
+  // The only split input of `old` where it is its `input` parameter, or
+  // null.
+  Node* SplitMainInput(const Node& old, Sharding* s) const {
+    Node* input = OnlySplitInput(old, s);
+    const Node* main = InputOf(old);
+    return input != nullptr && main != nullptr && input == New(main) ? input : nullptr;
   }
 
   // Copies `old`, whose result is split as `s`.
@@ -572,8 +683,14 @@ class Sharder {
     std::optional<Shape> out = ShapeOf(&old);
     if (!in.has_value() || !out.has_value()) return false;
     // squeeze works on the local shape: a split dim of one element per rank
-    // would vanish on the ranks only.
-    if (old.is_call("squeeze") && (*in)[s.dim] == Dim(world_)) return false;
+    // would vanish on the ranks only, unless the dims it squeezes are named
+    // and the split one is not among them.
+    if (old.is_call("squeeze") && (*in)[s.dim] == Dim(world_)) {
+      if (call->IsNone("dim")) return false;
+      for (int64_t d : call->Ints("dim")) {
+        if (WrapDim(d, static_cast<int64_t>(in->size())) == s.dim) return false;
+      }
+    }
     std::optional<int64_t> dim = ReshapedDim(*in, *out, s.dim, world_);
     if (!dim.has_value()) return false;
     Node* n = CopySplit(old, Sharding{*dim, 1});
@@ -663,12 +780,14 @@ class Sharder {
     return true;
   }
 
-  // softmax and log_softmax over another dim than the split one.
-  bool Normalize(const Node& old, int) {
+  // An op along its dim other than the split one: softmax and
+  // log_softmax, index_select by whole indices (a resize's taps).
+  bool AlongOtherDim(const Node& old) {
     Sharding s;
-    if (OnlySplitInput(old, &s) == nullptr) return false;
+    Node* input = SplitMainInput(old, &s);
+    if (input == nullptr) return false;
     absl::StatusOr<OpCall> call = OpCall::Bind(old);
-    if (WrapDim(call->Int("dim"), Rank(&old)) == s.dim) return false;
+    if (WrapDim(call->Int("dim"), Rank(input)) == s.dim) return false;
     CopySplit(old, s);
     return true;
   }
@@ -677,8 +796,8 @@ class Sharder {
   // and bias cover only those dims.
   bool LayerNorm(const Node& old) {
     Sharding s;
-    Node* input = OnlySplitInput(old, &s);
-    if (input == nullptr || InputOf(old) == nullptr || input != New(InputOf(old))) return false;
+    Node* input = SplitMainInput(old, &s);
+    if (input == nullptr) return false;
     absl::StatusOr<OpCall> call = OpCall::Bind(old);
     const int64_t normalized = static_cast<int64_t>(call->Ints("normalized_shape").size());
     if (s.dim >= Rank(&old) - normalized) return false;

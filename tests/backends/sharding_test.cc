@@ -505,6 +505,53 @@ TEST(Sharding, TheBatchSplitsAcrossRanks) {
   EXPECT_EQ(OutputSignature(rows.graph())[0].type->ToString(), "f32[1,8,32]");
 }
 
+// Ops over other dims than the batch keep a batch split (each rank returns
+// its rows of every output); the same ops over the batch dim get it whole.
+TEST(Sharding, OpsOverOtherDimsKeepTheBatchSplit) {
+  Module per_sample = Parse(R"(
+graph():
+    %x : f32[4,3,5] = placeholder[target=x]
+    %p = call_function[target=pad](args = (%x, [1, 2], "reflect", 0.0), kwargs = {})
+    %i = call_function[target=arange](args = (0, 8, 2), kwargs = {dtype: i64})
+    %s = call_function[target=index_select](args = (%p, 2, %i), kwargs = {})
+    %a = call_function[target=argmax](args = (%s, 2, True), kwargs = {})
+    %g = call_function[target=gather](args = (%s, 2, %a), kwargs = {})
+    %c = call_function[target=concat](args = ([%g, %s], 2), kwargs = {})
+    %m = call_function[target=amax](args = (%c, [1]), kwargs = {})
+    %q = call_function[target=unsqueeze](args = (%s, 1), kwargs = {})
+    %t = call_function[target=squeeze](args = (%q, [1]), kwargs = {})
+    %w = call_function[target=sum](args = (%t, [1, 2], True), kwargs = {})
+    %e = call_function[target=expand](args = (%w, [-1, 3, 2]), kwargs = {})
+    return [m, e, w]
+)");
+  const std::vector<Tensor> inputs = {RandomF32({4, 3, 5})};
+  passes::ShardReport r = ExpectShardedMatches(per_sample, 2, inputs, passes::ShardStrategy::kBatch);
+  EXPECT_EQ(r.all_gathers, 0) << r.Summary();
+  EXPECT_EQ(r.rank_row_outputs.size(), 3u) << r.Summary();
+
+  for (const char* op : {
+           R"(call_function[target=pad](args = (%x, [0, 0, 0, 0, 1, 1]), kwargs = {}))",
+           R"(call_function[target=index_select](args = (%x, 0, %i), kwargs = {}))",
+           R"(call_function[target=argmax](args = (%x, 0, True), kwargs = {}))",
+           R"(call_function[target=sum](args = (%x, [0, 2], True), kwargs = {}))",
+           R"(call_function[target=concat](args = ([%x, %x], 0), kwargs = {}))",
+           R"(call_function[target=expand](args = (%x, [2, 4, 3, 5]), kwargs = {}))",
+       }) {
+    SCOPED_TRACE(op);
+    Module over_batch = Parse(absl::StrCat(R"(
+graph():
+    %x : f32[4,3,5] = placeholder[target=x]
+    %i = call_function[target=arange](args = (3, -1, -1), kwargs = {dtype: i64})
+    %y = )", op, R"(
+    return y
+)"));
+    passes::ShardReport whole =
+        ExpectShardedMatches(over_batch, 2, inputs, passes::ShardStrategy::kBatch);
+    EXPECT_EQ(whole.all_gathers, 1) << whole.Summary();
+    EXPECT_TRUE(whole.rank_row_outputs.empty()) << whole.Summary();
+  }
+}
+
 // An empty batch is not split (no rank has rows to take), and runs.
 TEST(Sharding, AnEmptyBatchStaysWhole) {
   Module m = Parse(R"(
