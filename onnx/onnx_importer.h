@@ -19,7 +19,7 @@
 namespace graft::onnx_import {
 
 // The opsets of the default domain graft imports.
-inline constexpr int64_t kMinOpset = 13;
+inline constexpr int64_t kMinOpset = 7;
 // Opsets 21 and 22 changed the supported operators' types only (int4,
 // float8 and bfloat16 added; GroupNormalization's per-channel scale, which
 // its converter takes at any opset); 23 adds operators and types.

@@ -134,6 +134,22 @@ NodeContext::OptionalConstantInts(int i, absl::string_view what) {
   return std::optional<std::vector<int64_t>>(std::move(v));
 }
 
+absl::StatusOr<std::optional<std::vector<int64_t>>>
+NodeContext::OptionalIntsOperand(int i, absl::string_view name, int64_t input_since) {
+  if (opset() >= input_since) {
+    if (attrs_.Has(name)) {
+      return Invalid(absl::StrCat(name, " is input ", i, " from opset ", input_since,
+                                  ", not an attribute (the model imports opset ", opset(), ")"));
+    }
+    return OptionalConstantInts(i, absl::StrCat("the ", name, " input"));
+  }
+  if (HasInput(i)) {
+    return Invalid(absl::StrCat(name, " is an attribute before opset ", input_since,
+                                ", not input ", i, " (the model imports opset ", opset(), ")"));
+  }
+  return attrs_.Ints(name);
+}
+
 std::optional<Argument> NodeContext::ScalarLiteral(int i) {
   const Tensor* c = Constant(i);
   if (c == nullptr || c->NumElements() != 1) return std::nullopt;

@@ -62,6 +62,13 @@ class NodeContext {
   // As ConstantInts; nullopt when the input is absent.
   absl::StatusOr<std::optional<std::vector<int64_t>>> OptionalConstantInts(
       int i, absl::string_view what);
+  // A list of integers that the operator's versions before opset
+  // `input_since` take as the attribute `name` and later ones as input i
+  // (Squeeze's axes: an attribute up to opset 12, an input from 13), read
+  // from whichever the model's opset has; nullopt when absent. Input i in
+  // a model of an older opset is an error, as is the attribute in a newer.
+  absl::StatusOr<std::optional<std::vector<int64_t>>> OptionalIntsOperand(
+      int i, absl::string_view name, int64_t input_since);
   // A one-element input known at import time, as a literal argument,
   // when that does not change the result's rank (its rank is at most
   // `other_rank`); otherwise the input's node. Graft's scalar literals

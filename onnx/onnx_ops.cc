@@ -8,6 +8,29 @@
 namespace graft::onnx_import {
 namespace {
 
+// From the ONNX operator changelog.
+const absl::flat_hash_map<std::string, int64_t>& IntroducedIn() {
+  static const auto* opsets = new absl::flat_hash_map<std::string, int64_t>{
+      {"Expand", 8},           {"Where", 9},
+      {"Erf", 9},              {"Sign", 9},
+      {"IsNaN", 9},            {"ConstantOfShape", 9},
+      {"OneHot", 9},           {"Scatter", 9},
+      {"IsInf", 10},           {"Mod", 10},
+      {"Resize", 10},          {"QuantizeLinear", 10},
+      {"DequantizeLinear", 10}, {"Round", 11},
+      {"Range", 11},           {"CumSum", 11},
+      {"GatherElements", 11},  {"GatherND", 11},
+      {"ScatterElements", 11}, {"ScatterND", 11},
+      {"Einsum", 12},          {"Celu", 12},
+      {"LessOrEqual", 12},     {"GreaterOrEqual", 12},
+      {"HardSwish", 14},       {"Trilu", 14},
+      {"CastLike", 15},        {"LayerNormalization", 17},
+      {"Mish", 18},            {"GroupNormalization", 18},
+      {"Gelu", 20},
+  };
+  return *opsets;
+}
+
 // Built once, on first use; read-only afterwards.
 const absl::flat_hash_map<std::string, OpConverter>& Table() {
   static const auto* table = [] {
@@ -23,6 +46,7 @@ const absl::flat_hash_map<std::string, OpConverter>& Table() {
     AddQuantizeConverters(all);
     auto* map = new absl::flat_hash_map<std::string, OpConverter>();
     for (OpConverter& c : all) {
+      c.since_opset = std::max(c.since_opset, OnnxOperatorIntroducedIn(c.op_type));
       std::string name = c.op_type;
       map->emplace(std::move(name), std::move(c));
     }
@@ -32,6 +56,11 @@ const absl::flat_hash_map<std::string, OpConverter>& Table() {
 }
 
 }  // namespace
+
+int64_t OnnxOperatorIntroducedIn(absl::string_view op_type) {
+  auto it = IntroducedIn().find(op_type);
+  return it == IntroducedIn().end() ? 1 : it->second;
+}
 
 const OpConverter* FindOpConverter(absl::string_view op_type) {
   auto it = Table().find(op_type);

@@ -1,7 +1,7 @@
 #ifndef GRAFT_ONNX_ONNX_OPS_H_
 #define GRAFT_ONNX_ONNX_OPS_H_
 
-// The table of ONNX operators graft imports (default domain, opsets 13-20)
+// The table of ONNX operators graft imports (default domain, opsets 7-22)
 // and how each becomes core ops. An entry may first try to evaluate the
 // node at import time (shape arithmetic on known values) and otherwise
 // converts it to graft nodes. The converters live in onnx_ops_*.cc, one
@@ -29,9 +29,11 @@ using ConvertFn = absl::Status (*)(NodeContext& ctx);
 // How one ONNX operator is imported.
 struct OpConverter {
   std::string op_type;
-  // The first opset this entry handles (later than 13 for operators that
-  // appeared later, e.g. LayerNormalization in 17, Gelu in 20).
-  int64_t since_opset = 13;
+  // The first opset this entry handles. The table raises it to the opset
+  // that introduced the operator (Where 9, LayerNormalization 17, Gelu
+  // 20: OnnxOperatorIntroducedIn); converters read ctx.opset() where an
+  // operator's older versions differ (Squeeze's axes attribute before 13).
+  int64_t since_opset = 1;
   FoldFn fold = nullptr;        // Optional.
   ConvertFn convert = nullptr;  // Null: the node must fold (Shape).
   // Attributes that do not change an inference result (Dropout's seed,
@@ -39,6 +41,10 @@ struct OpConverter {
   // does not read makes the import fail rather than be ignored.
   std::vector<std::string> ignored_attributes = {};
 };
+
+// The opset of the default domain that introduced `op_type`, for operators
+// newer than opset 7 (the oldest graft imports); 1 for the others.
+int64_t OnnxOperatorIntroducedIn(absl::string_view op_type);
 
 // The converter for `op_type`, or null.
 const OpConverter* FindOpConverter(absl::string_view op_type);

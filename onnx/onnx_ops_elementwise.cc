@@ -191,11 +191,21 @@ absl::Status ConvertWhere(NodeContext& ctx) {
 }
 
 // Clip's min and max are optional inputs: literals when known, else
-// maximum/minimum with the tensors.
+// maximum/minimum with the tensors. Before opset 11 they are optional
+// float attributes.
 absl::Status ConvertClip(NodeContext& ctx) {
   ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "input"));
   Argument lo, hi;
   Node* out = x;
+  if (ctx.opset() < 11) {
+    if (ctx.num_inputs() > 1) {
+      return NodeContext::Invalid("min and max are attributes before opset 11, not inputs");
+    }
+    ASSIGN_OR_RETURN(std::optional<float> min, ctx.attrs().OptionalFloat("min"));
+    ASSIGN_OR_RETURN(std::optional<float> max, ctx.attrs().OptionalFloat("max"));
+    if (min.has_value()) lo = Argument(static_cast<double>(*min));
+    if (max.has_value()) hi = Argument(static_cast<double>(*max));
+  }
   for (int i : {1, 2}) {
     if (!ctx.HasInput(i)) continue;
     std::optional<Argument> literal = ctx.ScalarLiteral(i);
@@ -499,13 +509,12 @@ void AddElementwiseConverters(std::vector<OpConverter>& table) {
                    .convert = ConvertCast,
                    .ignored_attributes = {"saturate"}});
   table.push_back({.op_type = "CastLike",
-                   .since_opset = 15,
                    .fold = FoldCast,
                    .convert = ConvertCast,
                    .ignored_attributes = {"saturate"}});
   table.push_back({.op_type = "LeakyRelu", .convert = ConvertLeakyRelu});
   table.push_back(
-      {.op_type = "Gelu", .since_opset = 20, .convert = ConvertGelu});
+      {.op_type = "Gelu", .convert = ConvertGelu});
   table.push_back({.op_type = "HardSigmoid", .convert = ConvertHardSigmoid});
   table.push_back({.op_type = "HardSwish", .convert = ConvertHardSwish});
   table.push_back({.op_type = "PRelu", .convert = ConvertPRelu});
@@ -514,7 +523,7 @@ void AddElementwiseConverters(std::vector<OpConverter>& table) {
   table.push_back({.op_type = "Celu", .convert = ConvertCelu});
   table.push_back({.op_type = "Softplus", .convert = ConvertSoftplus});
   table.push_back({.op_type = "Softsign", .convert = ConvertSoftsign});
-  table.push_back({.op_type = "Mish", .since_opset = 18, .convert = ConvertMish});
+  table.push_back({.op_type = "Mish", .convert = ConvertMish});
   table.push_back({.op_type = "Sign", .convert = ConvertSign});
   table.push_back({.op_type = "Tan", .convert = ConvertTan});
   table.push_back({.op_type = "IsNaN", .convert = ConvertIsNaN});

@@ -498,11 +498,26 @@ absl::Status ConvertGemm(NodeContext& ctx) {
   return ctx.SetOutput(0, y);
 }
 
+// From opset 13 over one axis (default -1). Before, the input is seen as
+// 2-D, [dims before axis, dims from axis on] (default axis 1), and each
+// row normalized: over every dim from axis on, so flattened for it.
 absl::Status ConvertSoftmax(NodeContext& ctx) {
-  ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().Int("axis", -1));
+  const bool over_one_axis = ctx.opset() >= 13;
+  ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().Int("axis", over_one_axis ? -1 : 1));
   ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "input"));
   const char* op = ctx.op_type() == "Softmax" ? "softmax" : "log_softmax";
-  ASSIGN_OR_RETURN(Node * y, ctx.Call(op, {x, axis}));
+  ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
+  int64_t a = tx.rank() - 1;
+  if (!over_one_axis && tx.rank() > 0) {
+    ASSIGN_OR_RETURN(a, NormalizeAxis(axis, tx.rank()));
+  }
+  if (a >= tx.rank() - 1) {
+    ASSIGN_OR_RETURN(Node * y, ctx.Call(op, {x, axis}));
+    return ctx.SetOutput(0, y);
+  }
+  ASSIGN_OR_RETURN(Node * rows, ctx.Call("flatten", {x, a, int64_t{-1}}));
+  ASSIGN_OR_RETURN(Node * y, ctx.Call(op, {rows, int64_t{-1}}));
+  ASSIGN_OR_RETURN(y, ReshapeTo(ctx, y, tx.shape));
   return ctx.SetOutput(0, y);
 }
 
@@ -514,6 +529,13 @@ absl::Status ConvertBatchNorm(NodeContext& ctx) {
       return NodeContext::Unsupported(
           "training_mode=1 is not supported (graft imports models for "
           "inference)");
+    }
+  }
+  if (ctx.opset() < 9) {
+    ASSIGN_OR_RETURN(int64_t spatial, ctx.attrs().Int("spatial", 1));
+    if (spatial != 1) {
+      return NodeContext::Unsupported(
+          "spatial=0 (statistics per element rather than per channel) is not supported");
     }
   }
   RETURN_IF_ERROR(ctx.RequireUnused(1, "running_mean"));
@@ -590,6 +612,42 @@ absl::Status ConvertInstanceNorm(NodeContext& ctx) {
   return ctx.SetOutput(0, y);
 }
 
+// Local response normalization across channels (AlexNet, GoogLeNet):
+// x / (bias + alpha / size * s)^beta, s the sum of squares over the size
+// channels around each one (floor((size - 1) / 2) before it, the rest
+// after). The sum is a convolution of the zero-padded squares, seen as
+// [N, 1, C, spatial], with a [size, 1] kernel of ones.
+absl::Status ConvertLrn(NodeContext& ctx) {
+  ASSIGN_OR_RETURN(float alpha, ctx.attrs().Float("alpha", 1e-4f));
+  ASSIGN_OR_RETURN(float beta, ctx.attrs().Float("beta", 0.75f));
+  ASSIGN_OR_RETURN(float bias, ctx.attrs().Float("bias", 1.0f));
+  ASSIGN_OR_RETURN(std::optional<int64_t> size, ctx.attrs().OptionalInt("size"));
+  if (!size.has_value() || *size < 1) return NodeContext::Invalid("needs a size of at least 1");
+  ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
+  if (tx.rank() < 3 || !IsFloatingPoint(tx.dtype)) {
+    return NodeContext::Invalid(absl::StrCat("input ", tx.ToString(),
+                                             " must be floats of [N, C, spatial dims]"));
+  }
+  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
+  ASSIGN_OR_RETURN(Node * squares, ctx.Call("mul", {x, x}));
+  ASSIGN_OR_RETURN(Node * planes, ctx.Call("unsqueeze", {squares, int64_t{1}}));
+  ASSIGN_OR_RETURN(planes, ctx.Call("flatten", {planes, int64_t{3}, int64_t{-1}}));
+  const int64_t before = (*size - 1) / 2, after = *size - 1 - before;
+  ASSIGN_OR_RETURN(planes, ctx.Call("pad", {planes, Argument::IntList({0, 0, before, after}),
+                                            "constant", 0.0}));
+  Tensor ones(tx.dtype, {1, 1, *size, 1});
+  for (int64_t i = 0; i < *size; ++i) ones.SetFromDouble(i, 1.0);
+  ASSIGN_OR_RETURN(Node * kernel, ctx.ConstantNode(std::move(ones), "window"));
+  ASSIGN_OR_RETURN(Node * sums, ctx.Call("conv2d", {planes, kernel}));
+  ASSIGN_OR_RETURN(sums, ReshapeTo(ctx, sums, tx.shape));
+  ASSIGN_OR_RETURN(Node * scaled,
+                   ctx.Call("mul", {sums, static_cast<double>(alpha) / static_cast<double>(*size)}));
+  ASSIGN_OR_RETURN(scaled, ctx.Call("add", {scaled, static_cast<double>(bias)}));
+  ASSIGN_OR_RETURN(Node * divisor, ctx.Call("pow", {scaled, static_cast<double>(beta)}));
+  ASSIGN_OR_RETURN(Node * y, ctx.Call("div", {x, divisor}));
+  return ctx.SetOutput(0, y);
+}
+
 // The channels in num_groups groups, each normalized over its channels and
 // the spatial dims; scale and bias per group (opsets 18 to 20) or per
 // channel (opset 21, and some exporters at 18).
@@ -628,6 +686,9 @@ absl::Status ConvertGroupNorm(NodeContext& ctx) {
 
 // Inference: the input unchanged, and a mask of all true.
 absl::Status ConvertDropout(NodeContext& ctx) {
+  // Before opset 12 the ratio is an attribute and there is no training
+  // mode: the node only ever runs as inference.
+  if (ctx.opset() < 12) ctx.attrs().Ignore("ratio");
   if (ctx.HasInput(2)) {
     // A bool tensor by the standard (as PyTorch exports it), a number in
     // some writers' files. In training mode a ratio of 0 still passes the
@@ -674,12 +735,11 @@ void AddNnConverters(std::vector<OpConverter>& table) {
                    .convert = ConvertBatchNorm,
                    .ignored_attributes = {"momentum"}});
   table.push_back({.op_type = "LayerNormalization",
-                   .since_opset = 17,
                    .convert = ConvertLayerNorm,
                    .ignored_attributes = {"stash_type"}});
   table.push_back({.op_type = "InstanceNormalization", .convert = ConvertInstanceNorm});
+  table.push_back({.op_type = "LRN", .convert = ConvertLrn});
   table.push_back({.op_type = "GroupNormalization",
-                   .since_opset = 18,
                    .convert = ConvertGroupNorm,
                    .ignored_attributes = {"stash_type"}});
   table.push_back({.op_type = "Dropout",

@@ -524,6 +524,8 @@ void AddRearrangeConverters(std::vector<OpConverter>& table) {
   table.push_back({.op_type = "OneHot", .convert = ConvertOneHot});
   table.push_back({.op_type = "ScatterND", .convert = ConvertScatterND});
   table.push_back({.op_type = "ScatterElements", .convert = ConvertScatterElements});
+  // ScatterElements' name in opsets 9 and 10 (deprecated from 11).
+  table.push_back({.op_type = "Scatter", .convert = ConvertScatterElements});
   table.push_back({.op_type = "Einsum", .convert = ConvertEinsum});
 }
 

@@ -1,5 +1,5 @@
 // Reductions. Their axes are an attribute before opset 18 and an input
-// from 18 on, except ReduceSum, whose axes became an input in opset 13.
+// from 18 on, except ReduceSum's, which became an input in opset 13.
 // An empty axes list reduces every dim, or nothing with
 // noop_with_empty_axes=1. ONNX keeps the input's dtype where graft's sum
 // widens integers to i64 and mean needs floats: casts restore it.
@@ -25,8 +25,8 @@ absl::StatusOr<ReduceParams> ReadReduce(NodeContext& ctx) {
   ReduceParams p;
   ASSIGN_OR_RETURN(int64_t keep, ctx.attrs().Int("keepdims", 1));
   p.keep_dims = keep != 0;
-  const bool axes_input = ctx.op_type() == "ReduceSum" || ctx.opset() >= 18;
-  if (axes_input) {
+  const int64_t axes_input_since = ctx.op_type() == "ReduceSum" ? 13 : 18;
+  if (ctx.opset() >= axes_input_since) {
     ASSIGN_OR_RETURN(int64_t noop, ctx.attrs().Int("noop_with_empty_axes", 0));
     ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes,
                      ctx.OptionalConstantInts(1, "the axes input"));
@@ -35,7 +35,7 @@ absl::StatusOr<ReduceParams> ReadReduce(NodeContext& ctx) {
   } else {
     if (ctx.HasInput(1)) {
       return NodeContext::Invalid(absl::StrCat(
-          ctx.op_type(), " takes its axes as an attribute before opset 18"));
+          ctx.op_type(), " takes its axes as an attribute before opset ", axes_input_since));
     }
     ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes,
                      ctx.attrs().Ints("axes"));
@@ -156,7 +156,16 @@ absl::Status ConvertTopK(NodeContext& ctx) {
   ASSIGN_OR_RETURN(int64_t largest, ctx.attrs().Int("largest", 1));
   ASSIGN_OR_RETURN(int64_t sorted, ctx.attrs().Int("sorted", 1));
   (void)sorted;  // Always sorted, which unsorted allows.
-  ASSIGN_OR_RETURN(std::vector<int64_t> ks, ctx.ConstantInts(1, "K"));
+  std::vector<int64_t> ks;
+  if (ctx.opset() < 10) {  // K is the attribute k before opset 10.
+    ASSIGN_OR_RETURN(std::optional<int64_t> k, ctx.attrs().OptionalInt("k"));
+    if (!k.has_value() || ctx.HasInput(1)) {
+      return NodeContext::Invalid("K is the attribute k before opset 10");
+    }
+    ks.push_back(*k);
+  } else {
+    ASSIGN_OR_RETURN(ks, ctx.ConstantInts(1, "K"));
+  }
   ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
   ASSIGN_OR_RETURN(int64_t a, NormalizeAxis(axis, tx.rank()));
   const Dim n = tx.shape[a];

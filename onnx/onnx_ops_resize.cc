@@ -36,6 +36,7 @@ struct Tap {
 float SourceCoordinate(const ResizeParams& p, int64_t o, int64_t in, int64_t out, float scale) {
   const float x = static_cast<float>(o);
   if (p.coordinates == "asymmetric") return x / scale;
+  if (p.coordinates == "tf_half_pixel_for_nn") return (x + 0.5f) / scale;
   if (p.coordinates == "align_corners") {
     return out == 1 ? 0.0f : x * static_cast<float>(in - 1) / static_cast<float>(out - 1);
   }
@@ -48,10 +49,12 @@ float SourceCoordinate(const ResizeParams& p, int64_t o, int64_t in, int64_t out
   return (x + 0.5f) / scale - 0.5f;  // half_pixel, pytorch_half_pixel.
 }
 
-int64_t NearestIndex(const std::string& mode, float x) {
+// "simple" is Upsample's and Resize-10's rule (before nearest_mode), as
+// ONNX Runtime keeps it: down when enlarging, up when shrinking.
+int64_t NearestIndex(const std::string& mode, float x, float scale) {
   const float f = std::floor(x);
-  if (mode == "floor") return static_cast<int64_t>(f);
-  if (mode == "ceil") return static_cast<int64_t>(std::ceil(x));
+  if (mode == "floor" || (mode == "simple" && scale >= 1)) return static_cast<int64_t>(f);
+  if (mode == "ceil" || mode == "simple") return static_cast<int64_t>(std::ceil(x));
   if (x - f == 0.5f) return static_cast<int64_t>(mode == "round_prefer_ceil" ? f + 1 : f);
   return static_cast<int64_t>(std::round(x));
 }
@@ -71,7 +74,7 @@ std::vector<Tap> TapsOf(const ResizeParams& p, int64_t in, int64_t out, float sc
   for (int64_t o = 0; o < out; ++o) {
     float x = SourceCoordinate(p, o, in, out, scale);
     if (p.mode == "nearest") {
-      taps[0].index.push_back(clamp(NearestIndex(p.nearest_mode, x)));
+      taps[0].index.push_back(clamp(NearestIndex(p.nearest_mode, x, scale)));
       taps[0].weight.push_back(1);
     } else if (p.mode == "linear") {
       x = std::max(0.0f, std::min(x, static_cast<float>(in - 1)));
@@ -132,9 +135,21 @@ absl::StatusOr<Node*> ResizeDim(NodeContext& ctx, const ResizeParams& p, Node* x
   return sum;
 }
 
+// Upsample (opsets 7 to 9) and Resize before opset 11: nearest or linear,
+// from input positions x / scale, with no further attributes.
+bool IsLegacyResize(NodeContext& ctx) { return ctx.op_type() == "Upsample" || ctx.opset() < 11; }
+
 absl::StatusOr<ResizeParams> ReadParams(NodeContext& ctx) {
   ResizeParams p;
   ASSIGN_OR_RETURN(p.mode, ctx.attrs().String("mode", "nearest"));
+  if (IsLegacyResize(ctx)) {
+    if (p.mode != "nearest" && p.mode != "linear") {
+      return NodeContext::Invalid(absl::StrCat("mode \"", p.mode, "\" is not nearest or linear"));
+    }
+    p.coordinates = "asymmetric";
+    p.nearest_mode = "simple";
+    return p;
+  }
   ASSIGN_OR_RETURN(p.coordinates, ctx.attrs().String("coordinate_transformation_mode", "half_pixel"));
   ASSIGN_OR_RETURN(p.nearest_mode, ctx.attrs().String("nearest_mode", "round_prefer_floor"));
   ASSIGN_OR_RETURN(p.cubic_a, ctx.attrs().Float("cubic_coeff_a", -0.75f));
@@ -146,7 +161,7 @@ absl::StatusOr<ResizeParams> ReadParams(NodeContext& ctx) {
     return NodeContext::Invalid(absl::StrCat("mode \"", p.mode, "\" is not nearest, linear or cubic"));
   }
   for (const char* known : {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
-                            "align_corners", "asymmetric"}) {
+                            "align_corners", "asymmetric", "tf_half_pixel_for_nn"}) {
     if (p.coordinates == known) return p;
   }
   if (p.coordinates == "tf_crop_and_resize") {
@@ -159,7 +174,8 @@ absl::StatusOr<ResizeParams> ReadParams(NodeContext& ctx) {
 absl::Status ConvertResize(NodeContext& ctx) {
   ASSIGN_OR_RETURN(ResizeParams p, ReadParams(ctx));
   if (p.nearest_mode != "round_prefer_floor" && p.nearest_mode != "round_prefer_ceil" &&
-      p.nearest_mode != "floor" && p.nearest_mode != "ceil") {
+      p.nearest_mode != "floor" && p.nearest_mode != "ceil" &&
+      !(p.nearest_mode == "simple" && IsLegacyResize(ctx))) {
     return NodeContext::Invalid(absl::StrCat("unknown nearest_mode \"", p.nearest_mode, "\""));
   }
   ASSIGN_OR_RETURN(int64_t antialias, ctx.attrs().Int("antialias", 0));
@@ -177,17 +193,33 @@ absl::Status ConvertResize(NodeContext& ctx) {
   } else {
     for (int64_t a = 0; a < rank; ++a) axes.push_back(a);
   }
-  // Scales (input 2) or sizes (input 3), one per axis.
+  // Scales (input 2) or sizes (input 3), one per axis; before opset 11
+  // scales only, input 1 (Upsample's attribute before opset 9).
   std::vector<float> scales;
   std::vector<int64_t> sizes;
-  const Tensor* scale_input = ctx.HasInput(2) ? ctx.Constant(2) : nullptr;
-  if (ctx.HasInput(2) && scale_input == nullptr) {
+  const bool legacy = IsLegacyResize(ctx);
+  const int scales_index = legacy ? 1 : 2;
+  if (legacy && ctx.num_inputs() > 2) {
+    return NodeContext::Invalid(absl::StrCat("takes X and scales only at opset ", ctx.opset()));
+  }
+  const Tensor* scale_input = ctx.HasInput(scales_index) ? ctx.Constant(scales_index) : nullptr;
+  if (ctx.HasInput(scales_index) && scale_input == nullptr) {
     return NodeContext::Unsupported("scales computed at run time are not supported");
   }
-  if (scale_input != nullptr && scale_input->NumElements() > 0) {
+  if (ctx.op_type() == "Upsample" && ctx.opset() < 9) {
+    ASSIGN_OR_RETURN(std::optional<std::vector<float>> attr, ctx.attrs().Floats("scales"));
+    if (!attr.has_value() || ctx.num_inputs() > 1) {
+      return NodeContext::Invalid("Upsample takes the attribute scales before opset 9");
+    }
+    scales = *attr;
+  } else if (scale_input != nullptr && scale_input->NumElements() > 0) {
     for (int64_t i = 0; i < scale_input->NumElements(); ++i) {
       scales.push_back(static_cast<float>(scale_input->GetAsDouble(i)));
     }
+  } else if (legacy) {
+    return NodeContext::Invalid("needs scales");
+  }
+  if (!scales.empty()) {
     if (scales.size() != axes.size()) {
       return NodeContext::Invalid(absl::StrCat("scales has ", scales.size(), " values for ",
                                                axes.size(), " axes"));
@@ -262,6 +294,8 @@ absl::Status ConvertResize(NodeContext& ctx) {
 void AddResizeConverters(std::vector<OpConverter>& table) {
   // roi is read only by tf_crop_and_resize, which is refused.
   table.push_back({.op_type = "Resize", .convert = ConvertResize});
+  // What Resize replaced: opsets 7 to 9 (deprecated from 10).
+  table.push_back({.op_type = "Upsample", .convert = ConvertResize});
 }
 
 }  // namespace graft::onnx_import

@@ -333,16 +333,25 @@ absl::Status ConvertTranspose(NodeContext& ctx) {
   return ctx.SetOutput(0, y);
 }
 
-absl::StatusOr<std::vector<int64_t>> Axes(NodeContext& ctx, int input) {
+// Squeeze's and Unsqueeze's axes: an attribute before opset 13, input 1
+// from 13 on. Empty when absent (Squeeze: every dim of size 1).
+absl::StatusOr<std::vector<int64_t>> Axes(NodeContext& ctx) {
   ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes,
-                   ctx.OptionalConstantInts(input, "the axes input"));
+                   ctx.OptionalIntsOperand(1, "axes", 13));
   return axes.value_or(std::vector<int64_t>{});
+}
+
+absl::StatusOr<std::vector<int64_t>> UnsqueezeAxes(NodeContext& ctx) {
+  ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes,
+                   ctx.OptionalIntsOperand(1, "axes", 13));
+  if (!axes.has_value()) return NodeContext::Invalid("Unsqueeze needs axes");
+  return *std::move(axes);
 }
 
 absl::StatusOr<bool> FoldSqueeze(NodeContext& ctx) {
   std::optional<FoldValue> x = ctx.Folded(0);
   if (!x.has_value()) return false;
-  ASSIGN_OR_RETURN(std::vector<int64_t> axes, Axes(ctx, 1));
+  ASSIGN_OR_RETURN(std::vector<int64_t> axes, Axes(ctx));
   ASSIGN_OR_RETURN(FoldValue v, ctx.folder().Squeeze(*x, axes));
   RETURN_IF_ERROR(ctx.SetOutputValue(0, std::move(v)));
   return true;
@@ -350,7 +359,7 @@ absl::StatusOr<bool> FoldSqueeze(NodeContext& ctx) {
 
 absl::Status ConvertSqueeze(NodeContext& ctx) {
   ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
-  ASSIGN_OR_RETURN(std::vector<int64_t> axes, Axes(ctx, 1));
+  ASSIGN_OR_RETURN(std::vector<int64_t> axes, Axes(ctx));
   std::vector<int64_t> dims;
   if (axes.empty()) {
     for (int64_t i = 0; i < tx.rank(); ++i) {
@@ -382,8 +391,7 @@ absl::Status ConvertSqueeze(NodeContext& ctx) {
 absl::StatusOr<bool> FoldUnsqueeze(NodeContext& ctx) {
   std::optional<FoldValue> x = ctx.Folded(0);
   if (!x.has_value()) return false;
-  ASSIGN_OR_RETURN(std::vector<int64_t> axes,
-                   ctx.ConstantInts(1, "the axes input"));
+  ASSIGN_OR_RETURN(std::vector<int64_t> axes, UnsqueezeAxes(ctx));
   ASSIGN_OR_RETURN(FoldValue v, ctx.folder().Unsqueeze(*x, axes));
   RETURN_IF_ERROR(ctx.SetOutputValue(0, std::move(v)));
   return true;
@@ -393,8 +401,7 @@ absl::StatusOr<bool> FoldUnsqueeze(NodeContext& ctx) {
 // puts each where it belongs.
 absl::Status ConvertUnsqueeze(NodeContext& ctx) {
   ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
-  ASSIGN_OR_RETURN(std::vector<int64_t> axes,
-                   ctx.ConstantInts(1, "the axes input"));
+  ASSIGN_OR_RETURN(std::vector<int64_t> axes, UnsqueezeAxes(ctx));
   const int64_t out_rank = tx.rank() + static_cast<int64_t>(axes.size());
   for (int64_t& a : axes) {
     ASSIGN_OR_RETURN(a, NormalizeAxis(a, out_rank));
@@ -529,8 +536,9 @@ absl::Status ConvertConcat(NodeContext& ctx) {
 // symbolic): the split input, else num_outputs (opset 18: ceil-sized
 // pieces, the last smaller), else equal pieces, one per output.
 absl::StatusOr<std::vector<int64_t>> SplitSizes(NodeContext& ctx, Dim n) {
+  // An attribute before opset 13.
   ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> split,
-                   ctx.OptionalConstantInts(1, "the split input"));
+                   ctx.OptionalIntsOperand(1, "split", 13));
   std::optional<int64_t> num_outputs;
   if (ctx.opset() >= 18) {
     ASSIGN_OR_RETURN(num_outputs, ctx.attrs().OptionalInt("num_outputs"));
@@ -541,7 +549,7 @@ absl::StatusOr<std::vector<int64_t>> SplitSizes(NodeContext& ctx, Dim n) {
           "give either the split input or num_outputs, not both");
     }
     if (static_cast<int>(split->size()) != ctx.num_outputs()) {
-      return NodeContext::Invalid(absl::StrCat("the split input has ",
+      return NodeContext::Invalid(absl::StrCat("split has ",
                                                split->size(), " sizes for ",
                                                ctx.num_outputs(), " outputs"));
     }
@@ -621,8 +629,24 @@ struct SliceParams {
   std::vector<int64_t> starts, ends, axes, steps;
 };
 
+// Inputs from opset 10; before, starts, ends and axes are attributes and
+// every step is 1.
 absl::StatusOr<SliceParams> ReadSlice(NodeContext& ctx) {
   SliceParams p;
+  if (ctx.opset() < 10) {
+    std::optional<std::vector<int64_t>> list[3];
+    const char* names[] = {"starts", "ends", "axes"};
+    for (int i = 0; i < 3; ++i) {
+      ASSIGN_OR_RETURN(list[i], ctx.OptionalIntsOperand(i + 1, names[i], 10));
+    }
+    if (!list[0].has_value() || !list[1].has_value()) {
+      return NodeContext::Invalid("Slice needs the starts and ends attributes before opset 10");
+    }
+    p.starts = *list[0];
+    p.ends = *list[1];
+    if (list[2].has_value()) p.axes = *list[2];
+    return p;
+  }
   ASSIGN_OR_RETURN(p.starts, ctx.ConstantInts(1, "the starts input"));
   ASSIGN_OR_RETURN(p.ends, ctx.ConstantInts(2, "the ends input"));
   ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes,
@@ -872,8 +896,11 @@ absl::Status ConvertPad(NodeContext& ctx) {
   }
   ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
   const int64_t r = tx.rank();
-  ASSIGN_OR_RETURN(std::vector<int64_t> pads,
-                   ctx.ConstantInts(1, "the pads input"));
+  // pads and the constant are attributes before opset 11.
+  ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> given,
+                   ctx.OptionalIntsOperand(1, "pads", 11));
+  if (!given.has_value()) return NodeContext::Invalid("Pad needs pads");
+  const std::vector<int64_t> pads = *std::move(given);
   std::vector<int64_t> axes;
   if (ctx.opset() >= 18 && ctx.HasInput(3)) {
     ASSIGN_OR_RETURN(axes, ctx.ConstantInts(3, "the axes input"));
@@ -898,7 +925,13 @@ absl::Status ConvertPad(NodeContext& ctx) {
     end[a] = pads[axes.size() + i];
   }
   double value = 0;
-  if (ctx.HasInput(2)) {
+  if (ctx.opset() < 11) {
+    if (ctx.HasInput(2)) {
+      return NodeContext::Invalid("the constant is the attribute value before opset 11, not input 2");
+    }
+    ASSIGN_OR_RETURN(float v, ctx.attrs().Float("value", 0.0f));
+    value = v;
+  } else if (ctx.HasInput(2)) {
     std::optional<Argument> v = ctx.ScalarLiteral(2);
     if (!v.has_value()) {
       return NodeContext::Unsupported(
@@ -964,7 +997,6 @@ void AddShapeConverters(std::vector<OpConverter>& table) {
       {.op_type = "GatherElements", .convert = ConvertGatherElements});
   table.push_back({.op_type = "Pad", .convert = ConvertPad});
   table.push_back({.op_type = "Trilu",
-                   .since_opset = 14,
                    .fold = FoldTrilu,
                    .convert = ConvertTrilu});
 }

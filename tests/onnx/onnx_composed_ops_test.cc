@@ -24,12 +24,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string ImportError(ModelBuilder& b) {
-  absl::StatusOr<Module> m = b.Import();
-  EXPECT_FALSE(m.ok());
-  return m.ok() ? "" : std::string(m.status().message());
-}
-
 // --- Mod ---------------------------------------------------------------------
 
 // Mod of run-time values: fmod=0 takes the divisor's sign (Python's %),

@@ -284,7 +284,8 @@ TEST(OnnxModelsTest, ManifestListsEveryCommittedModel) {
   // One TEST below per model; a new model needs a new TEST.
   EXPECT_THAT(dirs, ::testing::UnorderedElementsAre(
                         "mlp", "cnn", "gpt2_block_opset13", "gpt2_block_opset17", "cumsum",
-                        "unet", "recurrent", "misc"));
+                        "unet", "recurrent", "misc", "legacy_opset9", "legacy_opset10",
+                        "legacy_opset11"));
   ASSERT_EQ(manifest->unsupported.size(), 1u);
   EXPECT_EQ(manifest->unsupported[0].dir, "unsupported_nonzero");
 }
@@ -318,6 +319,20 @@ TEST(OnnxModelsTest, Gpt2BlockOpset13) {
 TEST(OnnxModelsTest, Gpt2BlockOpset17) {
   GRAFT_REQUIRE_ONNX_MODELS();
   CheckModel(CommittedModelsDir(), "gpt2_block_opset17");
+}
+
+// One model as PyTorch 1.13 exports it at opsets 9, 10 and 11: Pad
+// (reflect and constant), Clip, Slice and TopK with attributes at 9 and
+// inputs from 10; Upsample (9), Resize-10 and Resize-11 for nearest
+// upsampling; Split, Squeeze/Unsqueeze and ReduceSum with attributes;
+// Softmax over dim 1 of a 3-D tensor (transposed to the last) and
+// LogSoftmax at opsets before 13; Dropout in eval.
+TEST(OnnxModelsTest, LegacyOpsets) {
+  GRAFT_REQUIRE_ONNX_MODELS();
+  for (const char* dir : {"legacy_opset9", "legacy_opset10", "legacy_opset11"}) {
+    SCOPED_TRACE(dir);
+    CheckModel(CommittedModelsDir(), dir);
+  }
 }
 
 // ReLU then CumSum along dim 1 (the axis a Constant input).

@@ -278,6 +278,12 @@ inline void ExpectTensor(const Tensor& t, DType dtype,
   }
 }
 
+// Imports `b` and returns the error message ("" if it imported).
+inline std::string ImportError(ModelBuilder& b, const OnnxImportOptions& options = {}) {
+  absl::StatusOr<Module> m = b.Import(options);
+  return m.ok() ? "" : std::string(m.status().message());
+}
+
 // The call_function targets of a module's graph, in order.
 inline std::vector<std::string> CallTargets(const Module& m) {
   std::vector<std::string> out;

@@ -223,6 +223,33 @@ class Misc(nn.Module):
         return a, b, c, d, e, g, h, i
 
 
+class Legacy(nn.Module):
+    """What models of older opsets write differently: Pad (reflect and
+    constant), Clip, Slice, Split, Squeeze/Unsqueeze, ReduceSum and TopK
+    with attributes where later opsets take inputs; nearest upsampling
+    (Upsample before opset 10, Resize-11 after); Softmax over dim 1 of a
+    3-D tensor and LogSoftmax; Dropout (eval)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.drop = nn.Dropout(0.3)
+
+    def forward(self, x):
+        a = F.pad(x, (1, 2, 0, 1), mode="reflect")
+        c = self.conv(F.pad(a, (1, 0, 0, 1), value=0.5))
+        v, i = torch.topk(c.flatten(1), 3)  # Before values repeat (no ties).
+        a = torch.clamp(c, -0.8, 0.9)
+        up = F.interpolate(a, scale_factor=2, mode="nearest")
+        s = up[:, 1:3, 2:-1, 1:-2]
+        p, q = torch.split(s, [1, 1], dim=1)
+        r = (p - 2 * q).squeeze(1).unsqueeze(-1)
+        t = r.sum(dim=2)
+        sm = torch.softmax(t * 3, dim=1)
+        ls = torch.log_softmax(self.drop(t.flatten(1)), dim=-1)
+        return v, i, sm, ls
+
+
 class NonZero(nn.Module):
     """ReLU then NonZero: a result whose shape depends on the values,
     outside what graft imports."""
@@ -434,6 +461,18 @@ def export_committed(out_dir):
     export(Misc(), [torch.randn(2, 5, 6), torch.randint(0, 7, (2, 3))],
            ["x", "idx"], outs, os.path.join(out_dir, "misc"), opset=17)
     lines.append(model_line("misc", ["x", "idx"], outs))
+
+    # One model at three opsets: 9 (Upsample, Slice/Pad/Clip/TopK with
+    # attributes), 10 (Resize-10, their inputs) and 11 (Resize-11); the
+    # three keep Split, Squeeze/Unsqueeze and ReduceSum's attributes and
+    # Softmax's flattening before opset 13.
+    outs = ["v", "i", "sm", "ls"]
+    for opset in (9, 10, 11):
+        torch.manual_seed(10)
+        name = "legacy_opset%d" % opset
+        export(Legacy(), [torch.randn(2, 3, 8, 8)], ["x"], outs,
+               os.path.join(out_dir, name), opset=opset)
+        lines.append(model_line(name, ["x"], outs))
 
     torch.manual_seed(6)
     path = export(NonZero(), [torch.randn(2, 5)], ["x"], ["y"],

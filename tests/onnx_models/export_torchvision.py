@@ -7,8 +7,11 @@ small models of less common ops. Each goes to DIR/NAME as check_zoo.py reads it
 (ViT's zero-initialized head drawn again); Debian's python3-torch,
 python3-torchvision and python3-numpy are enough.
 
-  /usr/bin/python3 tests/onnx_models/export_torchvision.py DIR [MODEL ...]
+  /usr/bin/python3 tests/onnx_models/export_torchvision.py DIR [--opset N] [MODEL ...]
   python3 tests/onnx_models/check_zoo.py DIR
+
+--opset N exports at opset N instead (7 to 17: older exports, whose operators
+take some lists as attributes and Softmax flattens its tail, docs/onnx.md).
 
 docs/onnx.md has the last results."""
 import os, sys
@@ -19,7 +22,13 @@ import torchvision.models as tvm
 import torchvision.models.segmentation as seg
 
 torch.manual_seed(0)
-out, only = sys.argv[1], sys.argv[2:]
+args = sys.argv[1:]
+opset = 17
+if "--opset" in args:
+    i = args.index("--opset")
+    opset = int(args[i + 1])
+    del args[i:i + 2]
+out, only = args[0], args[1:]
 
 
 class Encoder(nn.Module):  # Embeddings, a padding mask, GELU, two layers.
@@ -174,7 +183,7 @@ def export(name, make, inputs, dynamic, d):
     names = [f"in{i}" for i in range(len(x))]
     onames = [f"out{i}" for i in range(len(ys))]
     torch.onnx.export(m, tuple(x), os.path.join(d, "model.onnx"), input_names=names,
-                      output_names=onames, opset_version=17, dynamic_axes=dynamic)
+                      output_names=onames, opset_version=opset, dynamic_axes=dynamic)
     for i, t in enumerate(x):
         np.save(os.path.join(d, "input_%d.npy" % i), (t[0] if isinstance(t, list) else t).numpy())
     for i, t in enumerate(ys):
