@@ -11,6 +11,7 @@
 #include "onnx/onnx_names.h"
 #include "onnx/onnx_node_context.h"
 #include "onnx/onnx_ops.h"
+#include "onnx/onnx_qoperator.h"
 #include "onnx/onnx_tensor.h"
 #include "support/status_macros.h"
 
@@ -294,7 +295,7 @@ absl::Status OnnxImporter::ConvertNodes() {
     // read as another) fails the import with the node named rather than
     // ending the process.
     try {
-      s = ConvertNode(node, i);
+      s = IsQOperator(node) ? ConvertQOperator(node, i) : ConvertNode(node, i);
     } catch (const std::exception& e) {
       s = absl::InternalError(absl::StrCat("the importer failed on this node: ", e.what()));
     }
@@ -306,10 +307,28 @@ absl::Status OnnxImporter::ConvertNodes() {
   return absl::OkStatus();
 }
 
-absl::Status OnnxImporter::ConvertNode(const onnx::NodeProto& node, int index) {
+// The nodes a QOperator node stands for, each converted as the model's
+// own, with the QOperator node as their origin.
+absl::Status OnnxImporter::ConvertQOperator(const onnx::NodeProto& node, int index) {
+  ASSIGN_OR_RETURN(std::vector<onnx::NodeProto> nodes, ExpandQOperator(node));
+  for (const onnx::NodeProto& n : nodes) {
+    for (const std::string& input : n.input()) {
+      if (!input.empty()) state_.MarkConsumed(input);
+    }
+  }
+  for (const onnx::NodeProto& n : nodes) {
+    absl::Status s = ConvertNode(n, index, &node);
+    if (!s.ok()) return WithPrefix(s, absl::StrCat("its ", n.op_type(), ": "));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status OnnxImporter::ConvertNode(const onnx::NodeProto& node, int index,
+                                       const onnx::NodeProto* origin) {
+  const onnx::NodeProto& named = origin != nullptr ? *origin : node;
   state_.set_origin(OnnxNodeOrigin{
-      node.name().empty() ? absl::StrCat("#", index) : node.name(),
-      QualifiedOpType(node), index});
+      named.name().empty() ? absl::StrCat("#", index) : named.name(),
+      QualifiedOpType(named), index});
   if (!IsDefaultDomain(node.domain())) {
     return absl::UnimplementedError(absl::StrCat(
         "operators of the domain '", node.domain(),

@@ -41,7 +41,11 @@ class OnnxImporter {
   absl::Status AddInputs();
   absl::StatusOr<TensorType> InputType(const onnx::ValueInfoProto& input);
   absl::Status ConvertNodes();
-  absl::Status ConvertNode(const onnx::NodeProto& node, int index);
+  // `origin`: the QOperator node `node` was expanded from, which errors
+  // and provenance name instead.
+  absl::Status ConvertNode(const onnx::NodeProto& node, int index,
+                           const onnx::NodeProto* origin = nullptr);
+  absl::Status ConvertQOperator(const onnx::NodeProto& node, int index);
   absl::Status AddOutputs();
 
   // "<source>: <message>", keeping the code.

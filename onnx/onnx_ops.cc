@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
+#include "onnx/onnx_qoperator.h"
 
 namespace graft::onnx_import {
 namespace {
@@ -68,7 +69,7 @@ const OpConverter* FindOpConverter(absl::string_view op_type) {
 }
 
 std::vector<std::string> SupportedOnnxOps() {
-  std::vector<std::string> out;
+  std::vector<std::string> out = QOperatorTypes();
   for (const auto& [name, c] : Table()) out.push_back(name);
   std::sort(out.begin(), out.end());
   return out;

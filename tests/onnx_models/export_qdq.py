@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Quantizes a few small models with ONNX Runtime's quantize_static (QDQ
-format, the default of its quantization tools), for checking that graft
+format, the default of its quantization tools; with --qoperator, its
+QOperator format: QLinearConv, QLinearMatMul and com.microsoft's QGemm,
+QLinearAdd, QLinearGlobalAveragePool, ...), for checking that graft
 imports and runs what a user of ONNX Runtime's quantization brings.
 
 Each model goes to OUT/<name>/: model.onnx (quantized), input_0.npy,
@@ -9,7 +11,7 @@ and float_output_0.npy (PyTorch's float output), ops.txt.
 
 Needs torch, onnx and onnxruntime (with onnxruntime.quantization).
 
-    python3 tests/onnx_models/export_qdq.py OUT
+    python3 tests/onnx_models/export_qdq.py OUT [--qoperator]
 """
 
 import os
@@ -71,6 +73,7 @@ def main():
     from onnxruntime.quantization import (CalibrationDataReader, QuantFormat,
                                           QuantType, quantize_static)
     out = sys.argv[1]
+    quant_format = QuantFormat.QOperator if "--qoperator" in sys.argv[2:] else QuantFormat.QDQ
     for name, make, shape in MODELS:
         for per_channel in (False, True):
             for act in (QuantType.QUInt8, QuantType.QInt8):
@@ -98,7 +101,7 @@ def main():
                             return next(self.data, None)
 
                     qp = os.path.join(d, "model.onnx")
-                    quantize_static(fp, qp, Reader(), quant_format=QuantFormat.QDQ,
+                    quantize_static(fp, qp, Reader(), quant_format=quant_format,
                                     per_channel=per_channel, activation_type=act,
                                     weight_type=QuantType.QInt8)
                     os.remove(fp)
@@ -108,7 +111,7 @@ def main():
                     np.save(os.path.join(d, "output_0.npy"), got)
                     np.save(os.path.join(d, "float_output_0.npy"), y.numpy())
                     m = onnx.load(qp)
-                    ops = sorted({n.op_type for n in m.graph.node})
+                    ops = sorted({(n.domain + "." if n.domain else "") + n.op_type for n in m.graph.node})
                     with open(os.path.join(d, "ops.txt"), "w") as f:
                         f.write("opset %s\nops %s\n" % ([(o.domain, o.version) for o in m.opset_import],
                                                         " ".join(ops)))

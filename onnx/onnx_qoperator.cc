@@ -1,0 +1,250 @@
+#include "onnx/onnx_qoperator.h"
+
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "support/status_macros.h"
+
+namespace graft::onnx_import {
+namespace {
+
+constexpr char kMicrosoft[] = "com.microsoft";
+
+// The nodes one QOperator node expands into.
+class Expansion {
+ public:
+  explicit Expansion(const onnx::NodeProto& node) : node_(node) {}
+
+  // Input i's name, "" when absent.
+  std::string In(int i) const { return i < node_.input_size() ? node_.input(i) : ""; }
+  bool Has(int i) const { return !In(i).empty(); }
+
+  // A new value's name, after the node's output.
+  std::string Value(const std::string& what) const {
+    return absl::StrCat(node_.output_size() > 0 ? node_.output(0) : node_.name(), "::", what);
+  }
+
+  onnx::NodeProto& Add(const std::string& op_type, const std::vector<std::string>& inputs,
+                       const std::string& output) {
+    onnx::NodeProto& n = nodes_.emplace_back();
+    n.set_op_type(op_type);
+    n.set_name(absl::StrCat(node_.name(), "/", op_type, nodes_.size()));
+    for (const std::string& i : inputs) n.add_input(i);
+    n.add_output(output);
+    return n;
+  }
+
+  // DequantizeLinear of input x by inputs scale and zero point (per `axis`
+  // where the scale is 1-D): the float value's name.
+  std::string Dequantize(int x, int scale, int zero_point, const std::string& what, int64_t axis = 1) {
+    const std::string out = Value(what);
+    std::vector<std::string> inputs = {In(x), In(scale)};
+    if (Has(zero_point)) inputs.push_back(In(zero_point));
+    SetInt(Add("DequantizeLinear", inputs, out), "axis", axis);
+    return out;
+  }
+
+  // An int32 bias in units of factor * scale_a * scale_b, zero point 0.
+  std::string DequantizeBias(int bias, int scale_a, int scale_b, float factor = 1) {
+    std::string scale = Value("bias_scale");
+    Add("Mul", {In(scale_a), In(scale_b)}, scale);
+    if (factor != 1) {
+      const std::string f = Value("bias_factor");
+      onnx::AttributeProto* a = Add("Constant", {}, f).add_attribute();
+      a->set_name("value_float");
+      a->set_type(onnx::AttributeProto::FLOAT);
+      a->set_f(factor);
+      Add("Mul", {scale, f}, Value("bias_scaled"));
+      scale = Value("bias_scaled");
+    }
+    const std::string out = Value("bias");
+    SetInt(Add("DequantizeLinear", {In(bias), scale}, out), "axis", -1);
+    return out;
+  }
+
+  // The float result quantized into the node's output.
+  void Quantize(const std::string& value, int scale, int zero_point) {
+    std::vector<std::string> inputs = {value, In(scale)};
+    if (Has(zero_point)) inputs.push_back(In(zero_point));
+    Add("QuantizeLinear", inputs, node_.output(0));
+  }
+
+  // The node's attributes but `except`, copied to `to`.
+  void CopyAttributes(onnx::NodeProto& to, const std::set<std::string>& except = {}) const {
+    for (const onnx::AttributeProto& a : node_.attribute()) {
+      if (!except.contains(a.name())) *to.add_attribute() = a;
+    }
+  }
+
+  const onnx::AttributeProto* Attribute(const std::string& name) const {
+    for (const onnx::AttributeProto& a : node_.attribute()) {
+      if (a.name() == name) return &a;
+    }
+    return nullptr;
+  }
+
+  static void SetInt(onnx::NodeProto& n, const std::string& name, int64_t v) {
+    onnx::AttributeProto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(v);
+  }
+
+  const onnx::NodeProto& node() const { return node_; }
+  std::vector<onnx::NodeProto> Take() { return std::move(nodes_); }
+
+ private:
+  const onnx::NodeProto& node_;
+  std::vector<onnx::NodeProto> nodes_;
+};
+
+// com.microsoft's pooling and convolution may run on NHWC values.
+absl::Status RefuseChannelsLast(const Expansion& e) {
+  const onnx::AttributeProto* a = e.Attribute("channels_last");
+  if (a != nullptr && a->i() != 0) {
+    return absl::UnimplementedError("channels_last=1 is not supported");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RequireInputs(const Expansion& e, int count) {
+  if (e.node().input_size() < count || e.node().output_size() < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("needs at least ", count, " inputs and an output, has ",
+                                                   e.node().input_size(), " and ", e.node().output_size()));
+  }
+  return absl::OkStatus();
+}
+
+// x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale,
+// y_zero_point, B (int32, optional). w per output channel (axis 0).
+absl::Status QLinearConv(Expansion& e) {
+  RETURN_IF_ERROR(RequireInputs(e, 8));
+  RETURN_IF_ERROR(RefuseChannelsLast(e));
+  std::vector<std::string> inputs = {e.Dequantize(0, 1, 2, "x"), e.Dequantize(3, 4, 5, "w", 0)};
+  if (e.Has(8)) inputs.push_back(e.DequantizeBias(8, 1, 4));
+  const std::string y = e.Value("conv");
+  e.CopyAttributes(e.Add("Conv", inputs, y), {"channels_last"});
+  e.Quantize(y, 6, 7);
+  return absl::OkStatus();
+}
+
+// a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale,
+// y_zero_point. a per row (axis -2), b per column (axis -1).
+absl::Status QLinearMatMul(Expansion& e) {
+  RETURN_IF_ERROR(RequireInputs(e, 8));
+  const std::string y = e.Value("product");
+  e.Add("MatMul", {e.Dequantize(0, 1, 2, "a", -2), e.Dequantize(3, 4, 5, "b", -1)}, y);
+  e.Quantize(y, 6, 7);
+  return absl::OkStatus();
+}
+
+// A, a_scale, a_zero_point, B, b_scale, b_zero_point, C (int32 in units of
+// alpha * a_scale * b_scale, optional), y_scale and y_zero_point
+// (optional: without them the result is float). B per column.
+absl::Status QGemm(Expansion& e) {
+  RETURN_IF_ERROR(RequireInputs(e, 5));
+  const onnx::AttributeProto* trans_b = e.Attribute("transB");
+  const onnx::AttributeProto* alpha = e.Attribute("alpha");
+  const int64_t b_axis = trans_b != nullptr && trans_b->i() != 0 ? 0 : 1;
+  std::vector<std::string> inputs = {e.Dequantize(0, 1, 2, "a"), e.Dequantize(3, 4, 5, "b", b_axis)};
+  if (e.Has(6)) inputs.push_back(e.DequantizeBias(6, 1, 4, alpha != nullptr ? alpha->f() : 1.0f));
+  const bool quantized = e.Has(7);
+  const std::string y = quantized ? e.Value("gemm") : e.node().output(0);
+  e.CopyAttributes(e.Add("Gemm", inputs, y));
+  if (quantized) e.Quantize(y, 7, 8);
+  return absl::OkStatus();
+}
+
+// A, A_scale, A_zero_point, B, B_scale, B_zero_point, C_scale,
+// C_zero_point: QLinearAdd and QLinearMul.
+absl::Status QLinearBinary(Expansion& e, const std::string& op) {
+  RETURN_IF_ERROR(RequireInputs(e, 7));
+  const std::string y = e.Value(op);
+  e.Add(op, {e.Dequantize(0, 1, 2, "a"), e.Dequantize(3, 4, 5, "b")}, y);
+  e.Quantize(y, 6, 7);
+  return absl::OkStatus();
+}
+
+// X, X_scale, X_zero_point, Y_scale, Y_zero_point: the unary ones and the
+// pools, their float op taking the node's other attributes.
+absl::Status QLinearUnary(Expansion& e, const std::string& op) {
+  RETURN_IF_ERROR(RequireInputs(e, 4));
+  RETURN_IF_ERROR(RefuseChannelsLast(e));
+  const std::string y = e.Value(op);
+  e.CopyAttributes(e.Add(op, {e.Dequantize(0, 1, 2, "x")}, y), {"channels_last"});
+  e.Quantize(y, 3, 4);
+  return absl::OkStatus();
+}
+
+// Y_scale, Y_zero_point, then (X, X_scale, X_zero_point) per input.
+absl::Status QLinearConcat(Expansion& e) {
+  const int n = e.node().input_size();
+  if (n < 5 || (n - 2) % 3 != 0 || e.node().output_size() < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("takes Y_scale, Y_zero_point and triples of X, X_scale, X_zero_point, not ", n,
+                     " inputs"));
+  }
+  std::vector<std::string> parts;
+  for (int i = 2; i < n; i += 3) parts.push_back(e.Dequantize(i, i + 1, i + 2, absl::StrCat("x", i / 3)));
+  const std::string y = e.Value("concat");
+  e.CopyAttributes(e.Add("Concat", parts, y));
+  e.Quantize(y, 0, 1);
+  return absl::OkStatus();
+}
+
+using ExpandFn = std::function<absl::Status(Expansion&)>;
+
+// Keyed by "domain/op_type" ("" for ONNX's own).
+const std::map<std::string, ExpandFn>& Expanders() {
+  static const auto* table = new std::map<std::string, ExpandFn>{
+      {"/QLinearConv", QLinearConv},
+      {"/QLinearMatMul", QLinearMatMul},
+      {"com.microsoft/QLinearConv", QLinearConv},
+      {"com.microsoft/QGemm", QGemm},
+      {"com.microsoft/QLinearAdd", [](Expansion& e) { return QLinearBinary(e, "Add"); }},
+      {"com.microsoft/QLinearMul", [](Expansion& e) { return QLinearBinary(e, "Mul"); }},
+      {"com.microsoft/QLinearConcat", QLinearConcat},
+      {"com.microsoft/QLinearAveragePool", [](Expansion& e) { return QLinearUnary(e, "AveragePool"); }},
+      {"com.microsoft/QLinearGlobalAveragePool",
+       [](Expansion& e) { return QLinearUnary(e, "GlobalAveragePool"); }},
+      {"com.microsoft/QLinearLeakyRelu", [](Expansion& e) { return QLinearUnary(e, "LeakyRelu"); }},
+      {"com.microsoft/QLinearSigmoid", [](Expansion& e) { return QLinearUnary(e, "Sigmoid"); }},
+  };
+  return *table;
+}
+
+std::string Key(const onnx::NodeProto& node) {
+  const std::string& d = node.domain();
+  return absl::StrCat(d == "ai.onnx" ? "" : d, "/", node.op_type());
+}
+
+}  // namespace
+
+bool IsQOperator(const onnx::NodeProto& node) { return Expanders().contains(Key(node)); }
+
+std::vector<std::string> QOperatorTypes() {
+  std::vector<std::string> out;
+  for (const auto& [key, fn] : Expanders()) {
+    const size_t slash = key.find('/');
+    out.push_back(slash == 0 ? key.substr(1) : absl::StrCat(key.substr(0, slash), ".", key.substr(slash + 1)));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<onnx::NodeProto>> ExpandQOperator(const onnx::NodeProto& node) {
+  auto it = Expanders().find(Key(node));
+  if (it == Expanders().end()) {
+    return absl::InternalError(absl::StrCat(node.op_type(), " is not a QOperator graft expands"));
+  }
+  Expansion e(node);
+  RETURN_IF_ERROR(it->second(e));
+  return e.Take();
+}
+
+}  // namespace graft::onnx_import
