@@ -310,7 +310,7 @@ absl::Status OnnxImporter::ConvertNodes() {
 // The nodes a QOperator node stands for, each converted as the model's
 // own, with the QOperator node as their origin.
 absl::Status OnnxImporter::ConvertQOperator(const onnx::NodeProto& node, int index) {
-  ASSIGN_OR_RETURN(std::vector<onnx::NodeProto> nodes, ExpandQOperator(node));
+  ASSIGN_OR_RETURN(std::vector<onnx::NodeProto> nodes, ExpandQOperator(node, state_.opset()));
   for (const onnx::NodeProto& n : nodes) {
     for (const std::string& input : n.input()) {
       if (!input.empty()) state_.MarkConsumed(input);

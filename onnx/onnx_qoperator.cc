@@ -182,6 +182,23 @@ absl::Status QLinearUnary(Expansion& e, const std::string& op) {
   return absl::OkStatus();
 }
 
+// QLinearUnary's inputs; its `opset` says which Softmax it quantizes (from
+// 13 on over one axis, before over the flattened tail), which must be the
+// one of the model's opset, as the float Softmax is read.
+absl::Status QLinearSoftmax(Expansion& e, int64_t model_opset) {
+  const onnx::AttributeProto* opset = e.Attribute("opset");
+  if (opset == nullptr) return absl::InvalidArgumentError("needs its opset attribute");
+  if ((opset->i() >= 13) != (model_opset >= 13)) {
+    return absl::UnimplementedError(absl::StrCat("the Softmax of opset ", opset->i(), " in a model of opset ",
+                                                 model_opset, " is not supported"));
+  }
+  RETURN_IF_ERROR(RequireInputs(e, 4));
+  const std::string y = e.Value("softmax");
+  e.CopyAttributes(e.Add("Softmax", {e.Dequantize(0, 1, 2, "x")}, y), {"opset"});
+  e.Quantize(y, 3, 4);
+  return absl::OkStatus();
+}
+
 // Y_scale, Y_zero_point, then (X, X_scale, X_zero_point) per input.
 absl::Status QLinearConcat(Expansion& e) {
   const int n = e.node().input_size();
@@ -198,23 +215,29 @@ absl::Status QLinearConcat(Expansion& e) {
   return absl::OkStatus();
 }
 
-using ExpandFn = std::function<absl::Status(Expansion&)>;
+using ExpandFn = std::function<absl::Status(Expansion&, int64_t model_opset)>;
+
+// The expanders that do not depend on the model's opset.
+ExpandFn Any(std::function<absl::Status(Expansion&)> f) {
+  return [f = std::move(f)](Expansion& e, int64_t) { return f(e); };
+}
 
 // Keyed by "domain/op_type" ("" for ONNX's own).
 const std::map<std::string, ExpandFn>& Expanders() {
   static const auto* table = new std::map<std::string, ExpandFn>{
-      {"/QLinearConv", QLinearConv},
-      {"/QLinearMatMul", QLinearMatMul},
-      {"com.microsoft/QLinearConv", QLinearConv},
-      {"com.microsoft/QGemm", QGemm},
-      {"com.microsoft/QLinearAdd", [](Expansion& e) { return QLinearBinary(e, "Add"); }},
-      {"com.microsoft/QLinearMul", [](Expansion& e) { return QLinearBinary(e, "Mul"); }},
-      {"com.microsoft/QLinearConcat", QLinearConcat},
-      {"com.microsoft/QLinearAveragePool", [](Expansion& e) { return QLinearUnary(e, "AveragePool"); }},
+      {"/QLinearConv", Any(QLinearConv)},
+      {"/QLinearMatMul", Any(QLinearMatMul)},
+      {"com.microsoft/QLinearConv", Any(QLinearConv)},
+      {"com.microsoft/QGemm", Any(QGemm)},
+      {"com.microsoft/QLinearAdd", Any([](Expansion& e) { return QLinearBinary(e, "Add"); })},
+      {"com.microsoft/QLinearMul", Any([](Expansion& e) { return QLinearBinary(e, "Mul"); })},
+      {"com.microsoft/QLinearConcat", Any(QLinearConcat)},
+      {"com.microsoft/QLinearAveragePool", Any([](Expansion& e) { return QLinearUnary(e, "AveragePool"); })},
       {"com.microsoft/QLinearGlobalAveragePool",
-       [](Expansion& e) { return QLinearUnary(e, "GlobalAveragePool"); }},
-      {"com.microsoft/QLinearLeakyRelu", [](Expansion& e) { return QLinearUnary(e, "LeakyRelu"); }},
-      {"com.microsoft/QLinearSigmoid", [](Expansion& e) { return QLinearUnary(e, "Sigmoid"); }},
+       Any([](Expansion& e) { return QLinearUnary(e, "GlobalAveragePool"); })},
+      {"com.microsoft/QLinearLeakyRelu", Any([](Expansion& e) { return QLinearUnary(e, "LeakyRelu"); })},
+      {"com.microsoft/QLinearSigmoid", Any([](Expansion& e) { return QLinearUnary(e, "Sigmoid"); })},
+      {"com.microsoft/QLinearSoftmax", QLinearSoftmax},
   };
   return *table;
 }
@@ -237,13 +260,14 @@ std::vector<std::string> QOperatorTypes() {
   return out;
 }
 
-absl::StatusOr<std::vector<onnx::NodeProto>> ExpandQOperator(const onnx::NodeProto& node) {
+absl::StatusOr<std::vector<onnx::NodeProto>> ExpandQOperator(const onnx::NodeProto& node,
+                                                             int64_t model_opset) {
   auto it = Expanders().find(Key(node));
   if (it == Expanders().end()) {
     return absl::InternalError(absl::StrCat(node.op_type(), " is not a QOperator graft expands"));
   }
   Expansion e(node);
-  RETURN_IF_ERROR(it->second(e));
+  RETURN_IF_ERROR(it->second(e, model_opset));
   return e.Take();
 }
 

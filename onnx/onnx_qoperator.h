@@ -5,12 +5,13 @@
 // QLinearMatMul, and ONNX Runtime's com.microsoft ones its quantization
 // tools write with them (QGemm, QLinearAdd, QLinearMul, QLinearConcat,
 // QLinearAveragePool, QLinearGlobalAveragePool, QLinearLeakyRelu,
-// QLinearSigmoid). Each is imported as the nodes that define it:
+// QLinearSigmoid, QLinearSoftmax). Each is imported as the nodes that define it:
 // DequantizeLinear of each quantized input, the float operator, and
 // QuantizeLinear of its result. That is the QDQ form graft imports as its
 // reference quantized graph, which quantize-lower fuses into int8 ops, so a
 // model in either format imports alike.
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -27,7 +28,9 @@ std::vector<std::string> QOperatorTypes();
 
 // The nodes `node` stands for, in order; the last writes its output. Their
 // intermediate values are named after that output ("y::x", "y::product").
-absl::StatusOr<std::vector<onnx::NodeProto>> ExpandQOperator(const onnx::NodeProto& node);
+// `model_opset`: the default domain's, which the float operators follow.
+absl::StatusOr<std::vector<onnx::NodeProto>> ExpandQOperator(const onnx::NodeProto& node,
+                                                             int64_t model_opset);
 
 }  // namespace graft::onnx_import
 

@@ -388,14 +388,12 @@ TEST(OnnxModelsTest, ExportedByTorchExport) {
   }
 }
 
-// Models quantized by ONNX Runtime's quantize_static (QDQ format): they
-// import as graft's reference quantized graph and give ONNX Runtime's
-// outputs; quantize-lower then turns every product into an int8 op, whose
-// results on every backend are ONNX Runtime's too
-// (tests/onnx_models/qdq/manifest.txt).
-TEST(OnnxModelsTest, QuantizedByOnnxRuntime) {
-  GRAFT_REQUIRE_ONNX_MODELS();
-  const std::string root = CommittedModelsDir() + "/qdq";
+// Each model of `root` (quantized by ONNX Runtime's quantize_static) imports
+// as graft's reference quantized graph and gives ONNX Runtime's outputs;
+// quantize-lower then turns every product of a weight into an int8 op
+// (products of two run-time values, attention's, stay float), and the
+// results on every backend are ONNX Runtime's too.
+void CheckQuantizedByOnnxRuntime(const std::string& root) {
   for (const ModelEntry& entry : ManifestModels(root, 4)) {
     SCOPED_TRACE(entry.dir);
     CheckModel(root, entry.dir);
@@ -407,7 +405,10 @@ TEST(OnnxModelsTest, QuantizedByOnnxRuntime) {
     passes::PassContext ctx;
     ASSERT_TRUE(lower->Run(*module, ctx).ok());
     for (const Node* n : module->graph().nodes()) {
-      EXPECT_FALSE(n->is_call("linear") || n->is_call("conv2d") || n->is_call("matmul"))
+      if (!n->is_call("linear") && !n->is_call("conv2d") && !n->is_call("matmul")) continue;
+      const Node* weight = n->inputs()[1];
+      if (weight->is_call("dequantize")) weight = weight->inputs()[0];
+      EXPECT_NE(weight->op(), OpCode::kGetAttr)
           << "%" << n->name() << " (" << n->target() << ") was not lowered to int8";
     }
     absl::StatusOr<Tensor> input = ReadNpy(dir + "/input_in0.npy");
@@ -424,6 +425,20 @@ TEST(OnnxModelsTest, QuantizedByOnnxRuntime) {
       ExpectClose((*got)[0], *want, absl::StrCat(entry.dir, " lowered, on ", name));
     }
   }
+}
+
+// QDQ format (tests/onnx_models/qdq/manifest.txt).
+TEST(OnnxModelsTest, QuantizedByOnnxRuntime) {
+  GRAFT_REQUIRE_ONNX_MODELS();
+  CheckQuantizedByOnnxRuntime(CommittedModelsDir() + "/qdq");
+}
+
+// QOperator format: QLinearConv, QLinearMatMul and com.microsoft's QGemm,
+// QLinearAdd, QLinearMul, QLinearSoftmax, QLinearGlobalAveragePool
+// (tests/onnx_models/qoperator/manifest.txt).
+TEST(OnnxModelsTest, QuantizedByOnnxRuntimeInQOperatorFormat) {
+  GRAFT_REQUIRE_ONNX_MODELS();
+  CheckQuantizedByOnnxRuntime(CommittedModelsDir() + "/qoperator");
 }
 
 // torchvision's ResNet-18 (random weights): not committed, about 45 MB.

@@ -132,7 +132,8 @@ TEST(OnnxQOperator, QLinearMatMulWithAScalePerColumnOfB) {
 }
 
 // ONNX Runtime's com.microsoft operators, as its QOperator format writes
-// them around the convolutions and products.
+// them around the convolutions and products (QLinearSoftmax: the committed
+// encoder of tests/onnx_models/qoperator).
 TEST(OnnxQOperator, OnnxRuntimesQuantizedOperators) {
   const std::vector<double> x = Ints(12, 0, 255, 5), y = Ints(12, 0, 255, 6);
   const double xs = 0.125, ys = 0.25, zs = 0.5;
@@ -226,6 +227,16 @@ TEST(OnnxQOperator, ErrorsNameTheQuantizedNode) {
   nhwc.Output("y");
   EXPECT_THAT(ImportError(nhwc), HasSubstr("node 'gap' (com.microsoft.QLinearGlobalAveragePool): "
                                            "channels_last=1 is not supported"));
+  ModelBuilder old_softmax(13);
+  old_softmax.Input("x", TP::UINT8, std::vector<int64_t>{2, 3});
+  ScalarInitializer(old_softmax, "s", 1);
+  ZeroPoint(old_softmax, "z", DType::kU8, 0);
+  onnx::NodeProto* sm = old_softmax.Node("QLinearSoftmax", {"x", "s", "z", "s", "z"}, {"y"}, "sm");
+  sm->set_domain("com.microsoft");
+  AttrInt(sm, "opset", 12);
+  old_softmax.Output("y");
+  EXPECT_THAT(ImportError(old_softmax),
+              HasSubstr("the Softmax of opset 12 in a model of opset 13 is not supported"));
   ModelBuilder short_conv(13);
   short_conv.Input("x", TP::UINT8, std::vector<int64_t>{1, 1, 2, 2});
   short_conv.Node("QLinearConv", {"x"}, {"y"}, "qc");
