@@ -146,8 +146,9 @@ absl::Status CanLowerCall(const Node& node, int compute_capability) {
     // stride, padding, dilation and groups.
   } else if (node.is_call("pad")) {
     ASSIGN_OR_RETURN(OpCall call, OpCall::Bind(node));
-    if (call.String("mode") != "constant") {
-      return absl::UnimplementedError(absl::StrCat("pad mode '", call.String("mode"), "'"));
+    const std::string& mode = call.String("mode");
+    if (mode != "constant" && mode != "reflect" && mode != "replicate") {
+      return absl::UnimplementedError(absl::StrCat("pad mode '", mode, "'"));
     }
   } else if (node.is_call("split")) {
     for (const Node* user : node.users()) {

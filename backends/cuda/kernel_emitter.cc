@@ -953,12 +953,17 @@ class Emitter {
     const DType t = out_dtype();
     const std::string fill = Literal(t, call.Float("value"));
     const bool empty_input = Product(in_dims, 0, in_dims.size()) == 0;
+    const std::string& mode = call.String("mode");
     Map(dims, Contiguous(dims), step_->result, {Operand{t, 0, {}, false}}, InputRefs(),
         [&](const std::vector<std::string>&) {
           std::string inside = "true", offset = "0LL";
           for (size_t k = 0; k < dims.size(); ++k) {
-            const std::string i = absl::StrCat("(c", k, " - ", before[k], "LL)");
-            absl::StrAppend(&inside, " && ", i, " >= 0 && ", i, " < ", in_dims[k], "LL");
+            std::string i = absl::StrCat("(c", k, " - ", before[k], "LL)");
+            if (mode == "constant") {
+              absl::StrAppend(&inside, " && ", i, " >= 0 && ", i, " < ", in_dims[k], "LL");
+            } else {
+              i = absl::StrCat("g_pad_", mode, "(", i, ", ", in_dims[k], "LL)");
+            }
             absl::StrAppend(&offset, " + ", i, " * ", in_strides[k], "LL");
           }
           if (empty_input) return absl::StrCat("    r = ", fill, ";");

@@ -169,6 +169,18 @@ __device__ __forceinline__ void g_pdl_begin() {
 #endif
 }
 
+// pad's index into a dim of n elements for output position i - before:
+// mirrored at the edges without repeating them (reflect; PyTorch's pads
+// are shorter than the dim) or the edge repeated (replicate), then clamped
+// so that a load stays inside either way.
+__device__ __forceinline__ long long g_pad_replicate(long long i, long long n) {
+  return i < 0 ? 0 : (i > n - 1 ? n - 1 : i);
+}
+__device__ __forceinline__ long long g_pad_reflect(long long i, long long n) {
+  i = i < 0 ? -i : i;
+  return g_pad_replicate(i > n - 1 ? 2 * (n - 1) - i : i, n);
+}
+
 // Copies `n` bytes with the threads of the grid, 16 at a time where the
 // pointers and the size allow.
 __device__ __forceinline__ void g_copy_bytes(char* dst, const char* src, unsigned long long n) {

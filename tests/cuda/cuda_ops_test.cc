@@ -162,6 +162,11 @@ TEST(CudaDataMovement, ViewsConcatPadSplit) {
     out.push_back(b.Call("concat", {List({v, v})}));
     out.push_back(b.Call("pad", {m, Ints({1, 2, 3, 0})}, {{"value", 1.0}}));
     out.push_back(b.Call("pad", {m, Ints({-1, 1})}));
+    // Mirrored and repeated edges (reflect pads stay below the dim).
+    out.push_back(b.Call("pad", {m, Ints({5, 2, 1, 6})}, {{"mode", "reflect"}}));
+    out.push_back(b.Call("pad", {x, Ints({1, 4, 3, 0})}, {{"mode", "reflect"}}));
+    out.push_back(b.Call("pad", {m, Ints({7, 1, 0, 9})}, {{"mode", "replicate"}}));
+    out.push_back(b.Call("pad", {x, Ints({2, 2, 2, 2, 3, 1})}, {{"mode", "replicate"}}));
     Node* chunks = b.Call("split", {m, int64_t{3}});
     for (int64_t i : {0, 1, 2, -1}) out.push_back(b.Call("getitem", {chunks, i}));
     b.Out(out);
