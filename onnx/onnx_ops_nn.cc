@@ -628,15 +628,22 @@ absl::Status ConvertLrn(NodeContext& ctx) {
     return NodeContext::Invalid(absl::StrCat("input ", tx.ToString(),
                                              " must be floats of [N, C, spatial dims]"));
   }
+  if (!tx.shape[1].is_constant()) {
+    return NodeContext::Unsupported(absl::StrCat("LRN over the symbolic channels of ", tx.ToString()));
+  }
+  // A window past every channel sums them all: no wider than that.
+  const int64_t channels = tx.shape[1].value();
+  const int64_t before = std::min((*size - 1) / 2, channels - 1);
+  const int64_t after = std::min(*size - 1 - (*size - 1) / 2, channels - 1);
+  const int64_t window = before + after + 1;
   ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
   ASSIGN_OR_RETURN(Node * squares, ctx.Call("mul", {x, x}));
   ASSIGN_OR_RETURN(Node * planes, ctx.Call("unsqueeze", {squares, int64_t{1}}));
   ASSIGN_OR_RETURN(planes, ctx.Call("flatten", {planes, int64_t{3}, int64_t{-1}}));
-  const int64_t before = (*size - 1) / 2, after = *size - 1 - before;
   ASSIGN_OR_RETURN(planes, ctx.Call("pad", {planes, Argument::IntList({0, 0, before, after}),
                                             "constant", 0.0}));
-  Tensor ones(tx.dtype, {1, 1, *size, 1});
-  for (int64_t i = 0; i < *size; ++i) ones.SetFromDouble(i, 1.0);
+  Tensor ones(tx.dtype, {1, 1, window, 1});
+  for (int64_t i = 0; i < window; ++i) ones.SetFromDouble(i, 1.0);
   ASSIGN_OR_RETURN(Node * kernel, ctx.ConstantNode(std::move(ones), "window"));
   ASSIGN_OR_RETURN(Node * sums, ctx.Call("conv2d", {planes, kernel}));
   ASSIGN_OR_RETURN(sums, ReshapeTo(ctx, sums, tx.shape));
@@ -708,9 +715,11 @@ absl::Status ConvertDropout(NodeContext& ctx) {
     ASSIGN_OR_RETURN(TensorType t, ctx.InputType(0));
     ASSIGN_OR_RETURN(std::vector<int64_t> dims,
                      StaticDimsOf(t, "the mask output"));
+    // A bool mask from opset 10; before, of the input's type.
     ASSIGN_OR_RETURN(Node * mask,
-                     ctx.Call("full", {Argument::IntList(dims), true},
-                              {{"dtype", DType::kBool}}));
+                     ctx.opset() >= 10
+                         ? ctx.Call("full", {Argument::IntList(dims), true}, {{"dtype", DType::kBool}})
+                         : ctx.Call("full", {Argument::IntList(dims), 1.0}, {{"dtype", t.dtype}}));
     RETURN_IF_ERROR(ctx.SetOutput(1, mask));
   }
   return ctx.AliasOutput(0, 0);

@@ -178,13 +178,20 @@ absl::Status ConvertResize(NodeContext& ctx) {
       !(p.nearest_mode == "simple" && IsLegacyResize(ctx))) {
     return NodeContext::Invalid(absl::StrCat("unknown nearest_mode \"", p.nearest_mode, "\""));
   }
-  ASSIGN_OR_RETURN(int64_t antialias, ctx.attrs().Int("antialias", 0));
-  ASSIGN_OR_RETURN(std::string policy, ctx.attrs().String("keep_aspect_ratio_policy", "stretch"));
+  const bool legacy = IsLegacyResize(ctx);
+  // Attributes of opset 18's Resize only (so unknown to the older ones).
+  int64_t antialias = 0;
+  std::string policy = "stretch";
+  std::optional<std::vector<int64_t>> axes_attr;
+  if (!legacy) {
+    ASSIGN_OR_RETURN(antialias, ctx.attrs().Int("antialias", 0));
+    ASSIGN_OR_RETURN(policy, ctx.attrs().String("keep_aspect_ratio_policy", "stretch"));
+    ASSIGN_OR_RETURN(axes_attr, ctx.attrs().Ints("axes"));
+  }
   ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
   ASSIGN_OR_RETURN(std::vector<int64_t> dims, StaticDimsOf(tx, "Resize's input"));
   const int64_t rank = tx.rank();
   std::vector<int64_t> axes;
-  ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes_attr, ctx.attrs().Ints("axes"));
   if (axes_attr.has_value()) {
     for (int64_t a : *axes_attr) {
       ASSIGN_OR_RETURN(int64_t n, NormalizeAxis(a, rank));
@@ -197,7 +204,6 @@ absl::Status ConvertResize(NodeContext& ctx) {
   // scales only, input 1 (Upsample's attribute before opset 9).
   std::vector<float> scales;
   std::vector<int64_t> sizes;
-  const bool legacy = IsLegacyResize(ctx);
   const int scales_index = legacy ? 1 : 2;
   if (legacy && ctx.num_inputs() > 2) {
     return NodeContext::Invalid(absl::StrCat("takes X and scales only at opset ", ctx.opset()));
@@ -218,6 +224,11 @@ absl::Status ConvertResize(NodeContext& ctx) {
     }
   } else if (legacy) {
     return NodeContext::Invalid("needs scales");
+  }
+  if (ctx.op_type() == "Upsample") {
+    for (float scale : scales) {
+      if (!(scale >= 1)) return NodeContext::Invalid(absl::StrCat("Upsample's scale ", scale, " is below 1"));
+    }
   }
   if (!scales.empty()) {
     if (scales.size() != axes.size()) {

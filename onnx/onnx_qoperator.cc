@@ -114,7 +114,7 @@ absl::Status RefuseChannelsLast(const Expansion& e) {
 }
 
 absl::Status RequireInputs(const Expansion& e, int count) {
-  if (e.node().input_size() < count || e.node().output_size() < 1) {
+  if (e.node().input_size() < count || e.node().output_size() < 1 || e.node().output(0).empty()) {
     return absl::InvalidArgumentError(absl::StrCat("needs at least ", count, " inputs and an output, has ",
                                                    e.node().input_size(), " and ", e.node().output_size()));
   }
@@ -202,7 +202,7 @@ absl::Status QLinearSoftmax(Expansion& e, int64_t model_opset) {
 // Y_scale, Y_zero_point, then (X, X_scale, X_zero_point) per input.
 absl::Status QLinearConcat(Expansion& e) {
   const int n = e.node().input_size();
-  if (n < 5 || (n - 2) % 3 != 0 || e.node().output_size() < 1) {
+  if (n < 5 || (n - 2) % 3 != 0 || e.node().output_size() < 1 || e.node().output(0).empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("takes Y_scale, Y_zero_point and triples of X, X_scale, X_zero_point, not ", n,
                      " inputs"));
@@ -265,6 +265,11 @@ absl::StatusOr<std::vector<onnx::NodeProto>> ExpandQOperator(const onnx::NodePro
   auto it = Expanders().find(Key(node));
   if (it == Expanders().end()) {
     return absl::InternalError(absl::StrCat(node.op_type(), " is not a QOperator graft expands"));
+  }
+  // Their parts, DequantizeLinear and QuantizeLinear, came with opset 10.
+  if (model_opset < 10) {
+    return absl::InvalidArgumentError(absl::StrCat(node.op_type(), " needs opset 10 or later, but the model imports opset ",
+                                                   model_opset));
   }
   Expansion e(node);
   RETURN_IF_ERROR(it->second(e, model_opset));

@@ -578,6 +578,10 @@ class Sharder {
     std::optional<Sharding> si = ShardingOf(New(input)), sx = ShardingOf(New(index));
     if (!si.has_value() || !sx.has_value() || *si != *sx) return false;
     if (WrapDim(call->Int("dim"), Rank(input)) == si->dim) return false;
+    // An index shorter than the input along the split dim would pair each
+    // rank's index rows with other input rows.
+    std::optional<Shape> in = ShapeOf(input), at = ShapeOf(index);
+    if (!in.has_value() || !at.has_value() || (*in)[si->dim] != (*at)[si->dim]) return false;
     CopySplit(old, *si);
     return true;
   }

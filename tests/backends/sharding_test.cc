@@ -552,6 +552,22 @@ graph():
   }
 }
 
+// A gather whose index is shorter than its input along the split dim: each
+// rank's index rows belong with other input rows, so the input is whole.
+TEST(Sharding, AGatherOfAShorterIndexGetsItsInputWhole) {
+  Module m = Parse(R"(
+graph():
+    %x : f32[4,2,8] = placeholder[target=x]
+    %idx : i64[4,3] = placeholder[target=idx]
+    %r = call_function[target=reshape](args = (%x, [8, 8]), kwargs = {})
+    %y = call_function[target=gather](args = (%r, 1, %idx), kwargs = {})
+    return y
+)");
+  Tensor idx(DType::kI64, {4, 3});
+  for (int64_t i = 0; i < 12; ++i) idx.SetFromDouble(i, (i * 5) % 8);
+  ExpectShardedMatches(m, 2, {RandomF32({4, 2, 8}), idx}, passes::ShardStrategy::kBatch);
+}
+
 // An empty batch is not split (no rank has rows to take), and runs.
 TEST(Sharding, AnEmptyBatchStaysWhole) {
   Module m = Parse(R"(

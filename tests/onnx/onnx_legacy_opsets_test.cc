@@ -222,6 +222,15 @@ TEST(OnnxLegacyOpsets, DropoutWithItsRatioAttributeIsTheIdentity) {
   auto out = RunModel(b, {F32({3}, {1, -2, 3})});
   ASSERT_EQ(out.size(), 1u);
   ExpectTensor(out[0], DType::kF32, {3}, {1, -2, 3});
+  // Before opset 10 the mask has the input's type.
+  ModelBuilder masked(9);
+  masked.FloatInput("x", {3});
+  AttrFloat(masked.Node("Dropout", {"x"}, {"y", "mask"}), "ratio", 0.5f);
+  masked.Node("Mul", {"y", "mask"}, {"z"});
+  masked.Output("z");
+  out = RunModel(masked, {F32({3}, {1, -2, 3})});
+  ASSERT_EQ(out.size(), 1u);
+  ExpectTensor(out[0], DType::kF32, {3}, {1, -2, 3});
 }
 
 TEST(OnnxLegacyOpsets, BatchNormalizationAcceptsSpatialOneOnly) {
@@ -292,6 +301,14 @@ TEST(OnnxLegacyOpsets, UpsampleAndResize10) {
   }
 }
 
+TEST(OnnxLegacyOpsets, UpsampleRefusesScalesBelowOne) {
+  ModelBuilder b(7);
+  b.FloatInput("x", {1, 1, 2, 2});
+  AttrFloats(b.Node("Upsample", {"x"}, {"y"}, "up"), "scales", {1, 1, 0.5f, 1});
+  b.Output("y");
+  EXPECT_THAT(ImportError(b), HasSubstr("node 'up' (Upsample): Upsample's scale 0.5 is below 1"));
+}
+
 TEST(OnnxLegacyOpsets, ResizeOfOpset11WithTfHalfPixelForNearest) {
   ModelBuilder b(11);
   b.FloatInput("x", {1, 2});
@@ -336,6 +353,17 @@ TEST(OnnxLegacyOpsets, LocalResponseNormalization) {
         expected[at] = x[at] / std::pow(bias + alpha / size * sum, beta);
       }
     }
+  }
+  // A window wider than twice the channels sums them all.
+  {
+    ModelBuilder wide(9);
+    wide.FloatInput("x", {1, 2, 1, 1});
+    AttrInt(wide.Node("LRN", {"x"}, {"y"}), "size", int64_t{1} << 40);
+    wide.Output("y");
+    auto out = RunModel(wide, {F32({1, 2, 1, 1}, {1, 2})});
+    ASSERT_EQ(out.size(), 1u);
+    const double divisor = std::pow(1 + 1e-4 / static_cast<double>(int64_t{1} << 40) * 5, 0.75);
+    ExpectTensor(out[0], DType::kF32, {1, 2, 1, 1}, {1 / divisor, 2 / divisor}, 1e-6);
   }
   ModelBuilder m(9);
   m.Input("x", TP::FLOAT, std::vector<std::string>{"batch", "5", "1", "3"});

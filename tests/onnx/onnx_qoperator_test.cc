@@ -237,6 +237,13 @@ TEST(OnnxQOperator, ErrorsNameTheQuantizedNode) {
   old_softmax.Output("y");
   EXPECT_THAT(ImportError(old_softmax),
               HasSubstr("the Softmax of opset 12 in a model of opset 13 is not supported"));
+  ModelBuilder early(9);
+  early.Input("x", TP::UINT8, std::vector<int64_t>{1, 2});
+  early.Node("QLinearMatMul", {"x", "s", "z", "x", "s", "z", "s", "z"}, {"y"}, "qm9");
+  early.Output("y");
+  EXPECT_THAT(ImportError(early),
+              HasSubstr("node 'qm9' (QLinearMatMul): QLinearMatMul needs opset 10 or later, but the model "
+                        "imports opset 9"));
   ModelBuilder short_conv(13);
   short_conv.Input("x", TP::UINT8, std::vector<int64_t>{1, 1, 2, 2});
   short_conv.Node("QLinearConv", {"x"}, {"y"}, "qc");
