@@ -75,6 +75,55 @@ class Expansion {
     Add("QuantizeLinear", inputs, node_.output(0));
   }
 
+  // A float constant's value name.
+  std::string Constant(float v, const std::string& what) {
+    const std::string out = Value(what);
+    onnx::AttributeProto* a = Add("Constant", {}, out).add_attribute();
+    a->set_name("value_float");
+    a->set_type(onnx::AttributeProto::FLOAT);
+    a->set_f(v);
+    return out;
+  }
+
+  std::string Cast(const std::string& value, int32_t to, const std::string& what) {
+    const std::string out = Value(what);
+    SetInt(Add("Cast", {value}, out), "to", to);
+    return out;
+  }
+
+  // Integer input i as floats less its zero point (input zero_point; a
+  // run-time scalar, as DynamicQuantizeLinear makes it).
+  std::string LessZeroPoint(int i, int zero_point, const std::string& what) {
+    const std::string f = Cast(In(i), onnx::TensorProto::FLOAT, what);
+    if (!Has(zero_point)) return f;
+    const std::string out = Value(what + "_centered");
+    Add("Sub", {f, Cast(In(zero_point), onnx::TensorProto::FLOAT, what + "_zero_point")}, out);
+    return out;
+  }
+
+  // Integer weights as floats less their zero points (known, per `axis`
+  // where 1-D): a DequantizeLinear by scales of 1, as many as zero points
+  // (zero point * 0 + 1, evaluated at import).
+  std::string WeightLessZeroPoint(int i, int zero_point, int64_t axis, const std::string& what) {
+    if (!Has(zero_point)) return Cast(In(i), onnx::TensorProto::FLOAT, what);
+    const std::string zeros = Value(what + "_zeros"), units = Value(what + "_units");
+    Add("Mul", {Cast(In(zero_point), onnx::TensorProto::FLOAT, what + "_zero_point"),
+                Constant(0, what + "_zero")},
+        zeros);
+    Add("Add", {zeros, Constant(1, what + "_one")}, units);
+    const std::string out = Value(what);
+    SetInt(Add("DequantizeLinear", {In(i), units, In(zero_point)}, out), "axis", axis);
+    return out;
+  }
+
+  // Integer sums made in f32 (exact below 2^24), rounded, as int32 into
+  // the node's output.
+  void IntegerResult(const std::string& sums) {
+    const std::string rounded = Value("rounded");
+    Add("Round", {sums}, rounded);
+    SetInt(Add("Cast", {rounded}, node_.output(0)), "to", onnx::TensorProto::INT32);
+  }
+
   // The node's attributes but `except`, copied to `to`.
   void CopyAttributes(onnx::NodeProto& to, const std::set<std::string>& except = {}) const {
     for (const onnx::AttributeProto& a : node_.attribute()) {
@@ -215,6 +264,64 @@ absl::Status QLinearConcat(Expansion& e) {
   return absl::OkStatus();
 }
 
+// --- Dynamic quantization (ONNX Runtime's quantize_dynamic) ------------------
+
+// x -> uint8 y, its scale and zero point, per ONNX's definition:
+// scale = (max(0, max x) - min(0, min x)) / 255 (1 / 255 for a range of 0),
+// zero point = round(clip(-min(0, min x) / scale, 0, 255)), y = saturate(
+// round(x / scale) + zero point), rounding halves to even.
+absl::Status DynamicQuantizeLinear(Expansion& e) {
+  RETURN_IF_ERROR(RequireInputs(e, 1));
+  const onnx::NodeProto& n = e.node();
+  const std::string zero = e.Constant(0, "zero"), one = e.Constant(1, "one");
+  const std::string top = e.Constant(255, "levels");
+  auto op = [&](const char* type, std::vector<std::string> inputs, const std::string& what) {
+    const std::string out = e.Value(what);
+    e.Add(type, inputs, out);
+    return out;
+  };
+  auto reduce = [&](const char* type, const std::string& what) {
+    const std::string out = e.Value(what);
+    Expansion::SetInt(e.Add(type, {e.In(0)}, out), "keepdims", 0);
+    return out;
+  };
+  const std::string hi = op("Max", {reduce("ReduceMax", "largest"), zero}, "high");
+  const std::string lo = op("Min", {reduce("ReduceMin", "smallest"), zero}, "low");
+  const std::string range = op("Sub", {hi, lo}, "range");
+  const std::string span = op("Where", {op("Equal", {range, zero}, "empty"), one, range}, "span");
+  const std::string scale = n.output_size() > 1 && !n.output(1).empty() ? n.output(1) : e.Value("scale");
+  e.Add("Div", {span, top}, scale);
+  const std::string offset = op("Sub", {zero, op("Div", {lo, scale}, "low_steps")}, "offset");
+  const std::string zero_point = op("Round", {op("Clip", {offset, zero, top}, "offset_clipped")}, "zero_point");
+  if (n.output_size() > 2 && !n.output(2).empty()) {
+    Expansion::SetInt(e.Add("Cast", {zero_point}, n.output(2)), "to", onnx::TensorProto::UINT8);
+  }
+  const std::string steps = op("Round", {op("Div", {e.In(0), scale}, "steps")}, "rounded_steps");
+  const std::string shifted = op("Clip", {op("Add", {steps, zero_point}, "shifted"), zero, top}, "saturated");
+  Expansion::SetInt(e.Add("Cast", {shifted}, n.output(0)), "to", onnx::TensorProto::UINT8);
+  return absl::OkStatus();
+}
+
+// A, B, a_zero_point, b_zero_point -> int32 (A - a_zp) @ (B - b_zp); B's
+// zero points known (per column where 1-D).
+absl::Status MatMulInteger(Expansion& e) {
+  RETURN_IF_ERROR(RequireInputs(e, 2));
+  const std::string sums = e.Value("sums");
+  e.Add("MatMul", {e.LessZeroPoint(0, 2, "a"), e.WeightLessZeroPoint(1, 3, -1, "b")}, sums);
+  e.IntegerResult(sums);
+  return absl::OkStatus();
+}
+
+// x, w, x_zero_point, w_zero_point -> int32 convolution of the centered
+// values; w's zero points known (per output channel where 1-D).
+absl::Status ConvInteger(Expansion& e) {
+  RETURN_IF_ERROR(RequireInputs(e, 2));
+  const std::string sums = e.Value("sums");
+  e.CopyAttributes(e.Add("Conv", {e.LessZeroPoint(0, 2, "x"), e.WeightLessZeroPoint(1, 3, 0, "w")}, sums));
+  e.IntegerResult(sums);
+  return absl::OkStatus();
+}
+
 using ExpandFn = std::function<absl::Status(Expansion&, int64_t model_opset)>;
 
 // The expanders that do not depend on the model's opset.
@@ -238,6 +345,9 @@ const std::map<std::string, ExpandFn>& Expanders() {
       {"com.microsoft/QLinearLeakyRelu", Any([](Expansion& e) { return QLinearUnary(e, "LeakyRelu"); })},
       {"com.microsoft/QLinearSigmoid", Any([](Expansion& e) { return QLinearUnary(e, "Sigmoid"); })},
       {"com.microsoft/QLinearSoftmax", QLinearSoftmax},
+      {"/DynamicQuantizeLinear", Any(DynamicQuantizeLinear)},
+      {"/MatMulInteger", Any(MatMulInteger)},
+      {"/ConvInteger", Any(ConvInteger)},
   };
   return *table;
 }
@@ -266,10 +376,12 @@ absl::StatusOr<std::vector<onnx::NodeProto>> ExpandQOperator(const onnx::NodePro
   if (it == Expanders().end()) {
     return absl::InternalError(absl::StrCat(node.op_type(), " is not a QOperator graft expands"));
   }
-  // Their parts, DequantizeLinear and QuantizeLinear, came with opset 10.
-  if (model_opset < 10) {
-    return absl::InvalidArgumentError(absl::StrCat(node.op_type(), " needs opset 10 or later, but the model imports opset ",
-                                                   model_opset));
+  // Their parts, DequantizeLinear and QuantizeLinear, came with opset 10,
+  // DynamicQuantizeLinear with 11.
+  if (model_opset < (node.op_type() == "DynamicQuantizeLinear" ? 11 : 10)) {
+    return absl::InvalidArgumentError(absl::StrCat(node.op_type(), " needs opset ",
+                                                   node.op_type() == "DynamicQuantizeLinear" ? 11 : 10,
+                                                   " or later, but the model imports opset ", model_opset));
   }
   Expansion e(node);
   RETURN_IF_ERROR(it->second(e, model_opset));

@@ -10,6 +10,12 @@
 // QuantizeLinear of its result. That is the QDQ form graft imports as its
 // reference quantized graph, which quantize-lower fuses into int8 ops, so a
 // model in either format imports alike.
+//
+// Also the integer operators of dynamic quantization (ONNX Runtime's
+// quantize_dynamic): DynamicQuantizeLinear as the arithmetic that defines
+// it, MatMulInteger and ConvInteger as the float product of the values
+// less their zero points, rounded to int32 (sums exact below 2^24, beyond
+// that within f32's rounding of them).
 
 #include <cstdint>
 #include <string>

@@ -216,6 +216,78 @@ TEST(OnnxQOperator, QGemmWithAFloatResult) {
   ExpectTensor(out[0], DType::kF32, {3, 2}, want, 1e-6);
 }
 
+// ONNX's example of DynamicQuantizeLinear, and an input of zeros (a range
+// of 0 takes the scale 1 / 255).
+TEST(OnnxQOperator, DynamicQuantizeLinear) {
+  for (const std::vector<double>& x :
+       std::vector<std::vector<double>>{{0, 2, -3, -2.5, 1.34, 0.5}, {0, 0, 0, 0, 0, 0}}) {
+    ModelBuilder b(11);
+    b.FloatInput("x", {6});
+    b.Node("DynamicQuantizeLinear", {"x"}, {"y", "scale", "zero_point"});
+    b.Output("y");
+    b.Output("scale");
+    b.Output("zero_point");
+    auto out = RunModel(b, {F32({6}, x)});
+    ASSERT_EQ(out.size(), 3u);
+    float hi = 0, lo = 0;
+    for (double v : x) {
+      hi = std::max(hi, static_cast<float>(v));
+      lo = std::min(lo, static_cast<float>(v));
+    }
+    const float scale = (hi == lo ? 1.0f : hi - lo) / 255.0f;
+    const double zero_point = std::nearbyint(std::clamp(-lo / scale, 0.0f, 255.0f));
+    std::vector<double> y;
+    for (double v : x) {
+      y.push_back(std::clamp(std::nearbyint(static_cast<float>(v) / scale) + zero_point, 0.0, 255.0));
+    }
+    ExpectTensor(out[0], DType::kU8, {6}, y, 0);
+    ExpectTensor(out[1], DType::kF32, {}, {scale}, 1e-7);
+    ExpectTensor(out[2], DType::kU8, {}, {zero_point}, 0);
+  }
+}
+
+// What quantize_dynamic writes for a linear layer: DynamicQuantizeLinear of
+// the input, MatMulInteger with the int8 weight, Cast, Mul by both scales.
+TEST(OnnxQOperator, MatMulIntegerAndConvIntegerAreExactIntegerSums) {
+  const std::vector<double> a = Ints(6, 0, 255, 9), w = Ints(12, -127, 127, 10);
+  ModelBuilder b(13);
+  b.Input("a", TP::UINT8, std::vector<int64_t>{2, 3});
+  b.Input("azp", TP::UINT8, std::vector<int64_t>{});
+  b.RawInitializer("w", T(DType::kI8, {3, 4}, w));
+  b.RawInitializer("wzp", T(DType::kI8, {4}, {0, 1, -2, 3}));
+  b.Node("MatMulInteger", {"a", "w", "azp", "wzp"}, {"y"});
+  b.Output("y", TP::INT32);
+  const std::vector<double> wzp = {0, 1, -2, 3};
+  std::vector<double> want;
+  for (int i = 0; i < 2; ++i) {
+    for (int j = 0; j < 4; ++j) {
+      double acc = 0;
+      for (int k = 0; k < 3; ++k) acc += (a[i * 3 + k] - 77) * (w[k * 4 + j] - wzp[j]);
+      want.push_back(acc);
+    }
+  }
+  auto out = RunModel(b, {T(DType::kU8, {2, 3}, a), T(DType::kU8, {}, {77})});
+  ASSERT_EQ(out.size(), 1u);
+  ExpectTensor(out[0], DType::kI32, {2, 4}, want, 0);
+
+  // [1, 1, 3, 3] by two [1, 3, 3] kernels, w's zero point per channel.
+  const std::vector<double> x = Ints(9, 0, 255, 11), k = Ints(18, -127, 127, 12);
+  ModelBuilder c(13);
+  c.Input("x", TP::UINT8, std::vector<int64_t>{1, 1, 3, 3});
+  c.RawInitializer("xzp", T(DType::kU8, {}, {128}));
+  c.RawInitializer("k", T(DType::kI8, {2, 1, 3, 3}, k));
+  c.RawInitializer("kzp", T(DType::kI8, {2}, {5, -5}));
+  c.Node("ConvInteger", {"x", "k", "xzp", "kzp"}, {"y"});
+  c.Output("y");
+  std::vector<double> sums(2, 0);
+  for (int m = 0; m < 2; ++m) {
+    for (int t = 0; t < 9; ++t) sums[m] += (x[t] - 128) * (k[m * 9 + t] - (m == 0 ? 5 : -5));
+  }
+  out = RunModel(c, {T(DType::kU8, {1, 1, 3, 3}, x)});
+  ASSERT_EQ(out.size(), 1u);
+  ExpectTensor(out[0], DType::kI32, {1, 2, 1, 1}, sums, 0);
+}
+
 TEST(OnnxQOperator, ErrorsNameTheQuantizedNode) {
   ModelBuilder nhwc(13);
   nhwc.Input("x", TP::UINT8, std::vector<int64_t>{1, 2, 2, 3});

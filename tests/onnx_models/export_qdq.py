@@ -11,7 +11,7 @@ and float_output_0.npy (PyTorch's float output), ops.txt.
 
 Needs torch, onnx and onnxruntime (with onnxruntime.quantization).
 
-    python3 tests/onnx_models/export_qdq.py OUT [--qoperator]
+    python3 tests/onnx_models/export_qdq.py OUT [--qoperator | --dynamic]
 """
 
 import os
@@ -71,9 +71,10 @@ def main():
     import onnx
     import onnxruntime as ort
     from onnxruntime.quantization import (CalibrationDataReader, QuantFormat,
-                                          QuantType, quantize_static)
+                                          QuantType, quantize_dynamic, quantize_static)
     out = sys.argv[1]
     quant_format = QuantFormat.QOperator if "--qoperator" in sys.argv[2:] else QuantFormat.QDQ
+    dynamic = "--dynamic" in sys.argv[2:]
     for name, make, shape in MODELS:
         for per_channel in (False, True):
             for act in (QuantType.QUInt8, QuantType.QInt8):
@@ -101,9 +102,12 @@ def main():
                             return next(self.data, None)
 
                     qp = os.path.join(d, "model.onnx")
-                    quantize_static(fp, qp, Reader(), quant_format=quant_format,
-                                    per_channel=per_channel, activation_type=act,
-                                    weight_type=QuantType.QInt8)
+                    if dynamic:
+                        quantize_dynamic(fp, qp, per_channel=per_channel, weight_type=act)
+                    else:
+                        quantize_static(fp, qp, Reader(), quant_format=quant_format,
+                                        per_channel=per_channel, activation_type=act,
+                                        weight_type=QuantType.QInt8)
                     os.remove(fp)
                     sess = ort.InferenceSession(qp, providers=["CPUExecutionProvider"])
                     got = sess.run(None, {"in0": x.numpy()})[0]
