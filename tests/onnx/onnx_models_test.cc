@@ -433,6 +433,18 @@ TEST(OnnxModelsTest, QuantizedByOnnxRuntime) {
   CheckQuantizedByOnnxRuntime(CommittedModelsDir() + "/qdq");
 }
 
+// Quantized at run time by ONNX Runtime's quantize_dynamic:
+// DynamicQuantizeLinear, MatMulInteger, ConvInteger
+// (tests/onnx_models/dynamic/manifest.txt).
+TEST(OnnxModelsTest, QuantizedDynamicallyByOnnxRuntime) {
+  GRAFT_REQUIRE_ONNX_MODELS();
+  const std::string root = CommittedModelsDir() + "/dynamic";
+  for (const ModelEntry& entry : ManifestModels(root, 3)) {
+    SCOPED_TRACE(entry.dir);
+    CheckModel(root, entry.dir);
+  }
+}
+
 // QOperator format: QLinearConv, QLinearMatMul and com.microsoft's QGemm,
 // QLinearAdd, QLinearMul, QLinearSoftmax, QLinearGlobalAveragePool
 // (tests/onnx_models/qoperator/manifest.txt).
