@@ -500,7 +500,8 @@ absl::Status ConvertGemm(NodeContext& ctx) {
 
 // From opset 13 over one axis (default -1). Before, the input is seen as
 // 2-D, [dims before axis, dims from axis on] (default axis 1), and each
-// row normalized: over every dim from axis on, so flattened for it.
+// row normalized: over every dim from axis on, written out with
+// reductions over those dims (no reshape, so any dims may be symbolic).
 absl::Status ConvertSoftmax(NodeContext& ctx) {
   const bool over_one_axis = ctx.opset() >= 13;
   ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().Int("axis", over_one_axis ? -1 : 1));
@@ -515,9 +516,19 @@ absl::Status ConvertSoftmax(NodeContext& ctx) {
     ASSIGN_OR_RETURN(Node * y, ctx.Call(op, {x, axis}));
     return ctx.SetOutput(0, y);
   }
-  ASSIGN_OR_RETURN(Node * rows, ctx.Call("flatten", {x, a, int64_t{-1}}));
-  ASSIGN_OR_RETURN(Node * y, ctx.Call(op, {rows, int64_t{-1}}));
-  ASSIGN_OR_RETURN(y, ReshapeTo(ctx, y, tx.shape));
+  std::vector<int64_t> dims;
+  for (int64_t d = a; d < tx.rank(); ++d) dims.push_back(d);
+  ASSIGN_OR_RETURN(Node * top, ctx.Call("amax", {x, Argument::IntList(dims), true}));
+  ASSIGN_OR_RETURN(Node * shifted, ctx.Call("sub", {x, top}));
+  ASSIGN_OR_RETURN(Node * exps, ctx.Call("exp", {shifted}));
+  ASSIGN_OR_RETURN(Node * sums, ctx.Call("sum", {exps, Argument::IntList(dims), true}));
+  Node* y;
+  if (ctx.op_type() == "Softmax") {
+    ASSIGN_OR_RETURN(y, ctx.Call("div", {exps, sums}));
+  } else {
+    ASSIGN_OR_RETURN(Node * logs, ctx.Call("log", {sums}));
+    ASSIGN_OR_RETURN(y, ctx.Call("sub", {shifted, logs}));
+  }
   return ctx.SetOutput(0, y);
 }
 
