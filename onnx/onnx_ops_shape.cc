@@ -703,7 +703,16 @@ absl::Status ConvertSlice(NodeContext& ctx) {
       if (end < 0) end += n.value();  // INT64_MIN (torch.flip) stays far below -1.
       start = std::clamp<int64_t>(start, 0, n.value() - 1);
       end = std::clamp<int64_t>(end, -1, n.value() - 1);
+      // The picks are a table made here: counted before it is.
+      const uint64_t stride = static_cast<uint64_t>(-(p.steps[i] + 1)) + 1;  // -step, INT64_MIN too.
+      const uint64_t count = start > end ? (static_cast<uint64_t>(start - end) - 1) / stride + 1 : 0;
+      if (count > static_cast<uint64_t>(kMaxImportTable / 4)) {
+        return NodeContext::Unsupported(absl::StrCat("a negative step picking ", count,
+                                                     " elements is not supported (at most ",
+                                                     kMaxImportTable / 4, ")"));
+      }
       std::vector<int64_t> picked;
+      picked.reserve(count);
       for (int64_t v = start; v > end && n.value() > 0; v += p.steps[i]) picked.push_back(v);
       ASSIGN_OR_RETURN(Node * index, I64Constant(ctx, {static_cast<int64_t>(picked.size())}, picked, "reversed"));
       ASSIGN_OR_RETURN(y, ctx.Call("index_select", {y, a, index}));

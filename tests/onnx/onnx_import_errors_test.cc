@@ -357,6 +357,22 @@ TEST(OnnxImportErrors, InputWithoutShape) {
   EXPECT_EQ(ImportError(b, options), "");
 }
 
+// A negative-step Slice is a table of picked indices made at import: a
+// huge one is refused at once rather than built.
+TEST(OnnxImportErrors, AHugeReversedSliceIsRefused) {
+  ModelBuilder b;
+  b.Input("x", TP::FLOAT, std::vector<int64_t>{int64_t{1} << 40});
+  b.Int64Initializer("starts", {1}, {-1});
+  b.Int64Initializer("ends", {1}, {std::numeric_limits<int64_t>::min()});
+  b.Int64Initializer("axes", {1}, {0});
+  b.Int64Initializer("steps", {1}, {-1});
+  b.Node("Slice", {"x", "starts", "ends", "axes", "steps"}, {"y"}, "flip");
+  b.Output("y");
+  EXPECT_EQ(ImportError(b),
+            "test.onnx: node 'flip' (Slice): a negative step picking 1099511627776 elements is not "
+            "supported (at most 16777216)");
+}
+
 TEST(OnnxImportErrors, RunTimeShapes) {
   ModelBuilder b;
   b.FloatInput("x", {6});
