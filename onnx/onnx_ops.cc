@@ -27,7 +27,7 @@ const absl::flat_hash_map<std::string, int64_t>& IntroducedIn() {
       {"HardSwish", 14},       {"Trilu", 14},
       {"CastLike", 15},        {"LayerNormalization", 17},
       {"Mish", 18},            {"GroupNormalization", 18},
-      {"Gelu", 20},
+      {"Gelu", 20},            {"GridSample", 16},
   };
   return *opsets;
 }
@@ -45,6 +45,7 @@ const absl::flat_hash_map<std::string, OpConverter>& Table() {
     AddRearrangeConverters(all);
     AddRecurrentConverters(all);
     AddQuantizeConverters(all);
+    AddGridSampleConverters(all);
     auto* map = new absl::flat_hash_map<std::string, OpConverter>();
     for (OpConverter& c : all) {
       c.since_opset = std::max(c.since_opset, OnnxOperatorIntroducedIn(c.op_type));

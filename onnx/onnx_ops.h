@@ -62,6 +62,7 @@ void AddResizeConverters(std::vector<OpConverter>& table);
 void AddRearrangeConverters(std::vector<OpConverter>& table);
 void AddRecurrentConverters(std::vector<OpConverter>& table);
 void AddQuantizeConverters(std::vector<OpConverter>& table);
+void AddGridSampleConverters(std::vector<OpConverter>& table);
 
 }  // namespace graft::onnx_import
 

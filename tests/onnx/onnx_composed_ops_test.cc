@@ -9,6 +9,7 @@
 
 #ifdef GRAFT_HAVE_ONNX
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -883,6 +884,71 @@ TEST(OnnxComposedOps, RecurrentRefusesWhatItCannotDo) {
   AttrFloat(n, "clip", 3);
   b.Output("y");
   EXPECT_THAT(ImportError(b), HasSubstr("clip"));
+}
+
+// GridSample against its definition written out here: each output pixel
+// reads the input at the grid's position (unnormalized with or without
+// align_corners), bilinear or nearest (halves to even), out-of-range taps
+// zero or the position clamped (border).
+TEST(OnnxComposedOps, GridSample) {
+  const int64_t n = 2, c = 3, h = 4, w = 5, ho = 3, wo = 4;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> value(-2, 2), coord(-1.3, 1.3);
+  std::vector<double> x(n * c * h * w), grid(n * ho * wo * 2);
+  for (double& v : x) v = value(rng);
+  for (double& v : grid) v = coord(rng);
+  grid[0] = 1;  // A corner exactly,
+  grid[1] = -1;
+  grid[2] = 0.125;  // and a position between two pixels (for nearest).
+  for (const char* mode : {"bilinear", "nearest"}) {
+    for (const char* padding : {"zeros", "border"}) {
+      for (int align : {0, 1}) {
+        SCOPED_TRACE(absl::StrCat(mode, " ", padding, " align_corners=", align));
+        auto position = [&](double g, int64_t size) {
+          double p = align ? (g + 1) / 2 * (size - 1) : ((g + 1) * size - 1) / 2;
+          if (std::string(padding) == "border") p = std::clamp(p, 0.0, static_cast<double>(size - 1));
+          return p;
+        };
+        auto at = [&](int64_t b, int64_t ch, double yy, double xx) {
+          if (yy < 0 || yy > h - 1 || xx < 0 || xx > w - 1) return 0.0;
+          return x[((b * c + ch) * h + static_cast<int64_t>(yy)) * w + static_cast<int64_t>(xx)];
+        };
+        std::vector<double> want;
+        for (int64_t b = 0; b < n; ++b) {
+          for (int64_t ch = 0; ch < c; ++ch) {
+            for (int64_t i = 0; i < ho * wo; ++i) {
+              const double px = position(grid[(b * ho * wo + i) * 2], w);
+              const double py = position(grid[(b * ho * wo + i) * 2 + 1], h);
+              if (std::string(mode) == "nearest") {
+                want.push_back(at(b, ch, std::nearbyint(py), std::nearbyint(px)));
+                continue;
+              }
+              const double x0 = std::floor(px), y0 = std::floor(py), fx = px - x0, fy = py - y0;
+              want.push_back(at(b, ch, y0, x0) * (1 - fy) * (1 - fx) + at(b, ch, y0, x0 + 1) * (1 - fy) * fx +
+                             at(b, ch, y0 + 1, x0) * fy * (1 - fx) + at(b, ch, y0 + 1, x0 + 1) * fy * fx);
+            }
+          }
+        }
+        ModelBuilder m(16);
+        m.Input("x", TP::FLOAT, std::vector<std::string>{"batch", "3", "4", "5"});
+        m.FloatInput("grid", {n, ho, wo, 2});
+        onnx::NodeProto* node = m.Node("GridSample", {"x", "grid"}, {"y"});
+        AttrString(node, "mode", mode);
+        AttrString(node, "padding_mode", padding);
+        AttrInt(node, "align_corners", align);
+        m.Output("y");
+        auto out = RunModel(m, {F32({n, c, h, w}, x), F32({n, ho, wo, 2}, grid)});
+        ASSERT_EQ(out.size(), 1u);
+        ExpectTensor(out[0], DType::kF32, {n, c, ho, wo}, want, 1e-5);
+      }
+    }
+  }
+  ModelBuilder reflection(16);
+  reflection.FloatInput("x", {1, 1, 2, 2});
+  reflection.FloatInput("grid", {1, 1, 1, 2});
+  AttrString(reflection.Node("GridSample", {"x", "grid"}, {"y"}, "gs"), "padding_mode", "reflection");
+  reflection.Output("y");
+  EXPECT_THAT(ImportError(reflection), HasSubstr("padding_mode \"reflection\" is not supported"));
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Exports PyTorch models of many kinds to ONNX with PyTorch 1.13's TorchScript
 exporter (opset 17): torchvision's classifiers, segmenters, a detector, three video
-models, Swin and ViT, a transformer encoder with a padding mask, LSTM and GRU, a 3-D UNet, and
+models, RAFT optical flow, Swin and ViT, a transformer encoder with a padding mask, LSTM and GRU, a 3-D UNet, and
 small models of less common ops. Each goes to DIR/NAME as check_zoo.py reads it
 (model.onnx, input_<i>.npy, output_<i>.npy with PyTorch's outputs). Random weights
 (ViT's zero-initialized head drawn again); Debian's python3-torch,
@@ -120,6 +120,15 @@ class Misc(nn.Module):  # Norms, pixel shuffle, resizing, einsum, gather, topk.
         return v, i, m.unsqueeze(1).repeat(1, 2, 1), (c.abs() > 1).float().mean(dim=(1, 2, 3))
 
 
+class Raft(nn.Module):  # Optical flow: GridSample of correlation pyramids; two updates.
+    def __init__(s):
+        super().__init__()
+        s.m = torchvision.models.optical_flow.raft_small(weights=None)
+
+    def forward(s, a, b):
+        return s.m(a, b, num_flow_updates=2)[-1]
+
+
 def vit():
     m = tvm.vit_b_16()
     nn.init.normal_(m.heads.head.weight, std=0.02)
@@ -152,6 +161,14 @@ models = {  # name: (model, inputs, dynamic axes)
     "lraspp_mobilenet_v3_large": (
         lambda: seg.lraspp_mobilenet_v3_large(weights=None, weights_backbone=None),
         lambda: img(1, 160), None),
+    "efficientnet_v2_s": (tvm.efficientnet_v2_s, img, None),
+    "resnext50_32x4d": (tvm.resnext50_32x4d, img, None),
+    "mobilenet_v3_large": (tvm.mobilenet_v3_large, img, None),
+    "vgg11_bn": (tvm.vgg11_bn, img, None),
+    "inception_v3": (lambda: tvm.inception_v3(aux_logits=False, init_weights=True), lambda: img(1, 299), None),
+    "fcn_resnet50": (lambda: seg.fcn_resnet50(weights=None, weights_backbone=None, aux_loss=False),
+                     lambda: img(1, 128), None),
+    "raft_small": (Raft, lambda: (torch.randn(1, 3, 128, 128), torch.randn(1, 3, 128, 128)), None),
     "fasterrcnn_mobilenet_v3_large_320_fpn": (
         lambda: torchvision.models.detection.fasterrcnn_mobilenet_v3_large_320_fpn(
             weights=None, weights_backbone=None),
