@@ -61,6 +61,10 @@ class GridSampler {
       ASSIGN_OR_RETURN(p, ctx_.Call("mul", {p, size / 2}));
       ASSIGN_OR_RETURN(p, ctx_.Call("sub", {p, 0.5}));
     }
+    // A NaN position reads nothing: far outside (zeros) or the first pixel
+    // (border), rather than an index no gather takes.
+    ASSIGN_OR_RETURN(Node * nan, ctx_.Call("ne", {p, p}));
+    ASSIGN_OR_RETURN(p, ctx_.Call("where", {nan, -2.0, p}));
     if (!s_.zeros) {
       ASSIGN_OR_RETURN(p, ctx_.Call("clamp", {p, 0.0, size - 1}));
     }
@@ -73,9 +77,11 @@ class GridSampler {
   absl::StatusOr<Node*> Tap(Node* y, Node* x, Node* weight, int64_t height, int64_t width) {
     ASSIGN_OR_RETURN(Node * yc, ctx_.Call("clamp", {y, 0.0, static_cast<double>(height - 1)}));
     ASSIGN_OR_RETURN(Node * xc, ctx_.Call("clamp", {x, 0.0, static_cast<double>(width - 1)}));
-    ASSIGN_OR_RETURN(Node * at, ctx_.Call("mul", {yc, static_cast<double>(width)}));
-    ASSIGN_OR_RETURN(at, ctx_.Call("add", {at, xc}));
-    ASSIGN_OR_RETURN(at, ctx_.Call("cast", {at, DType::kI64}));
+    // Whole numbers, combined as integers (f16 holds them only to 2048).
+    ASSIGN_OR_RETURN(Node * row, ctx_.Call("cast", {yc, DType::kI64}));
+    ASSIGN_OR_RETURN(Node * column, ctx_.Call("cast", {xc, DType::kI64}));
+    ASSIGN_OR_RETURN(Node * at, ctx_.Call("mul", {row, width}));
+    ASSIGN_OR_RETURN(at, ctx_.Call("add", {at, column}));
     ASSIGN_OR_RETURN(at, Rows(at));
     ASSIGN_OR_RETURN(at, ctx_.Call("expand", {at, Argument::IntList({-1, channels_, -1})}));
     ASSIGN_OR_RETURN(Node * v, ctx_.Call("gather", {planes_, int64_t{2}, at}));
@@ -122,6 +128,13 @@ absl::Status ConvertGridSample(NodeContext& ctx) {
     }
   }
   const int64_t channels = tx.shape[1].value(), height = tx.shape[2].value(), width = tx.shape[3].value();
+  if (height == 0 || width == 0) {
+    return NodeContext::Invalid(absl::StrCat("GridSample of the empty input ", tx.ToString()));
+  }
+  if (tx.shape[0].is_constant() && tg.shape[0].is_constant() && tx.shape[0] != tg.shape[0]) {
+    return NodeContext::Invalid(absl::StrCat("the grid ", tg.ToString(), " and the input ", tx.ToString(),
+                                             " must have one batch"));
+  }
   ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
   ASSIGN_OR_RETURN(Node * grid, ctx.Input(1, "grid"));
   ASSIGN_OR_RETURN(Node * planes, ctx.Call("flatten", {x, int64_t{2}, int64_t{3}}));

@@ -698,6 +698,11 @@ absl::Status ConvertSlice(NodeContext& ctx) {
         return NodeContext::Unsupported(absl::StrCat(
             "a negative step along the symbolic dim '", n.ToString(), "' is not supported"));
       }
+      if (n.value() == 0) {  // Nothing to pick (and no index to clamp to).
+        ASSIGN_OR_RETURN(Node * none, I64Constant(ctx, {0}, {}, "reversed"));
+        ASSIGN_OR_RETURN(y, ctx.Call("index_select", {y, a, none}));
+        continue;
+      }
       int64_t start = p.starts[i], end = p.ends[i];
       if (start < 0) start += n.value();
       if (end < 0) end += n.value();  // INT64_MIN (torch.flip) stays far below -1.

@@ -91,13 +91,28 @@ class Expansion {
     return out;
   }
 
-  // Integer input i as floats less its zero point (input zero_point; a
-  // run-time scalar, as DynamicQuantizeLinear makes it).
-  std::string LessZeroPoint(int i, int zero_point, const std::string& what) {
+  // Integer input i as floats less its zero point (input zero_point, known
+  // or not: DynamicQuantizeLinear makes it at run time). `per_row`: a 1-D
+  // zero point is one per row of a matrix (MatMulInteger's A), so it is
+  // made a column; otherwise it broadcasts along the last dim (B's, one per
+  // column) or is a scalar.
+  std::string LessZeroPoint(int i, int zero_point, const std::string& what, bool per_row = false) {
     const std::string f = Cast(In(i), onnx::TensorProto::FLOAT, what);
     if (!Has(zero_point)) return f;
+    std::string z = Cast(In(zero_point), onnx::TensorProto::FLOAT, what + "_zero_point");
+    if (per_row) {
+      const std::string shape = Value(what + "_column_shape");
+      onnx::AttributeProto* a = Add("Constant", {}, shape).add_attribute();
+      a->set_name("value_ints");
+      a->set_type(onnx::AttributeProto::INTS);
+      a->add_ints(-1);
+      a->add_ints(1);
+      const std::string column = Value(what + "_zero_point_column");
+      Add("Reshape", {z, shape}, column);
+      z = column;
+    }
     const std::string out = Value(what + "_centered");
-    Add("Sub", {f, Cast(In(zero_point), onnx::TensorProto::FLOAT, what + "_zero_point")}, out);
+    Add("Sub", {f, z}, out);
     return out;
   }
 
@@ -116,12 +131,11 @@ class Expansion {
     return out;
   }
 
-  // Integer sums made in f32 (exact below 2^24), rounded, as int32 into
-  // the node's output.
+  // Integer sums made in f32 as int32 into the node's output. They are
+  // whole numbers either way: exact below 2^24, and every f32 above 2^23
+  // is whole.
   void IntegerResult(const std::string& sums) {
-    const std::string rounded = Value("rounded");
-    Add("Round", {sums}, rounded);
-    SetInt(Add("Cast", {rounded}, node_.output(0)), "to", onnx::TensorProto::INT32);
+    SetInt(Add("Cast", {sums}, node_.output(0)), "to", onnx::TensorProto::INT32);
   }
 
   // The node's attributes but `except`, copied to `to`.
@@ -302,12 +316,12 @@ absl::Status DynamicQuantizeLinear(Expansion& e) {
   return absl::OkStatus();
 }
 
-// A, B, a_zero_point, b_zero_point -> int32 (A - a_zp) @ (B - b_zp); B's
-// zero points known (per column where 1-D).
+// A, B, a_zero_point, b_zero_point -> int32 (A - a_zp) @ (B - b_zp); a
+// 1-D a_zp is per row, a 1-D b_zp per column.
 absl::Status MatMulInteger(Expansion& e) {
   RETURN_IF_ERROR(RequireInputs(e, 2));
   const std::string sums = e.Value("sums");
-  e.Add("MatMul", {e.LessZeroPoint(0, 2, "a"), e.WeightLessZeroPoint(1, 3, -1, "b")}, sums);
+  e.Add("MatMul", {e.LessZeroPoint(0, 2, "a", /*per_row=*/true), e.LessZeroPoint(1, 3, "b")}, sums);
   e.IntegerResult(sums);
   return absl::OkStatus();
 }

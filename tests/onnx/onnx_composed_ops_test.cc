@@ -899,13 +899,15 @@ TEST(OnnxComposedOps, GridSample) {
   for (double& v : grid) v = coord(rng);
   grid[0] = 1;  // A corner exactly,
   grid[1] = -1;
-  grid[2] = 0.125;  // and a position between two pixels (for nearest).
+  grid[2] = 0.25;  // and, with align_corners, x = 2.5: a tie nearest takes to 2.
+  grid[5] = std::numeric_limits<double>::quiet_NaN();  // Reads nothing (zeros) or the edge.
   for (const char* mode : {"bilinear", "nearest"}) {
     for (const char* padding : {"zeros", "border"}) {
       for (int align : {0, 1}) {
         SCOPED_TRACE(absl::StrCat(mode, " ", padding, " align_corners=", align));
         auto position = [&](double g, int64_t size) {
           double p = align ? (g + 1) / 2 * (size - 1) : ((g + 1) * size - 1) / 2;
+          if (std::isnan(p)) p = -2;  // Outside; with border padding, the first pixel.
           if (std::string(padding) == "border") p = std::clamp(p, 0.0, static_cast<double>(size - 1));
           return p;
         };
@@ -942,6 +944,20 @@ TEST(OnnxComposedOps, GridSample) {
         ExpectTensor(out[0], DType::kF32, {n, c, ho, wo}, want, 1e-5);
       }
     }
+  }
+  // Positions past 2048 in f16 (which holds whole numbers only to there):
+  // the far corner of 64 x 64.
+  {
+    ModelBuilder half(16);
+    half.Input("x", TP::FLOAT16, std::vector<int64_t>{1, 1, 64, 64});
+    half.Input("grid", TP::FLOAT16, std::vector<int64_t>{1, 1, 2, 2});
+    AttrInt(half.Node("GridSample", {"x", "grid"}, {"y"}), "align_corners", 1);
+    half.Output("y");
+    std::vector<double> pixels(64 * 64);
+    for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<double>(i % 97);
+    auto out = RunModel(half, {T(DType::kF16, {1, 1, 64, 64}, pixels), T(DType::kF16, {1, 1, 2, 2}, {1, 1, 1, -1})});
+    ASSERT_EQ(out.size(), 1u);
+    ExpectTensor(out[0], DType::kF16, {1, 1, 1, 2}, {pixels[4095], pixels[63]}, 0);
   }
   ModelBuilder reflection(16);
   reflection.FloatInput("x", {1, 1, 2, 2});

@@ -270,6 +270,25 @@ TEST(OnnxQOperator, MatMulIntegerAndConvIntegerAreExactIntegerSums) {
   ASSERT_EQ(out.size(), 1u);
   ExpectTensor(out[0], DType::kI32, {2, 4}, want, 0);
 
+  // A zero point per row of A (opset 10: MatMulInteger's own).
+  ModelBuilder rows(10);
+  rows.Input("a", TP::UINT8, std::vector<int64_t>{2, 3});
+  rows.RawInitializer("azp", T(DType::kU8, {2}, {1, 200}));
+  rows.RawInitializer("w", T(DType::kI8, {3, 4}, w));
+  rows.Node("MatMulInteger", {"a", "w", "azp"}, {"y"});
+  rows.Output("y");
+  want.clear();
+  for (int i = 0; i < 2; ++i) {
+    for (int j = 0; j < 4; ++j) {
+      double acc = 0;
+      for (int k = 0; k < 3; ++k) acc += (a[i * 3 + k] - (i == 0 ? 1 : 200)) * w[k * 4 + j];
+      want.push_back(acc);
+    }
+  }
+  out = RunModel(rows, {T(DType::kU8, {2, 3}, a)});
+  ASSERT_EQ(out.size(), 1u);
+  ExpectTensor(out[0], DType::kI32, {2, 4}, want, 0);
+
   // [1, 1, 3, 3] by two [1, 3, 3] kernels, w's zero point per channel.
   const std::vector<double> x = Ints(9, 0, 255, 11), k = Ints(18, -127, 127, 12);
   ModelBuilder c(13);
