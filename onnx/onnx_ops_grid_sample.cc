@@ -3,7 +3,7 @@
 // reads are gathers of run-time indices: the input's planes flattened to
 // [N, C, H * W], one gather per tap (one for nearest, four for bilinear),
 // each weighted and, with zeros padding, masked where the tap falls
-// outside the input. Coordinates follow ONNX's (and PyTorch's)
+// outside the input (border and reflection padding move positions inside). Coordinates follow ONNX's (and PyTorch's)
 // definition: with align_corners, -1 and 1 are the centres of the corner
 // pixels; without, their outer edges.
 
@@ -20,7 +20,9 @@ namespace {
 
 struct Sampling {
   bool bilinear = true;
-  bool zeros = true;  // Else border: positions clamped into the input.
+  // Outside the input: taps read zeros; or positions are clamped into it
+  // (border), after being mirrored at its edges until inside (reflection).
+  enum class Padding { kZeros, kBorder, kReflection } padding = Padding::kZeros;
   bool align_corners = false;
 };
 
@@ -36,10 +38,12 @@ absl::StatusOr<Sampling> ReadSampling(NodeContext& ctx) {
     return NodeContext::Unsupported(absl::StrCat("mode \"", mode, "\" is not supported (bilinear, nearest)"));
   }
   if (padding == "border") {
-    s.zeros = false;
+    s.padding = Sampling::Padding::kBorder;
+  } else if (padding == "reflection") {
+    s.padding = Sampling::Padding::kReflection;
   } else if (padding != "zeros") {
-    return NodeContext::Unsupported(
-        absl::StrCat("padding_mode \"", padding, "\" is not supported (zeros, border)"));
+    return NodeContext::Invalid(
+        absl::StrCat("unknown padding_mode \"", padding, "\" (zeros, border, reflection)"));
   }
   return s;
 }
@@ -65,10 +69,35 @@ class GridSampler {
     // (border), rather than an index no gather takes.
     ASSIGN_OR_RETURN(Node * nan, ctx_.Call("ne", {p, p}));
     ASSIGN_OR_RETURN(p, ctx_.Call("where", {nan, -2.0, p}));
-    if (!s_.zeros) {
+    if (s_.padding == Sampling::Padding::kReflection) {
+      // Between the corner pixels' centres, or their outer edges.
+      ASSIGN_OR_RETURN(p, Reflect(p, s_.align_corners ? 0.0 : -0.5, s_.align_corners ? size - 1 : size - 0.5));
+    }
+    if (s_.padding != Sampling::Padding::kZeros) {
       ASSIGN_OR_RETURN(p, ctx_.Call("clamp", {p, 0.0, size - 1}));
     }
     return p;
+  }
+
+  // p mirrored at lo and hi until it lies between them, as PyTorch does:
+  // d = |p - lo| in spans of hi - lo; an even number of whole spans leaves
+  // lo + the rest, an odd one hi - the rest.
+  absl::StatusOr<Node*> Reflect(Node* p, double lo, double hi) {
+    const double span = hi - lo;
+    if (span <= 0) return ctx_.Call("mul", {p, 0.0});  // One pixel, with align_corners.
+    ASSIGN_OR_RETURN(Node * d, ctx_.Call("sub", {p, lo}));
+    ASSIGN_OR_RETURN(d, ctx_.Call("abs", {d}));
+    ASSIGN_OR_RETURN(Node * spans, ctx_.Call("div", {d, span}));
+    ASSIGN_OR_RETURN(spans, ctx_.Call("floor", {spans}));
+    ASSIGN_OR_RETURN(Node * whole, ctx_.Call("mul", {spans, span}));
+    ASSIGN_OR_RETURN(Node * rest, ctx_.Call("sub", {d, whole}));
+    ASSIGN_OR_RETURN(Node * half, ctx_.Call("mul", {spans, 0.5}));
+    ASSIGN_OR_RETURN(Node * half_floor, ctx_.Call("floor", {half}));
+    ASSIGN_OR_RETURN(Node * even, ctx_.Call("eq", {half, half_floor}));
+    ASSIGN_OR_RETURN(Node * up, ctx_.Call("add", {rest, lo}));
+    ASSIGN_OR_RETURN(Node * down, ctx_.Call("neg", {rest}));
+    ASSIGN_OR_RETURN(down, ctx_.Call("add", {down, hi}));
+    return ctx_.Call("where", {even, up, down});
   }
 
   // The input at integer positions (y, x) ([N, Ho, Wo], floats), times
@@ -89,7 +118,7 @@ class GridSampler {
       ASSIGN_OR_RETURN(Node * w, Rows(weight));
       ASSIGN_OR_RETURN(v, ctx_.Call("mul", {v, w}));
     }
-    if (!s_.zeros) return v;
+    if (s_.padding != Sampling::Padding::kZeros) return v;
     // Inside: the clamped position is the position.
     ASSIGN_OR_RETURN(Node * same_y, ctx_.Call("eq", {yc, y}));
     ASSIGN_OR_RETURN(Node * same_x, ctx_.Call("eq", {xc, x}));

@@ -902,13 +902,21 @@ TEST(OnnxComposedOps, GridSample) {
   grid[2] = 0.25;  // and, with align_corners, x = 2.5: a tie nearest takes to 2.
   grid[5] = std::numeric_limits<double>::quiet_NaN();  // Reads nothing (zeros) or the edge.
   for (const char* mode : {"bilinear", "nearest"}) {
-    for (const char* padding : {"zeros", "border"}) {
+    for (const char* padding : {"zeros", "border", "reflection"}) {
       for (int align : {0, 1}) {
         SCOPED_TRACE(absl::StrCat(mode, " ", padding, " align_corners=", align));
         auto position = [&](double g, int64_t size) {
           double p = align ? (g + 1) / 2 * (size - 1) : ((g + 1) * size - 1) / 2;
           if (std::isnan(p)) p = -2;  // Outside; with border padding, the first pixel.
-          if (std::string(padding) == "border") p = std::clamp(p, 0.0, static_cast<double>(size - 1));
+          if (std::string(padding) == "reflection") {
+            // Mirrored at the corner pixels' centres (align_corners) or outer
+            // edges until inside, as PyTorch's reflect_coordinates.
+            const double lo = align ? 0 : -0.5, hi = align ? size - 1 : size - 0.5;
+            const double d = std::fabs(p - lo), span = hi - lo;
+            const double spans = std::floor(d / span), rest = d - spans * span;
+            p = std::fmod(spans, 2) == 0 ? lo + rest : hi - rest;
+          }
+          if (std::string(padding) != "zeros") p = std::clamp(p, 0.0, static_cast<double>(size - 1));
           return p;
         };
         auto at = [&](int64_t b, int64_t ch, double yy, double xx) {
@@ -959,12 +967,25 @@ TEST(OnnxComposedOps, GridSample) {
     ASSERT_EQ(out.size(), 1u);
     ExpectTensor(out[0], DType::kF16, {1, 1, 1, 2}, {pixels[4095], pixels[63]}, 0);
   }
-  ModelBuilder reflection(16);
-  reflection.FloatInput("x", {1, 1, 2, 2});
-  reflection.FloatInput("grid", {1, 1, 1, 2});
-  AttrString(reflection.Node("GridSample", {"x", "grid"}, {"y"}, "gs"), "padding_mode", "reflection");
-  reflection.Output("y");
-  EXPECT_THAT(ImportError(reflection), HasSubstr("padding_mode \"reflection\" is not supported"));
+  // By hand: x = 5 with align_corners over 5 pixels is mirrored at 4 to 3.
+  {
+    ModelBuilder mirror(16);
+    mirror.FloatInput("x", {1, 1, 1, 5});
+    mirror.FloatInput("grid", {1, 1, 1, 2});
+    onnx::NodeProto* node = mirror.Node("GridSample", {"x", "grid"}, {"y"});
+    AttrString(node, "padding_mode", "reflection");
+    AttrInt(node, "align_corners", 1);
+    mirror.Output("y");
+    auto out = RunModel(mirror, {F32({1, 1, 1, 5}, {10, 11, 12, 13, 14}), F32({1, 1, 1, 2}, {1.5, 0})});
+    ASSERT_EQ(out.size(), 1u);
+    ExpectTensor(out[0], DType::kF32, {1, 1, 1, 1}, {13});
+  }
+  ModelBuilder wrap(16);
+  wrap.FloatInput("x", {1, 1, 2, 2});
+  wrap.FloatInput("grid", {1, 1, 1, 2});
+  AttrString(wrap.Node("GridSample", {"x", "grid"}, {"y"}, "gs"), "padding_mode", "wrap");
+  wrap.Output("y");
+  EXPECT_THAT(ImportError(wrap), HasSubstr("unknown padding_mode \"wrap\" (zeros, border, reflection)"));
 }
 
 }  // namespace
