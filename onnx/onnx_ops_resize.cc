@@ -18,6 +18,10 @@
 namespace graft::onnx_import {
 namespace {
 
+// The most positions a resized dim may have: each tap's indices and
+// weights are tables made at import, one entry a position.
+constexpr int64_t kMaxResizedDim = int64_t{1} << 22;
+
 struct ResizeParams {
   std::string mode;         // nearest, linear, cubic.
   std::string coordinates;  // coordinate_transformation_mode.
@@ -285,6 +289,11 @@ absl::Status ConvertResize(NodeContext& ctx) {
                                                " to ", out, " (scale ", scale, ")"));
     }
     if (out == in && scale == 1) continue;
+    if (out > kMaxResizedDim) {
+      return NodeContext::Unsupported(absl::StrCat("resizing dim ", a, " of ", tx.ToString(), " to ", out,
+                                                   " positions is not supported (at most ", kMaxResizedDim,
+                                                   ": its taps are tables made at import)"));
+    }
     if (p.mode != "nearest" && !IsFloatingPoint(tx.dtype)) {
       return NodeContext::Unsupported(absl::StrCat(p.mode, " resizing of ", DTypeName(tx.dtype),
                                                    " values is not supported"));

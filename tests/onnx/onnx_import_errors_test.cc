@@ -373,6 +373,19 @@ TEST(OnnxImportErrors, AHugeReversedSliceIsRefused) {
             "supported (at most 16777216)");
 }
 
+// A resize to more positions than its import-time tables may hold.
+TEST(OnnxImportErrors, AHugeResizeIsRefused) {
+  ModelBuilder b;
+  b.FloatInput("x", {1, 4});
+  b.FloatInitializer("roi", {0}, {});
+  b.FloatInitializer("scales", {2}, {1, 4e6f});
+  b.Node("Resize", {"x", "roi", "scales"}, {"y"}, "up");
+  b.Output("y");
+  EXPECT_EQ(ImportError(b),
+            "test.onnx: node 'up' (Resize): resizing dim 1 of f32[1,4] to 16000000 positions is not "
+            "supported (at most 4194304: its taps are tables made at import)");
+}
+
 TEST(OnnxImportErrors, RunTimeShapes) {
   ModelBuilder b;
   b.FloatInput("x", {6});
