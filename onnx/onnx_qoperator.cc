@@ -55,12 +55,7 @@ class Expansion {
     std::string scale = Value("bias_scale");
     Add("Mul", {In(scale_a), In(scale_b)}, scale);
     if (factor != 1) {
-      const std::string f = Value("bias_factor");
-      onnx::AttributeProto* a = Add("Constant", {}, f).add_attribute();
-      a->set_name("value_float");
-      a->set_type(onnx::AttributeProto::FLOAT);
-      a->set_f(factor);
-      Add("Mul", {scale, f}, Value("bias_scaled"));
+      Add("Mul", {scale, Constant(factor, "bias_factor")}, Value("bias_scaled"));
       scale = Value("bias_scaled");
     }
     const std::string out = Value("bias");

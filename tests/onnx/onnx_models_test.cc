@@ -379,13 +379,18 @@ std::vector<ModelEntry> ManifestModels(const std::string& root, size_t at_least)
   return manifest->models;
 }
 
-TEST(OnnxModelsTest, ExportedByTorchExport) {
-  GRAFT_REQUIRE_ONNX_MODELS();
-  const std::string root = CommittedModelsDir() + "/zoo";
-  for (const ModelEntry& entry : ManifestModels(root, 4)) {
+// CheckModel for every model of the manifest in `root` (at least
+// `at_least` of them).
+void CheckManifestModels(const std::string& root, size_t at_least) {
+  for (const ModelEntry& entry : ManifestModels(root, at_least)) {
     SCOPED_TRACE(entry.dir);
     CheckModel(root, entry.dir);
   }
+}
+
+TEST(OnnxModelsTest, ExportedByTorchExport) {
+  GRAFT_REQUIRE_ONNX_MODELS();
+  CheckManifestModels(CommittedModelsDir() + "/zoo", 4);
 }
 
 // Each model of `root` (quantized by ONNX Runtime's quantize_static) imports
@@ -438,11 +443,7 @@ TEST(OnnxModelsTest, QuantizedByOnnxRuntime) {
 // (tests/onnx_models/dynamic/manifest.txt).
 TEST(OnnxModelsTest, QuantizedDynamicallyByOnnxRuntime) {
   GRAFT_REQUIRE_ONNX_MODELS();
-  const std::string root = CommittedModelsDir() + "/dynamic";
-  for (const ModelEntry& entry : ManifestModels(root, 3)) {
-    SCOPED_TRACE(entry.dir);
-    CheckModel(root, entry.dir);
-  }
+  CheckManifestModels(CommittedModelsDir() + "/dynamic", 3);
 }
 
 // QOperator format: QLinearConv, QLinearMatMul and com.microsoft's QGemm,

@@ -307,25 +307,26 @@ TEST(OnnxQOperator, MatMulIntegerAndConvIntegerAreExactIntegerSums) {
   ExpectTensor(out[0], DType::kI32, {1, 2, 1, 1}, sums, 0);
 }
 
-TEST(OnnxQOperator, ErrorsNameTheQuantizedNode) {
-  ModelBuilder nhwc(13);
-  nhwc.Input("x", TP::UINT8, std::vector<int64_t>{1, 2, 2, 3});
-  ScalarInitializer(nhwc, "s", 1);
-  ZeroPoint(nhwc, "z", DType::kU8, 0);
-  onnx::NodeProto* n = nhwc.Node("QLinearGlobalAveragePool", {"x", "s", "z", "s", "z"}, {"y"}, "gap");
+// A model of one com.microsoft unary QLinear op (X, scale, zero point,
+// the same for Y) on a u8 input of `dims`, with the int attribute given.
+ModelBuilder OneMicrosoftUnary(const std::string& op, const std::string& name, std::vector<int64_t> dims,
+                               const std::string& attribute, int64_t value) {
+  ModelBuilder b(13);
+  b.Input("x", TP::UINT8, dims);
+  ScalarInitializer(b, "s", 1);
+  ZeroPoint(b, "z", DType::kU8, 0);
+  onnx::NodeProto* n = b.Node(op, {"x", "s", "z", "s", "z"}, {"y"}, name);
   n->set_domain("com.microsoft");
-  AttrInt(n, "channels_last", 1);
-  nhwc.Output("y");
+  AttrInt(n, attribute, value);
+  b.Output("y");
+  return b;
+}
+
+TEST(OnnxQOperator, ErrorsNameTheQuantizedNode) {
+  ModelBuilder nhwc = OneMicrosoftUnary("QLinearGlobalAveragePool", "gap", {1, 2, 2, 3}, "channels_last", 1);
   EXPECT_THAT(ImportError(nhwc), HasSubstr("node 'gap' (com.microsoft.QLinearGlobalAveragePool): "
                                            "channels_last=1 is not supported"));
-  ModelBuilder old_softmax(13);
-  old_softmax.Input("x", TP::UINT8, std::vector<int64_t>{2, 3});
-  ScalarInitializer(old_softmax, "s", 1);
-  ZeroPoint(old_softmax, "z", DType::kU8, 0);
-  onnx::NodeProto* sm = old_softmax.Node("QLinearSoftmax", {"x", "s", "z", "s", "z"}, {"y"}, "sm");
-  sm->set_domain("com.microsoft");
-  AttrInt(sm, "opset", 12);
-  old_softmax.Output("y");
+  ModelBuilder old_softmax = OneMicrosoftUnary("QLinearSoftmax", "sm", {2, 3}, "opset", 12);
   EXPECT_THAT(ImportError(old_softmax),
               HasSubstr("the Softmax of opset 12 in a model of opset 13 is not supported"));
   ModelBuilder early(9);
