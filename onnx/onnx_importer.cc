@@ -8,6 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "graph/verifier.h"
+#include "onnx/onnx_contrib_ops.h"
+#include "onnx/onnx_functions.h"
 #include "onnx/onnx_names.h"
 #include "onnx/onnx_node_context.h"
 #include "onnx/onnx_ops.h"
@@ -84,7 +86,9 @@ std::string QualifiedOpType(const onnx::NodeProto& node) {
 OnnxImporter::OnnxImporter(const onnx::ModelProto& model, std::string source,
                            std::string base_dir,
                            const OnnxImportOptions& options)
-    : model_(model), state_(std::move(source), std::move(base_dir), options) {}
+    : model_(model),
+      functions_(model),
+      state_(std::move(source), std::move(base_dir), options) {}
 
 absl::Status OnnxImporter::Error(const absl::Status& status) const {
   return WithPrefix(status, absl::StrCat(state_.source(), ": "));
@@ -295,7 +299,7 @@ absl::Status OnnxImporter::ConvertNodes() {
     // read as another) fails the import with the node named rather than
     // ending the process.
     try {
-      s = IsQOperator(node) ? ConvertQOperator(node, i) : ConvertNode(node, i);
+      s = ConvertAny(node, i, nullptr, 0);
     } catch (const std::exception& e) {
       s = absl::InternalError(absl::StrCat("the importer failed on this node: ", e.what()));
     }
@@ -307,18 +311,46 @@ absl::Status OnnxImporter::ConvertNodes() {
   return absl::OkStatus();
 }
 
-// The nodes a QOperator node stands for, each converted as the model's
-// own, with the QOperator node as their origin.
-absl::Status OnnxImporter::ConvertQOperator(const onnx::NodeProto& node, int index) {
-  ASSIGN_OR_RETURN(std::vector<onnx::NodeProto> nodes, ExpandQOperator(node, state_.opset()));
+// A node the model defines (a local function's call) or that stands for
+// default-domain nodes (onnx_qoperator.h, onnx_contrib_ops.h) is converted
+// as those nodes; any other directly.
+absl::Status OnnxImporter::ConvertAny(const onnx::NodeProto& node, int index,
+                                      const onnx::NodeProto* origin, int depth) {
+  // Function bodies may call functions; a model whose functions call
+  // themselves would otherwise never end.
+  constexpr int kMaxDepth = 64;
+  if (depth > kMaxDepth) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "expansions nest more than ", kMaxDepth, " deep (a local function that calls itself?)"));
+  }
+  const onnx::NodeProto& top = origin != nullptr ? *origin : node;
+  std::vector<onnx::NodeProto> nodes;
+  if (const onnx::FunctionProto* f = functions_.Find(node)) {
+    // The body's own values are named after the call's first output, which
+    // is unique in the model; a call without one gets a number.
+    const std::string id = !node.output().empty() && !node.output(0).empty()
+                               ? node.output(0)
+                               : absl::StrCat("#call", calls_without_outputs_++);
+    ASSIGN_OR_RETURN(nodes, LocalFunctions::Inline(*f, node, absl::StrCat(id, "::", f->name())));
+  } else if (IsQOperator(node)) {
+    ASSIGN_OR_RETURN(nodes, ExpandQOperator(node, state_.opset()));
+  } else if (IsContribOp(node)) {
+    ValueTypeLookup types = [this](const std::string& name) -> std::optional<TensorType> {
+      const OnnxValue* v = state_.Find(name);
+      return v != nullptr ? v->type : std::nullopt;
+    };
+    ASSIGN_OR_RETURN(nodes, ExpandContribOp(node, state_.opset(), types));
+  } else {
+    return ConvertNode(node, index, origin);
+  }
   for (const onnx::NodeProto& n : nodes) {
     for (const std::string& input : n.input()) {
       if (!input.empty()) state_.MarkConsumed(input);
     }
   }
   for (const onnx::NodeProto& n : nodes) {
-    absl::Status s = ConvertNode(n, index, &node);
-    if (!s.ok()) return WithPrefix(s, absl::StrCat("its ", n.op_type(), ": "));
+    absl::Status s = ConvertAny(n, index, &top, depth + 1);
+    if (!s.ok()) return WithPrefix(s, absl::StrCat("its ", QualifiedOpType(n), ": "));
   }
   return absl::OkStatus();
 }
@@ -331,8 +363,10 @@ absl::Status OnnxImporter::ConvertNode(const onnx::NodeProto& node, int index,
       QualifiedOpType(named), index});
   if (!IsDefaultDomain(node.domain())) {
     return absl::UnimplementedError(absl::StrCat(
-        "operators of the domain '", node.domain(),
-        "' are not supported (graft imports the default ONNX domain)"));
+        "op type '", node.op_type(), "' of the domain '", node.domain(),
+        "' is not supported (graft imports the default ONNX domain, the "
+        "model's local functions, and the com.microsoft operators "
+        "docs/onnx.md lists)"));
   }
   const OpConverter* converter = FindOpConverter(node.op_type());
   if (converter == nullptr) {
@@ -341,7 +375,10 @@ absl::Status OnnxImporter::ConvertNode(const onnx::NodeProto& node, int index,
         "' is not supported by graft's ONNX import (docs/onnx.md lists the "
         "supported operators)"));
   }
-  if (state_.opset() < converter->since_opset) {
+  // Nodes an expansion made stand for an operator the model's opset has,
+  // whatever their own type's first opset (LayerNormalization in
+  // SkipLayerNormalization's).
+  if (origin == nullptr && state_.opset() < converter->since_opset) {
     return absl::InvalidArgumentError(absl::StrCat(
         node.op_type(), " needs opset ", converter->since_opset,
         " or later, but the model imports opset ", state_.opset()));

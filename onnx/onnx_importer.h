@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "graph/module.h"
+#include "onnx/onnx_functions.h"
 #include "onnx/onnx_import.h"
 #include "onnx/onnx_import_state.h"
 #include "onnx/onnx_pb.h"
@@ -41,17 +42,21 @@ class OnnxImporter {
   absl::Status AddInputs();
   absl::StatusOr<TensorType> InputType(const onnx::ValueInfoProto& input);
   absl::Status ConvertNodes();
-  // `origin`: the QOperator node `node` was expanded from, which errors
-  // and provenance name instead.
+  // `origin`: the model's node `node` was expanded from (a local
+  // function's call, a QOperator or contrib operator), which errors and
+  // provenance name instead; `depth`: how many expansions deep.
+  absl::Status ConvertAny(const onnx::NodeProto& node, int index,
+                          const onnx::NodeProto* origin, int depth);
   absl::Status ConvertNode(const onnx::NodeProto& node, int index,
                            const onnx::NodeProto* origin = nullptr);
-  absl::Status ConvertQOperator(const onnx::NodeProto& node, int index);
   absl::Status AddOutputs();
 
   // "<source>: <message>", keeping the code.
   absl::Status Error(const absl::Status& status) const;
 
   const onnx::ModelProto& model_;
+  LocalFunctions functions_;
+  int calls_without_outputs_ = 0;
   ImportState state_;
 };
 

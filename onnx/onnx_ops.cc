@@ -4,12 +4,15 @@
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
+#include "onnx/onnx_contrib_ops.h"
 #include "onnx/onnx_qoperator.h"
 
 namespace graft::onnx_import {
 namespace {
 
-// From the ONNX operator changelog.
+// From the ONNX operator changelog. LayerNormalization (17) is not here:
+// ONNX Runtime registers its own in the default domain at every opset, and
+// its optimizer writes it into models of older opsets.
 const absl::flat_hash_map<std::string, int64_t>& IntroducedIn() {
   static const auto* opsets = new absl::flat_hash_map<std::string, int64_t>{
       {"Expand", 8},           {"Where", 9},
@@ -25,7 +28,7 @@ const absl::flat_hash_map<std::string, int64_t>& IntroducedIn() {
       {"Einsum", 12},          {"Celu", 12},
       {"LessOrEqual", 12},     {"GreaterOrEqual", 12},
       {"HardSwish", 14},       {"Trilu", 14},
-      {"CastLike", 15},        {"LayerNormalization", 17},
+      {"CastLike", 15},
       {"Mish", 18},            {"GroupNormalization", 18},
       {"Gelu", 20},            {"GridSample", 16},
   };
@@ -71,6 +74,7 @@ const OpConverter* FindOpConverter(absl::string_view op_type) {
 
 std::vector<std::string> SupportedOnnxOps() {
   std::vector<std::string> out = QOperatorTypes();
+  for (std::string& type : ContribOpTypes()) out.push_back(std::move(type));
   for (const auto& [name, c] : Table()) out.push_back(name);
   std::sort(out.begin(), out.end());
   return out;

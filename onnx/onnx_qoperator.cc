@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "onnx/onnx_expansion.h"
 #include "support/status_macros.h"
 
 namespace graft::onnx_import {
@@ -16,29 +17,11 @@ namespace {
 
 constexpr char kMicrosoft[] = "com.microsoft";
 
-// The nodes one QOperator node expands into.
-class Expansion {
+// The nodes one QOperator node expands into: the general helpers, and the
+// quantized values' own.
+class Expansion : public NodeExpansion {
  public:
-  explicit Expansion(const onnx::NodeProto& node) : node_(node) {}
-
-  // Input i's name, "" when absent.
-  std::string In(int i) const { return i < node_.input_size() ? node_.input(i) : ""; }
-  bool Has(int i) const { return !In(i).empty(); }
-
-  // A new value's name, after the node's output.
-  std::string Value(const std::string& what) const {
-    return absl::StrCat(node_.output_size() > 0 ? node_.output(0) : node_.name(), "::", what);
-  }
-
-  onnx::NodeProto& Add(const std::string& op_type, const std::vector<std::string>& inputs,
-                       const std::string& output) {
-    onnx::NodeProto& n = nodes_.emplace_back();
-    n.set_op_type(op_type);
-    n.set_name(absl::StrCat(node_.name(), "/", op_type, nodes_.size()));
-    for (const std::string& i : inputs) n.add_input(i);
-    n.add_output(output);
-    return n;
-  }
+  using NodeExpansion::NodeExpansion;
 
   // DequantizeLinear of input x by inputs scale and zero point (per `axis`
   // where the scale is 1-D): the float value's name.
@@ -67,23 +50,7 @@ class Expansion {
   void Quantize(const std::string& value, int scale, int zero_point) {
     std::vector<std::string> inputs = {value, In(scale)};
     if (Has(zero_point)) inputs.push_back(In(zero_point));
-    Add("QuantizeLinear", inputs, node_.output(0));
-  }
-
-  // A float constant's value name.
-  std::string Constant(float v, const std::string& what) {
-    const std::string out = Value(what);
-    onnx::AttributeProto* a = Add("Constant", {}, out).add_attribute();
-    a->set_name("value_float");
-    a->set_type(onnx::AttributeProto::FLOAT);
-    a->set_f(v);
-    return out;
-  }
-
-  std::string Cast(const std::string& value, int32_t to, const std::string& what) {
-    const std::string out = Value(what);
-    SetInt(Add("Cast", {value}, out), "to", to);
-    return out;
+    Add("QuantizeLinear", inputs, Out(0));
   }
 
   // Integer input i as floats less its zero point (input zero_point, known
@@ -96,12 +63,7 @@ class Expansion {
     if (!Has(zero_point)) return f;
     std::string z = Cast(In(zero_point), onnx::TensorProto::FLOAT, what + "_zero_point");
     if (per_row) {
-      const std::string shape = Value(what + "_column_shape");
-      onnx::AttributeProto* a = Add("Constant", {}, shape).add_attribute();
-      a->set_name("value_ints");
-      a->set_type(onnx::AttributeProto::INTS);
-      a->add_ints(-1);
-      a->add_ints(1);
+      const std::string shape = ConstantInts({-1, 1}, what + "_column_shape");
       const std::string column = Value(what + "_zero_point_column");
       Add("Reshape", {z, shape}, column);
       z = column;
@@ -130,36 +92,8 @@ class Expansion {
   // whole numbers either way: exact below 2^24, and every f32 above 2^23
   // is whole.
   void IntegerResult(const std::string& sums) {
-    SetInt(Add("Cast", {sums}, node_.output(0)), "to", onnx::TensorProto::INT32);
+    SetInt(Add("Cast", {sums}, Out(0)), "to", onnx::TensorProto::INT32);
   }
-
-  // The node's attributes but `except`, copied to `to`.
-  void CopyAttributes(onnx::NodeProto& to, const std::set<std::string>& except = {}) const {
-    for (const onnx::AttributeProto& a : node_.attribute()) {
-      if (!except.contains(a.name())) *to.add_attribute() = a;
-    }
-  }
-
-  const onnx::AttributeProto* Attribute(const std::string& name) const {
-    for (const onnx::AttributeProto& a : node_.attribute()) {
-      if (a.name() == name) return &a;
-    }
-    return nullptr;
-  }
-
-  static void SetInt(onnx::NodeProto& n, const std::string& name, int64_t v) {
-    onnx::AttributeProto* a = n.add_attribute();
-    a->set_name(name);
-    a->set_type(onnx::AttributeProto::INT);
-    a->set_i(v);
-  }
-
-  const onnx::NodeProto& node() const { return node_; }
-  std::vector<onnx::NodeProto> Take() { return std::move(nodes_); }
-
- private:
-  const onnx::NodeProto& node_;
-  std::vector<onnx::NodeProto> nodes_;
 };
 
 // com.microsoft's pooling and convolution may run on NHWC values.
@@ -171,13 +105,7 @@ absl::Status RefuseChannelsLast(const Expansion& e) {
   return absl::OkStatus();
 }
 
-absl::Status RequireInputs(const Expansion& e, int count) {
-  if (e.node().input_size() < count || e.node().output_size() < 1 || e.node().output(0).empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("needs at least ", count, " inputs and an output, has ",
-                                                   e.node().input_size(), " and ", e.node().output_size()));
-  }
-  return absl::OkStatus();
-}
+absl::Status RequireInputs(const Expansion& e, int count) { return e.RequireInputs(count); }
 
 // x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale,
 // y_zero_point, B (int32, optional). w per output channel (axis 0).
@@ -361,27 +289,19 @@ const std::map<std::string, ExpandFn>& Expanders() {
   return *table;
 }
 
-std::string Key(const onnx::NodeProto& node) {
-  const std::string& d = node.domain();
-  return absl::StrCat(d == "ai.onnx" ? "" : d, "/", node.op_type());
-}
-
 }  // namespace
 
-bool IsQOperator(const onnx::NodeProto& node) { return Expanders().contains(Key(node)); }
+bool IsQOperator(const onnx::NodeProto& node) { return Expanders().contains(ExpansionKey(node)); }
 
 std::vector<std::string> QOperatorTypes() {
   std::vector<std::string> out;
-  for (const auto& [key, fn] : Expanders()) {
-    const size_t slash = key.find('/');
-    out.push_back(slash == 0 ? key.substr(1) : absl::StrCat(key.substr(0, slash), ".", key.substr(slash + 1)));
-  }
+  for (const auto& [key, fn] : Expanders()) out.push_back(OpTypeOfExpansionKey(key));
   return out;
 }
 
 absl::StatusOr<std::vector<onnx::NodeProto>> ExpandQOperator(const onnx::NodeProto& node,
                                                              int64_t model_opset) {
-  auto it = Expanders().find(Key(node));
+  auto it = Expanders().find(ExpansionKey(node));
   if (it == Expanders().end()) {
     return absl::InternalError(absl::StrCat(node.op_type(), " is not a QOperator graft expands"));
   }

@@ -191,12 +191,21 @@ TEST(OnnxImportErrors, UnsupportedOpAndDomain) {
                          "not supported"));
   ModelBuilder c;
   c.FloatInput("x", {2});
-  c.Node("FusedGemm", {"x"}, {"y"}, "fg")->set_domain("com.microsoft");
+  c.Node("Inverse", {"x"}, {"y"}, "inv")->set_domain("com.microsoft");
   c.Output("y");
   EXPECT_EQ(ImportError(c),
-            "test.onnx: node 'fg' (com.microsoft.FusedGemm): operators of the "
-            "domain 'com.microsoft' are not supported (graft imports the "
-            "default ONNX domain)");
+            "test.onnx: node 'inv' (com.microsoft.Inverse): op type 'Inverse' of the "
+            "domain 'com.microsoft' is not supported (graft imports the default ONNX "
+            "domain, the model's local functions, and the com.microsoft operators "
+            "docs/onnx.md lists)");
+  // A supported one with too few inputs says so.
+  ModelBuilder d;
+  d.FloatInput("x", {2});
+  d.Node("FusedGemm", {"x"}, {"y"}, "fg")->set_domain("com.microsoft");
+  d.Output("y");
+  EXPECT_EQ(ImportError(d),
+            "test.onnx: node 'fg' (com.microsoft.FusedGemm): needs at least 2 inputs "
+            "and an output, has 1 and 1");
 }
 
 TEST(OnnxImportErrors, UnsupportedAttributes) {
@@ -432,12 +441,12 @@ TEST(OnnxImportErrors, GraphStructure) {
 
   ModelBuilder late;
   late.FloatInput("x", {2});
-  late.Node("LayerNormalization", {"x", "x"}, {"y"}, "ln");
+  late.Node("Mish", {"x"}, {"y"}, "mish");
   late.Output("y");
   late.model().mutable_opset_import(0)->set_version(13);
   EXPECT_EQ(ImportError(late),
-            "test.onnx: node 'ln' (LayerNormalization): LayerNormalization "
-            "needs opset 17 or later, but the model imports opset 13");
+            "test.onnx: node 'mish' (Mish): Mish "
+            "needs opset 18 or later, but the model imports opset 13");
 }
 
 TEST(OnnxImportErrors, UnsupportedOutputs) {

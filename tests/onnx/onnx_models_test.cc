@@ -454,6 +454,22 @@ TEST(OnnxModelsTest, QuantizedByOnnxRuntimeInQOperatorFormat) {
   CheckQuantizedByOnnxRuntime(CommittedModelsDir() + "/qoperator");
 }
 
+// ONNX Runtime's fused operators (com.microsoft), as its optimizers write
+// them into saved models; the outputs are ONNX Runtime's own
+// (tests/onnx_models/contrib/manifest.txt).
+TEST(OnnxModelsTest, FusedOperatorsOfOnnxRuntime) {
+  GRAFT_REQUIRE_ONNX_MODELS();
+  CheckManifestModels(CommittedModelsDir() + "/contrib", 3);
+}
+
+// Local functions: nested calls with attribute references, and a model
+// PyTorch exports with export_modules_as_functions
+// (tests/onnx_models/functions/manifest.txt).
+TEST(OnnxModelsTest, LocalFunctions) {
+  GRAFT_REQUIRE_ONNX_MODELS();
+  CheckManifestModels(CommittedModelsDir() + "/functions", 2);
+}
+
 // torchvision's ResNet-18 (random weights): not committed, about 45 MB.
 // Run with
 //   /usr/bin/python3 tests/onnx_models/export_models.py --resnet18 /tmp/r18

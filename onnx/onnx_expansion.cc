@@ -1,0 +1,126 @@
+#include "onnx/onnx_expansion.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace graft::onnx_import {
+
+std::string NodeExpansion::Value(const std::string& what) const {
+  return absl::StrCat(node_.output_size() > 0 ? node_.output(0) : node_.name(), "::", what);
+}
+
+onnx::NodeProto& NodeExpansion::Add(const std::string& op_type, const std::vector<std::string>& inputs,
+                                    const std::string& output) {
+  onnx::NodeProto& n = nodes_.emplace_back();
+  n.set_op_type(op_type);
+  n.set_name(absl::StrCat(node_.name(), "/", op_type, nodes_.size()));
+  for (const std::string& i : inputs) n.add_input(i);
+  n.add_output(output);
+  return n;
+}
+
+std::string NodeExpansion::AddValue(const std::string& op_type, const std::vector<std::string>& inputs,
+                                    const std::string& what) {
+  const std::string out = Value(what);
+  Add(op_type, inputs, out);
+  return out;
+}
+
+std::string NodeExpansion::Constant(float v, const std::string& what) {
+  const std::string out = Value(what);
+  SetFloat(Add("Constant", {}, out), "value_float", v);
+  return out;
+}
+
+std::string NodeExpansion::ConstantInts(const std::vector<int64_t>& v, const std::string& what) {
+  const std::string out = Value(what);
+  SetInts(Add("Constant", {}, out), "value_ints", v);
+  return out;
+}
+
+std::string NodeExpansion::Cast(const std::string& value, int32_t to, const std::string& what) {
+  const std::string out = Value(what);
+  SetInt(Add("Cast", {value}, out), "to", to);
+  return out;
+}
+
+void NodeExpansion::CopyAttributes(onnx::NodeProto& to, const std::set<std::string>& except) const {
+  for (const onnx::AttributeProto& a : node_.attribute()) {
+    if (!except.contains(a.name())) *to.add_attribute() = a;
+  }
+}
+
+const onnx::AttributeProto* NodeExpansion::Attribute(const std::string& name) const {
+  for (const onnx::AttributeProto& a : node_.attribute()) {
+    if (a.name() == name) return &a;
+  }
+  return nullptr;
+}
+
+int64_t NodeExpansion::IntAttribute(const std::string& name, int64_t fallback) const {
+  const onnx::AttributeProto* a = Attribute(name);
+  return a == nullptr ? fallback : a->i();
+}
+
+float NodeExpansion::FloatAttribute(const std::string& name, float fallback) const {
+  const onnx::AttributeProto* a = Attribute(name);
+  return a == nullptr ? fallback : a->f();
+}
+
+absl::Status NodeExpansion::RefuseOtherAttributes(const std::set<std::string>& known) const {
+  for (const onnx::AttributeProto& a : node_.attribute()) {
+    if (!known.contains(a.name())) {
+      return absl::UnimplementedError(absl::StrCat("attribute '", a.name(), "' is not supported"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status NodeExpansion::RequireInputs(int count) const {
+  if (node_.input_size() < count || node_.output_size() < 1 || node_.output(0).empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("needs at least ", count, " inputs and an output, has ",
+                                                   node_.input_size(), " and ", node_.output_size()));
+  }
+  return absl::OkStatus();
+}
+
+void NodeExpansion::SetInt(onnx::NodeProto& n, const std::string& name, int64_t v) {
+  onnx::AttributeProto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+
+void NodeExpansion::SetInts(onnx::NodeProto& n, const std::string& name, const std::vector<int64_t>& v) {
+  onnx::AttributeProto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+}
+
+void NodeExpansion::SetFloat(onnx::NodeProto& n, const std::string& name, float v) {
+  onnx::AttributeProto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(v);
+}
+
+void NodeExpansion::SetString(onnx::NodeProto& n, const std::string& name, const std::string& v) {
+  onnx::AttributeProto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::STRING);
+  a->set_s(v);
+}
+
+std::string ExpansionKey(const onnx::NodeProto& node) {
+  const std::string& d = node.domain();
+  return absl::StrCat(d == "ai.onnx" ? "" : d, "/", node.op_type());
+}
+
+std::string OpTypeOfExpansionKey(const std::string& key) {
+  const size_t slash = key.find('/');
+  return slash == 0 ? key.substr(1) : absl::StrCat(key.substr(0, slash), ".", key.substr(slash + 1));
+}
+
+}  // namespace graft::onnx_import

@@ -1,0 +1,43 @@
+#ifndef GRAFT_ONNX_ONNX_FUNCTIONS_H_
+#define GRAFT_ONNX_ONNX_FUNCTIONS_H_
+
+// A model's local functions (ModelProto.functions, IR version 8 on): what
+// PyTorch writes with export_modules_as_functions, and other tools for
+// repeated blocks. A call is imported as the function's body, inlined: its
+// formal inputs and outputs bound to the call's values, its own values
+// renamed after the call, and attributes that refer to the call's
+// (ref_attr_name) given the call's value or the function's default. Calls
+// inside a body are inlined in turn by the importer.
+
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "onnx/onnx_pb.h"
+
+namespace graft::onnx_import {
+
+class LocalFunctions {
+ public:
+  explicit LocalFunctions(const onnx::ModelProto& model);
+
+  // The function `node` calls (by domain, name and overload), or null.
+  const onnx::FunctionProto* Find(const onnx::NodeProto& node) const;
+
+  // The body of `function` for the call `call`, renamed and with its
+  // attribute references resolved. `call_id` makes the body's own value
+  // names unique in the model.
+  static absl::StatusOr<std::vector<onnx::NodeProto>> Inline(const onnx::FunctionProto& function,
+                                                             const onnx::NodeProto& call,
+                                                             const std::string& call_id);
+
+ private:
+  using Key = std::tuple<std::string, std::string, std::string>;
+  std::map<Key, const onnx::FunctionProto*> functions_;
+};
+
+}  // namespace graft::onnx_import
+
+#endif  // GRAFT_ONNX_ONNX_FUNCTIONS_H_
