@@ -49,7 +49,8 @@ inline std::vector<std::string> ModelFiles(bool with_onnx) {
     if (e.path().extension() == ".graft") files.push_back(e.path().string());
   }
   if (with_onnx) {
-    for (const std::string dir : {"/tests/onnx_models", "/tests/onnx_models/zoo"}) {
+    for (const std::string dir : {"/tests/onnx_models", "/tests/onnx_models/zoo", "/tests/onnx_models/contrib",
+                                  "/tests/onnx_models/functions"}) {
       for (const auto& e : fs::directory_iterator(root + dir)) {
         const fs::path model = e.path() / "model.onnx";
         // unsupported_* hold an op the importer refuses, on purpose.

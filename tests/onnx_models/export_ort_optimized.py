@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Saves test models as ONNX Runtime's optimizers write them, with its
+outputs, and optionally checks graft on them.
+
+- `ort_extended`: the CPU provider's graph optimizer at the extended level,
+  saved with SessionOptions.optimized_model_filepath (FusedConv, FusedGemm,
+  FusedMatMul, Gelu, BiasGelu, SkipLayerNormalization, ...).
+- `transformers`: onnxruntime.transformers.optimizer.optimize_model with
+  opt_level 0 (its own fusions: Attention, SkipLayerNormalization,
+  EmbedLayerNormalization, FastGelu, BiasGelu, ...).
+
+    python3 tests/onnx_models/export_ort_optimized.py OUT_DIR [--graft PATH BACKEND...]
+
+Needs onnxruntime (with its transformers package) and numpy. Each model
+directory gets model.onnx, input_NAME.npy and output_NAME.npy (ONNX
+Runtime's outputs for the optimized model)."""
+
+import argparse
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# (name, source model directory, transformer model type or None)
+SOURCES = [
+    ("cnn", "cnn", None),
+    ("mlp", "mlp", None),
+    ("gpt2_block", "gpt2_block_opset17", "gpt2"),
+    ("gpt2_block13", "gpt2_block_opset13", "gpt2"),
+    ("bert_tiny", "zoo/bert_tiny", "bert"),
+    ("gpt2_tiny", "zoo/gpt2_tiny", "gpt2"),
+    ("torch_encoder", "zoo/torch_encoder", "bert"),
+]
+
+
+def inputs_of(src_dir, model_path):
+    sess = ort.InferenceSession(model_path, providers=["CPUExecutionProvider"])
+    files = sorted(glob.glob(os.path.join(src_dir, "input_*.npy")))
+    names = [i.name for i in sess.get_inputs()]
+    feeds = {}
+    for name, f in zip(names, files):
+        feeds[name] = np.load(f)
+    return feeds
+
+
+def write_dir(d, model_path, feeds):
+    os.makedirs(d, exist_ok=True)
+    m = onnx.load(model_path)
+    onnx.save(m, os.path.join(d, "model.onnx"))
+    sess = ort.InferenceSession(os.path.join(d, "model.onnx"), providers=["CPUExecutionProvider"])
+    for k, v in feeds.items():
+        np.save(os.path.join(d, f"input_{k}.npy"), v)
+    outs = sess.run(None, feeds)
+    for o, v in zip(sess.get_outputs(), outs):
+        np.save(os.path.join(d, f"output_{o.name}.npy"), v)
+    ops = sorted({(n.domain + "." if n.domain else "") + n.op_type for n in m.graph.node})
+    return ops
+
+
+def export(out):
+    rows = []
+    for name, src, model_type in SOURCES:
+        src_dir = os.path.join(HERE, src)
+        src_model = os.path.join(src_dir, "model.onnx")
+        feeds = inputs_of(src_dir, src_model)
+        with tempfile.TemporaryDirectory() as tmp:
+            saved = os.path.join(tmp, "extended.onnx")
+            so = ort.SessionOptions()
+            so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+            so.optimized_model_filepath = saved
+            ort.InferenceSession(src_model, so, providers=["CPUExecutionProvider"])
+            ops = write_dir(os.path.join(out, f"{name}_ort_extended"), saved, feeds)
+            rows.append((f"{name}_ort_extended", ops))
+            if model_type:
+                from onnxruntime.transformers import optimizer
+                try:
+                    opt = optimizer.optimize_model(src_model, model_type=model_type, num_heads=0, hidden_size=0,
+                                                   opt_level=0, use_gpu=False)
+                    path = os.path.join(tmp, "transformers.onnx")
+                    opt.save_model_to_file(path)
+                    ops = write_dir(os.path.join(out, f"{name}_transformers"), path, feeds)
+                    rows.append((f"{name}_transformers", ops))
+                except Exception as e:  # A model the optimizer cannot take.
+                    print(f"{name}: transformers optimizer failed: {e}", file=sys.stderr)
+    for name, ops in rows:
+        print(f"# {name}: ops {' '.join(ops)}")
+
+
+def sanitize(name):
+    s = re.sub(r"[^A-Za-z0-9._]+", "_", name).strip("_")
+    return "_" + s if s and s[0].isdigit() else s
+
+
+def check(out, graft, backends):
+    for d in sorted(glob.glob(os.path.join(out, "*", ""))):
+        ins = sorted(glob.glob(os.path.join(d, "input_*.npy")))
+        outs = sorted(glob.glob(os.path.join(d, "output_*.npy")))
+        for b in backends:
+            backend, _, precision = b.partition(":")
+            with tempfile.TemporaryDirectory() as od:
+                cmd = [graft, "run", os.path.join(d, "model.onnx"), "--backend", backend, "--output-dir", od]
+                if precision:
+                    cmd += ["--precision", precision]
+                for f in ins:
+                    cmd += ["--input", "%s=%s" % (sanitize(os.path.basename(f)[6:-4]), f)]
+                r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+                if r.returncode != 0:
+                    print(f"{os.path.basename(d[:-1])} {b}: FAIL {(r.stderr.strip().splitlines() or ['?'])[-1][:300]}")
+                    continue
+                errs = []
+                for f in outs:
+                    want = np.load(f).astype(np.float64)
+                    p = os.path.join(od, sanitize(os.path.basename(f)[7:-4]) + ".npy")
+                    if not os.path.exists(p):
+                        p = os.path.join(od, "output.npy")
+                    got = np.load(p).astype(np.float64)
+                    scale = max(1e-6, float(np.abs(want).max(initial=0)))
+                    errs.append("%.1e" % (float(np.abs(want - got).max(initial=0)) / scale))
+                print(f"{os.path.basename(d[:-1])} {b}: ok {' '.join(errs)}")
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("out")
+    p.add_argument("--graft")
+    p.add_argument("backends", nargs="*", default=["interp"])
+    a = p.parse_args()
+    export(a.out)
+    if a.graft:
+        check(a.out, a.graft, a.backends)
+
+
+if __name__ == "__main__":
+    main()
