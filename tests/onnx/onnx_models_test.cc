@@ -462,6 +462,15 @@ TEST(OnnxModelsTest, FusedOperatorsOfOnnxRuntime) {
   CheckManifestModels(CommittedModelsDir() + "/contrib", 3);
 }
 
+// Test models as ONNX Runtime's graph optimizer and its transformer
+// optimizer save them: FusedConv, FusedGemm, FusedMatMul, FastGelu,
+// BiasGelu, SkipLayerNormalization in real graphs; the outputs are ONNX
+// Runtime's (tests/onnx_models/ort_optimized/manifest.txt).
+TEST(OnnxModelsTest, SavedByOnnxRuntimesOptimizers) {
+  GRAFT_REQUIRE_ONNX_MODELS();
+  CheckManifestModels(CommittedModelsDir() + "/ort_optimized", 5);
+}
+
 // Local functions: nested calls with attribute references, and a model
 // PyTorch exports with export_modules_as_functions
 // (tests/onnx_models/functions/manifest.txt).

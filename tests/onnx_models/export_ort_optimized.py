@@ -9,7 +9,7 @@ outputs, and optionally checks graft on them.
   opt_level 0 (its own fusions: Attention, SkipLayerNormalization,
   EmbedLayerNormalization, FastGelu, BiasGelu, ...).
 
-    python3 tests/onnx_models/export_ort_optimized.py OUT_DIR [--graft PATH BACKEND...]
+    python3 tests/onnx_models/export_ort_optimized.py OUT_DIR [--graft PATH --backends BACKEND...]
 
 Needs onnxruntime (with its transformers package) and numpy. Each model
 directory gets model.onnx, input_NAME.npy and output_NAME.npy (ONNX
@@ -30,15 +30,15 @@ import onnxruntime as ort
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-# (name, source model directory, transformer model type or None)
+# (name, source model directory, transformer model type or None, heads,
+# hidden size)
 SOURCES = [
-    ("cnn", "cnn", None),
-    ("mlp", "mlp", None),
-    ("gpt2_block", "gpt2_block_opset17", "gpt2"),
-    ("gpt2_block13", "gpt2_block_opset13", "gpt2"),
-    ("bert_tiny", "zoo/bert_tiny", "bert"),
-    ("gpt2_tiny", "zoo/gpt2_tiny", "gpt2"),
-    ("torch_encoder", "zoo/torch_encoder", "bert"),
+    ("cnn", "cnn", None, 0, 0),
+    ("mlp", "mlp", None, 0, 0),
+    ("gpt2_block", "gpt2_block_opset17", "gpt2", 4, 64),
+    ("gpt2_block13", "gpt2_block_opset13", "gpt2", 4, 64),
+    ("bert_tiny", "zoo/bert_tiny", "bert", 4, 64),
+    ("gpt2_tiny", "zoo/gpt2_tiny", "gpt2", 4, 64),
 ]
 
 
@@ -68,11 +68,14 @@ def write_dir(d, model_path, feeds):
 
 def export(out):
     rows = []
-    for name, src, model_type in SOURCES:
+    for name, src, model_type, heads, hidden in SOURCES:
         src_dir = os.path.join(HERE, src)
-        src_model = os.path.join(src_dir, "model.onnx")
-        feeds = inputs_of(src_dir, src_model)
+        feeds = inputs_of(src_dir, os.path.join(src_dir, "model.onnx"))
         with tempfile.TemporaryDirectory() as tmp:
+            # One file, its external data inline, so that what the
+            # optimizers save refers to no other file.
+            src_model = os.path.join(tmp, "source.onnx")
+            onnx.save(onnx.load(os.path.join(src_dir, "model.onnx")), src_model)
             saved = os.path.join(tmp, "extended.onnx")
             so = ort.SessionOptions()
             so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
@@ -83,7 +86,7 @@ def export(out):
             if model_type:
                 from onnxruntime.transformers import optimizer
                 try:
-                    opt = optimizer.optimize_model(src_model, model_type=model_type, num_heads=0, hidden_size=0,
+                    opt = optimizer.optimize_model(src_model, model_type=model_type, num_heads=heads, hidden_size=hidden,
                                                    opt_level=0, use_gpu=False)
                     path = os.path.join(tmp, "transformers.onnx")
                     opt.save_model_to_file(path)
@@ -132,7 +135,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("out")
     p.add_argument("--graft")
-    p.add_argument("backends", nargs="*", default=["interp"])
+    p.add_argument("--backends", nargs="+", default=["interp"])
     a = p.parse_args()
     export(a.out)
     if a.graft:
