@@ -1,5 +1,6 @@
 #include "onnx/onnx_functions.h"
 
+#include <algorithm>
 #include <set>
 
 #include "absl/container/flat_hash_map.h"
@@ -89,6 +90,26 @@ const onnx::FunctionProto* LocalFunctions::Find(const onnx::NodeProto& node) con
   if (functions_.empty()) return nullptr;
   auto it = functions_.find(Key{NormalDomain(node.domain()), node.op_type(), Overload(node)});
   return it == functions_.end() ? nullptr : it->second;
+}
+
+absl::StatusOr<int64_t> LocalFunctions::InlinedSize(const onnx::FunctionProto& f, int64_t limit) {
+  if (auto it = sizes_.find(&f); it != sizes_.end()) return it->second;
+  if (sizing_[&f]) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("local function '", f.name(), "' calls itself, directly or through others"));
+  }
+  sizing_[&f] = true;
+  int64_t size = 0;
+  for (const onnx::NodeProto& n : f.node()) {
+    int64_t part = 1;
+    if (const onnx::FunctionProto* callee = Find(n)) {
+      ASSIGN_OR_RETURN(part, InlinedSize(*callee, limit));
+    }
+    size = std::min(limit, size + part);
+  }
+  sizing_[&f] = false;
+  sizes_[&f] = size;
+  return size;
 }
 
 absl::StatusOr<std::vector<onnx::NodeProto>> LocalFunctions::Inline(const onnx::FunctionProto& f,

@@ -26,6 +26,11 @@ class LocalFunctions {
   // The function `node` calls (by domain, name and overload), or null.
   const onnx::FunctionProto* Find(const onnx::NodeProto& node) const;
 
+  // How many nodes a call of `function` becomes once every call inside is
+  // inlined too (other nodes count one), saturating at `limit`; an error
+  // for a function that calls itself.
+  absl::StatusOr<int64_t> InlinedSize(const onnx::FunctionProto& function, int64_t limit);
+
   // The body of `function` for the call `call`, renamed and with its
   // attribute references resolved. `call_id` makes the body's own value
   // names unique in the model.
@@ -36,6 +41,8 @@ class LocalFunctions {
  private:
   using Key = std::tuple<std::string, std::string, std::string>;
   std::map<Key, const onnx::FunctionProto*> functions_;
+  std::map<const onnx::FunctionProto*, int64_t> sizes_;  // InlinedSize's, once known.
+  std::map<const onnx::FunctionProto*, bool> sizing_;    // Being sized (a cycle when met again).
 };
 
 }  // namespace graft::onnx_import

@@ -324,14 +324,26 @@ absl::Status OnnxImporter::ConvertAny(const onnx::NodeProto& node, int index,
         "expansions nest more than ", kMaxDepth, " deep (a local function that calls itself?)"));
   }
   const onnx::NodeProto& top = origin != nullptr ? *origin : node;
+  // Functions calling functions several times each multiply; a small file
+  // must not expand without end. (Functions are sized before they are
+  // inlined, so that such a file is refused at once.)
+  constexpr int64_t kMaxExpandedNodes = int64_t{1} << 22;
   std::vector<onnx::NodeProto> nodes;
   if (const onnx::FunctionProto* f = functions_.Find(node)) {
-    // The body's own values are named after the call's first output, which
-    // is unique in the model; a call without one gets a number.
-    const std::string id = !node.output().empty() && !node.output(0).empty()
-                               ? node.output(0)
-                               : absl::StrCat("#call", calls_without_outputs_++);
-    ASSIGN_OR_RETURN(nodes, LocalFunctions::Inline(*f, node, absl::StrCat(id, "::", f->name())));
+    // The body's own values are named after the call's first output and
+    // the function. A nested call writing its caller's output would repeat
+    // its caller's name (a function calling itself), so a name taken
+    // already gets a number.
+    const std::string base = absl::StrCat(
+        !node.output().empty() && !node.output(0).empty() ? node.output(0) : "call", "::", f->name());
+    ASSIGN_OR_RETURN(const int64_t size, functions_.InlinedSize(*f, kMaxExpandedNodes + 1));
+    if (expanded_nodes_ + size > kMaxExpandedNodes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "the model's local functions expand into more than ", kMaxExpandedNodes, " nodes"));
+    }
+    std::string id = base;
+    for (int n = 2; !call_ids_.insert(id).second; ++n) id = absl::StrCat(base, "#", n);
+    ASSIGN_OR_RETURN(nodes, LocalFunctions::Inline(*f, node, id));
   } else if (IsQOperator(node)) {
     ASSIGN_OR_RETURN(nodes, ExpandQOperator(node, state_.opset()));
   } else if (IsContribOp(node)) {
@@ -342,6 +354,11 @@ absl::Status OnnxImporter::ConvertAny(const onnx::NodeProto& node, int index,
     ASSIGN_OR_RETURN(nodes, ExpandContribOp(node, state_.opset(), types));
   } else {
     return ConvertNode(node, index, origin);
+  }
+  expanded_nodes_ += static_cast<int64_t>(nodes.size());
+  if (expanded_nodes_ > kMaxExpandedNodes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the model's local functions and fused operators expand into more than ", kMaxExpandedNodes, " nodes"));
   }
   for (const onnx::NodeProto& n : nodes) {
     for (const std::string& input : n.input()) {

@@ -9,6 +9,7 @@
 
 #include <string>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "graph/module.h"
@@ -55,8 +56,10 @@ class OnnxImporter {
   absl::Status Error(const absl::Status& status) const;
 
   const onnx::ModelProto& model_;
-  LocalFunctions functions_;
-  int calls_without_outputs_ = 0;
+  LocalFunctions functions_;  // Sizes memoized as calls are met.
+  // The names given to inlined calls' own values (onnx_functions.h).
+  absl::flat_hash_set<std::string> call_ids_;
+  int64_t expanded_nodes_ = 0;  // Made by expansions so far.
   ImportState state_;
 };
 

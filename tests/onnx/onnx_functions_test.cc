@@ -1,0 +1,214 @@
+// Local functions (ModelProto.functions) and ONNX Runtime's fused
+// operators: what calls become, attribute defaults of newer ONNX versions,
+// and the errors of malformed calls. Expected values are worked out here
+// from the definitions.
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "google/protobuf/unknown_field_set.h"
+#include "gtest/gtest.h"
+#include "absl/strings/str_cat.h"
+#include "tests/onnx/onnx_test_util.h"
+
+namespace graft::onnx_test {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Scale(x; factor) = x * factor, factor from the call (ref_attr_name).
+onnx::FunctionProto* AddScaleFunction(ModelBuilder& b) {
+  onnx::ModelProto& m = b.model();
+  onnx::OperatorSetIdProto* id = m.add_opset_import();
+  id->set_domain("local");
+  id->set_version(1);
+  onnx::FunctionProto* f = m.add_functions();
+  f->set_name("Scale");
+  f->set_domain("local");
+  f->add_input("x");
+  f->add_output("y");
+  f->add_attribute("factor");
+  *f->add_opset_import() = m.opset_import(0);
+  onnx::NodeProto* c = f->add_node();
+  c->set_op_type("Constant");
+  c->add_output("f");
+  onnx::AttributeProto* a = c->add_attribute();
+  a->set_name("value_float");
+  a->set_ref_attr_name("factor");
+  a->set_type(onnx::AttributeProto::FLOAT);
+  onnx::NodeProto* mul = f->add_node();
+  mul->set_op_type("Mul");
+  mul->add_input("x");
+  mul->add_input("f");
+  mul->add_output("y");
+  return f;
+}
+
+onnx::NodeProto* Call(ModelBuilder& b, const std::string& function, const std::string& in,
+                      const std::string& out, const std::string& name) {
+  onnx::NodeProto* n = b.Node(function, {in}, {out}, name);
+  n->set_domain("local");
+  return n;
+}
+
+TEST(OnnxLocalFunctions, EachCallTakesItsOwnAttributes) {
+  ModelBuilder b;
+  b.FloatInput("x", {3});
+  AddScaleFunction(b);
+  AttrFloat(Call(b, "Scale", "x", "a", "twice"), "factor", 2.0f);
+  AttrFloat(Call(b, "Scale", "a", "y", "thrice"), "factor", 3.0f);
+  b.Output("y");
+  std::vector<Tensor> out = RunModel(b, {Tensor::FromVector<float>(DType::kF32, {3}, {1, -2, 0.5f})});
+  ASSERT_EQ(out.size(), 1u);
+  ExpectTensor(out[0], DType::kF32, {3}, {6, -12, 3});
+}
+
+// IR version 9 gives functions attribute defaults (attribute_proto, field
+// 11), which graft's protobuf classes predate: they are read from the
+// unknown fields.
+TEST(OnnxLocalFunctions, AnOmittedAttributeTakesTheFunctionsDefault) {
+  ModelBuilder b;
+  b.FloatInput("x", {2});
+  onnx::FunctionProto* f = AddScaleFunction(b);
+  f->clear_attribute();
+  onnx::AttributeProto fallback;
+  fallback.set_name("factor");
+  fallback.set_type(onnx::AttributeProto::FLOAT);
+  fallback.set_f(5.0f);
+  f->mutable_unknown_fields()->AddLengthDelimited(11, fallback.SerializeAsString());
+  Call(b, "Scale", "x", "y", "call");
+  b.Output("y");
+  std::vector<Tensor> out = RunModel(b, {Tensor::FromVector<float>(DType::kF32, {2}, {1, 2})});
+  ASSERT_EQ(out.size(), 1u);
+  ExpectTensor(out[0], DType::kF32, {2}, {5, 10});
+}
+
+TEST(OnnxLocalFunctions, MalformedCallsAreRefusedByName) {
+  ModelBuilder unknown_attribute;
+  unknown_attribute.FloatInput("x", {2});
+  AddScaleFunction(unknown_attribute);
+  AttrFloat(Call(unknown_attribute, "Scale", "x", "y", "call"), "gain", 2.0f);
+  unknown_attribute.Output("y");
+  EXPECT_EQ(ImportError(unknown_attribute),
+            "test.onnx: node 'call' (local.Scale): attribute 'gain' is not an attribute of local "
+            "function 'Scale'");
+
+  ModelBuilder too_many_inputs;
+  too_many_inputs.FloatInput("x", {2});
+  AddScaleFunction(too_many_inputs);
+  onnx::NodeProto* n = Call(too_many_inputs, "Scale", "x", "y", "call");
+  n->add_input("x");
+  AttrFloat(n, "factor", 1.0f);
+  too_many_inputs.Output("y");
+  EXPECT_THAT(ImportError(too_many_inputs),
+              HasSubstr("the call has 2 inputs and 1 outputs, but local function 'Scale' takes 1 and gives 1"));
+
+  // A function that calls itself ends in an error, not a crash.
+  ModelBuilder recursive;
+  recursive.FloatInput("x", {2});
+  onnx::FunctionProto* f = AddScaleFunction(recursive);
+  f->mutable_node(1)->set_op_type("Scale");
+  f->mutable_node(1)->set_domain("local");
+  f->mutable_node(1)->clear_input();
+  f->mutable_node(1)->add_input("x");
+  onnx::AttributeProto* passed = f->mutable_node(1)->add_attribute();
+  passed->set_name("factor");
+  passed->set_ref_attr_name("factor");
+  passed->set_type(onnx::AttributeProto::FLOAT);
+  AttrFloat(Call(recursive, "Scale", "x", "y", "call"), "factor", 1.0f);
+  recursive.Output("y");
+  EXPECT_THAT(ImportError(recursive), HasSubstr("local function 'Scale' calls itself, directly or through others"));
+
+  // Functions that each call the next twice: 2^30 calls of the last are
+  // refused, not expanded.
+  ModelBuilder doubling;
+  doubling.FloatInput("x", {2});
+  onnx::OperatorSetIdProto* local = doubling.model().add_opset_import();
+  local->set_domain("local");
+  local->set_version(1);
+  for (int level = 0; level < 30; ++level) {
+    onnx::FunctionProto* fn = doubling.model().add_functions();
+    fn->set_name(absl::StrCat("F", level));
+    fn->set_domain("local");
+    fn->add_input("x");
+    fn->add_output("y");
+    for (int half = 0; half < 2; ++half) {
+      onnx::NodeProto* inner = fn->add_node();
+      inner->set_op_type(level == 29 ? "Relu" : absl::StrCat("F", level + 1));
+      if (level != 29) inner->set_domain("local");
+      inner->add_input(half == 0 ? "x" : "h");
+      inner->add_output(half == 0 ? "h" : "y");
+    }
+  }
+  Call(doubling, "F0", "x", "y", "call");
+  doubling.Output("y");
+  EXPECT_THAT(ImportError(doubling), HasSubstr("expand into more than 4194304 nodes"));
+
+  // The error inside a body names the call and the body's node.
+  ModelBuilder bad_body;
+  bad_body.FloatInput("x", {2});
+  onnx::FunctionProto* g = AddScaleFunction(bad_body);
+  g->mutable_node(1)->set_op_type("NoSuchOp");
+  AttrFloat(Call(bad_body, "Scale", "x", "y", "call"), "factor", 1.0f);
+  bad_body.Output("y");
+  EXPECT_THAT(ImportError(bad_body), HasSubstr("node 'call' (local.Scale): its NoSuchOp: op type 'NoSuchOp'"));
+}
+
+onnx::NodeProto* Microsoft(ModelBuilder& b, const std::string& op, std::vector<std::string> inputs,
+                           std::vector<std::string> outputs) {
+  onnx::NodeProto* n = b.Node(op, inputs, outputs, "fused");
+  n->set_domain("com.microsoft");
+  return n;
+}
+
+// BiasAdd has no CPU kernel in ONNX Runtime, so no committed model; its
+// definition is X + bias + skip.
+TEST(OnnxFusedOperators, BiasAddAddsBothTerms) {
+  ModelBuilder b;
+  b.FloatInput("x", {1, 2, 2});
+  b.FloatInitializer("bias", {2}, {10, 20});
+  b.FloatInitializer("skip", {1, 2, 2}, {1, 2, 3, 4});
+  Microsoft(b, "BiasAdd", {"x", "bias", "skip"}, {"y"});
+  b.Output("y");
+  std::vector<Tensor> out = RunModel(b, {Tensor::FromVector<float>(DType::kF32, {1, 2, 2}, {0.5f, 0.25f, -1, -2})});
+  ASSERT_EQ(out.size(), 1u);
+  ExpectTensor(out[0], DType::kF32, {1, 2, 2}, {11.5, 22.25, 12, 22});
+}
+
+TEST(OnnxFusedOperators, WhatIsNotSupportedIsRefusedByName) {
+  ModelBuilder past;
+  past.FloatInput("x", {1, 2, 8});
+  past.FloatInitializer("w", {8, 24}, std::vector<float>(8 * 24, 0.1f));
+  past.FloatInitializer("bias", {24}, std::vector<float>(24, 0.0f));
+  past.FloatInitializer("past", {2, 1, 2, 1, 4}, std::vector<float>(16, 0.0f));
+  AttrInt(Microsoft(past, "Attention", {"x", "w", "bias", "", "past"}, {"y"}), "num_heads", 2);
+  past.Output("y");
+  EXPECT_THAT(ImportError(past),
+              HasSubstr("(com.microsoft.Attention): past keys and values (inputs 4 and 6, output 1) are not "
+                        "supported"));
+
+  ModelBuilder heads;
+  heads.FloatInput("x", {1, 2, 8});
+  heads.FloatInitializer("w", {8, 24}, std::vector<float>(8 * 24, 0.1f));
+  AttrInt(Microsoft(heads, "Attention", {"x", "w"}, {"y"}), "num_heads", 3);
+  heads.Output("y");
+  EXPECT_THAT(ImportError(heads), HasSubstr("hidden sizes 8 and 8 are not multiples of 3 heads"));
+
+  ModelBuilder batch;
+  batch.FloatInput("a", {2, 3, 4});
+  batch.FloatInput("b", {2, 4, 5});
+  AttrInt(Microsoft(batch, "FusedMatMul", {"a", "b"}, {"y"}), "transBatchA", 1);
+  batch.Output("y");
+  EXPECT_THAT(ImportError(batch), HasSubstr("transBatchA and transBatchB other than 0 are not supported"));
+
+  ModelBuilder activation;
+  activation.FloatInput("a", {2, 3});
+  activation.FloatInput("b", {3, 2});
+  AttrString(Microsoft(activation, "FusedGemm", {"a", "b"}, {"y"}), "activation", "Swish");
+  activation.Output("y");
+  EXPECT_THAT(ImportError(activation), HasSubstr("activation 'Swish' is not supported"));
+}
+
+}  // namespace
+}  // namespace graft::onnx_test
