@@ -378,14 +378,17 @@ absl::Status OnnxImporter::ConvertNode(const onnx::NodeProto& node, int index,
   state_.set_origin(OnnxNodeOrigin{
       named.name().empty() ? absl::StrCat("#", index) : named.name(),
       QualifiedOpType(named), index});
-  if (!IsDefaultDomain(node.domain())) {
+  // Operators of other domains graft converts directly are in the table
+  // by their qualified type (com.microsoft.MatMulNBits).
+  const OpConverter* converter =
+      FindOpConverter(IsDefaultDomain(node.domain()) ? node.op_type() : QualifiedOpType(node));
+  if (converter == nullptr && !IsDefaultDomain(node.domain())) {
     return absl::UnimplementedError(absl::StrCat(
         "op type '", node.op_type(), "' of the domain '", node.domain(),
         "' is not supported (graft imports the default ONNX domain, the "
         "model's local functions, and the com.microsoft operators "
         "docs/onnx.md lists)"));
   }
-  const OpConverter* converter = FindOpConverter(node.op_type());
   if (converter == nullptr) {
     return absl::UnimplementedError(absl::StrCat(
         "op type '", node.op_type(),

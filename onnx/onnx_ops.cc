@@ -49,6 +49,7 @@ const absl::flat_hash_map<std::string, OpConverter>& Table() {
     AddRecurrentConverters(all);
     AddQuantizeConverters(all);
     AddGridSampleConverters(all);
+    AddMatMulNBitsConverters(all);
     auto* map = new absl::flat_hash_map<std::string, OpConverter>();
     for (OpConverter& c : all) {
       c.since_opset = std::max(c.since_opset, OnnxOperatorIntroducedIn(c.op_type));

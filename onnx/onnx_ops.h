@@ -63,6 +63,8 @@ void AddRearrangeConverters(std::vector<OpConverter>& table);
 void AddRecurrentConverters(std::vector<OpConverter>& table);
 void AddQuantizeConverters(std::vector<OpConverter>& table);
 void AddGridSampleConverters(std::vector<OpConverter>& table);
+// ONNX Runtime's com.microsoft.MatMulNBits, keyed by its qualified type.
+void AddMatMulNBitsConverters(std::vector<OpConverter>& table);
 
 }  // namespace graft::onnx_import
 

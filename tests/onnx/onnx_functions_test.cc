@@ -208,6 +208,21 @@ TEST(OnnxFusedOperators, WhatIsNotSupportedIsRefusedByName) {
   AttrString(Microsoft(activation, "FusedGemm", {"a", "b"}, {"y"}), "activation", "Swish");
   activation.Output("y");
   EXPECT_THAT(ImportError(activation), HasSubstr("activation 'Swish' is not supported"));
+
+  // MatMulNBits's weights must match K, N and block_size.
+  ModelBuilder nbits;
+  nbits.FloatInput("a", {2, 32});
+  onnx::TensorProto* b = nbits.NewTensor("b", onnx::TensorProto::UINT8, {4, 2, 7});
+  b->set_raw_data(std::string(4 * 2 * 7, '\0'));
+  nbits.FloatInitializer("scales", {4, 2}, std::vector<float>(8, 1.0f));
+  onnx::NodeProto* mm = Microsoft(nbits, "MatMulNBits", {"a", "b", "scales"}, {"y"});
+  AttrInt(mm, "K", 32);
+  AttrInt(mm, "N", 4);
+  AttrInt(mm, "bits", 4);
+  AttrInt(mm, "block_size", 16);
+  nbits.Output("y");
+  EXPECT_THAT(ImportError(nbits),
+              HasSubstr("(com.microsoft.MatMulNBits): B has 56 elements, but K, N and block_size make 64"));
 }
 
 }  // namespace

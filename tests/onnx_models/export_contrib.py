@@ -179,6 +179,59 @@ def embed_layer_norm(root):
                 init)
 
 
+def nbits_weights(n, k, block, bits):
+    """Random integers, scales and zero points of MatMulNBits's layout."""
+    blocks = -(-k // block)
+    top = (1 << bits) - 1
+    q = rng.integers(0, top + 1, (n, blocks, block)).astype(np.uint8)
+    if k % block:
+        q[:, -1, k % block:] = 0  # The last block's padding.
+    if bits == 4:
+        packed = (q[:, :, 0::2] | (q[:, :, 1::2] << 4)).astype(np.uint8)
+    else:
+        packed = q
+    scales = (rng.random((n, blocks)) * 0.1 + 0.01).astype(np.float32)
+    zp = rng.integers(0, top + 1, (n, blocks)).astype(np.uint8)
+    if bits == 4:
+        zp_padded = np.zeros((n, blocks + blocks % 2), np.uint8)
+        zp_padded[:, :blocks] = zp
+        zp_packed = (zp_padded[:, 0::2] | (zp_padded[:, 1::2] << 4)).astype(np.uint8)
+    else:
+        zp_packed = zp
+    return packed, scales, zp_packed
+
+
+def matmul_nbits(root):
+    x = f32(2, 3, 64)
+    init = {}
+    nodes = []
+    outs = []
+    for name, n, k, block, bits, zp, bias in [
+            ("q4", 24, 64, 16, 4, False, False),
+            ("q4_zero_points", 24, 64, 32, 4, True, True),
+            ("q4_padded", 20, 40, 16, 4, True, False),
+            ("q8", 12, 64, 16, 8, True, False),
+            ("q8_default", 12, 64, 32, 8, False, True)]:
+        packed, scales, zp_packed = nbits_weights(n, k, block, bits)
+        init[name + "_b"] = packed
+        init[name + "_scales"] = scales
+        inputs = ["x" if k == 64 else "x40", name + "_b", name + "_scales"]
+        if zp:
+            init[name + "_zp"] = zp_packed
+            inputs.append(name + "_zp")
+        if bias:
+            init[name + "_bias"] = f32(n)
+            inputs += [""] * (5 - len(inputs)) + [name + "_bias"]
+        nodes.append(ms_node("MatMulNBits", inputs, [name], K=k, N=n, bits=bits, block_size=block,
+                             accuracy_level=0))
+        outs.append(name)
+    init["starts"] = np.array([0], np.int64)
+    init["ends"] = np.array([40], np.int64)
+    init["axes"] = np.array([2], np.int64)
+    nodes.insert(0, helper.make_node("Slice", ["x", "starts", "ends", "axes"], ["x40"]))
+    return save(root, "matmul_nbits", nodes, {"x": x}, [(o, F, None) for o in outs], init)
+
+
 def local_functions(root):
     # Act(x; alpha) = LeakyRelu(x, alpha) * 2, in domain "custom".
     act = helper.make_function(
@@ -267,7 +320,7 @@ def main():
     args = p.parse_args()
     contrib = os.path.join(args.root, "contrib")
     write_manifest(contrib, [activations(contrib), layer_norms(contrib), fused(contrib), attention(contrib),
-                             embed_layer_norm(contrib)],
+                             embed_layer_norm(contrib), matmul_nbits(contrib)],
                    "# Written by tests/onnx_models/export_contrib.py (onnx.helper); outputs are ONNX Runtime's\n"
                    "# (ort_reference.js: CPU provider, optimizations off). Do not edit.\n")
     functions = os.path.join(args.root, "functions")
