@@ -180,6 +180,22 @@ absl::Status BiasAdd(Contrib& e) {
   return absl::OkStatus();
 }
 
+// BiasSoftmax: Softmax(data + bias) over the last dim (ONNX Runtime's
+// softmax of the flattened dims from `axis` on, which is the last one in
+// the attention scores its fusion makes it from; other axes are refused).
+absl::Status BiasSoftmax(Contrib& e, const ValueTypeLookup& types) {
+  RETURN_IF_ERROR(e.RequireInputs(2));
+  RETURN_IF_ERROR(e.RefuseOtherAttributes({"axis", "is_inner_broadcast"}));
+  const int64_t axis = e.IntAttribute("axis", 1);
+  std::optional<TensorType> t = types(e.In(0));
+  if (axis != -1 && !(t.has_value() && axis == t->rank() - 1)) {
+    return absl::UnimplementedError(absl::StrCat("axis ", axis, " is not supported (the last dim only)"));
+  }
+  // Both broadcast forms (is_inner_broadcast 0 and 1) are numpy's.
+  NodeExpansion::SetInt(e.Add("Softmax", {e.AddValue("Add", {e.In(0), e.In(1)}, "biased")}, e.Out(0)), "axis", -1);
+  return absl::OkStatus();
+}
+
 // --- Fused activations --------------------------------------------------------
 
 // `activation` of x into `out`; its parameters in order (FusedConv's
@@ -578,6 +594,7 @@ const std::map<std::string, ExpandFn>& Expanders() {
       {"com.microsoft/SkipSimplifiedLayerNormalization", Plain(SkipSimplifiedLayerNormalization)},
       {"/SimplifiedLayerNormalization", SimplifiedLayerNormalization},
       {"com.microsoft/BiasAdd", Plain(BiasAdd)},
+      {"com.microsoft/BiasSoftmax", BiasSoftmax},
       {"com.microsoft/FusedConv", Plain(FusedConv)},
       {"com.microsoft/FusedGemm", Plain(FusedGemm)},
       {"com.microsoft/Attention", Attention},

@@ -2,13 +2,14 @@
 #define GRAFT_ONNX_ONNX_CONTRIB_OPS_H_
 
 // ONNX Runtime's fused operators (domain com.microsoft, and
-// SimplifiedLayerNormalization, which it registers in the default domain), as its graph optimizer and its
-// transformer optimizer (onnxruntime.transformers.optimizer) write them
-// into saved models: Gelu, FastGelu, BiasGelu, QuickGelu, FusedMatMul,
-// SkipLayerNormalization, SkipSimplifiedLayerNormalization,
-// SimplifiedLayerNormalization, BiasAdd, BiasSoftmax, FusedConv, FusedGemm,
-// Attention, MultiHeadAttention and EmbedLayerNormalization. Each is imported as the default-domain nodes that define
-// it (onnx_expansion.h): the form the model had before ONNX Runtime fused
+// SimplifiedLayerNormalization, which it registers in the default
+// domain), as its graph optimizer and its transformer optimizer
+// (onnxruntime.transformers.optimizer) write them into saved models: Gelu,
+// FastGelu, BiasGelu, QuickGelu, FusedMatMul, SkipLayerNormalization,
+// SkipSimplifiedLayerNormalization, SimplifiedLayerNormalization, BiasAdd,
+// BiasSoftmax, FusedConv, FusedGemm, Attention, MultiHeadAttention and
+// EmbedLayerNormalization. Each is imported as the default-domain nodes
+// that define it (onnx_expansion.h): the form the model had before ONNX Runtime fused
 // it, which graft's own passes fuse again for its backends. (MatMulNBits,
 // whose packed weights stay packed, is a converter of its own:
 // onnx_ops_matmul_nbits.cc.)

@@ -3,6 +3,7 @@
 // and the errors of malformed calls. Expected values are worked out here
 // from the definitions.
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -174,6 +175,20 @@ TEST(OnnxFusedOperators, BiasAddAddsBothTerms) {
   std::vector<Tensor> out = RunModel(b, {Tensor::FromVector<float>(DType::kF32, {1, 2, 2}, {0.5f, 0.25f, -1, -2})});
   ASSERT_EQ(out.size(), 1u);
   ExpectTensor(out[0], DType::kF32, {1, 2, 2}, {11.5, 22.25, 12, 22});
+}
+
+// BiasSoftmax has no CPU kernel either: softmax(data + bias) over the
+// last dim, worked out here.
+TEST(OnnxFusedOperators, BiasSoftmaxIsTheSoftmaxOfTheSum) {
+  ModelBuilder b;
+  b.FloatInput("x", {1, 2, 2});
+  b.FloatInitializer("bias", {1, 1, 2}, {0, 1});
+  AttrInt(Microsoft(b, "BiasSoftmax", {"x", "bias"}, {"y"}), "axis", 2);
+  b.Output("y");
+  std::vector<Tensor> out = RunModel(b, {Tensor::FromVector<float>(DType::kF32, {1, 2, 2}, {0, 0, 1, 0})});
+  ASSERT_EQ(out.size(), 1u);
+  const double e = std::exp(1.0);
+  ExpectTensor(out[0], DType::kF32, {1, 2, 2}, {1 / (1 + e), e / (1 + e), 0.5, 0.5});
 }
 
 TEST(OnnxFusedOperators, WhatIsNotSupportedIsRefusedByName) {
