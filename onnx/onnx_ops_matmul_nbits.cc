@@ -49,6 +49,11 @@ absl::StatusOr<NBitsShape> ReadShape(NodeContext& ctx) {
   if (s.bits != 4 && s.bits != 8) {
     return NodeContext::Unsupported(absl::StrCat("bits=", s.bits, " is not supported (4 or 8)"));
   }
+  // Far above any real layer, and low enough that no size below overflows.
+  constexpr int64_t kMaxDim = int64_t{1} << 24;
+  if (*k > kMaxDim || *n > kMaxDim || *block > kMaxDim) {
+    return NodeContext::Invalid(absl::StrCat("K, N and block_size must be at most ", kMaxDim));
+  }
   s.k = *k;
   s.n = *n;
   s.block = *block;

@@ -10,7 +10,8 @@ const fs = require('fs');
 const path = require('path');
 
 const kinds = {
-  '<f4': ['float32', Float32Array], '<i8': ['int64', BigInt64Array], '<i4': ['int32', Int32Array],
+  '<f4': ['float32', Float32Array], '<f2': ['float16', Uint16Array], '<i8': ['int64', BigInt64Array],
+  '<i4': ['int32', Int32Array],
   '|b1': ['bool', Uint8Array], '|u1': ['uint8', Uint8Array],
 };
 
