@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "graph/verifier.h"
 #include "onnx/onnx_contrib_ops.h"
+#include "onnx/onnx_control_flow.h"
 #include "onnx/onnx_functions.h"
 #include "onnx/onnx_names.h"
 #include "onnx/onnx_node_context.h"
@@ -344,6 +345,8 @@ absl::Status OnnxImporter::ConvertAny(const onnx::NodeProto& node, int index,
     std::string id = base;
     for (int n = 2; !call_ids_.insert(id).second; ++n) id = absl::StrCat(base, "#", n);
     ASSIGN_OR_RETURN(nodes, LocalFunctions::Inline(*f, node, id));
+  } else if (IsDefaultDomain(node.domain()) && node.op_type() == "If") {
+    ASSIGN_OR_RETURN(nodes, ExpandKnownIf(node));
   } else if (IsQOperator(node)) {
     ASSIGN_OR_RETURN(nodes, ExpandQOperator(node, state_.opset()));
   } else if (IsContribOp(node)) {
@@ -370,6 +373,23 @@ absl::Status OnnxImporter::ConvertAny(const onnx::NodeProto& node, int index,
     if (!s.ok()) return WithPrefix(s, absl::StrCat("its ", QualifiedOpType(n), ": "));
   }
   return absl::OkStatus();
+}
+
+// An If whose condition is known at import, as the branch it takes.
+absl::StatusOr<std::vector<onnx::NodeProto>> OnnxImporter::ExpandKnownIf(const onnx::NodeProto& node) {
+  if (node.input_size() < 1 || node.input(0).empty()) {
+    return absl::InvalidArgumentError("needs a condition input");
+  }
+  const OnnxValue* cond = state_.Find(node.input(0));
+  if (cond == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("input 0 '", node.input(0), "' is not defined"));
+  }
+  if (!cond->constant.has_value()) {
+    return absl::UnimplementedError(
+        "the condition is computed at run time: graft imports an If only when its condition is known at "
+        "import (graft's graphs have no control flow)");
+  }
+  return ExpandIf(node, *cond->constant);
 }
 
 absl::Status OnnxImporter::ConvertNode(const onnx::NodeProto& node, int index,

@@ -8,6 +8,7 @@
 // onnx_import_model.h.
 
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
@@ -50,6 +51,7 @@ class OnnxImporter {
                           const onnx::NodeProto* origin, int depth);
   absl::Status ConvertNode(const onnx::NodeProto& node, int index,
                            const onnx::NodeProto* origin = nullptr);
+  absl::StatusOr<std::vector<onnx::NodeProto>> ExpandKnownIf(const onnx::NodeProto& node);
   absl::Status AddOutputs();
 
   // "<source>: <message>", keeping the code.

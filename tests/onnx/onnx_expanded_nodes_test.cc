@@ -1,7 +1,8 @@
-// Local functions (ModelProto.functions) and ONNX Runtime's fused
-// operators: what calls become, attribute defaults of newer ONNX versions,
-// and the errors of malformed calls. Expected values are worked out here
-// from the definitions.
+// Nodes imported as other nodes: local functions (ModelProto.functions),
+// If with a known condition, and ONNX Runtime's fused operators: what they
+// become, attribute defaults of newer ONNX versions, and the errors of
+// malformed ones. Expected values are worked out here from the
+// definitions.
 
 #include <cmath>
 #include <string>
@@ -154,6 +155,67 @@ TEST(OnnxLocalFunctions, MalformedCallsAreRefusedByName) {
   AttrFloat(Call(bad_body, "Scale", "x", "y", "call"), "factor", 1.0f);
   bad_body.Output("y");
   EXPECT_THAT(ImportError(bad_body), HasSubstr("node 'call' (local.Scale): its NoSuchOp: op type 'NoSuchOp'"));
+}
+
+// An If on "is dim 0 of x above 2", folded from x's shape: Relu(x) when
+// it is, Neg(x) * 2 (the 2 a branch initializer) when not.
+ModelBuilder IfOnTheBatch(int64_t batch) {
+  ModelBuilder b;
+  b.FloatInput("x", {batch});
+  b.Node("Shape", {"x"}, {"shape"});
+  b.Int64Initializer("zero", {}, {0});
+  b.Int64Initializer("two", {}, {2});
+  b.Node("Gather", {"shape", "zero"}, {"dim"});
+  b.Node("Greater", {"dim", "two"}, {"big"});
+  onnx::NodeProto* n = b.Node("If", {"big"}, {"y"}, "if");
+  onnx::AttributeProto* then_branch = n->add_attribute();
+  then_branch->set_name("then_branch");
+  then_branch->set_type(onnx::AttributeProto::GRAPH);
+  onnx::GraphProto* g = then_branch->mutable_g();
+  onnx::NodeProto* relu = g->add_node();
+  relu->set_op_type("Relu");
+  relu->add_input("x");
+  relu->add_output("relu_out");
+  g->add_output()->set_name("relu_out");
+  onnx::AttributeProto* else_branch = n->add_attribute();
+  else_branch->set_name("else_branch");
+  else_branch->set_type(onnx::AttributeProto::GRAPH);
+  onnx::GraphProto* h = else_branch->mutable_g();
+  onnx::TensorProto* factor = h->add_initializer();
+  factor->set_name("factor");
+  factor->set_data_type(onnx::TensorProto::FLOAT);
+  factor->add_float_data(2.0f);
+  onnx::NodeProto* neg = h->add_node();
+  neg->set_op_type("Neg");
+  neg->add_input("x");
+  neg->add_output("neg_out");
+  onnx::NodeProto* mul = h->add_node();
+  mul->set_op_type("Mul");
+  mul->add_input("neg_out");
+  mul->add_input("factor");
+  mul->add_output("scaled_out");
+  h->add_output()->set_name("scaled_out");
+  b.Output("y");
+  return b;
+}
+
+TEST(OnnxControlFlow, AnIfWithAKnownConditionIsTheBranchItTakes) {
+  ModelBuilder big = IfOnTheBatch(3);
+  std::vector<Tensor> out = RunModel(big, {Tensor::FromVector<float>(DType::kF32, {3}, {-1, 2, -3})});
+  ASSERT_EQ(out.size(), 1u);
+  ExpectTensor(out[0], DType::kF32, {3}, {0, 2, 0});
+  ModelBuilder small = IfOnTheBatch(2);
+  out = RunModel(small, {Tensor::FromVector<float>(DType::kF32, {2}, {-1, 2})});
+  ASSERT_EQ(out.size(), 1u);
+  ExpectTensor(out[0], DType::kF32, {2}, {2, -4});
+}
+
+TEST(OnnxControlFlow, AnIfOnARunTimeValueIsRefused) {
+  ModelBuilder b = IfOnTheBatch(3);
+  b.model().mutable_graph()->mutable_node(3)->set_input(0, "flag");
+  b.Input("flag", onnx::TensorProto::BOOL, std::vector<int64_t>{});
+  EXPECT_THAT(ImportError(b), HasSubstr("node 'if' (If): the condition is computed at run time: graft imports an "
+                                        "If only when its condition is known at import"));
 }
 
 onnx::NodeProto* Microsoft(ModelBuilder& b, const std::string& op, std::vector<std::string> inputs,
