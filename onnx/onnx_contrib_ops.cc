@@ -312,26 +312,6 @@ class AttentionBuilder {
     return out;
   }
 
-  // The length of dim `dim` of x, as a 0-D i64 value.
-  std::string Length(const std::string& x, int64_t dim, const std::string& what) {
-    const std::string shape = e_.AddValue("Shape", {x}, what + "_shape_of");
-    const std::string index = e_.Value(what + "_dim");
-    onnx::NodeProto& c = e_.Add("Constant", {}, index);
-    onnx::AttributeProto* a = c.add_attribute();
-    a->set_name("value");
-    a->set_type(onnx::AttributeProto::TENSOR);
-    a->mutable_t()->set_data_type(onnx::TensorProto::INT64);
-    a->mutable_t()->add_int64_data(dim);
-    return e_.AddValue("Gather", {shape, index}, what + "_length");
-  }
-
-  // 0, 1, ..., n - 1 (i64) for a 0-D i64 n.
-  std::string Positions(const std::string& n, const std::string& what) {
-    const std::string zero = e_.Cast(e_.Constant(0, what + "_zero_f"), onnx::TensorProto::INT64, what + "_zero");
-    const std::string one = e_.Cast(e_.Constant(1, what + "_one_f"), onnx::TensorProto::INT64, what + "_one");
-    return e_.AddValue("Range", {zero, n, one}, what);
-  }
-
   // (1 - keep) * filter for a boolean or 0/1 `keep`, with new dims of 1
   // at `axes` (opset 13's Unsqueeze).
   std::string Additive(const std::string& keep, const std::vector<int64_t>& axes, float filter,
@@ -351,7 +331,7 @@ class AttentionBuilder {
     switch (type->rank()) {
       case 1: {
         // Key lengths: key j counts while j < length[b].
-        const std::string positions = Positions(Length(a.k, 1, "key"), e_.Value("key_positions"));
+        const std::string positions = e_.Arange(e_.DimLength(a.k, 1, "key"), "key_positions");
         const std::string lengths = e_.AddValue(
             "Reshape",
             {e_.Cast(mask, onnx::TensorProto::INT64, "key_lengths_i64"), e_.ConstantInts({-1, 1}, "column")},
@@ -383,8 +363,8 @@ class AttentionBuilder {
     }
     if (a.causal) {
       // Key j of query s is excluded for j > s (no past keys).
-      const std::string s = Positions(Length(a.q, 1, "query"), e_.Value("query_positions"));
-      const std::string t = Positions(Length(a.k, 1, "keys"), e_.Value("causal_key_positions"));
+      const std::string s = e_.Arange(e_.DimLength(a.q, 1, "query"), "query_positions");
+      const std::string t = e_.Arange(e_.DimLength(a.k, 1, "keys"), "causal_key_positions");
       const std::string rows =
           e_.AddValue("Reshape", {s, e_.ConstantInts({-1, 1}, "rows_shape")}, "query_rows");
       const std::string later = e_.AddValue("Greater", {t, rows}, "later_keys");
@@ -532,8 +512,7 @@ absl::Status EmbedLayerNormalization(Contrib& e) {
   std::string sum = e.AddValue("Gather", {e.In(2), ids}, "words");
   std::string positions = e.In(8);
   if (positions.empty()) {
-    AttentionBuilder b(e);
-    positions = b.Positions(b.Length(ids, 1, "sequence"), e.Value("positions"));
+    positions = e.Arange(e.DimLength(ids, 1, "sequence"), "positions");
   }
   sum = e.AddValue("Add", {sum, e.AddValue("Gather", {e.In(3), positions}, "position_embeddings")},
                    "with_positions");

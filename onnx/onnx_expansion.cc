@@ -45,6 +45,37 @@ std::string NodeExpansion::Cast(const std::string& value, int32_t to, const std:
   return out;
 }
 
+std::string NodeExpansion::DimLength(const std::string& x, int64_t dim, const std::string& what) {
+  const std::string shape = AddValue("Shape", {x}, what + "_shape_of");
+  const std::string index = Value(what + "_dim");
+  onnx::AttributeProto* a = Add("Constant", {}, index).add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  a->mutable_t()->set_data_type(onnx::TensorProto::INT64);
+  a->mutable_t()->add_int64_data(dim);
+  return AddValue("Gather", {shape, index}, what + "_length");
+}
+
+std::string NodeExpansion::Arange(const std::string& n, const std::string& what) {
+  const std::string zero = Cast(Constant(0, what + "_zero_f"), onnx::TensorProto::INT64, what + "_zero");
+  const std::string one = Cast(Constant(1, what + "_one_f"), onnx::TensorProto::INT64, what + "_one");
+  return AddValue("Range", {zero, n, one}, what);
+}
+
+std::string NodeExpansion::SliceOf(const std::string& x, int64_t axis, int64_t from, int64_t to,
+                                   const std::string& what, int64_t step) {
+  return AddValue("Slice",
+                  {x, ConstantInts({from}, what + "_from"), ConstantInts({to}, what + "_to"),
+                   ConstantInts({axis}, what + "_axis"), ConstantInts({step}, what + "_step")},
+                  what);
+}
+
+std::string NodeExpansion::Permute(const std::string& x, const std::vector<int64_t>& perm, const std::string& what) {
+  const std::string out = Value(what);
+  SetInts(Add("Transpose", {x}, out), "perm", perm);
+  return out;
+}
+
 void NodeExpansion::CopyAttributes(onnx::NodeProto& to, const std::set<std::string>& except) const {
   for (const onnx::AttributeProto& a : node_.attribute()) {
     if (!except.contains(a.name())) *to.add_attribute() = a;

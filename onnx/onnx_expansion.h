@@ -46,6 +46,16 @@ class NodeExpansion {
 
   std::string Cast(const std::string& value, int32_t to, const std::string& what);
 
+  // The length of dim `dim` of x, as a 0-D i64 value.
+  std::string DimLength(const std::string& x, int64_t dim, const std::string& what);
+  // 0, 1, ..., n - 1 (i64) for a 0-D i64 n.
+  std::string Arange(const std::string& n, const std::string& what);
+  // Slice of x along `axis` from `from` to `to` by `step`.
+  std::string SliceOf(const std::string& x, int64_t axis, int64_t from, int64_t to, const std::string& what,
+                      int64_t step = 1);
+  // Transpose of x by `perm`.
+  std::string Permute(const std::string& x, const std::vector<int64_t>& perm, const std::string& what);
+
   // The node's attributes but `except`, copied to `to`.
   void CopyAttributes(onnx::NodeProto& to, const std::set<std::string>& except = {}) const;
   const onnx::AttributeProto* Attribute(const std::string& name) const;

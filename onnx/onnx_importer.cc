@@ -10,6 +10,7 @@
 #include "graph/verifier.h"
 #include "onnx/onnx_contrib_ops.h"
 #include "onnx/onnx_control_flow.h"
+#include "onnx/onnx_function_ops.h"
 #include "onnx/onnx_functions.h"
 #include "onnx/onnx_names.h"
 #include "onnx/onnx_node_context.h"
@@ -350,11 +351,9 @@ absl::Status OnnxImporter::ConvertAny(const onnx::NodeProto& node, int index,
   } else if (IsQOperator(node)) {
     ASSIGN_OR_RETURN(nodes, ExpandQOperator(node, state_.opset()));
   } else if (IsContribOp(node)) {
-    ValueTypeLookup types = [this](const std::string& name) -> std::optional<TensorType> {
-      const OnnxValue* v = state_.Find(name);
-      return v != nullptr ? v->type : std::nullopt;
-    };
-    ASSIGN_OR_RETURN(nodes, ExpandContribOp(node, state_.opset(), types));
+    ASSIGN_OR_RETURN(nodes, ExpandContribOp(node, state_.opset(), Types()));
+  } else if (IsFunctionOp(node)) {
+    ASSIGN_OR_RETURN(nodes, ExpandFunctionOp(node, state_.opset(), Types()));
   } else {
     return ConvertNode(node, index, origin);
   }
@@ -373,6 +372,13 @@ absl::Status OnnxImporter::ConvertAny(const onnx::NodeProto& node, int index,
     if (!s.ok()) return WithPrefix(s, absl::StrCat("its ", QualifiedOpType(n), ": "));
   }
   return absl::OkStatus();
+}
+
+ValueTypeLookup OnnxImporter::Types() {
+  return [this](const std::string& name) -> std::optional<TensorType> {
+    const OnnxValue* v = state_.Find(name);
+    return v != nullptr ? v->type : std::nullopt;
+  };
 }
 
 // An If whose condition is known at import, as the branch it takes.

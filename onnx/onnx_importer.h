@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "graph/module.h"
+#include "onnx/onnx_contrib_ops.h"
 #include "onnx/onnx_functions.h"
 #include "onnx/onnx_import.h"
 #include "onnx/onnx_import_state.h"
@@ -25,8 +26,12 @@ namespace graft::onnx_import {
 inline constexpr int64_t kMinOpset = 7;
 // Opsets 21 and 22 changed the supported operators' types only (int4,
 // float8 and bfloat16 added; GroupNormalization's per-channel scale, which
-// its converter takes at any opset); 23 adds operators and types.
-inline constexpr int64_t kMaxOpset = 22;
+// its converter takes at any opset). 23 added Attention, RMSNormalization
+// and RotaryEmbedding (onnx_function_ops.h), QuantizeLinear's `precision`
+// and DequantizeLinear's `output_dtype`, and float4 types; 24 Swish,
+// TensorScatter (not supported), Attention's nonpad_kv_seqlen (refused),
+// Cast's `round_mode` (for float8e8m0 only) and more types.
+inline constexpr int64_t kMaxOpset = 24;
 
 // Imports one model. Single use.
 class OnnxImporter {
@@ -52,6 +57,8 @@ class OnnxImporter {
   absl::Status ConvertNode(const onnx::NodeProto& node, int index,
                            const onnx::NodeProto* origin = nullptr);
   absl::StatusOr<std::vector<onnx::NodeProto>> ExpandKnownIf(const onnx::NodeProto& node);
+  // The types of the values converted so far, for expansions.
+  ValueTypeLookup Types();
   absl::Status AddOutputs();
 
   // "<source>: <message>", keeping the code.

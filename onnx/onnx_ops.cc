@@ -5,6 +5,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "onnx/onnx_contrib_ops.h"
+#include "onnx/onnx_function_ops.h"
 #include "onnx/onnx_qoperator.h"
 
 namespace graft::onnx_import {
@@ -76,6 +77,7 @@ const OpConverter* FindOpConverter(absl::string_view op_type) {
 std::vector<std::string> SupportedOnnxOps() {
   std::vector<std::string> out = QOperatorTypes();
   for (std::string& type : ContribOpTypes()) out.push_back(std::move(type));
+  for (std::string& type : FunctionOpTypes()) out.push_back(std::move(type));
   for (const auto& [name, c] : Table()) out.push_back(name);
   std::sort(out.begin(), out.end());
   return out;

@@ -504,14 +504,16 @@ void AddElementwiseConverters(std::vector<OpConverter>& table) {
   table.push_back(
       {.op_type = "Where", .fold = FoldWhere, .convert = ConvertWhere});
   table.push_back({.op_type = "Clip", .convert = ConvertClip});
+  // `round_mode` (opset 24) rounds to float8e8m0 only, which graft does
+  // not cast to.
   table.push_back({.op_type = "Cast",
                    .fold = FoldCast,
                    .convert = ConvertCast,
-                   .ignored_attributes = {"saturate"}});
+                   .ignored_attributes = {"saturate", "round_mode"}});
   table.push_back({.op_type = "CastLike",
                    .fold = FoldCast,
                    .convert = ConvertCast,
-                   .ignored_attributes = {"saturate"}});
+                   .ignored_attributes = {"saturate", "round_mode"}});
   table.push_back({.op_type = "LeakyRelu", .convert = ConvertLeakyRelu});
   table.push_back(
       {.op_type = "Gelu", .convert = ConvertGelu});

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "onnx/onnx_ops.h"
 #include "onnx/onnx_ops_util.h"
+#include "onnx/onnx_tensor.h"
 
 namespace graft::onnx_import {
 namespace {
@@ -93,6 +94,12 @@ absl::Status ConvertQuantizeLinear(NodeContext& ctx) {
   if (output_dtype.has_value() && *output_dtype != 0) {
     return NodeContext::Unsupported("output_dtype is not supported; give the type by the zero point");
   }
+  // Opset 23: the division's precision, the scale's type by default; graft
+  // divides in f32 (FLOAT) or wider.
+  ASSIGN_OR_RETURN(int64_t precision, ctx.attrs().Int("precision", 0));
+  if (precision != 0 && precision != onnx::TensorProto::FLOAT) {
+    return NodeContext::Unsupported(absl::StrCat("precision=", precision, " is not supported (0 or 1, float)"));
+  }
   ASSIGN_OR_RETURN(TensorType tx, ctx.InputType(0));
   ASSIGN_OR_RETURN(QuantParams p, ReadQuantParams(ctx, tx.rank()));
   ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "x"));
@@ -107,6 +114,13 @@ absl::Status ConvertQuantizeLinear(NodeContext& ctx) {
     ASSIGN_OR_RETURN(y, ctx.Call("quantize_per_tensor", {x, p.scale->GetAsDouble(0), ZeroPointAt(p, 0), p.quantized}));
   }
   return ctx.SetOutput(0, y);
+}
+
+// The result's type: opset 23's output_dtype, else the scale's.
+absl::StatusOr<DType> DequantizedType(NodeContext& ctx, DType scale_type) {
+  ASSIGN_OR_RETURN(int64_t output_dtype, ctx.attrs().Int("output_dtype", 0));
+  if (output_dtype == 0) return scale_type;
+  return DTypeFromOnnx(static_cast<int32_t>(output_dtype));
 }
 
 // A known int32 input (a bias) is dequantized here: (x - zero point) * scale.
@@ -131,7 +145,8 @@ absl::StatusOr<bool> FoldDequantizeLinear(NodeContext& ctx) {
       return NodeContext::Invalid(absl::StrCat("the scale has ", n, " values for ", channels, " channels"));
     }
   }
-  Tensor out(scale->dtype(), x->dims());
+  ASSIGN_OR_RETURN(DType out_type, DequantizedType(ctx, scale->dtype()));
+  Tensor out(out_type, x->dims());
   for (int64_t i = 0; i < x->NumElements(); ++i) {
     const int64_t c = n == 1 ? 0 : (i / channel_stride) % channels;
     const double zp = zero_point == nullptr ? 0 : zero_point->GetAsDouble(c);
@@ -165,7 +180,8 @@ absl::Status ConvertDequantizeLinear(NodeContext& ctx) {
   } else {
     ASSIGN_OR_RETURN(y, ctx.Call("dequantize", {x, p.scale->GetAsDouble(0), ZeroPointAt(p, 0)}));
   }
-  ASSIGN_OR_RETURN(y, CastIfNeeded(ctx, y, p.scale->dtype()));
+  ASSIGN_OR_RETURN(DType out, DequantizedType(ctx, p.scale->dtype()));
+  ASSIGN_OR_RETURN(y, CastIfNeeded(ctx, y, out));
   return ctx.SetOutput(0, y);
 }
 

@@ -71,10 +71,10 @@ TEST(OnnxImportErrors, OpsetsOutsideTheRange) {
   ModelBuilder old = ReluModel(6);
   EXPECT_THAT(ImportError(old),
               StartsWith("test.onnx: opset 6 is not supported: graft imports "
-                         "opsets 7 to 22"));
-  ModelBuilder future = ReluModel(23);
-  EXPECT_THAT(ImportError(future), HasSubstr("opset 23 is not supported"));
-  for (int64_t opset : {7, 9, 11, 12, 13, 17, 18, 20, 21, 22}) {
+                         "opsets 7 to 24"));
+  ModelBuilder future = ReluModel(25);
+  EXPECT_THAT(ImportError(future), HasSubstr("opset 25 is not supported"));
+  for (int64_t opset : {7, 9, 11, 12, 13, 17, 18, 20, 21, 22, 23, 24}) {
     ModelBuilder ok = ReluModel(opset);
     EXPECT_EQ(ImportError(ok), "") << "opset " << opset;
   }

@@ -471,6 +471,15 @@ TEST(OnnxModelsTest, SavedByOnnxRuntimesOptimizers) {
   CheckManifestModels(CommittedModelsDir() + "/ort_optimized", 5);
 }
 
+// Operators of opsets 23 and 24: Attention (grouped-query heads, bool and
+// float masks, softcap, causal with past keys, 3-D inputs),
+// RMSNormalization, RotaryEmbedding (interleaved and not, partial), Swish,
+// Cast's round_mode (tests/onnx_models/opset23/manifest.txt).
+TEST(OnnxModelsTest, Opsets23And24) {
+  GRAFT_REQUIRE_ONNX_MODELS();
+  CheckManifestModels(CommittedModelsDir() + "/opset23", 3);
+}
+
 // Local functions: nested calls with attribute references, and a model
 // PyTorch exports with export_modules_as_functions
 // (tests/onnx_models/functions/manifest.txt).

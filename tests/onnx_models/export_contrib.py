@@ -232,6 +232,63 @@ def matmul_nbits(root):
     return save(root, "matmul_nbits", nodes, {"x": x}, [(o, F, None) for o in outs], init)
 
 
+def opset23_attention(root):
+    b = 2
+    q = f32(b, 4, 5, 8)
+    mask = rng.random((b, 1, 5, 7)) > 0.3
+    mask[:, :, :, 0] = True  # No row wholly masked.
+    init = {
+        "k": f32(b, 2, 7, 8), "v": f32(b, 2, 7, 6), "mask": mask,
+        "float_mask": f32(1, 4, 5, 7),
+        "k_same": f32(b, 4, 3, 8), "v_same": f32(b, 4, 3, 8),
+        "past_k": f32(b, 4, 4, 8), "past_v": f32(b, 4, 4, 8),
+        "q3": f32(b, 5, 32), "k3": f32(b, 6, 16), "v3": f32(b, 6, 16),
+    }
+    nodes = [
+        helper.make_node("Attention", ["q", "k", "v", "mask"], ["gqa_bool_mask"]),
+        helper.make_node("Attention", ["q", "k", "v", "float_mask"], ["float_mask_softcap"], softcap=2.0, scale=0.5),
+        helper.make_node("Slice", ["q", "s0", "s3", "s2"], ["q_short"]),
+        helper.make_node("Attention", ["q_short", "k_same", "v_same", "", "past_k", "past_v"],
+                         ["causal_past", "present_k", "present_v"], is_causal=1),
+        helper.make_node("Attention", ["q", "k", "v"], ["causal_gqa"], is_causal=1),
+        helper.make_node("Attention", ["q3", "k3", "v3"], ["three_d"], q_num_heads=4, kv_num_heads=2),
+    ]
+    init.update({"s0": np.array([0], np.int64), "s3": np.array([3], np.int64), "s2": np.array([2], np.int64)})
+    outs = ["gqa_bool_mask", "float_mask_softcap", "causal_past", "present_k", "present_v", "causal_gqa",
+            "three_d"]
+    return save(root, "attention", nodes, {"q": q}, [(o, F, None) for o in outs], init, opset=23, ms=False)
+
+
+def opset23_norms_and_rotary(root):
+    x = f32(2, 3, 4, 8)  # [B, heads, S, D]
+    positions = np.array([[0, 3, 1, 2], [5, 4, 0, 1]], np.int64)
+    cache = rng.random((6, 4)).astype(np.float32) * 3
+    init = {
+        "scale": f32(8) + 1, "scale2": f32(4, 8) + 1,
+        "cos": np.cos(cache), "sin": np.sin(cache), "positions": positions,
+        "x3": f32(2, 4, 24),
+        "cos3": np.cos(rng.random((2, 4, 2)).astype(np.float32)),
+        "sin3": np.sin(rng.random((2, 4, 2)).astype(np.float32)),
+    }
+    nodes = [
+        helper.make_node("RMSNormalization", ["x", "scale"], ["rms_last"], epsilon=1e-6),
+        helper.make_node("RMSNormalization", ["x", "scale2"], ["rms_two_dims"], axis=2),
+        helper.make_node("RotaryEmbedding", ["x", "cos", "sin", "positions"], ["rotary"]),
+        helper.make_node("RotaryEmbedding", ["x3", "cos3", "sin3"], ["rotary_partial_interleaved"],
+                         num_heads=3, rotary_embedding_dim=4, interleaved=1),
+    ]
+    outs = ["rms_last", "rms_two_dims", "rotary", "rotary_partial_interleaved"]
+    return save(root, "norms_and_rotary", nodes, {"x": x}, [(o, F, None) for o in outs], init, opset=23, ms=False)
+
+
+def opset24(root):
+    x = f32(2, 6)
+    nodes = [helper.make_node("Swish", ["x"], ["swish"], alpha=0.7),
+             helper.make_node("Cast", ["x"], ["cast"], to=TensorProto.INT32, round_mode="up")]
+    return save(root, "opset24", nodes, {"x": x}, [("swish", F, None), ("cast", TensorProto.INT32, None)], {},
+                opset=24, ms=False)
+
+
 def local_functions(root):
     # Act(x; alpha) = LeakyRelu(x, alpha) * 2, in domain "custom".
     act = helper.make_function(
@@ -323,6 +380,10 @@ def main():
                              embed_layer_norm(contrib), matmul_nbits(contrib)],
                    "# Written by tests/onnx_models/export_contrib.py (onnx.helper); outputs are ONNX Runtime's\n"
                    "# (ort_reference.js: CPU provider, optimizations off). Do not edit.\n")
+    newer = os.path.join(args.root, "opset23")
+    write_manifest(newer, [opset23_attention(newer), opset23_norms_and_rotary(newer), opset24(newer)],
+                   "# Written by tests/onnx_models/export_contrib.py (onnx.helper): operators of opsets 23 and 24;\n"
+                   "# outputs are ONNX Runtime's (ort_reference.js). Do not edit.\n")
     functions = os.path.join(args.root, "functions")
     write_manifest(functions, [local_functions(functions), torch_functions(functions)],
                    "# Written by tests/onnx_models/export_contrib.py; outputs are ONNX Runtime's\n"

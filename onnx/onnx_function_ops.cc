@@ -1,0 +1,353 @@
+#include "onnx/onnx_function_ops.h"
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+#include <optional>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "onnx/onnx_expansion.h"
+#include "support/status_macros.h"
+
+namespace graft::onnx_import {
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// The static size of dim `dim` (negative from the end) of value `name`.
+absl::StatusOr<int64_t> StaticDimOf(const ValueTypeLookup& types, const std::string& name, int64_t dim,
+                                    const std::string& what) {
+  std::optional<TensorType> t = types(name);
+  if (!t.has_value()) return absl::InvalidArgumentError(absl::StrCat(what, " has no known shape"));
+  const int64_t d = dim < 0 ? dim + t->rank() : dim;
+  if (d < 0 || d >= t->rank() || !t->shape[d].is_constant()) {
+    return absl::UnimplementedError(absl::StrCat(what, " (", t->ToString(), ") needs a static size in dim ", dim));
+  }
+  return t->shape[d].value();
+}
+
+absl::StatusOr<int64_t> RankOf(const ValueTypeLookup& types, const std::string& name, const std::string& what) {
+  std::optional<TensorType> t = types(name);
+  if (!t.has_value()) return absl::InvalidArgumentError(absl::StrCat(what, " has no known rank"));
+  return t->rank();
+}
+
+// A float constant in the type of `like`.
+std::string ConstantLike(NodeExpansion& e, float v, const std::string& like, const std::string& what) {
+  return e.AddValue("CastLike", {e.Constant(v, what + "_f32"), like}, what);
+}
+
+// --- Attention ----------------------------------------------------------------
+
+struct AttentionShape {
+  bool three_d = false;      // [B, S, heads * size] rather than [B, heads, S, size].
+  int64_t q_heads = 0, kv_heads = 0;
+  int64_t head_size = 0, key_head_size = 0;
+};
+
+absl::StatusOr<AttentionShape> ReadAttentionShape(const NodeExpansion& e, const ValueTypeLookup& types) {
+  AttentionShape s;
+  const onnx::AttributeProto* qh = e.Attribute("q_num_heads");
+  const onnx::AttributeProto* kvh = e.Attribute("kv_num_heads");
+  ASSIGN_OR_RETURN(const int64_t rank, RankOf(types, e.In(0), "Q"));
+  s.three_d = qh != nullptr && kvh != nullptr;
+  if (rank != (s.three_d ? 3 : 4)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Q has rank ", rank, ": 3 with q_num_heads and kv_num_heads both given, else 4"));
+  }
+  if (s.three_d) {
+    s.q_heads = qh->i();
+    s.kv_heads = kvh->i();
+    if (s.q_heads < 1 || s.kv_heads < 1) return absl::InvalidArgumentError("head counts must be at least 1");
+    ASSIGN_OR_RETURN(const int64_t q_hidden, StaticDimOf(types, e.In(0), -1, "Q"));
+    ASSIGN_OR_RETURN(const int64_t k_hidden, StaticDimOf(types, e.In(1), -1, "K"));
+    if (q_hidden % s.q_heads != 0 || k_hidden % s.kv_heads != 0) {
+      return absl::InvalidArgumentError(absl::StrCat("Q's ", q_hidden, " and K's ", k_hidden,
+                                                     " columns do not split into ", s.q_heads, " and ",
+                                                     s.kv_heads, " heads"));
+    }
+    s.head_size = q_hidden / s.q_heads;
+    s.key_head_size = k_hidden / s.kv_heads;
+  } else {
+    ASSIGN_OR_RETURN(s.q_heads, StaticDimOf(types, e.In(0), 1, "Q"));
+    ASSIGN_OR_RETURN(s.kv_heads, StaticDimOf(types, e.In(1), 1, "K"));
+    ASSIGN_OR_RETURN(s.head_size, StaticDimOf(types, e.In(0), 3, "Q"));
+    ASSIGN_OR_RETURN(s.key_head_size, StaticDimOf(types, e.In(1), 3, "K"));
+  }
+  if (s.q_heads % s.kv_heads != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(s.q_heads, " query heads are not a multiple of ", s.kv_heads, " key heads"));
+  }
+  return s;
+}
+
+// [B, S, heads * size] -> [B, heads, S, size].
+std::string SplitHeads(NodeExpansion& e, const std::string& x, int64_t heads, const std::string& what) {
+  const std::string split =
+      e.AddValue("Reshape", {x, e.ConstantInts({0, 0, heads, -1}, what + "_shape")}, what + "_heads");
+  return e.Permute(split, {0, 2, 1, 3}, what + "_bhsd");
+}
+
+// Each of `kv` [B, kv_heads, T, size]'s heads `repeat` times in place:
+// [B, kv_heads * repeat, T, size] (grouped-query attention).
+std::string RepeatHeads(NodeExpansion& e, const std::string& kv, int64_t repeat, int64_t q_heads, int64_t size,
+                        const std::string& what) {
+  const std::string wide = e.AddValue("Unsqueeze", {kv, e.ConstantInts({2}, what + "_axis")}, what + "_wide");
+  std::vector<std::string> copies(repeat, wide);
+  onnx::NodeProto& concat = e.Add("Concat", copies, e.Value(what + "_copies"));
+  NodeExpansion::SetInt(concat, "axis", 2);
+  return e.AddValue("Reshape", {e.Value(what + "_copies"), e.ConstantInts({0, q_heads, -1, size}, what + "_shape")},
+                    what + "_repeated");
+}
+
+// Q, K, V (3-D with q_num_heads and kv_num_heads, else 4-D), attn_mask
+// (bool: true attends; else added), past_key and past_value ->
+// softmax(scale * Q K^T (softcapped) + masks) V, and the keys and values
+// with the past as outputs 1 and 2.
+absl::Status Attention(NodeExpansion& e, const ValueTypeLookup& types) {
+  RETURN_IF_ERROR(e.RequireInputs(3));
+  RETURN_IF_ERROR(e.RefuseOtherAttributes({"is_causal", "kv_num_heads", "q_num_heads", "qk_matmul_output_mode",
+                                           "scale", "softcap", "softmax_precision"}));
+  if (!e.Out(3).empty()) return absl::UnimplementedError("output 3 (qk_matmul_output) is not supported");
+  if (e.Has(6)) return absl::UnimplementedError("input 6 (nonpad_kv_seqlen) is not supported");
+  if (e.Has(4) != e.Has(5)) return absl::InvalidArgumentError("past_key and past_value come together");
+  ASSIGN_OR_RETURN(const AttentionShape s, ReadAttentionShape(e, types));
+  const std::string q0 = e.In(0);
+  std::string q = s.three_d ? SplitHeads(e, q0, s.q_heads, "q") : q0;
+  std::string k = s.three_d ? SplitHeads(e, e.In(1), s.kv_heads, "k") : e.In(1);
+  std::string v = s.three_d ? SplitHeads(e, e.In(2), s.kv_heads, "v") : e.In(2);
+  const bool past = e.Has(4);
+  for (auto [value, input, output] : {std::tuple{&k, 4, 1}, std::tuple{&v, 5, 2}}) {
+    const bool named = !e.Out(output).empty();
+    if (past) {
+      const std::string all = named ? e.Out(output) : e.Value(absl::StrCat("present", output));
+      NodeExpansion::SetInt(e.Add("Concat", {e.In(input), *value}, all), "axis", 2);
+      *value = all;
+    } else if (named) {
+      e.Add("Identity", {*value}, e.Out(output));
+    }
+  }
+  const std::string keys = k;  // [B, kv_heads, T, size], for the causal mask's length.
+  if (s.q_heads != s.kv_heads) {
+    const int64_t repeat = s.q_heads / s.kv_heads;
+    ASSIGN_OR_RETURN(const int64_t value_size,
+                     s.three_d ? StaticDimOf(types, e.In(2), -1, "V") : StaticDimOf(types, e.In(2), 3, "V"));
+    k = RepeatHeads(e, k, repeat, s.q_heads, s.key_head_size, "k_grouped");
+    v = RepeatHeads(e, v, repeat, s.q_heads, s.three_d ? value_size / s.kv_heads : value_size, "v_grouped");
+  }
+  const onnx::AttributeProto* scale_attr = e.Attribute("scale");
+  const float scale = scale_attr != nullptr ? scale_attr->f() : 1.0f / std::sqrt(static_cast<float>(s.head_size));
+  std::string scores = e.AddValue("MatMul", {q, e.Permute(k, {0, 1, 3, 2}, "k_transposed")}, "qk");
+  scores = e.AddValue("Mul", {scores, ConstantLike(e, scale, q0, "scale")}, "scores");
+  const float softcap = e.FloatAttribute("softcap", 0.0f);
+  if (softcap != 0) {
+    const std::string cap = ConstantLike(e, softcap, q0, "softcap");
+    const std::string tanh = e.AddValue("Tanh", {e.AddValue("Div", {scores, cap}, "capped_in")}, "capped_tanh");
+    scores = e.AddValue("Mul", {tanh, cap}, "capped");
+  }
+  // The additive bias: the mask's, then the causal one.
+  std::string bias;
+  if (e.Has(3)) {
+    std::optional<TensorType> mt = types(e.In(3));
+    if (mt.has_value() && mt->dtype == DType::kBool) {
+      bias = e.AddValue("Where", {e.In(3), e.Constant(0, "attend"), e.Constant(kNegInf, "masked")}, "mask_bias");
+      bias = e.AddValue("CastLike", {bias, q0}, "mask_bias_typed");
+    } else {
+      bias = e.AddValue("CastLike", {e.In(3), q0}, "mask_bias_typed");
+    }
+  }
+  if (e.IntAttribute("is_causal", 0) != 0) {
+    // Query i attends key j where j <= i + (the past's length).
+    std::string rows = e.Arange(e.DimLength(q, 2, "queries"), "query_positions");
+    if (past) rows = e.AddValue("Add", {rows, e.DimLength(e.In(4), 2, "past")}, "query_positions_after_past");
+    rows = e.AddValue("Unsqueeze", {rows, e.ConstantInts({1}, "rows_axis")}, "query_rows");
+    const std::string cols = e.Arange(e.DimLength(keys, 2, "keys"), "key_positions");
+    const std::string later = e.AddValue("Less", {rows, cols}, "later_keys");
+    std::string causal =
+        e.AddValue("Where", {later, e.Constant(kNegInf, "causal_masked"), e.Constant(0, "causal_attend")}, "causal");
+    causal = e.AddValue("CastLike", {causal, q0}, "causal_typed");
+    bias = bias.empty() ? causal : e.AddValue("Add", {bias, causal}, "bias");
+  }
+  if (!bias.empty()) scores = e.AddValue("Add", {scores, bias}, "scores_masked");
+  onnx::NodeProto& softmax = e.Add("Softmax", {scores}, e.Value("probabilities"));
+  NodeExpansion::SetInt(softmax, "axis", -1);
+  std::string probabilities = e.Value("probabilities");
+  if (e.Has(3)) {
+    // A row whose every key is masked gives zeros, not NaN.
+    onnx::NodeProto& row_max = e.Add("ReduceMax", {bias, e.ConstantInts({-1}, "row_axis")}, e.Value("row_max"));
+    NodeExpansion::SetInt(row_max, "keepdims", 1);
+    const std::string none =
+        e.AddValue("Equal", {e.Value("row_max"), ConstantLike(e, kNegInf, q0, "minus_infinity")}, "row_masked");
+    probabilities =
+        e.AddValue("Where", {none, ConstantLike(e, 0, q0, "zero"), probabilities}, "probabilities_guarded");
+  }
+  if (!s.three_d) {
+    e.Add("MatMul", {probabilities, v}, e.Out(0));
+    return absl::OkStatus();
+  }
+  const std::string context = e.Permute(e.AddValue("MatMul", {probabilities, v}, "context"), {0, 2, 1, 3},
+                                        "context_bshd");
+  e.Add("Reshape", {context, e.ConstantInts({0, 0, -1}, "output_shape")}, e.Out(0));
+  return absl::OkStatus();
+}
+
+// --- Normalization and rotary embeddings --------------------------------------
+
+// X / sqrt(mean(X^2 over the dims from `axis` on) + epsilon) * scale, in
+// f32 (stash_type 1) for narrower inputs.
+absl::Status RmsNormalization(NodeExpansion& e, const ValueTypeLookup& types) {
+  RETURN_IF_ERROR(e.RequireInputs(2));
+  RETURN_IF_ERROR(e.RefuseOtherAttributes({"axis", "epsilon", "stash_type"}));
+  ASSIGN_OR_RETURN(const int64_t rank, RankOf(types, e.In(0), "X"));
+  int64_t axis = e.IntAttribute("axis", -1);
+  if (axis < -rank || axis >= rank) {
+    return absl::InvalidArgumentError(absl::StrCat("axis ", axis, " is outside X's ", rank, " dims"));
+  }
+  if (axis < 0) axis += rank;
+  std::vector<int64_t> axes;
+  for (int64_t d = axis; d < rank; ++d) axes.push_back(d);
+  std::string x = e.In(0);
+  if (e.IntAttribute("stash_type", 1) == onnx::TensorProto::FLOAT) {
+    x = e.Cast(x, onnx::TensorProto::FLOAT, "stashed");
+  }
+  const std::string square = e.AddValue("Mul", {x, x}, "square");
+  onnx::NodeProto& mean = e.Add("ReduceMean", {square, e.ConstantInts(axes, "axes")}, e.Value("mean_square"));
+  NodeExpansion::SetInt(mean, "keepdims", 1);
+  const std::string eps = ConstantLike(e, e.FloatAttribute("epsilon", 1e-5f), x, "epsilon");
+  const std::string rms = e.AddValue("Sqrt", {e.AddValue("Add", {e.Value("mean_square"), eps}, "variance")}, "rms");
+  const std::string normalized = e.AddValue("Div", {x, rms}, "normalized");
+  const std::string typed = e.AddValue("CastLike", {normalized, e.In(0)}, "normalized_typed");
+  e.Add("Mul", {typed, e.In(1)}, e.Out(0));
+  return absl::OkStatus();
+}
+
+// X (4-D [B, heads, S, D], or 3-D [B, S, heads * D] with num_heads)
+// rotated by position: the first rotary_embedding_dim (default D) of each
+// head's D values as pairs (the two halves, or neighbours when
+// interleaved) turned by the angle whose cos and sin the caches give (at
+// position_ids, else [B, S, dim / 2] directly); the rest pass through.
+absl::Status RotaryEmbedding(NodeExpansion& e, const ValueTypeLookup& types) {
+  RETURN_IF_ERROR(e.RequireInputs(3));
+  RETURN_IF_ERROR(e.RefuseOtherAttributes({"interleaved", "num_heads", "rotary_embedding_dim"}));
+  ASSIGN_OR_RETURN(const int64_t rank, RankOf(types, e.In(0), "X"));
+  int64_t d = 0;
+  std::string x;  // [B, S, heads, D].
+  if (rank == 4) {
+    ASSIGN_OR_RETURN(d, StaticDimOf(types, e.In(0), 3, "X"));
+    x = e.Permute(e.In(0), {0, 2, 1, 3}, "bshd");
+  } else if (rank == 3) {
+    const int64_t heads = e.IntAttribute("num_heads", 0);
+    if (heads < 1) return absl::InvalidArgumentError("a 3-D X needs num_heads");
+    ASSIGN_OR_RETURN(const int64_t hidden, StaticDimOf(types, e.In(0), -1, "X"));
+    if (hidden % heads != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(hidden, " columns do not split into ", heads, " heads"));
+    }
+    d = hidden / heads;
+    x = e.AddValue("Reshape", {e.In(0), e.ConstantInts({0, 0, heads, -1}, "heads_shape")}, "bshd");
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("X has rank ", rank, " (3 or 4)"));
+  }
+  const int64_t rd = e.IntAttribute("rotary_embedding_dim", 0) > 0 ? e.IntAttribute("rotary_embedding_dim", 0) : d;
+  if (rd > d || rd % 2 != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("rotary_embedding_dim ", rd, " must be even and at most ", d));
+  }
+  const int64_t half = rd / 2;
+  std::string angles[2];  // cos, sin: [B, S, 1, rd / 2].
+  for (int i = 0; i < 2; ++i) {
+    const std::string what = i == 0 ? "cos" : "sin";
+    std::string c = e.SliceOf(e.In(1 + i), -1, 0, half, what + "_used");
+    if (e.Has(3)) c = e.AddValue("Gather", {c, e.In(3)}, what + "_at_positions");
+    angles[i] = e.AddValue("Unsqueeze", {c, e.ConstantInts({2}, what + "_axis")}, what);
+  }
+  const bool interleaved = e.IntAttribute("interleaved", 0) != 0;
+  const std::string x1 = interleaved ? e.SliceOf(x, -1, 0, rd, "x1", 2) : e.SliceOf(x, -1, 0, half, "x1");
+  const std::string x2 = interleaved ? e.SliceOf(x, -1, 1, rd, "x2", 2) : e.SliceOf(x, -1, half, rd, "x2");
+  auto product = [&](const std::string& a, const std::string& b, const std::string& what) {
+    return e.AddValue("Mul", {a, b}, what);
+  };
+  const std::string real = e.AddValue(
+      "Sub", {product(angles[0], x1, "cos_x1"), product(angles[1], x2, "sin_x2")}, "real");
+  const std::string imag = e.AddValue(
+      "Add", {product(angles[1], x1, "sin_x1"), product(angles[0], x2, "cos_x2")}, "imag");
+  std::string rotated;
+  if (interleaved) {
+    const std::string r = e.AddValue("Unsqueeze", {real, e.ConstantInts({-1}, "real_axis")}, "real_pairs");
+    const std::string i = e.AddValue("Unsqueeze", {imag, e.ConstantInts({-1}, "imag_axis")}, "imag_pairs");
+    NodeExpansion::SetInt(e.Add("Concat", {r, i}, e.Value("pairs")), "axis", -1);
+    rotated = e.AddValue("Reshape", {e.Value("pairs"), e.ConstantInts({0, 0, 0, rd}, "pairs_shape")}, "rotated");
+  } else {
+    NodeExpansion::SetInt(e.Add("Concat", {real, imag}, e.Value("rotated")), "axis", -1);
+    rotated = e.Value("rotated");
+  }
+  std::string y = rotated;
+  if (rd < d) {
+    NodeExpansion::SetInt(e.Add("Concat", {rotated, e.SliceOf(x, -1, rd, d, "passed")}, e.Value("joined")), "axis",
+                          -1);
+    y = e.Value("joined");
+  }
+  if (rank == 4) {
+    NodeExpansion::SetInts(e.Add("Transpose", {y}, e.Out(0)), "perm", {0, 2, 1, 3});
+  } else {
+    e.Add("Reshape", {y, e.ConstantInts({0, 0, -1}, "output_shape")}, e.Out(0));
+  }
+  return absl::OkStatus();
+}
+
+// Swish (opset 24): x * sigmoid(alpha * x).
+absl::Status Swish(NodeExpansion& e, const ValueTypeLookup&) {
+  RETURN_IF_ERROR(e.RequireInputs(1));
+  RETURN_IF_ERROR(e.RefuseOtherAttributes({"alpha"}));
+  const std::string scaled =
+      e.AddValue("Mul", {e.In(0), ConstantLike(e, e.FloatAttribute("alpha", 1.0f), e.In(0), "alpha")}, "scaled");
+  e.Add("Mul", {e.In(0), e.AddValue("Sigmoid", {scaled}, "gate")}, e.Out(0));
+  return absl::OkStatus();
+}
+
+struct FunctionOp {
+  int64_t since_opset;
+  std::function<absl::Status(NodeExpansion&, const ValueTypeLookup&)> expand;
+};
+
+const std::map<std::string, FunctionOp>& Table() {
+  static const auto* table = new std::map<std::string, FunctionOp>{
+      {"Attention", {23, Attention}},
+      {"RMSNormalization", {23, RmsNormalization}},
+      {"RotaryEmbedding", {23, RotaryEmbedding}},
+      {"Swish", {24, Swish}},
+  };
+  return *table;
+}
+
+bool IsDefault(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
+
+}  // namespace
+
+bool IsFunctionOp(const onnx::NodeProto& node) {
+  return IsDefault(node.domain()) && Table().contains(node.op_type());
+}
+
+std::vector<std::string> FunctionOpTypes() {
+  std::vector<std::string> out;
+  for (const auto& [name, op] : Table()) out.push_back(name);
+  return out;
+}
+
+absl::StatusOr<std::vector<onnx::NodeProto>> ExpandFunctionOp(const onnx::NodeProto& node, int64_t model_opset,
+                                                              const ValueTypeLookup& types) {
+  auto it = Table().find(node.op_type());
+  if (it == Table().end() || !IsDefault(node.domain())) {
+    return absl::InternalError(absl::StrCat(node.op_type(), " is not an operator graft expands"));
+  }
+  if (model_opset < it->second.since_opset) {
+    return absl::InvalidArgumentError(absl::StrCat(node.op_type(), " needs opset ", it->second.since_opset,
+                                                   " or later, but the model imports opset ", model_opset));
+  }
+  NodeExpansion e(node);
+  RETURN_IF_ERROR(it->second.expand(e, types));
+  return e.Take();
+}
+
+}  // namespace graft::onnx_import
