@@ -110,8 +110,9 @@ absl::Status FusedMatMul(Contrib& e, int64_t rank_a, int64_t rank_b) {
     return absl::UnimplementedError("transBatchA and transBatchB other than 0 are not supported");
   }
   std::string a = e.In(0), b = e.In(1);
-  if (e.IntAttribute("transA", 0) != 0) a = e.TransposeLastTwo(a, rank_a, "a_transposed");
-  if (e.IntAttribute("transB", 0) != 0) b = e.TransposeLastTwo(b, rank_b, "b_transposed");
+  // ONNX Runtime ignores transA and transB on a 1-D operand.
+  if (e.IntAttribute("transA", 0) != 0 && rank_a >= 2) a = e.TransposeLastTwo(a, rank_a, "a_transposed");
+  if (e.IntAttribute("transB", 0) != 0 && rank_b >= 2) b = e.TransposeLastTwo(b, rank_b, "b_transposed");
   const float alpha = e.FloatAttribute("alpha", 1.0f);
   if (alpha == 1.0f) {
     e.Add("MatMul", {a, b}, e.Out(0));
@@ -221,7 +222,13 @@ absl::Status Activation(Contrib& e, const std::string& activation,
     if (params.size() < 2 || !params[0].has_value() || !params[1].has_value()) {
       return absl::InvalidArgumentError("activation Clip needs two parameters, min and max");
     }
-    e.Add("Clip", {x, e.Constant(*params[0], "clip_min"), e.Constant(*params[1], "clip_max")}, out);
+    if (e.opset() < 11) {  // Clip's bounds were attributes then.
+      onnx::NodeProto& clip = e.Add("Clip", {x}, out);
+      NodeExpansion::SetFloat(clip, "min", *params[0]);
+      NodeExpansion::SetFloat(clip, "max", *params[1]);
+    } else {
+      e.Add("Clip", {x, e.Constant(*params[0], "clip_min"), e.Constant(*params[1], "clip_max")}, out);
+    }
   } else {
     return absl::UnimplementedError(absl::StrCat("activation '", activation, "' is not supported"));
   }
@@ -300,7 +307,7 @@ struct AttentionParts {
 
 class AttentionBuilder {
  public:
-  explicit AttentionBuilder(Contrib& e) : e_(e) {}
+  AttentionBuilder(Contrib& e, const ValueTypeLookup& types) : e_(e), types_(types) {}
 
   // [B, S, D] -> [B, heads, S, D / heads], or [B, heads, D / heads, S].
   std::string Heads(const std::string& x, int64_t heads, bool transposed, const std::string& what) {
@@ -324,13 +331,28 @@ class AttentionBuilder {
     return e_.AddValue("Unsqueeze", {scaled, e_.ConstantInts(axes, what + "_axes")}, what);
   }
 
+  // Where a mask keeps a key: ONNX Runtime's test is mask > 0.
+  std::string Kept(const std::string& mask) {
+    const std::string values = e_.Cast(mask, onnx::TensorProto::FLOAT, "mask_values");
+    return e_.AddValue("Greater", {values, e_.Constant(0, "mask_zero")}, "mask_kept");
+  }
+
   // The additive mask of ONNX Runtime's mask_index / key_padding_mask
   // forms: [B] key lengths, [B, T] or [B, S, T] 0/1 masks.
   absl::Status AddKeyMask(AttentionParts& a, const std::string& mask, const std::optional<TensorType>& type) {
     if (!type.has_value()) return absl::InvalidArgumentError("the mask has no known rank");
     switch (type->rank()) {
       case 1: {
-        // Key lengths: key j counts while j < length[b].
+        // Key lengths: key j counts while j < length[b]. ([2B] adds start
+        // positions, and MultiHeadAttention's [3B + 2] more: refused where
+        // the batch is known to differ from the length.)
+        std::optional<TensorType> qt = types_(e_.In(0));  // The query: [B, S, ...].
+        if (type->shape[0].is_constant() && qt.has_value() && qt->rank() > 0 && qt->shape[0].is_constant() &&
+            type->shape[0].value() != qt->shape[0].value()) {
+          return absl::UnimplementedError(absl::StrCat("a 1-D mask of ", type->shape[0].value(),
+                                                       " entries for a batch of ", qt->shape[0].value(),
+                                                       " is not supported (key lengths, one per batch entry)"));
+        }
         const std::string positions = e_.Arange(e_.DimLength(a.k, 1, "key"), "key_positions");
         const std::string lengths = e_.AddValue(
             "Reshape",
@@ -341,10 +363,10 @@ class AttentionBuilder {
         return absl::OkStatus();
       }
       case 2:
-        a.additive.push_back(Additive(mask, {1, 2}, a.mask_filter_value, "key_mask"));
+        a.additive.push_back(Additive(Kept(mask), {1, 2}, a.mask_filter_value, "key_mask"));
         return absl::OkStatus();
       case 3:
-        a.additive.push_back(Additive(mask, {1}, a.mask_filter_value, "key_mask"));
+        a.additive.push_back(Additive(Kept(mask), {1}, a.mask_filter_value, "key_mask"));
         return absl::OkStatus();
       default:
         return absl::UnimplementedError(
@@ -382,6 +404,7 @@ class AttentionBuilder {
 
  private:
   Contrib& e_;
+  const ValueTypeLookup& types_;
 };
 
 // Columns [from, to) of a 2-D value (Attention's packed weights), or
@@ -441,8 +464,9 @@ absl::Status Attention(Contrib& e, const ValueTypeLookup& types) {
   ASSIGN_OR_RETURN(const int64_t width, StaticDim(e, types, 1, -1));
   int64_t d = width / 3, dv = width / 3;
   if (const onnx::AttributeProto* sizes = e.Attribute("qkv_hidden_sizes")) {
-    if (sizes->ints_size() != 3 || sizes->ints(0) != sizes->ints(1) ||
-        sizes->ints(0) + sizes->ints(1) + sizes->ints(2) != width) {
+    bool valid = sizes->ints_size() == 3 && sizes->ints(0) == sizes->ints(1);
+    for (int i = 0; valid && i < 3; ++i) valid = sizes->ints(i) > 0 && sizes->ints(i) <= width;
+    if (!valid || sizes->ints(0) + sizes->ints(1) + sizes->ints(2) != width) {
       return absl::InvalidArgumentError(absl::StrCat("qkv_hidden_sizes must be 3 sizes, Q's and K's equal, adding to ",
                                                      width, " (the weights' columns)"));
     }
@@ -456,7 +480,7 @@ absl::Status Attention(Contrib& e, const ValueTypeLookup& types) {
   a.q = a.k = a.v = e.In(0);
   EachPart(e, a, "MatMul", e.In(1), d, dv, "weights");
   if (e.Has(2)) EachPart(e, a, "Add", e.In(2), d, dv, "bias");
-  AttentionBuilder b(e);
+  AttentionBuilder b(e, types);
   if (e.Has(3)) RETURN_IF_ERROR(b.AddKeyMask(a, e.In(3), types(e.In(3))));
   if (e.Has(5)) a.additive.push_back(e.In(5));
   b.Build(a, e.Out(0));
@@ -494,7 +518,7 @@ absl::Status MultiHeadAttention(Contrib& e, const ValueTypeLookup& types) {
   a.k = e.In(1);
   a.v = e.In(2);
   if (e.Has(3)) EachPart(e, a, "Add", e.In(3), d, dv, "bias");
-  AttentionBuilder b(e);
+  AttentionBuilder b(e, types);
   if (e.Has(4)) RETURN_IF_ERROR(b.AddKeyMask(a, e.In(4), types(e.In(4))));
   if (e.Has(5)) a.additive.push_back(e.In(5));
   b.Build(a, e.Out(0));

@@ -5,6 +5,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/descriptor.h"
 #include "google/protobuf/unknown_field_set.h"
 #include "support/status_macros.h"
 
@@ -13,14 +14,20 @@ namespace {
 
 std::string NormalDomain(const std::string& domain) { return domain == "ai.onnx" ? "" : domain; }
 
-// Fields newer than the ONNX protobuf graft is built with (IR version 9 and
-// 10: FunctionProto.attribute_proto = 11, FunctionProto.overload = 13,
-// NodeProto.overload = 8) arrive as unknown fields; they are read from there.
+// Fields of IR versions 9 and 10 (FunctionProto.attribute_proto = 11,
+// FunctionProto.overload = 13, NodeProto.overload = 8) are read by number:
+// a libonnx older than them keeps them as unknown fields.
 const google::protobuf::UnknownFieldSet& Unknown(const google::protobuf::Message& m) {
   return m.GetReflection()->GetUnknownFields(m);
 }
 
-std::string UnknownString(const google::protobuf::Message& m, int number) {
+std::string StringField(const google::protobuf::Message& m, int number) {
+  // A libonnx that knows the field keeps it as a field.
+  if (const google::protobuf::FieldDescriptor* field = m.GetDescriptor()->FindFieldByNumber(number)) {
+    return field->type() == google::protobuf::FieldDescriptor::TYPE_STRING && !field->is_repeated()
+               ? m.GetReflection()->GetString(m, field)
+               : "";
+  }
   const google::protobuf::UnknownFieldSet& u = Unknown(m);
   for (int i = 0; i < u.field_count(); ++i) {
     const google::protobuf::UnknownField& f = u.field(i);
@@ -31,12 +38,21 @@ std::string UnknownString(const google::protobuf::Message& m, int number) {
   return "";
 }
 
-std::string Overload(const onnx::NodeProto& node) { return UnknownString(node, 8); }
-std::string Overload(const onnx::FunctionProto& f) { return UnknownString(f, 13); }
+std::string Overload(const onnx::NodeProto& node) { return StringField(node, 8); }
+std::string Overload(const onnx::FunctionProto& f) { return StringField(f, 13); }
 
 // The function's attributes with default values (attribute_proto).
 absl::StatusOr<std::vector<onnx::AttributeProto>> AttributeDefaults(const onnx::FunctionProto& f) {
   std::vector<onnx::AttributeProto> out;
+  if (const google::protobuf::FieldDescriptor* field = f.GetDescriptor()->FindFieldByNumber(11)) {
+    if (field->is_repeated() && field->type() == google::protobuf::FieldDescriptor::TYPE_MESSAGE) {
+      const google::protobuf::Reflection* r = f.GetReflection();
+      for (int i = 0; i < r->FieldSize(f, field); ++i) {
+        out.emplace_back().ParseFromString(r->GetRepeatedMessage(f, field, i).SerializeAsString());
+      }
+    }
+    return out;
+  }
   const google::protobuf::UnknownFieldSet& u = Unknown(f);
   for (int i = 0; i < u.field_count(); ++i) {
     const google::protobuf::UnknownField& field = u.field(i);
@@ -92,8 +108,15 @@ const onnx::FunctionProto* LocalFunctions::Find(const onnx::NodeProto& node) con
   return it == functions_.end() ? nullptr : it->second;
 }
 
-absl::StatusOr<int64_t> LocalFunctions::InlinedSize(const onnx::FunctionProto& f, int64_t limit) {
+absl::StatusOr<int64_t> LocalFunctions::InlinedSize(const onnx::FunctionProto& f, int64_t limit, int depth) {
   if (auto it = sizes_.find(&f); it != sizes_.end()) return it->second;
+  // The importer inlines at most this deep; sizing deeper chains would
+  // only spend the stack.
+  constexpr int kMaxDepth = 64;
+  if (depth > kMaxDepth) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("local functions call each other more than ", kMaxDepth, " deep"));
+  }
   if (sizing_[&f]) {
     return absl::InvalidArgumentError(
         absl::StrCat("local function '", f.name(), "' calls itself, directly or through others"));
@@ -103,7 +126,7 @@ absl::StatusOr<int64_t> LocalFunctions::InlinedSize(const onnx::FunctionProto& f
   for (const onnx::NodeProto& n : f.node()) {
     int64_t part = 1;
     if (const onnx::FunctionProto* callee = Find(n)) {
-      ASSIGN_OR_RETURN(part, InlinedSize(*callee, limit));
+      ASSIGN_OR_RETURN(part, InlinedSize(*callee, limit, depth + 1));
     }
     size = std::min(limit, size + part);
   }
@@ -141,10 +164,20 @@ absl::StatusOr<std::vector<onnx::NodeProto>> LocalFunctions::Inline(const onnx::
   body.reserve(f.node_size());
   for (int i = 0; i < f.node_size(); ++i) {
     const onnx::NodeProto& n = f.node(i);
-    onnx::NodeProto& out = body.emplace_back();
-    out.set_op_type(n.op_type());
-    out.set_domain(n.domain());
-    out.mutable_unknown_fields()->MergeFrom(n.unknown_fields());  // Its overload, if any.
+    for (const onnx::AttributeProto& a : n.attribute()) {
+      // Their names would need renaming with the body's, and their
+      // attribute references resolving.
+      if (a.has_g() || a.graphs_size() > 0) {
+        return absl::UnimplementedError(absl::StrCat(what, "'s node ", n.op_type(),
+                                                     " holds a subgraph (If, Loop, Scan), which graft does not "
+                                                     "inline from a function"));
+      }
+    }
+    // A copy keeps the node's other fields (its overload, newer fields).
+    onnx::NodeProto& out = body.emplace_back(n);
+    out.clear_input();
+    out.clear_output();
+    out.clear_attribute();
     out.set_name(absl::StrCat(call.name(), "/", n.name().empty() ? absl::StrCat(n.op_type(), i) : n.name()));
     for (const std::string& in : n.input()) out.add_input(rename(in));
     for (const std::string& o : n.output()) out.add_output(rename(o));

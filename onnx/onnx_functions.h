@@ -29,7 +29,7 @@ class LocalFunctions {
   // How many nodes a call of `function` becomes once every call inside is
   // inlined too (other nodes count one), saturating at `limit`; an error
   // for a function that calls itself.
-  absl::StatusOr<int64_t> InlinedSize(const onnx::FunctionProto& function, int64_t limit);
+  absl::StatusOr<int64_t> InlinedSize(const onnx::FunctionProto& function, int64_t limit, int depth = 0);
 
   // The body of `function` for the call `call`, renamed and with its
   // attribute references resolved. `call_id` makes the body's own value

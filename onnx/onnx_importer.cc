@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "graph/verifier.h"
 #include "onnx/onnx_contrib_ops.h"
@@ -286,14 +287,7 @@ absl::Status OnnxImporter::AddInputs() {
 
 absl::Status OnnxImporter::ConvertNodes() {
   const onnx::GraphProto& graph = model_.graph();
-  for (const onnx::NodeProto& node : graph.node()) {
-    for (const std::string& input : node.input()) {
-      if (!input.empty()) state_.MarkConsumed(input);
-    }
-  }
-  for (const onnx::ValueInfoProto& output : graph.output()) {
-    state_.MarkConsumed(output.name());
-  }
+  MarkConsumed(graph);
   for (int i = 0; i < graph.node_size(); ++i) {
     const onnx::NodeProto& node = graph.node(i);
     absl::Status s;
@@ -301,7 +295,7 @@ absl::Status OnnxImporter::ConvertNodes() {
     // read as another) fails the import with the node named rather than
     // ending the process.
     try {
-      s = ConvertAny(node, i, nullptr, 0);
+      s = ConvertAny(node, i, Expanded{});
     } catch (const std::exception& e) {
       s = absl::InternalError(absl::StrCat("the importer failed on this node: ", e.what()));
     }
@@ -313,41 +307,39 @@ absl::Status OnnxImporter::ConvertNodes() {
   return absl::OkStatus();
 }
 
-// A node the model defines (a local function's call) or that stands for
-// default-domain nodes (onnx_qoperator.h, onnx_contrib_ops.h) is converted
-// as those nodes; any other directly.
-absl::Status OnnxImporter::ConvertAny(const onnx::NodeProto& node, int index,
-                                      const onnx::NodeProto* origin, int depth) {
+// A node the model defines (a local function's call, an If on a known
+// condition) or that stands for default-domain nodes (onnx_qoperator.h,
+// onnx_contrib_ops.h, onnx_function_ops.h) is converted as those nodes;
+// any other directly.
+absl::Status OnnxImporter::ConvertAny(const onnx::NodeProto& node, int index, const Expanded& from) {
   // Function bodies may call functions; a model whose functions call
   // themselves would otherwise never end.
   constexpr int kMaxDepth = 64;
-  if (depth > kMaxDepth) {
+  if (from.depth > kMaxDepth) {
     return absl::InvalidArgumentError(absl::StrCat(
         "expansions nest more than ", kMaxDepth, " deep (a local function that calls itself?)"));
   }
-  const onnx::NodeProto& top = origin != nullptr ? *origin : node;
   // Functions calling functions several times each multiply; a small file
-  // must not expand without end. (Functions are sized before they are
-  // inlined, so that such a file is refused at once.)
+  // must not expand without end, in nodes or in bytes (a large constant in
+  // a body called many times). Functions are sized before they are
+  // inlined, so that such a file is refused at once.
   constexpr int64_t kMaxExpandedNodes = int64_t{1} << 22;
+  constexpr int64_t kMaxExpandedBytes = int64_t{1} << 30;
   std::vector<onnx::NodeProto> nodes;
-  if (const onnx::FunctionProto* f = functions_.Find(node)) {
-    // The body's own values are named after the call's first output and
-    // the function. A nested call writing its caller's output would repeat
-    // its caller's name (a function calling itself), so a name taken
-    // already gets a number.
-    const std::string base = absl::StrCat(
-        !node.output().empty() && !node.output(0).empty() ? node.output(0) : "call", "::", f->name());
+  bool generated = true;  // Nodes graft made, not the model's own.
+  // Nodes graft made are never the model's function calls.
+  const onnx::FunctionProto* f = from.generated ? nullptr : functions_.Find(node);
+  if (f != nullptr) {
     ASSIGN_OR_RETURN(const int64_t size, functions_.InlinedSize(*f, kMaxExpandedNodes + 1));
     if (expanded_nodes_ + size > kMaxExpandedNodes) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "the model's local functions expand into more than ", kMaxExpandedNodes, " nodes"));
     }
-    std::string id = base;
-    for (int n = 2; !call_ids_.insert(id).second; ++n) id = absl::StrCat(base, "#", n);
-    ASSIGN_OR_RETURN(nodes, LocalFunctions::Inline(*f, node, id));
+    ASSIGN_OR_RETURN(nodes, LocalFunctions::Inline(*f, node, CallId(node, *f)));
+    generated = false;
   } else if (IsDefaultDomain(node.domain()) && node.op_type() == "If") {
     ASSIGN_OR_RETURN(nodes, ExpandKnownIf(node));
+    generated = false;
   } else if (IsQOperator(node)) {
     ASSIGN_OR_RETURN(nodes, ExpandQOperator(node, state_.opset()));
   } else if (IsContribOp(node)) {
@@ -355,23 +347,64 @@ absl::Status OnnxImporter::ConvertAny(const onnx::NodeProto& node, int index,
   } else if (IsFunctionOp(node)) {
     ASSIGN_OR_RETURN(nodes, ExpandFunctionOp(node, state_.opset(), Types()));
   } else {
-    return ConvertNode(node, index, origin);
+    return ConvertNode(node, index, from);
   }
   expanded_nodes_ += static_cast<int64_t>(nodes.size());
-  if (expanded_nodes_ > kMaxExpandedNodes) {
+  for (const onnx::NodeProto& n : nodes) expanded_bytes_ += static_cast<int64_t>(n.ByteSizeLong());
+  if (expanded_nodes_ > kMaxExpandedNodes || expanded_bytes_ > kMaxExpandedBytes) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "the model's local functions and fused operators expand into more than ", kMaxExpandedNodes, " nodes"));
+        "the model's local functions, Ifs and fused operators expand into more than ", kMaxExpandedNodes,
+        " nodes or ", kMaxExpandedBytes >> 20, " MB"));
   }
+  for (const onnx::NodeProto& n : nodes) MarkConsumed(n);
+  const Expanded inner{from.origin != nullptr ? from.origin : &node, generated, from.depth + 1};
   for (const onnx::NodeProto& n : nodes) {
-    for (const std::string& input : n.input()) {
-      if (!input.empty()) state_.MarkConsumed(input);
+    absl::Status s = ConvertAny(n, index, inner);
+    if (!s.ok()) {
+      // The model's own nodes (a body's, a branch's) by name too; the parts
+      // of a fused operator are told apart by type.
+      return WithPrefix(s, generated || n.name().empty()
+                               ? absl::StrCat("its ", QualifiedOpType(n), ": ")
+                               : absl::StrCat("its ", QualifiedOpType(n), " '", n.name(), "': "));
     }
   }
-  for (const onnx::NodeProto& n : nodes) {
-    absl::Status s = ConvertAny(n, index, &top, depth + 1);
-    if (!s.ok()) return WithPrefix(s, absl::StrCat("its ", QualifiedOpType(n), ": "));
+  // An output of the node that is read but that its expansion did not
+  // make (SkipLayerNormalization's mean) is refused here, by name.
+  for (int i = 0; i < node.output_size(); ++i) {
+    const std::string& output = node.output(i);
+    if (!output.empty() && state_.IsConsumed(output) && state_.Find(output) == nullptr) {
+      return absl::UnimplementedError(absl::StrCat("output ", i, " '", output, "' is not supported"));
+    }
   }
   return absl::OkStatus();
+}
+
+// The prefix of an inlined call's own values: its first output and the
+// function, numbered when taken (calls without outputs; a nested call
+// writing its caller's output).
+std::string OnnxImporter::CallId(const onnx::NodeProto& call, const onnx::FunctionProto& f) {
+  const std::string base = absl::StrCat(
+      !call.output().empty() && !call.output(0).empty() ? call.output(0) : "call", "::", f.name());
+  int& taken = call_ids_[base];
+  ++taken;
+  return taken == 1 ? base : absl::StrCat(base, "#", taken);
+}
+
+// Every value `node` reads, in its subgraphs too (an If's branches read
+// values of the graph around them).
+void OnnxImporter::MarkConsumed(const onnx::NodeProto& node) {
+  for (const std::string& input : node.input()) {
+    if (!input.empty()) state_.MarkConsumed(input);
+  }
+  for (const onnx::AttributeProto& a : node.attribute()) {
+    if (a.has_g()) MarkConsumed(a.g());
+    for (const onnx::GraphProto& g : a.graphs()) MarkConsumed(g);
+  }
+}
+
+void OnnxImporter::MarkConsumed(const onnx::GraphProto& graph) {
+  for (const onnx::NodeProto& n : graph.node()) MarkConsumed(n);
+  for (const onnx::ValueInfoProto& output : graph.output()) state_.MarkConsumed(output.name());
 }
 
 ValueTypeLookup OnnxImporter::Types() {
@@ -398,16 +431,18 @@ absl::StatusOr<std::vector<onnx::NodeProto>> OnnxImporter::ExpandKnownIf(const o
   return ExpandIf(node, *cond->constant);
 }
 
-absl::Status OnnxImporter::ConvertNode(const onnx::NodeProto& node, int index,
-                                       const onnx::NodeProto* origin) {
-  const onnx::NodeProto& named = origin != nullptr ? *origin : node;
+absl::Status OnnxImporter::ConvertNode(const onnx::NodeProto& node, int index, const Expanded& from) {
+  const onnx::NodeProto& named = from.origin != nullptr ? *from.origin : node;
   state_.set_origin(OnnxNodeOrigin{
       named.name().empty() ? absl::StrCat("#", index) : named.name(),
       QualifiedOpType(named), index});
   // Operators of other domains graft converts directly are in the table
   // by their qualified type (com.microsoft.MatMulNBits).
+  // (A default-domain op type with a dot in it is no operator.)
   const OpConverter* converter =
-      FindOpConverter(IsDefaultDomain(node.domain()) ? node.op_type() : QualifiedOpType(node));
+      !IsDefaultDomain(node.domain())            ? FindOpConverter(QualifiedOpType(node))
+      : absl::StrContains(node.op_type(), '.') ? nullptr
+                                                 : FindOpConverter(node.op_type());
   if (converter == nullptr && !IsDefaultDomain(node.domain())) {
     return absl::UnimplementedError(absl::StrCat(
         "op type '", node.op_type(), "' of the domain '", node.domain(),
@@ -421,10 +456,11 @@ absl::Status OnnxImporter::ConvertNode(const onnx::NodeProto& node, int index,
         "' is not supported by graft's ONNX import (docs/onnx.md lists the "
         "supported operators)"));
   }
-  // Nodes an expansion made stand for an operator the model's opset has,
+  // Nodes graft made stand for an operator the model's opset has,
   // whatever their own type's first opset (LayerNormalization in
-  // SkipLayerNormalization's).
-  if (origin == nullptr && state_.opset() < converter->since_opset) {
+  // SkipLayerNormalization's). The model's own (function bodies, If
+  // branches) are checked as the rest of the model.
+  if (!from.generated && state_.opset() < converter->since_opset) {
     return absl::InvalidArgumentError(absl::StrCat(
         node.op_type(), " needs opset ", converter->since_opset,
         " or later, but the model imports opset ", state_.opset()));

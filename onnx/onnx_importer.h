@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "graph/module.h"
@@ -49,13 +49,22 @@ class OnnxImporter {
   absl::Status AddInputs();
   absl::StatusOr<TensorType> InputType(const onnx::ValueInfoProto& input);
   absl::Status ConvertNodes();
-  // `origin`: the model's node `node` was expanded from (a local
-  // function's call, a QOperator or contrib operator), which errors and
-  // provenance name instead; `depth`: how many expansions deep.
-  absl::Status ConvertAny(const onnx::NodeProto& node, int index,
-                          const onnx::NodeProto* origin, int depth);
-  absl::Status ConvertNode(const onnx::NodeProto& node, int index,
-                           const onnx::NodeProto* origin = nullptr);
+  // Where a node being converted came from.
+  struct Expanded {
+    // The model's node it was expanded from (a local function's call, an
+    // If, a QOperator or fused operator), which errors and provenance name
+    // instead; null for the model's own nodes.
+    const onnx::NodeProto* origin = nullptr;
+    // Made by graft (a fused operator's parts) rather than written in the
+    // model (a function's body, an If's branch).
+    bool generated = false;
+    int depth = 0;  // How many expansions deep.
+  };
+  absl::Status ConvertAny(const onnx::NodeProto& node, int index, const Expanded& from);
+  absl::Status ConvertNode(const onnx::NodeProto& node, int index, const Expanded& from);
+  std::string CallId(const onnx::NodeProto& call, const onnx::FunctionProto& f);
+  void MarkConsumed(const onnx::NodeProto& node);
+  void MarkConsumed(const onnx::GraphProto& graph);
   absl::StatusOr<std::vector<onnx::NodeProto>> ExpandKnownIf(const onnx::NodeProto& node);
   // The types of the values converted so far, for expansions.
   ValueTypeLookup Types();
@@ -67,8 +76,9 @@ class OnnxImporter {
   const onnx::ModelProto& model_;
   LocalFunctions functions_;  // Sizes memoized as calls are met.
   // The names given to inlined calls' own values (onnx_functions.h).
-  absl::flat_hash_set<std::string> call_ids_;
-  int64_t expanded_nodes_ = 0;  // Made by expansions so far.
+  absl::flat_hash_map<std::string, int> call_ids_;  // Calls so far per prefix.
+  int64_t expanded_nodes_ = 0;  // Made by expansions so far,
+  int64_t expanded_bytes_ = 0;  // and their size.
   ImportState state_;
 };
 

@@ -43,7 +43,7 @@ absl::StatusOr<NBitsShape> ReadShape(NodeContext& ctx) {
   ASSIGN_OR_RETURN(s.bits, ctx.attrs().Int("bits", 4));
   ASSIGN_OR_RETURN(std::optional<int64_t> block, ctx.attrs().OptionalInt("block_size"));
   ctx.attrs().Ignore("accuracy_level");  // A precision hint for ONNX Runtime's kernels.
-  if (!k.has_value() || !n.has_value() || !block.has_value() || *k < 1 || *n < 1 || *block < 2) {
+  if (!k.has_value() || !n.has_value() || !block.has_value() || *k < 1 || *n < 1 || *block < 1) {
     return NodeContext::Invalid("needs K, N and block_size attributes, each at least 1");
   }
   if (s.bits != 4 && s.bits != 8) {
@@ -57,7 +57,9 @@ absl::StatusOr<NBitsShape> ReadShape(NodeContext& ctx) {
   s.k = *k;
   s.n = *n;
   s.block = *block;
-  if (s.block % 2 != 0) return NodeContext::Invalid(absl::StrCat("block_size ", s.block, " is odd"));
+  if (s.bits == 4 && s.block % 2 != 0) {
+    return NodeContext::Invalid(absl::StrCat("block_size ", s.block, " is odd, which 4-bit blocks cannot be"));
+  }
   s.blocks = (s.k + s.block - 1) / s.block;
   return s;
 }

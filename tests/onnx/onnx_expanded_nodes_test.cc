@@ -147,6 +147,41 @@ TEST(OnnxLocalFunctions, MalformedCallsAreRefusedByName) {
   doubling.Output("y");
   EXPECT_THAT(ImportError(doubling), HasSubstr("expand into more than 4194304 nodes"));
 
+  // A chain of functions deeper than the importer inlines is refused while
+  // it is sized, whatever its length.
+  ModelBuilder deep;
+  deep.FloatInput("x", {2});
+  onnx::OperatorSetIdProto* deep_domain = deep.model().add_opset_import();
+  deep_domain->set_domain("local");
+  deep_domain->set_version(1);
+  for (int level = 0; level < 5000; ++level) {
+    onnx::FunctionProto* fn = deep.model().add_functions();
+    fn->set_name(absl::StrCat("D", level));
+    fn->set_domain("local");
+    fn->add_input("x");
+    fn->add_output("y");
+    onnx::NodeProto* inner = fn->add_node();
+    inner->set_op_type(level == 4999 ? "Relu" : absl::StrCat("D", level + 1));
+    if (level != 4999) inner->set_domain("local");
+    inner->add_input("x");
+    inner->add_output("y");
+  }
+  Call(deep, "D0", "x", "y", "call");
+  deep.Output("y");
+  EXPECT_THAT(ImportError(deep), HasSubstr("local functions call each other more than 64 deep"));
+
+  // A body holding a subgraph is refused (its names are not renamed).
+  ModelBuilder nested_graph;
+  nested_graph.FloatInput("x", {2});
+  onnx::FunctionProto* h = AddScaleFunction(nested_graph);
+  onnx::AttributeProto* branch = h->mutable_node(1)->add_attribute();
+  branch->set_name("then_branch");
+  branch->set_type(onnx::AttributeProto::GRAPH);
+  branch->mutable_g()->set_name("branch");
+  AttrFloat(Call(nested_graph, "Scale", "x", "y", "call"), "factor", 1.0f);
+  nested_graph.Output("y");
+  EXPECT_THAT(ImportError(nested_graph), HasSubstr("holds a subgraph (If, Loop, Scan), which graft does not inline"));
+
   // The error inside a body names the call and the body's node.
   ModelBuilder bad_body;
   bad_body.FloatInput("x", {2});
@@ -154,7 +189,7 @@ TEST(OnnxLocalFunctions, MalformedCallsAreRefusedByName) {
   g->mutable_node(1)->set_op_type("NoSuchOp");
   AttrFloat(Call(bad_body, "Scale", "x", "y", "call"), "factor", 1.0f);
   bad_body.Output("y");
-  EXPECT_THAT(ImportError(bad_body), HasSubstr("node 'call' (local.Scale): its NoSuchOp: op type 'NoSuchOp'"));
+  EXPECT_THAT(ImportError(bad_body), HasSubstr("node 'call' (local.Scale): its NoSuchOp 'call/NoSuchOp1': op type 'NoSuchOp'"));
 }
 
 // An If on "is dim 0 of x above 2", folded from x's shape: Relu(x) when
@@ -208,6 +243,20 @@ TEST(OnnxControlFlow, AnIfWithAKnownConditionIsTheBranchItTakes) {
   out = RunModel(small, {Tensor::FromVector<float>(DType::kF32, {2}, {-1, 2})});
   ASSERT_EQ(out.size(), 1u);
   ExpectTensor(out[0], DType::kF32, {2}, {2, -4});
+}
+
+// Two Ifs whose branches use the same local names (ONNX allows it: only
+// outer names may not be shadowed).
+TEST(OnnxControlFlow, SiblingBranchesMayShareLocalNames) {
+  ModelBuilder b = IfOnTheBatch(3);
+  onnx::NodeProto second = b.model().graph().node(3);
+  second.set_name("if2");
+  second.set_output(0, "y2");
+  *b.model().mutable_graph()->add_node() = second;
+  b.Output("y2");
+  std::vector<Tensor> out = RunModel(b, {Tensor::FromVector<float>(DType::kF32, {3}, {-1, 2, -3})});
+  ASSERT_EQ(out.size(), 2u);
+  ExpectTensor(out[1], DType::kF32, {3}, {0, 2, 0});
 }
 
 TEST(OnnxControlFlow, AnIfOnARunTimeValueIsRefused) {
@@ -285,6 +334,16 @@ TEST(OnnxFusedOperators, WhatIsNotSupportedIsRefusedByName) {
   AttrString(Microsoft(activation, "FusedGemm", {"a", "b"}, {"y"}), "activation", "Swish");
   activation.Output("y");
   EXPECT_THAT(ImportError(activation), HasSubstr("activation 'Swish' is not supported"));
+
+  // An output the expansion does not make is refused where it is read.
+  ModelBuilder mean;
+  mean.FloatInput("x", {1, 2, 4});
+  mean.FloatInitializer("gamma", {4}, {1, 1, 1, 1});
+  Microsoft(mean, "SkipLayerNormalization", {"x", "x", "gamma"}, {"y", "mean"});
+  mean.Output("y");
+  mean.Output("mean");
+  EXPECT_THAT(ImportError(mean),
+              HasSubstr("(com.microsoft.SkipLayerNormalization): output 1 'mean' is not supported"));
 
   // MatMulNBits's weights must match K, N and block_size.
   ModelBuilder nbits;
