@@ -1,7 +1,7 @@
 #ifndef GRAFT_ONNX_ONNX_OPS_H_
 #define GRAFT_ONNX_ONNX_OPS_H_
 
-// The table of ONNX operators graft imports (default domain, opsets 7-22)
+// The table of ONNX operators graft imports (default domain, opsets 7-24)
 // and how each becomes core ops. An entry may first try to evaluate the
 // node at import time (shape arithmetic on known values) and otherwise
 // converts it to graft nodes. The converters live in onnx_ops_*.cc, one
