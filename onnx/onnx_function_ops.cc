@@ -166,10 +166,17 @@ absl::Status Attention(NodeExpansion& e, const ValueTypeLookup& types) {
     rows = e.AddValue("Unsqueeze", {rows, e.ConstantInts({1}, "rows_axis")}, "query_rows");
     const std::string cols = e.Arange(e.DimLength(keys, 2, "keys"), "key_positions");
     const std::string later = e.AddValue("Less", {rows, cols}, "later_keys");
-    std::string causal =
-        e.AddValue("Where", {later, e.Constant(kNegInf, "causal_masked"), e.Constant(0, "causal_attend")}, "causal");
-    causal = e.AddValue("CastLike", {causal, q0}, "causal_typed");
-    bias = bias.empty() ? causal : e.AddValue("Add", {bias, causal}, "bias");
+    const std::string minus_infinity = ConstantLike(e, kNegInf, q0, "causal_minus_infinity");
+    if (bias.empty()) {
+      // Without a mask, the later keys' scores replaced by -inf (the same
+      // as adding it): the form graft fuses into one attention op, the
+      // mask a constant of the causal pattern where the lengths are static.
+      scores = e.AddValue("Where", {later, minus_infinity, scores}, "scores_causal");
+    } else {
+      const std::string causal =
+          e.AddValue("Where", {later, minus_infinity, ConstantLike(e, 0, q0, "causal_zero")}, "causal");
+      bias = e.AddValue("Add", {bias, causal}, "bias");
+    }
   }
   if (!bias.empty()) scores = e.AddValue("Add", {scores, bias}, "scores_masked");
   onnx::NodeProto& softmax = e.Add("Softmax", {scores}, e.Value("probabilities"));

@@ -18,6 +18,9 @@
 #include "support/status_matchers.h"
 #include "tests/backends/attention_models.h"
 #include "tests/backends/interp_test_util.h"
+#include "tests/backends/model_files.h"
+#include "passes/shape_prop.h"
+#include "serialize/model_io.h"
 
 namespace graft::differential {
 namespace {
@@ -223,6 +226,37 @@ TEST(FuseAttention, LeavesWhatItMustNotFuse) {
                   {b.Call("softmax", {b.Call("matmul", {v, kt}), 1}), v})});
     unchanged(b, true);
   }
+}
+
+// ONNX's Attention (opset 23) imports as the ops the pass fuses where it
+// has no mask: causal (a constant of the causal pattern once the lengths
+// are known) and plain, grouped-query heads included; the fused module
+// gives what the imported one gives.
+TEST(FuseAttention, OnnxAttentionWithoutAMaskIsFused) {
+  backend_test::FindSourceDir();
+  if (backend_test::SourceDir().empty()) GTEST_SKIP() << "GRAFT_SOURCE_DIR is not set";
+  absl::StatusOr<Module> m =
+      LoadModel(backend_test::SourceDir() + "/tests/onnx_models/opset23/attention/model.onnx");
+  if (absl::IsUnimplemented(m.status())) GTEST_SKIP() << m.status();  // A build without ONNX.
+  ASSERT_OK(m.status());
+  ASSERT_OK(passes::PropagateShapes(*m).status());
+  Module fused = m->Clone();
+  ASSERT_OK_AND_ASSIGN(int n, passes::FuseAttention(fused, [](const Node&) { return true; }));
+  fused.graph().Cleanup();
+  // Of its five Attention nodes: causal with grouped-query heads (causal),
+  // causal after past keys (a mask: its diagonal is shifted), and plain on
+  // 3-D inputs; the two with attn_mask inputs stay.
+  EXPECT_EQ(n, 3) << PrintModule(fused);
+  int causal = 0;
+  for (const Node* node : AttentionNodes(fused)) {
+    ASSERT_OK_AND_ASSIGN(OpCall call, OpCall::Bind(*node));
+    causal += call.Bool("causal") ? 1 : 0;
+  }
+  EXPECT_EQ(causal, 1);
+  std::unique_ptr<Executable> want_exe = Interp().Compile(*m, {}).value();
+  std::unique_ptr<Executable> got_exe = Interp().Compile(fused, {}).value();
+  const std::vector<Tensor> inputs = backend_test::RandomInputs(want_exe->input_signature(), 7);
+  ExpectAllClose(got_exe->Run(inputs).value(), want_exe->Run(inputs).value(), 1e-5);
 }
 
 }  // namespace
