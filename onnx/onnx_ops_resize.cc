@@ -7,12 +7,14 @@
 // The arithmetic of the source coordinate follows ONNX Runtime's (in f32),
 // so that positions exactly between two pixels round as it does.
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "onnx/onnx_ops.h"
+#include "support/status_macros.h"
 #include "onnx/onnx_ops_util.h"
 
 namespace graft::onnx_import {
@@ -107,12 +109,71 @@ std::vector<Tap> TapsOf(const ResizeParams& p, int64_t in, int64_t out, float sc
   return taps;
 }
 
+// The most taps an antialiased shrink may have per output position: each is
+// an index_select of the whole value.
+constexpr int64_t kMaxAntialiasTaps = 64;
+
+// Linear's triangle and Keys's cubic kernel, as antialiasing scales them.
+float AntialiasKernel(const ResizeParams& p, float x) {
+  x = std::fabs(x);
+  if (p.mode == "linear") return x < 1 ? 1 - x : 0;
+  const float a = p.cubic_a;
+  if (x < 1) return ((a + 2) * x - (a + 3)) * x * x + 1;
+  if (x < 2) return (((x - 5) * x + 8) * x - 4) * a;
+  return 0;
+}
+
+// Shrinking with antialias=1 (opset 18), as ONNX Runtime does (after
+// Pillow): the kernel stretched by in / out, so that each output averages
+// every input it covers (linear reads about 2 in / out positions, cubic
+// 4 in / out), over the window around the output's center; positions
+// outside the input repeat its edge, or with exclude_outside are left out;
+// the weights normalized to sum to 1. In f32, as ONNX Runtime.
+absl::StatusOr<std::vector<Tap>> AntialiasTapsOf(const ResizeParams& p, int64_t in, int64_t out, float scale) {
+  const float support = (p.mode == "linear" ? 1.0f : 2.0f) / scale;
+  const int64_t width = static_cast<int64_t>(std::ceil(support)) * 2 + 1;
+  if (width > kMaxAntialiasTaps) {
+    return NodeContext::Unsupported(absl::StrCat("antialiased ", p.mode, " shrinking by ", 1 / scale,
+                                                 " is not supported (at most ", kMaxAntialiasTaps,
+                                                 " input positions an output)"));
+  }
+  std::vector<Tap> taps(width);
+  for (int64_t o = 0; o < out; ++o) {
+    const float center = SourceCoordinate(p, o, in, out, scale) + 0.5f;
+    int64_t lo = static_cast<int64_t>(std::floor(center - support + 0.5f));
+    int64_t hi = static_cast<int64_t>(std::floor(center + support + 0.5f));
+    hi = lo + std::clamp<int64_t>(hi - lo, 0, width);
+    if (p.exclude_outside) {
+      lo = std::clamp<int64_t>(lo, 0, in);
+      hi = std::clamp<int64_t>(hi, 0, in);
+    }
+    std::vector<float> w(width, 0.0f);
+    float total = 0;
+    for (int64_t t = 0; t < hi - lo; ++t) {
+      w[t] = static_cast<float>(AntialiasKernel(p, (static_cast<float>(t + lo) - center + 0.5f) * scale));
+      total += w[t];
+    }
+    const float inverse = total == 0 ? 1.0f : 1.0f / total;
+    for (int64_t t = 0; t < width; ++t) {
+      taps[t].index.push_back(std::clamp<int64_t>(lo + t, 0, in - 1));
+      taps[t].weight.push_back(w[t] * inverse);
+    }
+  }
+  return taps;
+}
+
 // x resized along `axis` from `in` to `out`.
 absl::StatusOr<Node*> ResizeDim(NodeContext& ctx, const ResizeParams& p, Node* x,
                                 const TensorType& tx, int64_t axis, int64_t in, int64_t out,
-                                float scale) {
+                                float scale, bool antialias) {
   Node* sum = nullptr;
-  for (const Tap& tap : TapsOf(p, in, out, scale)) {
+  std::vector<Tap> taps;
+  if (antialias && p.mode != "nearest" && out < in) {
+    ASSIGN_OR_RETURN(taps, AntialiasTapsOf(p, in, out, scale));
+  } else {
+    taps = TapsOf(p, in, out, scale);
+  }
+  for (const Tap& tap : taps) {
     bool all_zero = true, all_one = true;
     for (double w : tap.weight) {
       all_zero = all_zero && w == 0;
@@ -298,10 +359,7 @@ absl::Status ConvertResize(NodeContext& ctx) {
       return NodeContext::Unsupported(absl::StrCat(p.mode, " resizing of ", DTypeName(tx.dtype),
                                                    " values is not supported"));
     }
-    if (antialias != 0 && p.mode != "nearest" && out < in) {
-      return NodeContext::Unsupported("antialias=1 when shrinking is not supported");
-    }
-    ASSIGN_OR_RETURN(y, ResizeDim(ctx, p, y, ty, a, in, out, scale));
+    ASSIGN_OR_RETURN(y, ResizeDim(ctx, p, y, ty, a, in, out, scale, antialias != 0));
     ASSIGN_OR_RETURN(ty, ctx.TypeOf(y));
     changed = true;
   }

@@ -236,7 +236,7 @@ TEST(FuseAttention, OnnxAttentionWithoutAMaskIsFused) {
   backend_test::FindSourceDir();
   if (backend_test::SourceDir().empty()) GTEST_SKIP() << "GRAFT_SOURCE_DIR is not set";
   absl::StatusOr<Module> m =
-      LoadModel(backend_test::SourceDir() + "/tests/onnx_models/opset23/attention/model.onnx");
+      LoadModel(backend_test::SourceDir() + "/tests/onnx_models/newer_opsets/attention/model.onnx");
   if (absl::IsUnimplemented(m.status())) GTEST_SKIP() << m.status();  // A build without ONNX.
   ASSERT_OK(m.status());
   ASSERT_OK(passes::PropagateShapes(*m).status());

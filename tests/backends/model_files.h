@@ -51,7 +51,7 @@ inline std::vector<std::string> ModelFiles(bool with_onnx) {
   if (with_onnx) {
     for (const std::string dir : {"/tests/onnx_models", "/tests/onnx_models/zoo", "/tests/onnx_models/contrib",
                                   "/tests/onnx_models/functions", "/tests/onnx_models/ort_optimized",
-                                  "/tests/onnx_models/opset23"}) {
+                                  "/tests/onnx_models/newer_opsets"}) {
       for (const auto& e : fs::directory_iterator(root + dir)) {
         const fs::path model = e.path() / "model.onnx";
         // unsupported_* hold an op the importer refuses, on purpose.

@@ -471,13 +471,15 @@ TEST(OnnxModelsTest, SavedByOnnxRuntimesOptimizers) {
   CheckManifestModels(CommittedModelsDir() + "/ort_optimized", 5);
 }
 
-// Operators of opsets 23 and 24: Attention (grouped-query heads, bool and
+// Resize's antialias (opset 18, shrinking: linear and cubic, each
+// coordinate mode's window, exclude_outside) and operators of opsets 23
+// and 24: Attention (grouped-query heads, bool and
 // float masks, softcap, causal with past keys, 3-D inputs),
 // RMSNormalization, RotaryEmbedding (interleaved and not, partial), Swish,
-// Cast's round_mode (tests/onnx_models/opset23/manifest.txt).
-TEST(OnnxModelsTest, Opsets23And24) {
+// Cast's round_mode (tests/onnx_models/newer_opsets/manifest.txt).
+TEST(OnnxModelsTest, NewerOpsets) {
   GRAFT_REQUIRE_ONNX_MODELS();
-  CheckManifestModels(CommittedModelsDir() + "/opset23", 3);
+  CheckManifestModels(CommittedModelsDir() + "/newer_opsets", 3);
 }
 
 // Local functions: nested calls with attribute references, and a model

@@ -281,6 +281,28 @@ def opset23_norms_and_rotary(root):
     return save(root, "norms_and_rotary", nodes, {"x": x}, [(o, F, None) for o in outs], init, opset=23, ms=False)
 
 
+def resize_antialias(root):
+    """Resize with antialias=1 (opset 18) shrinking, and enlarging one dim
+    while shrinking the other."""
+    x = f32(1, 2, 13, 17)
+    nodes, outs, init = [], [], {}
+    for name, mode, coord, size, a, exclude in [
+            ("linear_half_pixel", "linear", "half_pixel", [1, 2, 5, 7], -0.75, 0),
+            ("linear_pytorch", "linear", "pytorch_half_pixel", [1, 2, 4, 9], -0.75, 0),
+            ("cubic_half_pixel", "cubic", "half_pixel", [1, 2, 6, 5], -0.75, 0),
+            ("cubic_pillow", "cubic", "pytorch_half_pixel", [1, 2, 3, 8], -0.5, 1),
+            ("linear_align_corners", "linear", "align_corners", [1, 2, 5, 6], -0.75, 0),
+            ("linear_exclude_outside", "linear", "half_pixel", [1, 2, 4, 5], -0.75, 1),
+            ("linear_up_and_down", "linear", "half_pixel", [1, 2, 20, 6], -0.75, 0)]:
+        init[name + "_sizes"] = np.array(size, np.int64)
+        nodes.append(helper.make_node("Resize", ["x", "", "", name + "_sizes"], [name], mode=mode,
+                                      coordinate_transformation_mode=coord, antialias=1, cubic_coeff_a=a,
+                                      exclude_outside=exclude))
+        outs.append(name)
+    return save(root, "resize_antialias", nodes, {"x": x}, [(o, F, None) for o in outs], init, opset=18,
+                ms=False)
+
+
 def opset24(root):
     x = f32(2, 6)
     nodes = [helper.make_node("Swish", ["x"], ["swish"], alpha=0.7),
@@ -380,9 +402,11 @@ def main():
                              embed_layer_norm(contrib), matmul_nbits(contrib)],
                    "# Written by tests/onnx_models/export_contrib.py (onnx.helper); outputs are ONNX Runtime's\n"
                    "# (ort_reference.js: CPU provider, optimizations off). Do not edit.\n")
-    newer = os.path.join(args.root, "opset23")
-    write_manifest(newer, [opset23_attention(newer), opset23_norms_and_rotary(newer), opset24(newer)],
-                   "# Written by tests/onnx_models/export_contrib.py (onnx.helper): operators of opsets 23 and 24;\n"
+    newer = os.path.join(args.root, "newer_opsets")
+    write_manifest(newer, [resize_antialias(newer), opset23_attention(newer), opset23_norms_and_rotary(newer),
+                           opset24(newer)],
+                   "# Written by tests/onnx_models/export_contrib.py (onnx.helper): Resize's antialias (opset 18)\n"
+                   "# and operators of opsets 23 and 24;\n"
                    "# outputs are ONNX Runtime's (ort_reference.js). Do not edit.\n")
     functions = os.path.join(args.root, "functions")
     write_manifest(functions, [local_functions(functions), torch_functions(functions)],
