@@ -9,7 +9,7 @@ outputs, and optionally checks graft on them.
   opt_level 0 (its own fusions: Attention, SkipLayerNormalization,
   EmbedLayerNormalization, FastGelu, BiasGelu, ...).
 
-    python3 tests/onnx_models/export_ort_optimized.py OUT_DIR [--graft PATH --backends BACKEND...]
+    python3 tests/onnx_models/export_ort_optimized.py OUT_DIR [--zoo ZOO_DIR] [--graft PATH --backends BACKEND...]
 
 Needs onnxruntime (with its transformers package) and numpy. Each model
 directory gets model.onnx, input_NAME.npy and output_NAME.npy (ONNX
@@ -66,10 +66,23 @@ def write_dir(d, model_path, feeds):
     return ops
 
 
-def export(out):
+# From a directory export_zoo.py wrote (--zoo): Hugging Face's BERT and
+# GPT-2 by both of PyTorch's exporters, whose TorchScript exports the
+# transformer optimizer fuses furthest (Attention, EmbedLayerNormalization).
+ZOO_SOURCES = [
+    ("hf_bert_ts", "bert_tiny_ts", "bert", 4, 64),
+    ("hf_gpt2_ts", "gpt2_tiny_ts", "gpt2", 4, 64),
+    ("hf_bert", "bert_tiny", "bert", 4, 64),
+]
+
+
+def export(out, zoo=None):
     rows = []
-    for name, src, model_type, heads, hidden in SOURCES:
-        src_dir = os.path.join(HERE, src)
+    sources = [(n, os.path.join(HERE, s), t, h, d) for n, s, t, h, d in SOURCES]
+    if zoo:
+        sources += [(n, os.path.join(zoo, s), t, h, d) for n, s, t, h, d in ZOO_SOURCES
+                    if os.path.exists(os.path.join(zoo, s, "model.onnx"))]
+    for name, src_dir, model_type, heads, hidden in sources:
         feeds = inputs_of(src_dir, os.path.join(src_dir, "model.onnx"))
         with tempfile.TemporaryDirectory() as tmp:
             # One file, its external data inline, so that what the
@@ -136,8 +149,9 @@ def main():
     p.add_argument("out")
     p.add_argument("--graft")
     p.add_argument("--backends", nargs="+", default=["interp"])
+    p.add_argument("--zoo", help="a directory export_zoo.py wrote, for Hugging Face's models")
     a = p.parse_args()
-    export(a.out)
+    export(a.out, a.zoo)
     if a.graft:
         check(a.out, a.graft, a.backends)
 
