@@ -468,7 +468,7 @@ TEST(OnnxModelsTest, FusedOperatorsOfOnnxRuntime) {
 // Runtime's (tests/onnx_models/ort_optimized/manifest.txt).
 TEST(OnnxModelsTest, SavedByOnnxRuntimesOptimizers) {
   GRAFT_REQUIRE_ONNX_MODELS();
-  CheckManifestModels(CommittedModelsDir() + "/ort_optimized", 5);
+  CheckManifestModels(CommittedModelsDir() + "/ort_optimized", 6);
 }
 
 // Resize's antialias (opset 18, shrinking: linear and cubic, each
