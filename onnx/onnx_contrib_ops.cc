@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "onnx/onnx_expansion.h"
+#include "onnx/onnx_function_ops.h"
 #include "support/status_macros.h"
 
 namespace graft::onnx_import {
@@ -235,11 +236,6 @@ absl::Status Activation(Contrib& e, const std::string& activation,
   return absl::OkStatus();
 }
 
-std::string StringAttribute(const NodeExpansion& e, const std::string& name) {
-  const onnx::AttributeProto* a = e.Attribute(name);
-  return a == nullptr ? "" : a->s();
-}
-
 // FusedConv: activation(Conv(X, W, B) + Z), Z optional.
 absl::Status FusedConv(Contrib& e) {
   RETURN_IF_ERROR(e.RequireInputs(2));
@@ -249,10 +245,10 @@ absl::Status FusedConv(Contrib& e) {
   e.CopyAttributes(e.Add("Conv", inputs, y), {"activation", "activation_params"});
   if (e.Has(3)) y = e.AddValue("Add", {y, e.In(3)}, "sum");
   std::vector<std::optional<float>> params;
-  if (const onnx::AttributeProto* a = e.Attribute("activation_params")) {
+  if (const onnx::AttributeProto* a = e.Typed("activation_params", onnx::AttributeProto::FLOATS)) {
     params.assign(a->floats().begin(), a->floats().end());
   }
-  return Activation(e, StringAttribute(e, "activation"), params, y, e.Out(0));
+  return Activation(e, e.StringAttribute("activation"), params, y, e.Out(0));
 }
 
 // FusedGemm: activation(Gemm(A, B, C)).
@@ -268,10 +264,10 @@ absl::Status FusedGemm(Contrib& e) {
   }
   std::vector<std::optional<float>> params;
   for (const char* name : {"activation_alpha", "activation_beta"}) {
-    const onnx::AttributeProto* a = e.Attribute(name);
+    const onnx::AttributeProto* a = e.Typed(name, onnx::AttributeProto::FLOAT);
     params.push_back(a != nullptr ? std::optional<float>(a->f()) : std::nullopt);
   }
-  return Activation(e, StringAttribute(e, "activation"), params, y, e.Out(0));
+  return Activation(e, e.StringAttribute("activation"), params, y, e.Out(0));
 }
 
 // --- Attention ----------------------------------------------------------------
@@ -463,7 +459,7 @@ absl::Status Attention(Contrib& e, const ValueTypeLookup& types) {
   if (e.opset() < 13) return absl::UnimplementedError("needs opset 13 or later");
   ASSIGN_OR_RETURN(const int64_t width, StaticDim(e, types, 1, -1));
   int64_t d = width / 3, dv = width / 3;
-  if (const onnx::AttributeProto* sizes = e.Attribute("qkv_hidden_sizes")) {
+  if (const onnx::AttributeProto* sizes = e.Typed("qkv_hidden_sizes", onnx::AttributeProto::INTS)) {
     bool valid = sizes->ints_size() == 3 && sizes->ints(0) == sizes->ints(1);
     for (int i = 0; valid && i < 3; ++i) valid = sizes->ints(i) > 0 && sizes->ints(i) <= width;
     if (!valid || sizes->ints(0) + sizes->ints(1) + sizes->ints(2) != width) {
@@ -566,6 +562,20 @@ absl::Status EmbedLayerNormalization(Contrib& e) {
   return absl::OkStatus();
 }
 
+// RotaryEmbedding (ONNX Runtime's): input, position_ids ([1]: an offset,
+// or [B, S]), cos_cache, sin_cache, as ONNX's RotaryEmbedding.
+absl::Status MicrosoftRotaryEmbedding(Contrib& e, const ValueTypeLookup& types) {
+  RETURN_IF_ERROR(e.RequireInputs(4));
+  RETURN_IF_ERROR(
+      e.RefuseOtherAttributes({"interleaved", "num_heads", "rotary_embedding_dim", "scale", "is_packed_batching"}));
+  if (e.IntAttribute("is_packed_batching", 0) != 0) {
+    return absl::UnimplementedError("is_packed_batching=1 is not supported");
+  }
+  return ExpandRotaryEmbedding(e, types,
+                               RotaryOperands{.x = 0, .cos = 2, .sin = 3, .positions = 1,
+                                              .offset_positions = true, .head_size_from_cache = true});
+}
+
 using ExpandFn = std::function<absl::Status(Contrib&, const ValueTypeLookup&)>;
 
 ExpandFn Plain(absl::Status (*f)(Contrib&)) {
@@ -603,6 +613,7 @@ const std::map<std::string, ExpandFn>& Expanders() {
       {"com.microsoft/Attention", Attention},
       {"com.microsoft/MultiHeadAttention", MultiHeadAttention},
       {"com.microsoft/EmbedLayerNormalization", Plain(EmbedLayerNormalization)},
+      {"com.microsoft/RotaryEmbedding", MicrosoftRotaryEmbedding},
   };
   return *table;
 }
@@ -625,6 +636,7 @@ absl::StatusOr<std::vector<onnx::NodeProto>> ExpandContribOp(const onnx::NodePro
   }
   Contrib e(node, model_opset);
   RETURN_IF_ERROR(it->second(e, types));
+  RETURN_IF_ERROR(e.status());
   return e.Take();
 }
 

@@ -7,12 +7,12 @@
 // (onnxruntime.transformers.optimizer) write them into saved models: Gelu,
 // FastGelu, BiasGelu, QuickGelu, FusedMatMul, SkipLayerNormalization,
 // SkipSimplifiedLayerNormalization, SimplifiedLayerNormalization, BiasAdd,
-// BiasSoftmax, FusedConv, FusedGemm, Attention, MultiHeadAttention and
-// EmbedLayerNormalization. Each is imported as the default-domain nodes
-// that define it (onnx_expansion.h): the form the model had before ONNX Runtime fused
-// it, which graft's own passes fuse again for its backends. (MatMulNBits,
-// whose packed weights stay packed, is a converter of its own:
-// onnx_ops_matmul_nbits.cc.)
+// BiasSoftmax, FusedConv, FusedGemm, Attention, MultiHeadAttention,
+// EmbedLayerNormalization and RotaryEmbedding. Each is imported as the
+// default-domain nodes that define it (onnx_expansion.h): the form the
+// model had before ONNX Runtime fused it, which graft's own passes fuse
+// again for its backends. (MatMulNBits, whose packed weights stay packed,
+// is a converter of its own: onnx_ops_matmul_nbits.cc.)
 
 #include <cstdint>
 #include <functional>

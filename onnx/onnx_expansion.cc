@@ -89,14 +89,31 @@ const onnx::AttributeProto* NodeExpansion::Attribute(const std::string& name) co
   return nullptr;
 }
 
-int64_t NodeExpansion::IntAttribute(const std::string& name, int64_t fallback) const {
+const onnx::AttributeProto* NodeExpansion::Typed(const std::string& name,
+                                                 onnx::AttributeProto::AttributeType type) const {
   const onnx::AttributeProto* a = Attribute(name);
+  if (a == nullptr || a->type() == type) return a;
+  if (status_.ok()) {
+    status_ = absl::InvalidArgumentError(
+        absl::StrCat("attribute '", name, "' is of type ", onnx::AttributeProto::AttributeType_Name(a->type()),
+                     ", not ", onnx::AttributeProto::AttributeType_Name(type)));
+  }
+  return nullptr;
+}
+
+int64_t NodeExpansion::IntAttribute(const std::string& name, int64_t fallback) const {
+  const onnx::AttributeProto* a = Typed(name, onnx::AttributeProto::INT);
   return a == nullptr ? fallback : a->i();
 }
 
 float NodeExpansion::FloatAttribute(const std::string& name, float fallback) const {
-  const onnx::AttributeProto* a = Attribute(name);
+  const onnx::AttributeProto* a = Typed(name, onnx::AttributeProto::FLOAT);
   return a == nullptr ? fallback : a->f();
+}
+
+std::string NodeExpansion::StringAttribute(const std::string& name, const std::string& fallback) const {
+  const onnx::AttributeProto* a = Typed(name, onnx::AttributeProto::STRING);
+  return a == nullptr ? fallback : a->s();
 }
 
 absl::Status NodeExpansion::RefuseOtherAttributes(const std::set<std::string>& known) const {

@@ -59,9 +59,17 @@ class NodeExpansion {
   // The node's attributes but `except`, copied to `to`.
   void CopyAttributes(onnx::NodeProto& to, const std::set<std::string>& except = {}) const;
   const onnx::AttributeProto* Attribute(const std::string& name) const;
-  // An INT or FLOAT attribute's value, or `fallback` where the node has none.
+  // The attribute `name` if the node has it with `type`. One of another
+  // type is null here and an error in status(), as are the getters' below.
+  const onnx::AttributeProto* Typed(const std::string& name, onnx::AttributeProto::AttributeType type) const;
+  // An INT, FLOAT or STRING attribute's value, or `fallback` where the node
+  // has none.
   int64_t IntAttribute(const std::string& name, int64_t fallback) const;
   float FloatAttribute(const std::string& name, float fallback) const;
+  std::string StringAttribute(const std::string& name, const std::string& fallback = "") const;
+  // The first attribute of the wrong type read, or OK: the expansion's
+  // entry point returns it after the expander ran.
+  const absl::Status& status() const { return status_; }
   // An error naming any attribute of the node outside `known`: one the
   // expansion would otherwise drop without meaning to.
   absl::Status RefuseOtherAttributes(const std::set<std::string>& known) const;
@@ -80,6 +88,7 @@ class NodeExpansion {
  private:
   const onnx::NodeProto& node_;
   std::vector<onnx::NodeProto> nodes_;
+  mutable absl::Status status_;
 };
 
 // Tables of expansions are keyed by "domain/op_type" ("" for ONNX's own

@@ -50,8 +50,8 @@ struct AttentionShape {
 
 absl::StatusOr<AttentionShape> ReadAttentionShape(const NodeExpansion& e, const ValueTypeLookup& types) {
   AttentionShape s;
-  const onnx::AttributeProto* qh = e.Attribute("q_num_heads");
-  const onnx::AttributeProto* kvh = e.Attribute("kv_num_heads");
+  const onnx::AttributeProto* qh = e.Typed("q_num_heads", onnx::AttributeProto::INT);
+  const onnx::AttributeProto* kvh = e.Typed("kv_num_heads", onnx::AttributeProto::INT);
   ASSIGN_OR_RETURN(const int64_t rank, RankOf(types, e.In(0), "Q"));
   s.three_d = qh != nullptr && kvh != nullptr;
   if (rank != (s.three_d ? 3 : 4)) {
@@ -138,7 +138,7 @@ absl::Status Attention(NodeExpansion& e, const ValueTypeLookup& types) {
     k = RepeatHeads(e, k, repeat, s.q_heads, s.key_head_size, "k_grouped");
     v = RepeatHeads(e, v, repeat, s.q_heads, s.three_d ? value_size / s.kv_heads : value_size, "v_grouped");
   }
-  const onnx::AttributeProto* scale_attr = e.Attribute("scale");
+  const onnx::AttributeProto* scale_attr = e.Typed("scale", onnx::AttributeProto::FLOAT);
   const float scale = scale_attr != nullptr ? scale_attr->f() : 1.0f / std::sqrt(static_cast<float>(s.head_size));
   std::string scores = e.AddValue("MatMul", {q, e.Permute(k, {0, 1, 3, 2}, "k_transposed")}, "qk");
   scores = e.AddValue("Mul", {scores, ConstantLike(e, scale, q0, "scale")}, "scores");
@@ -231,29 +231,34 @@ absl::Status RmsNormalization(NodeExpansion& e, const ValueTypeLookup& types) {
   return absl::OkStatus();
 }
 
+}  // namespace
+
 // X (4-D [B, heads, S, D], or 3-D [B, S, heads * D] with num_heads)
 // rotated by position: the first rotary_embedding_dim (default D) of each
 // head's D values as pairs (the two halves, or neighbours when
 // interleaved) turned by the angle whose cos and sin the caches give (at
-// position_ids, else [B, S, dim / 2] directly); the rest pass through.
-absl::Status RotaryEmbedding(NodeExpansion& e, const ValueTypeLookup& types) {
-  RETURN_IF_ERROR(e.RequireInputs(3));
-  RETURN_IF_ERROR(e.RefuseOtherAttributes({"interleaved", "num_heads", "rotary_embedding_dim"}));
-  ASSIGN_OR_RETURN(const int64_t rank, RankOf(types, e.In(0), "X"));
+// the positions, else [B, S, dim / 2] directly); the rest pass through.
+absl::Status ExpandRotaryEmbedding(NodeExpansion& e, const ValueTypeLookup& types, const RotaryOperands& o) {
+  ASSIGN_OR_RETURN(const int64_t rank, RankOf(types, e.In(o.x), "X"));
   int64_t d = 0;
   std::string x;  // [B, S, heads, D].
   if (rank == 4) {
-    ASSIGN_OR_RETURN(d, StaticDimOf(types, e.In(0), 3, "X"));
-    x = e.Permute(e.In(0), {0, 2, 1, 3}, "bshd");
+    ASSIGN_OR_RETURN(d, StaticDimOf(types, e.In(o.x), 3, "X"));
+    x = e.Permute(e.In(o.x), {0, 2, 1, 3}, "bshd");
   } else if (rank == 3) {
-    const int64_t heads = e.IntAttribute("num_heads", 0);
+    int64_t heads = e.IntAttribute("num_heads", 0);
+    ASSIGN_OR_RETURN(const int64_t hidden, StaticDimOf(types, e.In(o.x), -1, "X"));
+    if (heads < 1 && o.head_size_from_cache && e.IntAttribute("rotary_embedding_dim", 0) == 0) {
+      // ONNX Runtime's: the head size is the cache's rotated width.
+      ASSIGN_OR_RETURN(const int64_t half_width, StaticDimOf(types, e.In(o.cos), -1, "cos_cache"));
+      if (half_width > 0 && hidden % (2 * half_width) == 0) heads = hidden / (2 * half_width);
+    }
     if (heads < 1) return absl::InvalidArgumentError("a 3-D X needs num_heads");
-    ASSIGN_OR_RETURN(const int64_t hidden, StaticDimOf(types, e.In(0), -1, "X"));
     if (hidden % heads != 0) {
       return absl::InvalidArgumentError(absl::StrCat(hidden, " columns do not split into ", heads, " heads"));
     }
     d = hidden / heads;
-    x = e.AddValue("Reshape", {e.In(0), e.ConstantInts({0, 0, heads, -1}, "heads_shape")}, "bshd");
+    x = e.AddValue("Reshape", {e.In(o.x), e.ConstantInts({0, 0, heads, -1}, "heads_shape")}, "bshd");
   } else {
     return absl::InvalidArgumentError(absl::StrCat("X has rank ", rank, " (3 or 4)"));
   }
@@ -262,12 +267,21 @@ absl::Status RotaryEmbedding(NodeExpansion& e, const ValueTypeLookup& types) {
     return absl::InvalidArgumentError(absl::StrCat("rotary_embedding_dim ", rd, " must be even and at most ", d));
   }
   const int64_t half = rd / 2;
-  std::string angles[2];  // cos, sin: [B, S, 1, rd / 2].
+  std::string positions = o.positions >= 0 ? e.In(o.positions) : "";
+  if (!positions.empty() && o.offset_positions) {
+    // ONNX Runtime's [1] form: an offset, the positions offset + 0..S-1.
+    std::optional<TensorType> t = types(positions);
+    if (t.has_value() && t->rank() == 1) {
+      positions = e.AddValue("Add", {e.Arange(e.DimLength(x, 1, "sequence"), "sequence_positions"), positions},
+                             "positions");
+    }
+  }
+  std::string angles[2];  // cos, sin: [B, S, 1, rd / 2] (or [S, 1, rd / 2]).
   for (int i = 0; i < 2; ++i) {
     const std::string what = i == 0 ? "cos" : "sin";
-    std::string c = e.SliceOf(e.In(1 + i), -1, 0, half, what + "_used");
-    if (e.Has(3)) c = e.AddValue("Gather", {c, e.In(3)}, what + "_at_positions");
-    angles[i] = e.AddValue("Unsqueeze", {c, e.ConstantInts({2}, what + "_axis")}, what);
+    std::string c = e.SliceOf(e.In(i == 0 ? o.cos : o.sin), -1, 0, half, what + "_used");
+    if (!positions.empty()) c = e.AddValue("Gather", {c, positions}, what + "_at_positions");
+    angles[i] = e.AddValue("Unsqueeze", {c, e.ConstantInts({-2}, what + "_axis")}, what);
   }
   const bool interleaved = e.IntAttribute("interleaved", 0) != 0;
   const std::string x1 = interleaved ? e.SliceOf(x, -1, 0, rd, "x1", 2) : e.SliceOf(x, -1, 0, half, "x1");
@@ -301,6 +315,15 @@ absl::Status RotaryEmbedding(NodeExpansion& e, const ValueTypeLookup& types) {
     e.Add("Reshape", {y, e.ConstantInts({0, 0, -1}, "output_shape")}, e.Out(0));
   }
   return absl::OkStatus();
+}
+
+namespace {
+
+// ONNX's RotaryEmbedding: X, cos_cache, sin_cache, position_ids.
+absl::Status RotaryEmbedding(NodeExpansion& e, const ValueTypeLookup& types) {
+  RETURN_IF_ERROR(e.RequireInputs(3));
+  RETURN_IF_ERROR(e.RefuseOtherAttributes({"interleaved", "num_heads", "rotary_embedding_dim"}));
+  return ExpandRotaryEmbedding(e, types, RotaryOperands{.x = 0, .cos = 1, .sin = 2, .positions = e.Has(3) ? 3 : -1});
 }
 
 // Swish (opset 24): x * sigmoid(alpha * x).
@@ -354,6 +377,7 @@ absl::StatusOr<std::vector<onnx::NodeProto>> ExpandFunctionOp(const onnx::NodePr
   }
   NodeExpansion e(node);
   RETURN_IF_ERROR(it->second.expand(e, types));
+  RETURN_IF_ERROR(e.status());
   return e.Take();
 }
 

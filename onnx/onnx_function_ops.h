@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "onnx/onnx_contrib_ops.h"
+#include "onnx/onnx_expansion.h"
 #include "onnx/onnx_pb.h"
 
 namespace graft::onnx_import {
@@ -24,6 +25,17 @@ namespace graft::onnx_import {
 bool IsFunctionOp(const onnx::NodeProto& node);
 
 std::vector<std::string> FunctionOpTypes();
+
+// Where a rotary embedding's operands are: ONNX's order (X, cos, sin,
+// positions) or ONNX Runtime's (input, positions, cos, sin).
+struct RotaryOperands {
+  int x = 0, cos = 1, sin = 2;
+  int positions = -1;              // -1: none, the caches are [B, S, dim / 2].
+  bool offset_positions = false;   // ONNX Runtime's: a [1] offset is offset + 0..S-1.
+  bool head_size_from_cache = false;  // ONNX Runtime's: 3-D X without num_heads.
+};
+// The rotation, shared by both operators (onnx_contrib_ops.cc's).
+absl::Status ExpandRotaryEmbedding(NodeExpansion& e, const ValueTypeLookup& types, const RotaryOperands& o);
 
 absl::StatusOr<std::vector<onnx::NodeProto>> ExpandFunctionOp(const onnx::NodeProto& node, int64_t model_opset,
                                                               const ValueTypeLookup& types);

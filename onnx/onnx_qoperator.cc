@@ -98,8 +98,7 @@ class Expansion : public NodeExpansion {
 
 // com.microsoft's pooling and convolution may run on NHWC values.
 absl::Status RefuseChannelsLast(const Expansion& e) {
-  const onnx::AttributeProto* a = e.Attribute("channels_last");
-  if (a != nullptr && a->i() != 0) {
+  if (e.IntAttribute("channels_last", 0) != 0) {
     return absl::UnimplementedError("channels_last=1 is not supported");
   }
   return absl::OkStatus();
@@ -135,11 +134,9 @@ absl::Status QLinearMatMul(Expansion& e) {
 // (optional: without them the result is float). B per column.
 absl::Status QGemm(Expansion& e) {
   RETURN_IF_ERROR(RequireInputs(e, 5));
-  const onnx::AttributeProto* trans_b = e.Attribute("transB");
-  const onnx::AttributeProto* alpha = e.Attribute("alpha");
-  const int64_t b_axis = trans_b != nullptr && trans_b->i() != 0 ? 0 : 1;
+  const int64_t b_axis = e.IntAttribute("transB", 0) != 0 ? 0 : 1;
   std::vector<std::string> inputs = {e.Dequantize(0, 1, 2, "a"), e.Dequantize(3, 4, 5, "b", b_axis)};
-  if (e.Has(6)) inputs.push_back(e.DequantizeBias(6, 1, 4, alpha != nullptr ? alpha->f() : 1.0f));
+  if (e.Has(6)) inputs.push_back(e.DequantizeBias(6, 1, 4, e.FloatAttribute("alpha", 1.0f)));
   const bool quantized = e.Has(7);
   const std::string y = quantized ? e.Value("gemm") : e.node().output(0);
   e.CopyAttributes(e.Add("Gemm", inputs, y));
@@ -172,7 +169,7 @@ absl::Status QLinearUnary(Expansion& e, const std::string& op) {
 // 13 on over one axis, before over the flattened tail), which must be the
 // one of the model's opset, as the float Softmax is read.
 absl::Status QLinearSoftmax(Expansion& e, int64_t model_opset) {
-  const onnx::AttributeProto* opset = e.Attribute("opset");
+  const onnx::AttributeProto* opset = e.Typed("opset", onnx::AttributeProto::INT);
   if (opset == nullptr) return absl::InvalidArgumentError("needs its opset attribute");
   if ((opset->i() >= 13) != (model_opset >= 13)) {
     return absl::UnimplementedError(absl::StrCat("the Softmax of opset ", opset->i(), " in a model of opset ",
@@ -314,6 +311,7 @@ absl::StatusOr<std::vector<onnx::NodeProto>> ExpandQOperator(const onnx::NodePro
   }
   Expansion e(node);
   RETURN_IF_ERROR(it->second(e, model_opset));
+  RETURN_IF_ERROR(e.status());
   return e.Take();
 }
 

@@ -345,6 +345,14 @@ TEST(OnnxFusedOperators, WhatIsNotSupportedIsRefusedByName) {
   EXPECT_THAT(ImportError(mean),
               HasSubstr("(com.microsoft.SkipLayerNormalization): output 1 'mean' is not supported"));
 
+  // An attribute of the wrong type is an error, not its default.
+  ModelBuilder typed;
+  typed.FloatInput("x", {1, 2, 4});
+  typed.FloatInitializer("gamma", {4}, {1, 1, 1, 1});
+  AttrInt(Microsoft(typed, "SkipLayerNormalization", {"x", "x", "gamma"}, {"y"}), "epsilon", 0);
+  typed.Output("y");
+  EXPECT_THAT(ImportError(typed), HasSubstr("attribute 'epsilon' is of type INT, not FLOAT"));
+
   // MatMulNBits's weights must match K, N and block_size.
   ModelBuilder nbits;
   nbits.FloatInput("a", {2, 32});

@@ -179,6 +179,30 @@ def embed_layer_norm(root):
                 init)
 
 
+def rotary(root):
+    """ONNX Runtime's RotaryEmbedding: an offset or [B, S] positions, 3-D
+    input with and without num_heads, 4-D, interleaved, partial."""
+    x = f32(2, 5, 24)  # [B, S, heads * 8]
+    cache = rng.random((16, 4)).astype(np.float32) * 3
+    init = {
+        "cos": np.cos(cache), "sin": np.sin(cache),
+        "offset": np.array([3], np.int64),
+        "positions": rng.integers(0, 16, (2, 5)).astype(np.int64),
+        "x4": f32(2, 3, 5, 8),
+        "cos_small": np.cos(cache[:, :2]), "sin_small": np.sin(cache[:, :2]),
+    }
+    nodes = [
+        ms_node("RotaryEmbedding", ["x", "offset", "cos", "sin"], ["by_offset"]),
+        ms_node("RotaryEmbedding", ["x", "positions", "cos", "sin"], ["by_positions_interleaved"], interleaved=1,
+                num_heads=3),
+        ms_node("RotaryEmbedding", ["x4", "positions", "cos", "sin"], ["four_d"]),
+        ms_node("RotaryEmbedding", ["x", "offset", "cos_small", "sin_small"], ["partial"], num_heads=3,
+                rotary_embedding_dim=4),
+    ]
+    outs = ["by_offset", "by_positions_interleaved", "four_d", "partial"]
+    return save(root, "rotary", nodes, {"x": x}, [(o, F, None) for o in outs], init)
+
+
 def nbits_weights(n, k, block, bits):
     """Random integers, scales and zero points of MatMulNBits's layout."""
     blocks = -(-k // block)
@@ -399,7 +423,7 @@ def main():
     args = p.parse_args()
     contrib = os.path.join(args.root, "contrib")
     write_manifest(contrib, [activations(contrib), layer_norms(contrib), fused(contrib), attention(contrib),
-                             embed_layer_norm(contrib), matmul_nbits(contrib)],
+                             embed_layer_norm(contrib), matmul_nbits(contrib), rotary(contrib)],
                    "# Written by tests/onnx_models/export_contrib.py (onnx.helper); outputs are ONNX Runtime's\n"
                    "# (ort_reference.js: CPU provider, optimizations off). Do not edit.\n")
     newer = os.path.join(args.root, "newer_opsets")
