@@ -275,7 +275,11 @@ TEST(CudaGemm, ANaNStaysNaNThroughARelu) {
     SCOPED_TRACE(precision);
     CompileOptions options;
     options.options["precision"] = precision;
-    ExpectCudaMatchesInterp(b, std::string(precision) == "f32" ? kReduceTol : kHalfTol, options);
+    // In bf16 a product's sums near 3 round by up to 0.008, which the
+    // softmax's exp turns into about 1% of its largest output: twice the
+    // half-precision rule, so that a rare seed does not fail a test about
+    // NaN (seed 3462149444 gave 1.05%).
+    ExpectCudaMatchesInterp(b, std::string(precision) == "f32" ? kReduceTol : 2 * kHalfTol, options);
   }
 }
 
