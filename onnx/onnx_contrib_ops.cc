@@ -566,6 +566,7 @@ absl::Status EmbedLayerNormalization(Contrib& e) {
 // or [B, S]), cos_cache, sin_cache, as ONNX's RotaryEmbedding.
 absl::Status MicrosoftRotaryEmbedding(Contrib& e, const ValueTypeLookup& types) {
   RETURN_IF_ERROR(e.RequireInputs(4));
+  if (e.opset() < 13) return absl::UnimplementedError("needs opset 13 or later");
   RETURN_IF_ERROR(
       e.RefuseOtherAttributes({"interleaved", "num_heads", "rotary_embedding_dim", "scale", "is_packed_batching"}));
   if (e.IntAttribute("is_packed_batching", 0) != 0) {

@@ -1,5 +1,6 @@
 #include "onnx/onnx_function_ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -53,10 +54,10 @@ absl::StatusOr<AttentionShape> ReadAttentionShape(const NodeExpansion& e, const 
   const onnx::AttributeProto* qh = e.Typed("q_num_heads", onnx::AttributeProto::INT);
   const onnx::AttributeProto* kvh = e.Typed("kv_num_heads", onnx::AttributeProto::INT);
   ASSIGN_OR_RETURN(const int64_t rank, RankOf(types, e.In(0), "Q"));
-  s.three_d = qh != nullptr && kvh != nullptr;
-  if (rank != (s.three_d ? 3 : 4)) {
+  s.three_d = rank == 3;
+  if ((rank != 3 && rank != 4) || (s.three_d && (qh == nullptr || kvh == nullptr))) {
     return absl::InvalidArgumentError(
-        absl::StrCat("Q has rank ", rank, ": 3 with q_num_heads and kv_num_heads both given, else 4"));
+        absl::StrCat("Q has rank ", rank, ": 3 with q_num_heads and kv_num_heads both given, or 4"));
   }
   if (s.three_d) {
     s.q_heads = qh->i();
@@ -76,6 +77,13 @@ absl::StatusOr<AttentionShape> ReadAttentionShape(const NodeExpansion& e, const 
     ASSIGN_OR_RETURN(s.kv_heads, StaticDimOf(types, e.In(1), 1, "K"));
     ASSIGN_OR_RETURN(s.head_size, StaticDimOf(types, e.In(0), 3, "Q"));
     ASSIGN_OR_RETURN(s.key_head_size, StaticDimOf(types, e.In(1), 3, "K"));
+  }
+  // Heads are repeated by a Concat of that many inputs; no model has more.
+  constexpr int64_t kMaxHeads = 1 << 16;
+  if (s.q_heads > kMaxHeads || s.kv_heads > kMaxHeads || s.q_heads / std::max<int64_t>(s.kv_heads, 1) > 1024) {
+    return absl::InvalidArgumentError(absl::StrCat("head counts ", s.q_heads, " and ", s.kv_heads,
+                                                   " are beyond what graft imports (at most 65536 heads, "
+                                                   "1024 query heads a key head)"));
   }
   if (s.q_heads % s.kv_heads != 0) {
     return absl::InvalidArgumentError(
@@ -139,11 +147,14 @@ absl::Status Attention(NodeExpansion& e, const ValueTypeLookup& types) {
     v = RepeatHeads(e, v, repeat, s.q_heads, s.three_d ? value_size / s.kv_heads : value_size, "v_grouped");
   }
   const onnx::AttributeProto* scale_attr = e.Typed("scale", onnx::AttributeProto::FLOAT);
+  if (scale_attr != nullptr && !(scale_attr->f() > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("scale ", scale_attr->f(), " is not positive"));
+  }
   const float scale = scale_attr != nullptr ? scale_attr->f() : 1.0f / std::sqrt(static_cast<float>(s.head_size));
   std::string scores = e.AddValue("MatMul", {q, e.Permute(k, {0, 1, 3, 2}, "k_transposed")}, "qk");
   scores = e.AddValue("Mul", {scores, ConstantLike(e, scale, q0, "scale")}, "scores");
   const float softcap = e.FloatAttribute("softcap", 0.0f);
-  if (softcap != 0) {
+  if (softcap > 0) {  // As the specification's reference: only a positive one caps.
     const std::string cap = ConstantLike(e, softcap, q0, "softcap");
     const std::string tanh = e.AddValue("Tanh", {e.AddValue("Div", {scores, cap}, "capped_in")}, "capped_tanh");
     scores = e.AddValue("Mul", {tanh, cap}, "capped");
@@ -152,7 +163,23 @@ absl::Status Attention(NodeExpansion& e, const ValueTypeLookup& types) {
   std::string bias;
   if (e.Has(3)) {
     std::optional<TensorType> mt = types(e.In(3));
-    if (mt.has_value() && mt->dtype == DType::kBool) {
+    if (!mt.has_value()) return absl::InvalidArgumentError("attn_mask has no known type");
+    // Opset 24 pads a mask shorter than the keys with masked keys; graft
+    // refuses one it knows is shorter (broadcasting would read it wrong).
+    std::optional<TensorType> kt = types(e.In(1));
+    std::optional<TensorType> pt = past ? types(e.In(4)) : std::nullopt;
+    if (mt->rank() > 0 && mt->shape.back().is_constant() && kt.has_value() && kt->rank() == (s.three_d ? 3 : 4) &&
+        kt->shape[s.three_d ? 1 : 2].is_constant() &&
+        (!past || (pt.has_value() && pt->rank() == 4 && pt->shape[2].is_constant()))) {
+      const int64_t total =
+          kt->shape[s.three_d ? 1 : 2].value() + (past ? pt->shape[2].value() : 0);
+      if (mt->shape.back().value() != total) {
+        return absl::UnimplementedError(absl::StrCat("an attn_mask of ", mt->shape.back().value(),
+                                                     " keys for ", total,
+                                                     " is not supported (opset 24 pads a shorter one)"));
+      }
+    }
+    if (mt->dtype == DType::kBool) {
       bias = e.AddValue("Where", {e.In(3), e.Constant(0, "attend"), e.Constant(kNegInf, "masked")}, "mask_bias");
       bias = e.AddValue("CastLike", {bias, q0}, "mask_bias_typed");
     } else {
@@ -217,9 +244,11 @@ absl::Status RmsNormalization(NodeExpansion& e, const ValueTypeLookup& types) {
   std::vector<int64_t> axes;
   for (int64_t d = axis; d < rank; ++d) axes.push_back(d);
   std::string x = e.In(0);
-  if (e.IntAttribute("stash_type", 1) == onnx::TensorProto::FLOAT) {
-    x = e.Cast(x, onnx::TensorProto::FLOAT, "stashed");
+  const int64_t stash = e.IntAttribute("stash_type", onnx::TensorProto::FLOAT);
+  if (stash != onnx::TensorProto::FLOAT && stash != onnx::TensorProto::DOUBLE) {
+    return absl::UnimplementedError(absl::StrCat("stash_type ", stash, " is not supported (1, float, or 11, double)"));
   }
+  x = e.Cast(x, static_cast<int32_t>(stash), "stashed");
   const std::string square = e.AddValue("Mul", {x, x}, "square");
   onnx::NodeProto& mean = e.Add("ReduceMean", {square, e.ConstantInts(axes, "axes")}, e.Value("mean_square"));
   NodeExpansion::SetInt(mean, "keepdims", 1);
@@ -262,17 +291,23 @@ absl::Status ExpandRotaryEmbedding(NodeExpansion& e, const ValueTypeLookup& type
   } else {
     return absl::InvalidArgumentError(absl::StrCat("X has rank ", rank, " (3 or 4)"));
   }
-  const int64_t rd = e.IntAttribute("rotary_embedding_dim", 0) > 0 ? e.IntAttribute("rotary_embedding_dim", 0) : d;
+  const int64_t rotary_dim = e.IntAttribute("rotary_embedding_dim", 0);
+  if (rotary_dim < 0) return absl::InvalidArgumentError(absl::StrCat("rotary_embedding_dim ", rotary_dim, " is negative"));
+  const int64_t rd = rotary_dim > 0 ? rotary_dim : d;
   if (rd > d || rd % 2 != 0) {
     return absl::InvalidArgumentError(absl::StrCat("rotary_embedding_dim ", rd, " must be even and at most ", d));
   }
   const int64_t half = rd / 2;
   std::string positions = o.positions >= 0 ? e.In(o.positions) : "";
   if (!positions.empty() && o.offset_positions) {
-    // ONNX Runtime's [1] form: an offset, the positions offset + 0..S-1.
+    // ONNX Runtime's [1] (or 0-D) form: an offset, the positions offset +
+    // 0..S-1; else [B, S].
     std::optional<TensorType> t = types(positions);
-    if (t.has_value() && t->rank() == 1) {
-      positions = e.AddValue("Add", {e.Arange(e.DimLength(x, 1, "sequence"), "sequence_positions"), positions},
+    if (!t.has_value()) return absl::InvalidArgumentError("position_ids has no known rank");
+    if (t->rank() <= 1) {
+      const std::string offset =
+          e.AddValue("Reshape", {positions, e.ConstantInts({1}, "offset_shape")}, "offset");
+      positions = e.AddValue("Add", {e.Arange(e.DimLength(x, 1, "sequence"), "sequence_positions"), offset},
                              "positions");
     }
   }

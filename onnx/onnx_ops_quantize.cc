@@ -120,7 +120,11 @@ absl::Status ConvertQuantizeLinear(NodeContext& ctx) {
 absl::StatusOr<DType> DequantizedType(NodeContext& ctx, DType scale_type) {
   ASSIGN_OR_RETURN(int64_t output_dtype, ctx.attrs().Int("output_dtype", 0));
   if (output_dtype == 0) return scale_type;
-  return DTypeFromOnnx(static_cast<int32_t>(output_dtype));
+  ASSIGN_OR_RETURN(DType out, DTypeFromOnnx(static_cast<int32_t>(output_dtype)));
+  if (!IsFloatingPoint(out)) {
+    return NodeContext::Invalid(absl::StrCat("output_dtype ", DTypeName(out), " is not a float type"));
+  }
+  return out;
 }
 
 // A known int32 input (a bias) is dequantized here: (x - zero point) * scale.

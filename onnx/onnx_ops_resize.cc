@@ -131,11 +131,18 @@ float AntialiasKernel(const ResizeParams& p, float x) {
 // the weights normalized to sum to 1. In f32, as ONNX Runtime.
 absl::StatusOr<std::vector<Tap>> AntialiasTapsOf(const ResizeParams& p, int64_t in, int64_t out, float scale) {
   const float support = (p.mode == "linear" ? 1.0f : 2.0f) / scale;
-  const int64_t width = static_cast<int64_t>(std::ceil(support)) * 2 + 1;
+  // Checked as a float first: a huge one does not convert.
+  const int64_t width = support <= kMaxAntialiasTaps ? static_cast<int64_t>(std::ceil(support)) * 2 + 1
+                                                     : kMaxAntialiasTaps + 1;
   if (width > kMaxAntialiasTaps) {
     return NodeContext::Unsupported(absl::StrCat("antialiased ", p.mode, " shrinking by ", 1 / scale,
                                                  " is not supported (at most ", kMaxAntialiasTaps,
                                                  " input positions an output)"));
+  }
+  if (width * out > kMaxImportTable) {
+    return NodeContext::Unsupported(absl::StrCat("antialiased shrinking to ", out, " positions with ", width,
+                                                 " taps each is not supported (at most ", kMaxImportTable,
+                                                 " taps in all: they are tables made at import)"));
   }
   std::vector<Tap> taps(width);
   for (int64_t o = 0; o < out; ++o) {

@@ -345,6 +345,21 @@ TEST(OnnxFusedOperators, WhatIsNotSupportedIsRefusedByName) {
   EXPECT_THAT(ImportError(mean),
               HasSubstr("(com.microsoft.SkipLayerNormalization): output 1 'mean' is not supported"));
 
+  // ONNX's Attention (opset 23): a non-positive scale, and head counts no
+  // model has (a Q of zero columns splits into any number).
+  ModelBuilder scale(23);
+  scale.FloatInput("q", {1, 2, 3, 4});
+  AttrFloat(scale.Node("Attention", {"q", "q", "q"}, {"y"}, "attention"), "scale", 0.0f);
+  scale.Output("y");
+  EXPECT_THAT(ImportError(scale), HasSubstr("(Attention): scale 0 is not positive"));
+  ModelBuilder heads23(23);
+  heads23.FloatInput("q", {1, 2, 0});
+  onnx::NodeProto* attention = heads23.Node("Attention", {"q", "q", "q"}, {"y"}, "attention");
+  AttrInt(attention, "q_num_heads", int64_t{1} << 40);
+  AttrInt(attention, "kv_num_heads", 1);
+  heads23.Output("y");
+  EXPECT_THAT(ImportError(heads23), HasSubstr("are beyond what graft imports"));
+
   // An attribute of the wrong type is an error, not its default.
   ModelBuilder typed;
   typed.FloatInput("x", {1, 2, 4});
