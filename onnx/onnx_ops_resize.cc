@@ -20,9 +20,11 @@
 namespace graft::onnx_import {
 namespace {
 
-// The most positions a resized dim may have: each tap's indices and
-// weights are tables made at import, one entry a position.
-constexpr int64_t kMaxResizedDim = int64_t{1} << 22;
+// The most entries a resized dim's taps may have in all: each tap's
+// indices and weights are tables made at import, one entry a position (so
+// nearest resizes to at most 4M positions, linear 2M, cubic 1M). More
+// takes seconds to import.
+constexpr int64_t kMaxResizeTaps = int64_t{1} << 22;
 
 struct ResizeParams {
   std::string mode;         // nearest, linear, cubic.
@@ -139,9 +141,9 @@ absl::StatusOr<std::vector<Tap>> AntialiasTapsOf(const ResizeParams& p, int64_t 
                                                  " is not supported (at most ", kMaxAntialiasTaps,
                                                  " input positions an output)"));
   }
-  if (width * out > kMaxImportTable) {
+  if (width * out > kMaxResizeTaps) {
     return NodeContext::Unsupported(absl::StrCat("antialiased shrinking to ", out, " positions with ", width,
-                                                 " taps each is not supported (at most ", kMaxImportTable,
+                                                 " taps each is not supported (at most ", kMaxResizeTaps,
                                                  " taps in all: they are tables made at import)"));
   }
   std::vector<Tap> taps(width);
@@ -357,10 +359,11 @@ absl::Status ConvertResize(NodeContext& ctx) {
                                                " to ", out, " (scale ", scale, ")"));
     }
     if (out == in && scale == 1) continue;
-    if (out > kMaxResizedDim) {
+    const int64_t taps = p.mode == "nearest" ? 1 : p.mode == "linear" ? 2 : 4;
+    if (out * taps > kMaxResizeTaps) {
       return NodeContext::Unsupported(absl::StrCat("resizing dim ", a, " of ", tx.ToString(), " to ", out,
-                                                   " positions is not supported (at most ", kMaxResizedDim,
-                                                   ": its taps are tables made at import)"));
+                                                   " positions is not supported (at most ", kMaxResizeTaps / taps,
+                                                   " in ", p.mode, " mode: its taps are tables made at import)"));
     }
     if (p.mode != "nearest" && !IsFloatingPoint(tx.dtype)) {
       return NodeContext::Unsupported(absl::StrCat(p.mode, " resizing of ", DTypeName(tx.dtype),

@@ -392,7 +392,17 @@ TEST(OnnxImportErrors, AHugeResizeIsRefused) {
   b.Output("y");
   EXPECT_EQ(ImportError(b),
             "test.onnx: node 'up' (Resize): resizing dim 1 of f32[1,4] to 16000000 positions is not "
-            "supported (at most 4194304: its taps are tables made at import)");
+            "supported (at most 4194304 in nearest mode: its taps are tables made at import)");
+  // Cubic reads four positions a position: a quarter as many.
+  ModelBuilder cubic;
+  cubic.FloatInput("x", {1, 4});
+  cubic.FloatInitializer("roi", {0}, {});
+  cubic.FloatInitializer("scales", {2}, {1, 4e5f});
+  AttrString(cubic.Node("Resize", {"x", "roi", "scales"}, {"y"}, "up"), "mode", "cubic");
+  cubic.Output("y");
+  EXPECT_EQ(ImportError(cubic),
+            "test.onnx: node 'up' (Resize): resizing dim 1 of f32[1,4] to 1600000 positions is not "
+            "supported (at most 1048576 in cubic mode: its taps are tables made at import)");
 }
 
 TEST(OnnxImportErrors, RunTimeShapes) {
