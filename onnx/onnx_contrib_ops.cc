@@ -272,20 +272,6 @@ absl::Status FusedGemm(Contrib& e) {
 
 // --- Attention ----------------------------------------------------------------
 
-// The static size of dim `dim` (negative from the end) of input i.
-absl::StatusOr<int64_t> StaticDim(const Contrib& e, const ValueTypeLookup& types, int i, int64_t dim) {
-  std::optional<TensorType> t = types(e.In(i));
-  if (!t.has_value() || t->rank() == 0) {
-    return absl::InvalidArgumentError(absl::StrCat("input ", i, " has no known shape"));
-  }
-  const int64_t d = dim < 0 ? dim + t->rank() : dim;
-  if (d < 0 || d >= t->rank() || !t->shape[d].is_constant()) {
-    return absl::UnimplementedError(
-        absl::StrCat("input ", i, " (", t->ToString(), ") needs a static size in dim ", dim));
-  }
-  return t->shape[d].value();
-}
-
 // Attention's and MultiHeadAttention's core on [B, S, hidden] values:
 // heads split, softmax(scale * q k^T + additive masks) v, heads joined
 // into `out` [B, S, heads * value head size]. ONNX Runtime adds
@@ -304,16 +290,6 @@ struct AttentionParts {
 class AttentionBuilder {
  public:
   AttentionBuilder(Contrib& e, const ValueTypeLookup& types) : e_(e), types_(types) {}
-
-  // [B, S, D] -> [B, heads, S, D / heads], or [B, heads, D / heads, S].
-  std::string Heads(const std::string& x, int64_t heads, bool transposed, const std::string& what) {
-    const std::string split = e_.AddValue("Reshape", {x, e_.ConstantInts({0, 0, heads, -1}, what + "_shape")},
-                                          what + "_heads");
-    const std::string out = e_.Value(what + "_bhsd");
-    NodeExpansion::SetInts(e_.Add("Transpose", {split}, out), "perm",
-                           transposed ? std::vector<int64_t>{0, 2, 3, 1} : std::vector<int64_t>{0, 2, 1, 3});
-    return out;
-  }
 
   // (1 - keep) * filter for a boolean or 0/1 `keep`, with new dims of 1
   // at `axes` (opset 13's Unsqueeze).
@@ -371,8 +347,8 @@ class AttentionBuilder {
   }
 
   void Build(const AttentionParts& a, const std::string& out) {
-    const std::string q = Heads(a.q, a.heads, false, "q"), kt = Heads(a.k, a.heads, true, "k");
-    const std::string v = Heads(a.v, a.heads, false, "v");
+    const std::string q = e_.SplitHeads(a.q, a.heads, "q"), kt = e_.SplitHeads(a.k, a.heads, "k", {0, 2, 3, 1});
+    const std::string v = e_.SplitHeads(a.v, a.heads, "v");
     const float scale = a.scale != 0 ? a.scale : 1.0f / std::sqrt(static_cast<float>(a.head_size));
     std::string scores = e_.AddValue("Mul", {e_.AddValue("MatMul", {q, kt}, "qk"), e_.Constant(scale, "scale")},
                                      "scores");
@@ -403,15 +379,6 @@ class AttentionBuilder {
   const ValueTypeLookup& types_;
 };
 
-// Columns [from, to) of a 2-D value (Attention's packed weights), or
-// elements [from, to) of a 1-D one (its bias).
-std::string Columns(Contrib& e, const std::string& x, int64_t from, int64_t to, const std::string& what) {
-  return e.AddValue("Slice",
-                    {x, e.ConstantInts({from}, what + "_from"), e.ConstantInts({to}, what + "_to"),
-                     e.ConstantInts({-1}, what + "_axis")},
-                    what);
-}
-
 // num_heads, scale, unidirectional and mask_filter_value, for Q and K of
 // `d` and V of `dv` columns.
 absl::Status ReadAttentionOptions(const Contrib& e, int64_t d, int64_t dv, AttentionParts& a) {
@@ -438,7 +405,7 @@ void EachPart(Contrib& e, AttentionParts& a, const std::string& op, const std::s
   std::string* parts[] = {&a.q, &a.k, &a.v};
   for (int i = 0; i < 3; ++i) {
     const std::string name = absl::StrCat(names[i], "_", what);
-    *parts[i] = e.AddValue(op, {*parts[i], Columns(e, packed, bounds[i], bounds[i + 1], name)}, name + "_applied");
+    *parts[i] = e.AddValue(op, {*parts[i], e.SliceOf(packed, -1, bounds[i], bounds[i + 1], name)}, name + "_applied");
   }
 }
 
@@ -457,7 +424,7 @@ absl::Status Attention(Contrib& e, const ValueTypeLookup& types) {
   }
   if (e.IntAttribute("do_rotary", 0) != 0) return absl::UnimplementedError("do_rotary=1 is not supported");
   if (e.opset() < 13) return absl::UnimplementedError("needs opset 13 or later");
-  ASSIGN_OR_RETURN(const int64_t width, StaticDim(e, types, 1, -1));
+  ASSIGN_OR_RETURN(const int64_t width, StaticDimOf(types, e.In(1), -1, "input 1"));
   int64_t d = width / 3, dv = width / 3;
   if (const onnx::AttributeProto* sizes = e.Typed("qkv_hidden_sizes", onnx::AttributeProto::INTS)) {
     bool valid = sizes->ints_size() == 3 && sizes->ints(0) == sizes->ints(1);
@@ -506,8 +473,8 @@ absl::Status MultiHeadAttention(Contrib& e, const ValueTypeLookup& types) {
           "not supported)");
     }
   }
-  ASSIGN_OR_RETURN(const int64_t d, StaticDim(e, types, 0, -1));
-  ASSIGN_OR_RETURN(const int64_t dv, StaticDim(e, types, 2, -1));
+  ASSIGN_OR_RETURN(const int64_t d, StaticDimOf(types, e.In(0), -1, "input 0"));
+  ASSIGN_OR_RETURN(const int64_t dv, StaticDimOf(types, e.In(2), -1, "input 2"));
   AttentionParts a;
   RETURN_IF_ERROR(ReadAttentionOptions(e, d, dv, a));
   a.q = e.In(0);
@@ -583,13 +550,6 @@ ExpandFn Plain(absl::Status (*f)(Contrib&)) {
   return [f](Contrib& e, const ValueTypeLookup&) { return f(e); };
 }
 
-// The rank of input i, which must be known.
-absl::StatusOr<int64_t> RankOf(const Contrib& e, const ValueTypeLookup& types, int i) {
-  std::optional<TensorType> t = types(e.In(i));
-  if (!t.has_value()) return absl::InvalidArgumentError(absl::StrCat("input ", i, " has no known rank"));
-  return t->rank();
-}
-
 // Keyed by "domain/op_type" ("" for ONNX's own).
 const std::map<std::string, ExpandFn>& Expanders() {
   static const auto* table = new std::map<std::string, ExpandFn>{
@@ -600,8 +560,8 @@ const std::map<std::string, ExpandFn>& Expanders() {
       {"com.microsoft/FusedMatMul",
        [](Contrib& e, const ValueTypeLookup& types) -> absl::Status {
          RETURN_IF_ERROR(e.RequireInputs(2));
-         ASSIGN_OR_RETURN(int64_t rank_a, RankOf(e, types, 0));
-         ASSIGN_OR_RETURN(int64_t rank_b, RankOf(e, types, 1));
+         ASSIGN_OR_RETURN(int64_t rank_a, RankOf(types, e.In(0), "input 0"));
+         ASSIGN_OR_RETURN(int64_t rank_b, RankOf(types, e.In(1), "input 1"));
          return FusedMatMul(e, rank_a, rank_b);
        }},
       {"com.microsoft/SkipLayerNormalization", Plain(SkipLayerNormalization)},

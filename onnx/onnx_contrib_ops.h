@@ -15,20 +15,15 @@
 // is a converter of its own: onnx_ops_matmul_nbits.cc.)
 
 #include <cstdint>
-#include <functional>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "graph/tensor_type.h"
+#include "onnx/onnx_expansion.h"
 #include "onnx/onnx_pb.h"
 
 namespace graft::onnx_import {
 
-// The type of a value converted so far, when known: ranks decide the
-// permutations of some expansions.
-using ValueTypeLookup = std::function<std::optional<TensorType>(const std::string& name)>;
 
 // Whether `node` is one of them. (ONNX Runtime also registers
 // LayerNormalization in the default domain at every opset, which its

@@ -6,6 +6,23 @@
 
 namespace graft::onnx_import {
 
+absl::StatusOr<int64_t> StaticDimOf(const ValueTypeLookup& types, const std::string& name, int64_t dim,
+                                    const std::string& what) {
+  std::optional<TensorType> t = types(name);
+  if (!t.has_value()) return absl::InvalidArgumentError(absl::StrCat(what, " has no known shape"));
+  const int64_t d = dim < 0 ? dim + t->rank() : dim;
+  if (d < 0 || d >= t->rank() || !t->shape[d].is_constant()) {
+    return absl::UnimplementedError(absl::StrCat(what, " (", t->ToString(), ") needs a static size in dim ", dim));
+  }
+  return t->shape[d].value();
+}
+
+absl::StatusOr<int64_t> RankOf(const ValueTypeLookup& types, const std::string& name, const std::string& what) {
+  std::optional<TensorType> t = types(name);
+  if (!t.has_value()) return absl::InvalidArgumentError(absl::StrCat(what, " has no known rank"));
+  return t->rank();
+}
+
 std::string NodeExpansion::Value(const std::string& what) const {
   return absl::StrCat(node_.output_size() > 0 ? node_.output(0) : node_.name(), "::", what);
 }
@@ -74,6 +91,12 @@ std::string NodeExpansion::Permute(const std::string& x, const std::vector<int64
   const std::string out = Value(what);
   SetInts(Add("Transpose", {x}, out), "perm", perm);
   return out;
+}
+
+std::string NodeExpansion::SplitHeads(const std::string& x, int64_t heads, const std::string& what,
+                                      const std::vector<int64_t>& perm) {
+  const std::string split = AddValue("Reshape", {x, ConstantInts({0, 0, heads, -1}, what + "_shape")}, what + "_heads");
+  return Permute(split, perm, what + "_bhsd");
 }
 
 void NodeExpansion::CopyAttributes(onnx::NodeProto& to, const std::set<std::string>& except) const {

@@ -12,14 +12,28 @@
 // unique in the model.
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "graph/tensor_type.h"
 #include "onnx/onnx_pb.h"
 
 namespace graft::onnx_import {
+
+// The type of a value converted so far, when known: ranks and static sizes
+// decide the permutations and splits of some expansions.
+using ValueTypeLookup = std::function<std::optional<TensorType>(const std::string& name)>;
+
+// The static size of dim `dim` (negative from the end) of value `name`,
+// and its rank; errors name it as `what`.
+absl::StatusOr<int64_t> StaticDimOf(const ValueTypeLookup& types, const std::string& name, int64_t dim,
+                                    const std::string& what);
+absl::StatusOr<int64_t> RankOf(const ValueTypeLookup& types, const std::string& name, const std::string& what);
 
 class NodeExpansion {
  public:
@@ -55,6 +69,10 @@ class NodeExpansion {
                       int64_t step = 1);
   // Transpose of x by `perm`.
   std::string Permute(const std::string& x, const std::vector<int64_t>& perm, const std::string& what);
+  // [B, S, heads * size] -> [B, heads, S, size] (the default `perm`), or
+  // another order of [B, S, heads, size] ({0, 2, 3, 1}: keys transposed).
+  std::string SplitHeads(const std::string& x, int64_t heads, const std::string& what,
+                         const std::vector<int64_t>& perm = {0, 2, 1, 3});
 
   // The node's attributes but `except`, copied to `to`.
   void CopyAttributes(onnx::NodeProto& to, const std::set<std::string>& except = {}) const;

@@ -18,24 +18,6 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// The static size of dim `dim` (negative from the end) of value `name`.
-absl::StatusOr<int64_t> StaticDimOf(const ValueTypeLookup& types, const std::string& name, int64_t dim,
-                                    const std::string& what) {
-  std::optional<TensorType> t = types(name);
-  if (!t.has_value()) return absl::InvalidArgumentError(absl::StrCat(what, " has no known shape"));
-  const int64_t d = dim < 0 ? dim + t->rank() : dim;
-  if (d < 0 || d >= t->rank() || !t->shape[d].is_constant()) {
-    return absl::UnimplementedError(absl::StrCat(what, " (", t->ToString(), ") needs a static size in dim ", dim));
-  }
-  return t->shape[d].value();
-}
-
-absl::StatusOr<int64_t> RankOf(const ValueTypeLookup& types, const std::string& name, const std::string& what) {
-  std::optional<TensorType> t = types(name);
-  if (!t.has_value()) return absl::InvalidArgumentError(absl::StrCat(what, " has no known rank"));
-  return t->rank();
-}
-
 // A float constant in the type of `like`.
 std::string ConstantLike(NodeExpansion& e, float v, const std::string& like, const std::string& what) {
   return e.AddValue("CastLike", {e.Constant(v, what + "_f32"), like}, what);
@@ -92,13 +74,6 @@ absl::StatusOr<AttentionShape> ReadAttentionShape(const NodeExpansion& e, const 
   return s;
 }
 
-// [B, S, heads * size] -> [B, heads, S, size].
-std::string SplitHeads(NodeExpansion& e, const std::string& x, int64_t heads, const std::string& what) {
-  const std::string split =
-      e.AddValue("Reshape", {x, e.ConstantInts({0, 0, heads, -1}, what + "_shape")}, what + "_heads");
-  return e.Permute(split, {0, 2, 1, 3}, what + "_bhsd");
-}
-
 // Each of `kv` [B, kv_heads, T, size]'s heads `repeat` times in place:
 // [B, kv_heads * repeat, T, size] (grouped-query attention).
 std::string RepeatHeads(NodeExpansion& e, const std::string& kv, int64_t repeat, int64_t q_heads, int64_t size,
@@ -124,9 +99,9 @@ absl::Status Attention(NodeExpansion& e, const ValueTypeLookup& types) {
   if (e.Has(4) != e.Has(5)) return absl::InvalidArgumentError("past_key and past_value come together");
   ASSIGN_OR_RETURN(const AttentionShape s, ReadAttentionShape(e, types));
   const std::string q0 = e.In(0);
-  std::string q = s.three_d ? SplitHeads(e, q0, s.q_heads, "q") : q0;
-  std::string k = s.three_d ? SplitHeads(e, e.In(1), s.kv_heads, "k") : e.In(1);
-  std::string v = s.three_d ? SplitHeads(e, e.In(2), s.kv_heads, "v") : e.In(2);
+  std::string q = s.three_d ? e.SplitHeads(q0, s.q_heads, "q") : q0;
+  std::string k = s.three_d ? e.SplitHeads(e.In(1), s.kv_heads, "k") : e.In(1);
+  std::string v = s.three_d ? e.SplitHeads(e.In(2), s.kv_heads, "v") : e.In(2);
   const bool past = e.Has(4);
   for (auto [value, input, output] : {std::tuple{&k, 4, 1}, std::tuple{&v, 5, 2}}) {
     const bool named = !e.Out(output).empty();
