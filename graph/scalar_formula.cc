@@ -13,6 +13,14 @@ namespace {
 
 using Expr = std::unique_ptr<ScalarExpr>;
 
+// The one-argument functions beyond exp, log, sqrt, sin, cos, tanh and erf
+// that libm and CUDA's math library both provide.
+bool IsTrigonometric(absl::string_view name) {
+  return name == "tan" || name == "asin" || name == "acos" || name == "atan" ||
+         name == "sinh" || name == "cosh" || name == "asinh" || name == "acosh" ||
+         name == "atanh";
+}
+
 // Recursive descent over a formula; formulas are a line long, so the depth
 // is bounded by their text.
 class FormulaParser {
@@ -146,6 +154,7 @@ class FormulaParser {
     if (!Eat(")")) return Error("',' or ')'");
     const bool unary = name == "exp" || name == "log" || name == "sqrt" ||
                        name == "sin" || name == "cos" || name == "tanh" ||
+                       IsTrigonometric(name) ||
                        name == "erf" || name == "abs" || name == "floor" ||
                        name == "ceil" || name == "round";
     const bool binary = name == "pow" || name == "max" || name == "min";
@@ -218,6 +227,15 @@ double EvaluateScalarFormula(
       if (f == "sin") return std::sin(x);
       if (f == "cos") return std::cos(x);
       if (f == "tanh") return std::tanh(x);
+      if (f == "tan") return std::tan(x);
+      if (f == "asin") return std::asin(x);
+      if (f == "acos") return std::acos(x);
+      if (f == "atan") return std::atan(x);
+      if (f == "sinh") return std::sinh(x);
+      if (f == "cosh") return std::cosh(x);
+      if (f == "asinh") return std::asinh(x);
+      if (f == "acosh") return std::acosh(x);
+      if (f == "atanh") return std::atanh(x);
       if (f == "erf") return std::erf(x);
       if (f == "abs") return std::fabs(x);
       if (f == "floor") return std::floor(x);

@@ -24,7 +24,8 @@ namespace graft {
 //   primary := number | name | name '(' expr (',' expr)* ')' | '(' expr ')'
 //
 // Names are the op's parameters. Functions: exp, log, sqrt, sin, cos, tanh,
-// erf, abs (one argument), pow, max, min (two; max and min return NaN when
+// tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh, erf, abs (one
+// argument), pow, max, min (two; max and min return NaN when
 // either argument is NaN, as torch.maximum does). Comparisons and logical
 // operators give 1 or 0; `!`, `&&`, `||` and `?:` treat non-zero as true.
 // A code generator walks the tree; Evaluate computes it in double, the

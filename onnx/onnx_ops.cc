@@ -18,6 +18,9 @@ const absl::flat_hash_map<std::string, int64_t>& IntroducedIn() {
   static const auto* opsets = new absl::flat_hash_map<std::string, int64_t>{
       {"Expand", 8},           {"Where", 9},
       {"Erf", 9},              {"Sign", 9},
+      {"Sinh", 9},             {"Cosh", 9},
+      {"Asinh", 9},            {"Acosh", 9},
+      {"Atanh", 9},
       {"IsNaN", 9},            {"ConstantOfShape", 9},
       {"OneHot", 9},           {"Scatter", 9},
       {"IsInf", 10},           {"Mod", 10},

@@ -25,6 +25,11 @@ const absl::flat_hash_map<std::string, std::string>& CoreOps() {
       {"Erf", "erf"},         {"Neg", "neg"},
       {"Abs", "abs"},         {"Reciprocal", "reciprocal"},
       {"Sin", "sin"},         {"Cos", "cos"},
+      {"Tan", "tan"},         {"Asin", "asin"},
+      {"Acos", "acos"},       {"Atan", "atan"},
+      {"Sinh", "sinh"},       {"Cosh", "cosh"},
+      {"Asinh", "asinh"},     {"Acosh", "acosh"},
+      {"Atanh", "atanh"},
       {"Not", "logical_not"}, {"Add", "add"},
       {"Sub", "sub"},         {"Mul", "mul"},
       {"Div", "div"},         {"Pow", "pow"},
@@ -408,14 +413,6 @@ absl::Status ConvertSign(NodeContext& ctx) {
   return ctx.SetOutput(0, y);
 }
 
-absl::Status ConvertTan(NodeContext& ctx) {
-  ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "input"));
-  ASSIGN_OR_RETURN(Node * s, ctx.Call("sin", {x}));
-  ASSIGN_OR_RETURN(Node * c, ctx.Call("cos", {x}));
-  ASSIGN_OR_RETURN(Node * y, ctx.Call("div", {s, c}));
-  return ctx.SetOutput(0, y);
-}
-
 absl::Status ConvertIsNaN(NodeContext& ctx) {
   ASSIGN_OR_RETURN(Node * x, ctx.Input(0, "X"));
   ASSIGN_OR_RETURN(Node * y, ctx.Call("ne", {x, x}));
@@ -490,7 +487,8 @@ absl::Status ConvertMod(NodeContext& ctx) {
 
 void AddElementwiseConverters(std::vector<OpConverter>& table) {
   for (const char* op : {"Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Erf",
-                         "Neg", "Abs", "Reciprocal", "Sin", "Cos", "Not",
+                         "Neg", "Abs", "Reciprocal", "Sin", "Cos", "Tan", "Asin", "Acos",
+                         "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Not",
                          "Floor", "Ceil", "Round"}) {
     table.push_back(
         {.op_type = op, .fold = FoldUnary, .convert = ConvertUnary});
@@ -527,7 +525,6 @@ void AddElementwiseConverters(std::vector<OpConverter>& table) {
   table.push_back({.op_type = "Softsign", .convert = ConvertSoftsign});
   table.push_back({.op_type = "Mish", .convert = ConvertMish});
   table.push_back({.op_type = "Sign", .convert = ConvertSign});
-  table.push_back({.op_type = "Tan", .convert = ConvertTan});
   table.push_back({.op_type = "IsNaN", .convert = ConvertIsNaN});
   table.push_back({.op_type = "IsInf", .convert = ConvertIsInf});
   table.push_back({.op_type = "Mod", .fold = FoldMod, .convert = ConvertMod});

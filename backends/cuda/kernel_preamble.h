@@ -96,6 +96,21 @@ template <> __device__ __forceinline__ float g_cos(float x) { return cosf(x); }
 template <class T> __device__ __forceinline__ T g_tanh(T x) { return (T)tanh((double)x); }
 template <> __device__ __forceinline__ float g_tanh(float x) { return tanhf(x); }
 template <class T> __device__ __forceinline__ T g_erf(T x) { return (T)erf((double)x); }
+// tan, the inverse and hyperbolic functions: CUDA's math library, f32 in
+// f32 and every other type through double, as the functions above.
+#define G_MATH_FUNCTION(name)                                                             \
+  template <class T> __device__ __forceinline__ T g_##name(T x) { return (T)name((double)x); } \
+  template <> __device__ __forceinline__ float g_##name(float x) { return name##f(x); }
+G_MATH_FUNCTION(tan)
+G_MATH_FUNCTION(asin)
+G_MATH_FUNCTION(acos)
+G_MATH_FUNCTION(atan)
+G_MATH_FUNCTION(sinh)
+G_MATH_FUNCTION(cosh)
+G_MATH_FUNCTION(asinh)
+G_MATH_FUNCTION(acosh)
+G_MATH_FUNCTION(atanh)
+#undef G_MATH_FUNCTION
 template <> __device__ __forceinline__ float g_erf(float x) { return erff(x); }
 template <class T> __device__ __forceinline__ T g_abs(T x) { return x < (T)0 ? (T)-x : x; }
 template <> __device__ __forceinline__ float g_abs(float x) { return fabsf(x); }

@@ -316,6 +316,15 @@ void RegisterElementwiseKernels(KernelTable& t) {
   t.Add("sin", UnaryKernel({[](double x) { return std::sin(x); }}));
   t.Add("cos", UnaryKernel({[](double x) { return std::cos(x); }}));
   t.Add("tanh", UnaryKernel({[](double x) { return std::tanh(x); }}));
+  t.Add("tan", UnaryKernel({[](double x) { return std::tan(x); }}));
+  t.Add("asin", UnaryKernel({[](double x) { return std::asin(x); }}));
+  t.Add("acos", UnaryKernel({[](double x) { return std::acos(x); }}));
+  t.Add("atan", UnaryKernel({[](double x) { return std::atan(x); }}));
+  t.Add("sinh", UnaryKernel({[](double x) { return std::sinh(x); }}));
+  t.Add("cosh", UnaryKernel({[](double x) { return std::cosh(x); }}));
+  t.Add("asinh", UnaryKernel({[](double x) { return std::asinh(x); }}));
+  t.Add("acosh", UnaryKernel({[](double x) { return std::acosh(x); }}));
+  t.Add("atanh", UnaryKernel({[](double x) { return std::atanh(x); }}));
   t.Add("sigmoid", UnaryKernel({Sigmoid}));
   t.Add("silu", UnaryKernel({[](double x) { return x * Sigmoid(x); }}));
   t.Add("erf", UnaryKernel({[](double x) { return std::erf(x); }}));

@@ -602,6 +602,12 @@ llvm::Value* IrEmitter::Call(const std::string& function, DType compute,
   const bool f32 = x->getType()->isFloatTy();
   if (function == "tanh") return f32 ? TanhF32(x) : LibmCall("tanh", x);
   if (function == "erf") return f32 ? ErfF32(x) : LibmCall("erf", x);
+  // The rest have no intrinsic: libm's (asinf, ..., or the double ones).
+  if (function == "tan" || function == "asin" || function == "acos" || function == "atan" ||
+      function == "sinh" || function == "cosh" || function == "asinh" ||
+      function == "acosh" || function == "atanh") {
+    return LibmCall(function, x);
+  }
   if (function == "pow") return Pow(x, args[1]);
   if (function == "max") return Maximum(x, args[1]);
   if (function == "min") return Minimum(x, args[1]);

@@ -37,6 +37,17 @@ TEST(ElementwiseKernels, UnaryFloatMath) {
   ExpectUnary("sigmoid", {0, std::log(3.0), -std::log(3.0)}, {0.5, 0.75, 0.25});
   ExpectUnary("silu", {0, std::log(3.0)}, {0, 0.75 * std::log(3.0)});
   ExpectUnary("erf", {0, 1, -1}, {0, 0.8427007929497149, -0.8427007929497149});
+  ExpectUnary("tan", {0, M_PI / 4, -M_PI / 4}, {0, 1, -1});
+  ExpectUnary("asin", {0, 0.5, -1, 2}, {0, M_PI / 6, -M_PI / 2, kNaN});
+  ExpectUnary("acos", {1, 0.5, -1, -2}, {0, M_PI / 3, M_PI, kNaN});
+  ExpectUnary("atan", {0, 1, -kInf}, {0, M_PI / 4, -M_PI / 2});
+  // (e - 1/e) / 2 and (e + 1/e) / 2.
+  ExpectUnary("sinh", {0, 1, -1}, {0, 1.1752011936438014, -1.1752011936438014});
+  ExpectUnary("cosh", {0, 1, -1}, {1, 1.5430806348152437, 1.5430806348152437});
+  // ln(1 + sqrt 2), ln(2 + sqrt 3), ln(3) / 2.
+  ExpectUnary("asinh", {0, 1, -1}, {0, 0.881373587019543, -0.881373587019543});
+  ExpectUnary("acosh", {1, 2, 0.5}, {0, 1.3169578969248166, kNaN});
+  ExpectUnary("atanh", {0, 0.5, 1, 2}, {0, 0.5493061443340549, kInf, kNaN});
   ExpectUnary("reciprocal", {2, -4, 0}, {0.5, -0.25, kInf});
 }
 

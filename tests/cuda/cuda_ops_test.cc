@@ -44,7 +44,8 @@ TEST(CudaPointwise, FloatOpsBroadcast) {
       std::vector<Node*> out;
       for (const char* op : {"neg", "abs", "relu", "exp", "sin", "cos", "tanh", "sigmoid",
                              "silu", "erf", "gelu", "logical_not", "floor", "ceil",
-                             "round"}) {
+                             "round", "tan", "asin", "acos", "atan", "sinh", "cosh",
+                             "asinh", "acosh", "atanh"}) {
         out.push_back(b.Call(op, {a}));
       }
       for (const char* op : {"log", "sqrt", "rsqrt", "reciprocal"}) {

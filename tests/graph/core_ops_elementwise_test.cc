@@ -20,7 +20,8 @@ TEST_F(ElementwiseTest, FloatOpsComputeIntegersInF32) {
   Node* i = Input(DType::kI32, {2, 3});
   Node* h = Input(DType::kF16, {Sym("batch"), 3});
   for (const char* op : {"exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh",
-                         "sigmoid", "silu", "erf", "reciprocal"}) {
+                         "sigmoid", "silu", "erf", "reciprocal", "tan", "asin",
+                         "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh"}) {
     SCOPED_TRACE(op);
     EXPECT_TRUE(HasType(Infer(op, {i}), T(DType::kF32, {2, 3})));
     EXPECT_TRUE(HasType(Infer(op, {h}), T(DType::kF16, {Sym("batch"), 3})));

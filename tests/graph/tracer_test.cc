@@ -447,6 +447,8 @@ TEST(TracerTest, EveryCoreOp) {
       {sin(a), "sin", "f32[2,3]"},
       {cos(a), "cos", "f32[2,3]"},
       {tanh(a), "tanh", "f32[2,3]"},
+      {atan(a), "atan", "f32[2,3]"},
+      {acosh(a), "acosh", "f32[2,3]"},
       {sigmoid(a), "sigmoid", "f32[2,3]"},
       {relu(a), "relu", "f32[2,3]"},
       {silu(a), "silu", "f32[2,3]"},

@@ -941,6 +941,42 @@ TEST(OnnxOps, MoreComposedActivations) {
   ExpectTensor(out[6], DType::kF32, {7}, map([](double v) { return std::tan(v); }), 1e-5);
 }
 
+// The inverse and hyperbolic functions map to graft's ops of the same
+// names: values from the C library, NaN outside each domain, and an opset
+// older than the operator refused by name.
+TEST(OnnxOps, InverseAndHyperbolicFunctions) {
+  struct Function {
+    const char* op;
+    double (*reference)(double);
+  };
+  const Function functions[] = {
+      {"Asin", [](double v) { return std::asin(v); }},   {"Acos", [](double v) { return std::acos(v); }},
+      {"Atan", [](double v) { return std::atan(v); }},   {"Sinh", [](double v) { return std::sinh(v); }},
+      {"Cosh", [](double v) { return std::cosh(v); }},   {"Asinh", [](double v) { return std::asinh(v); }},
+      {"Acosh", [](double v) { return std::acosh(v); }}, {"Atanh", [](double v) { return std::atanh(v); }},
+  };
+  ModelBuilder b;
+  b.FloatInput("x", {7});
+  for (const Function& f : functions) {
+    b.Node(f.op, {"x"}, {f.op});
+    b.Output(f.op);
+  }
+  const std::vector<double> x = {-2, -0.5, 0, 0.25, 1, 3, NAN};
+  auto out = RunModel(b, {F32({7}, x)});
+  ASSERT_EQ(out.size(), std::size(functions));
+  for (size_t i = 0; i < std::size(functions); ++i) {
+    SCOPED_TRACE(functions[i].op);
+    std::vector<double> y;
+    for (double v : x) y.push_back(functions[i].reference(v));
+    ExpectTensor(out[i], DType::kF32, {7}, y, 1e-6);
+  }
+  ModelBuilder old(/*opset=*/8);
+  old.FloatInput("x", {2});
+  old.Node("Sinh", {"x"}, {"y"});
+  old.Output("y");
+  EXPECT_THAT(ImportError(old), HasSubstr("Sinh needs opset 9"));
+}
+
 // CumSum with its axis an input, exclusive and reverse; an int32 input
 // keeps its dtype (graft sums in i64 and casts back).
 TEST(OnnxOps, CumSum) {

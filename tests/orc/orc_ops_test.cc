@@ -75,9 +75,12 @@ const std::vector<std::pair<Dims, Dims>>& BinaryShapes() {
 
 void AddFloatUnaryOps(ModuleBuilder& b, Node* x, Node* p,
                       std::vector<Node*>& out) {
+  // asin, acos, atanh and acosh: a third of x in their domain, NaN
+  // elsewhere (which must match too).
   for (const char* op : {"neg", "abs", "relu", "exp", "sin", "cos", "tanh",
                          "sigmoid", "silu", "erf", "gelu", "logical_not",
-                         "floor", "ceil", "round"}) {
+                         "floor", "ceil", "round", "tan", "asin", "acos",
+                         "atan", "sinh", "cosh", "asinh", "acosh", "atanh"}) {
     out.push_back(b.Call(op, {x}));
   }
   // Positive inputs where the function needs them; the same on x gives NaN
