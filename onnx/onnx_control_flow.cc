@@ -4,6 +4,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "support/status_macros.h"
 
 namespace graft::onnx_import {
 namespace {
@@ -30,6 +31,60 @@ void RenameReads(onnx::GraphProto& g, const Names& names) {
 
 }  // namespace
 
+absl::StatusOr<InlinedGraph> InlineSubgraph(const onnx::GraphProto& graph, const std::string& prefix,
+                                            const std::string& label, const std::vector<std::string>& inputs) {
+  if (graph.input_size() != static_cast<int>(inputs.size())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the subgraph has ", graph.input_size(), " inputs, where ", inputs.size(), " are bound"));
+  }
+  if (graph.sparse_initializer_size() > 0) {
+    return absl::UnimplementedError("sparse initializers in a subgraph are not supported");
+  }
+  Names names;
+  for (int i = 0; i < graph.input_size(); ++i) names[graph.input(i).name()] = inputs[i];
+  for (const onnx::TensorProto& init : graph.initializer()) names[init.name()] = prefix + init.name();
+  for (const onnx::NodeProto& n : graph.node()) {
+    for (const std::string& o : n.output()) {
+      if (!o.empty()) names[o] = prefix + o;
+    }
+  }
+  InlinedGraph inlined;
+  for (const onnx::TensorProto& init : graph.initializer()) {
+    onnx::NodeProto& c = inlined.nodes.emplace_back();
+    c.set_op_type("Constant");
+    c.set_name(absl::StrCat(label, "/", init.name()));
+    c.add_output(Renamed(names, init.name()));
+    onnx::AttributeProto* a = c.add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    *a->mutable_t() = init;
+  }
+  for (const onnx::NodeProto& n : graph.node()) {
+    onnx::NodeProto& copy = inlined.nodes.emplace_back(n);
+    for (std::string& in : *copy.mutable_input()) in = Renamed(names, in);
+    for (std::string& o : *copy.mutable_output()) o = Renamed(names, o);
+    for (onnx::AttributeProto& a : *copy.mutable_attribute()) {
+      if (a.has_g()) RenameReads(*a.mutable_g(), names);
+      for (onnx::GraphProto& sub : *a.mutable_graphs()) RenameReads(sub, names);
+    }
+  }
+  for (const onnx::ValueInfoProto& out : graph.output()) inlined.outputs.push_back(Renamed(names, out.name()));
+  return inlined;
+}
+
+onnx::NodeProto ScalarInt64Constant(const std::string& name, int64_t value) {
+  onnx::NodeProto c;
+  c.set_op_type("Constant");
+  c.set_name(name);
+  c.add_output(name);
+  onnx::AttributeProto* a = c.add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  a->mutable_t()->set_data_type(onnx::TensorProto::INT64);
+  a->mutable_t()->add_int64_data(value);
+  return c;
+}
+
 absl::StatusOr<std::vector<onnx::NodeProto>> ExpandIf(const onnx::NodeProto& node, const Tensor& condition) {
   if (condition.NumElements() != 1) {
     return absl::InvalidArgumentError(
@@ -54,39 +109,14 @@ absl::StatusOr<std::vector<onnx::NodeProto>> ExpandIf(const onnx::NodeProto& nod
   const std::string prefix = absl::StrCat(node.output_size() > 0 && !node.output(0).empty() ? node.output(0)
                                                                                            : node.name(),
                                           "::", branch_name, "::");
-  Names names;
-  for (const onnx::TensorProto& init : branch->initializer()) names[init.name()] = prefix + init.name();
-  for (const onnx::NodeProto& n : branch->node()) {
-    for (const std::string& o : n.output()) {
-      if (!o.empty()) names[o] = prefix + o;
-    }
-  }
-  std::vector<onnx::NodeProto> nodes;
-  for (const onnx::TensorProto& init : branch->initializer()) {
-    onnx::NodeProto& c = nodes.emplace_back();
-    c.set_op_type("Constant");
-    c.set_name(absl::StrCat(node.name(), "/", init.name()));
-    c.add_output(Renamed(names, init.name()));
-    onnx::AttributeProto* a = c.add_attribute();
-    a->set_name("value");
-    a->set_type(onnx::AttributeProto::TENSOR);
-    *a->mutable_t() = init;
-  }
-  for (const onnx::NodeProto& n : branch->node()) {
-    onnx::NodeProto& copy = nodes.emplace_back(n);
-    for (std::string& in : *copy.mutable_input()) in = Renamed(names, in);
-    for (std::string& o : *copy.mutable_output()) o = Renamed(names, o);
-    for (onnx::AttributeProto& a : *copy.mutable_attribute()) {
-      if (a.has_g()) RenameReads(*a.mutable_g(), names);
-      for (onnx::GraphProto& sub : *a.mutable_graphs()) RenameReads(sub, names);
-    }
-  }
+  ASSIGN_OR_RETURN(InlinedGraph inlined, InlineSubgraph(*branch, prefix, node.name(), {}));
+  std::vector<onnx::NodeProto> nodes = std::move(inlined.nodes);
   for (int i = 0; i < node.output_size(); ++i) {
     if (node.output(i).empty()) continue;
     onnx::NodeProto& out = nodes.emplace_back();
     out.set_op_type("Identity");
     out.set_name(absl::StrCat(node.name(), "/", branch_name, "_output", i));
-    out.add_input(Renamed(names, branch->output(i).name()));
+    out.add_input(inlined.outputs[i]);
     out.add_output(node.output(i));
   }
   return nodes;

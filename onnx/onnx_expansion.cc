@@ -87,6 +87,29 @@ std::string NodeExpansion::SliceOf(const std::string& x, int64_t axis, int64_t f
                   what);
 }
 
+namespace {
+std::string AxesOp(NodeExpansion& e, const std::string& op, const std::string& x,
+                   const std::vector<int64_t>& axes, int64_t opset, const std::string& what) {
+  const std::string out = e.Value(what);
+  if (opset >= 13) {
+    e.Add(op, {x, e.ConstantInts(axes, what + "_axes")}, out);
+  } else {
+    NodeExpansion::SetInts(e.Add(op, {x}, out), "axes", axes);
+  }
+  return out;
+}
+}  // namespace
+
+std::string NodeExpansion::Unsqueeze(const std::string& x, const std::vector<int64_t>& axes, int64_t opset,
+                                     const std::string& what) {
+  return AxesOp(*this, "Unsqueeze", x, axes, opset, what);
+}
+
+std::string NodeExpansion::Squeeze(const std::string& x, const std::vector<int64_t>& axes, int64_t opset,
+                                   const std::string& what) {
+  return AxesOp(*this, "Squeeze", x, axes, opset, what);
+}
+
 std::string NodeExpansion::Permute(const std::string& x, const std::vector<int64_t>& perm, const std::string& what) {
   const std::string out = Value(what);
   SetInts(Add("Transpose", {x}, out), "perm", perm);

@@ -67,6 +67,12 @@ class NodeExpansion {
   // Slice of x along `axis` from `from` to `to` by `step`.
   std::string SliceOf(const std::string& x, int64_t axis, int64_t from, int64_t to, const std::string& what,
                       int64_t step = 1);
+  // Unsqueeze or Squeeze of x at `axes`, in the form of `opset` (the axes an
+  // attribute before 13, an input from then on).
+  std::string Unsqueeze(const std::string& x, const std::vector<int64_t>& axes, int64_t opset,
+                        const std::string& what);
+  std::string Squeeze(const std::string& x, const std::vector<int64_t>& axes, int64_t opset,
+                      const std::string& what);
   // Transpose of x by `perm`.
   std::string Permute(const std::string& x, const std::vector<int64_t>& perm, const std::string& what);
   // [B, S, heads * size] -> [B, heads, S, size] (the default `perm`), or

@@ -11,6 +11,7 @@
 #include "graph/verifier.h"
 #include "onnx/onnx_contrib_ops.h"
 #include "onnx/onnx_control_flow.h"
+#include "onnx/onnx_expansion.h"
 #include "onnx/onnx_function_ops.h"
 #include "onnx/onnx_functions.h"
 #include "onnx/onnx_names.h"
@@ -307,6 +308,17 @@ absl::Status OnnxImporter::ConvertNodes() {
   return absl::OkStatus();
 }
 
+namespace {
+// Functions calling functions several times each multiply, and so do
+// loops; a small file must not expand without end, in nodes or in bytes (a
+// large constant in a body called many times). Functions are sized before
+// they are inlined, so that such a file is refused at once.
+constexpr int64_t kMaxExpandedNodes = int64_t{1} << 22;
+constexpr int64_t kMaxExpandedBytes = int64_t{1} << 30;
+// Loops unrolled at import run at most this many iterations.
+constexpr int64_t kMaxLoopIterations = int64_t{1} << 16;
+}  // namespace
+
 // A node the model defines (a local function's call, an If on a known
 // condition) or that stands for default-domain nodes (onnx_qoperator.h,
 // onnx_contrib_ops.h, onnx_function_ops.h) is converted as those nodes;
@@ -319,12 +331,6 @@ absl::Status OnnxImporter::ConvertAny(const onnx::NodeProto& node, int index, co
     return absl::InvalidArgumentError(absl::StrCat(
         "expansions nest more than ", kMaxDepth, " deep (a local function that calls itself?)"));
   }
-  // Functions calling functions several times each multiply; a small file
-  // must not expand without end, in nodes or in bytes (a large constant in
-  // a body called many times). Functions are sized before they are
-  // inlined, so that such a file is refused at once.
-  constexpr int64_t kMaxExpandedNodes = int64_t{1} << 22;
-  constexpr int64_t kMaxExpandedBytes = int64_t{1} << 30;
   std::vector<onnx::NodeProto> nodes;
   bool generated = true;  // Nodes graft made, not the model's own.
   // Nodes graft made are never the model's function calls.
@@ -337,9 +343,16 @@ absl::Status OnnxImporter::ConvertAny(const onnx::NodeProto& node, int index, co
     }
     ASSIGN_OR_RETURN(nodes, LocalFunctions::Inline(*f, node, CallId(node, *f)));
     generated = false;
+  } else if (sequences_.Handles(node)) {
+    ASSIGN_OR_RETURN(nodes, sequences_.Expand(node, state_.opset(), Types(), [this](const std::string& name) {
+      const OnnxValue* v = state_.Find(name);
+      return v != nullptr ? v->constant : std::nullopt;
+    }));
   } else if (IsDefaultDomain(node.domain()) && node.op_type() == "If") {
     ASSIGN_OR_RETURN(nodes, ExpandKnownIf(node));
     generated = false;
+  } else if (IsDefaultDomain(node.domain()) && node.op_type() == "Loop") {
+    return ConvertKnownLoop(node, index, from);
   } else if (IsQOperator(node)) {
     ASSIGN_OR_RETURN(nodes, ExpandQOperator(node, state_.opset()));
   } else if (IsContribOp(node)) {
@@ -349,11 +362,19 @@ absl::Status OnnxImporter::ConvertAny(const onnx::NodeProto& node, int index, co
   } else {
     return ConvertNode(node, index, from);
   }
+  RETURN_IF_ERROR(ConvertExpansion(node, index, from, nodes, generated));
+  return CheckOutputsMade(node);
+}
+
+// The nodes `node` stands for, converted in order; `generated` where graft
+// made them rather than the model (a function body, a branch).
+absl::Status OnnxImporter::ConvertExpansion(const onnx::NodeProto& node, int index, const Expanded& from,
+                                            const std::vector<onnx::NodeProto>& nodes, bool generated) {
   expanded_nodes_ += static_cast<int64_t>(nodes.size());
   for (const onnx::NodeProto& n : nodes) expanded_bytes_ += static_cast<int64_t>(n.ByteSizeLong());
   if (expanded_nodes_ > kMaxExpandedNodes || expanded_bytes_ > kMaxExpandedBytes) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "the model's local functions, Ifs and fused operators expand into more than ", kMaxExpandedNodes,
+        "the model's local functions, Ifs, Loops and fused operators expand into more than ", kMaxExpandedNodes,
         " nodes or ", kMaxExpandedBytes >> 20, " MB"));
   }
   for (const onnx::NodeProto& n : nodes) MarkConsumed(n);
@@ -368,11 +389,16 @@ absl::Status OnnxImporter::ConvertAny(const onnx::NodeProto& node, int index, co
                                : absl::StrCat("its ", QualifiedOpType(n), " '", n.name(), "': "));
     }
   }
-  // An output of the node that is read but that its expansion did not
-  // make (SkipLayerNormalization's mean) is refused here, by name.
+  return absl::OkStatus();
+}
+
+// An output of the node that is read but that its expansion did not make
+// (SkipLayerNormalization's mean) is refused here, by name.
+absl::Status OnnxImporter::CheckOutputsMade(const onnx::NodeProto& node) {
   for (int i = 0; i < node.output_size(); ++i) {
     const std::string& output = node.output(i);
-    if (!output.empty() && state_.IsConsumed(output) && state_.Find(output) == nullptr) {
+    if (!output.empty() && state_.IsConsumed(output) && state_.Find(output) == nullptr &&
+        !sequences_.IsSequence(output)) {
       return absl::UnimplementedError(absl::StrCat("output ", i, " '", output, "' is not supported"));
     }
   }
@@ -429,6 +455,118 @@ absl::StatusOr<std::vector<onnx::NodeProto>> OnnxImporter::ExpandKnownIf(const o
         "import (graft's graphs have no control flow)");
   }
   return ExpandIf(node, *cond->constant);
+}
+
+// The contents of `name`, which the Loop needs known at import (its
+// `what`).
+absl::StatusOr<Tensor> OnnxImporter::KnownLoopValue(const std::string& name, const std::string& what) {
+  const OnnxValue* v = state_.Find(name);
+  if (v == nullptr) return absl::InvalidArgumentError(absl::StrCat(what, " '", name, "' is not defined"));
+  if (!v->constant.has_value()) {
+    return absl::UnimplementedError(absl::StrCat(
+        what, " is computed at run time: graft imports a Loop only when its trip count and condition are known "
+              "at import (graft's graphs have no control flow)"));
+  }
+  if (v->constant->NumElements() != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " has ", v->constant->NumElements(), " elements, not one"));
+  }
+  return *v->constant;
+}
+
+// A Loop whose trip count and condition are known at import (PyTorch's
+// export of EmbeddingBag, of a loop over a static length), as its body once
+// per iteration: the iteration number a constant, each iteration's
+// loop-carried values the next one's inputs, and each scan output the
+// iterations' values stacked along a new first dim.
+absl::Status OnnxImporter::ConvertKnownLoop(const onnx::NodeProto& node, int index, const Expanded& from) {
+  const onnx::GraphProto* body = nullptr;
+  for (const onnx::AttributeProto& a : node.attribute()) {
+    if (a.name() != "body") return absl::UnimplementedError(absl::StrCat("attribute '", a.name(), "' is not supported"));
+    if (a.has_g()) body = &a.g();
+  }
+  if (body == nullptr) return absl::InvalidArgumentError("has no body");
+  if (node.input_size() < 2) {
+    return absl::InvalidArgumentError("needs a trip count and a condition input (either may be \"\")");
+  }
+  const int carried = node.input_size() - 2;
+  if (body->input_size() != carried + 2 || body->output_size() < carried + 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "its body has ", body->input_size(), " inputs and ", body->output_size(), " outputs; with ", carried,
+        " loop-carried values it needs ", carried + 2, " inputs and at least ", carried + 1, " outputs"));
+  }
+  const int scans = body->output_size() - 1 - carried;
+  if (node.output_size() > carried + scans) {
+    return absl::InvalidArgumentError(absl::StrCat("has ", node.output_size(), " outputs, but its body makes ",
+                                                   carried, " loop-carried values and ", scans, " scan outputs"));
+  }
+  // No trip count: until the condition is false (or past the limit).
+  int64_t trips = kMaxLoopIterations + 1;
+  if (!node.input(0).empty()) {
+    ASSIGN_OR_RETURN(const Tensor m, KnownLoopValue(node.input(0), "the trip count"));
+    const double d = m.GetAsDouble(0);
+    trips = d <= 0 ? 0 : d > static_cast<double>(kMaxLoopIterations) ? kMaxLoopIterations + 1 : static_cast<int64_t>(d);
+  }
+  std::string condition = node.input(1);  // "": true.
+  const auto too_many = [] {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("runs more than ", kMaxLoopIterations, " iterations (graft unrolls a Loop at import)"));
+  };
+  if (condition.empty() && trips > kMaxLoopIterations) return too_many();
+  std::vector<std::string> values(node.input().begin() + 2, node.input().end());
+  std::vector<std::vector<std::string>> scanned(scans);
+  const std::string base = !node.output().empty() && !node.output(0).empty() ? node.output(0) : node.name();
+  int64_t i = 0;
+  for (; i < trips; ++i) {
+    if (!condition.empty()) {
+      ASSIGN_OR_RETURN(const Tensor c, KnownLoopValue(condition, i == 0 ? "the condition" : "the body's condition"));
+      if (c.GetAsDouble(0) == 0) break;
+    }
+    if (i == kMaxLoopIterations) return too_many();
+    const std::string prefix = absl::StrCat(base, "::iteration", i, "::");
+    std::vector<onnx::NodeProto> nodes = {ScalarInt64Constant(prefix + "iteration_number", i)};
+    std::vector<std::string> inputs = {prefix + "iteration_number", condition};
+    if (condition.empty()) {
+      // The body reads the condition as a bool: true.
+      nodes.push_back(ScalarInt64Constant(prefix + "true_as_int", 1));
+      onnx::NodeProto& cast = nodes.emplace_back();
+      cast.set_op_type("Cast");
+      cast.set_name(prefix + "true");
+      cast.add_input(prefix + "true_as_int");
+      cast.add_output(prefix + "true");
+      NodeExpansion::SetInt(cast, "to", onnx::TensorProto::BOOL);
+      inputs[1] = prefix + "true";
+    }
+    inputs.insert(inputs.end(), values.begin(), values.end());
+    ASSIGN_OR_RETURN(InlinedGraph inlined, InlineSubgraph(*body, prefix, node.name(), inputs));
+    nodes.insert(nodes.end(), inlined.nodes.begin(), inlined.nodes.end());
+    // Outputs read only by the next iteration count as read.
+    for (const std::string& out : inlined.outputs) state_.MarkConsumed(out);
+    RETURN_IF_ERROR(ConvertExpansion(node, index, from, nodes, /*generated=*/false));
+    condition = inlined.outputs[0];
+    values.assign(inlined.outputs.begin() + 1, inlined.outputs.begin() + 1 + carried);
+    for (int k = 0; k < scans; ++k) scanned[k].push_back(inlined.outputs[1 + carried + k]);
+  }
+  NodeExpansion out(node);
+  for (int j = 0; j < carried && j < node.output_size(); ++j) {
+    if (!node.output(j).empty()) out.Add("Identity", {values[j]}, node.output(j));
+  }
+  for (int k = 0; k < scans && carried + k < node.output_size(); ++k) {
+    const std::string& output = node.output(carried + k);
+    if (output.empty() || (i == 0 && !state_.IsConsumed(output))) continue;
+    if (i == 0) {
+      return absl::UnimplementedError(absl::StrCat(
+          "runs no iteration, so the shape of its scan output '", output, "' is unknown"));
+    }
+    std::vector<std::string> parts;
+    for (size_t t = 0; t < scanned[k].size(); ++t) {
+      parts.push_back(out.Unsqueeze(scanned[k][t], {0}, state_.opset(), absl::StrCat("scan", k, "_", t)));
+    }
+    NodeExpansion::SetInt(out.Add("Concat", parts, output), "axis", 0);
+  }
+  RETURN_IF_ERROR(out.status());
+  RETURN_IF_ERROR(ConvertExpansion(node, index, from, out.Take(), /*generated=*/true));
+  return CheckOutputsMade(node);
 }
 
 absl::Status OnnxImporter::ConvertNode(const onnx::NodeProto& node, int index, const Expanded& from) {

@@ -18,6 +18,7 @@
 #include "onnx/onnx_functions.h"
 #include "onnx/onnx_import.h"
 #include "onnx/onnx_import_state.h"
+#include "onnx/onnx_sequences.h"
 #include "onnx/onnx_pb.h"
 
 namespace graft::onnx_import {
@@ -66,6 +67,11 @@ class OnnxImporter {
   void MarkConsumed(const onnx::NodeProto& node);
   void MarkConsumed(const onnx::GraphProto& graph);
   absl::StatusOr<std::vector<onnx::NodeProto>> ExpandKnownIf(const onnx::NodeProto& node);
+  absl::Status ConvertKnownLoop(const onnx::NodeProto& node, int index, const Expanded& from);
+  absl::StatusOr<Tensor> KnownLoopValue(const std::string& name, const std::string& what);
+  absl::Status ConvertExpansion(const onnx::NodeProto& node, int index, const Expanded& from,
+                                const std::vector<onnx::NodeProto>& nodes, bool generated);
+  absl::Status CheckOutputsMade(const onnx::NodeProto& node);
   // The types of the values converted so far, for expansions.
   ValueTypeLookup Types();
   absl::Status AddOutputs();
@@ -75,6 +81,7 @@ class OnnxImporter {
 
   const onnx::ModelProto& model_;
   LocalFunctions functions_;  // Sizes memoized as calls are met.
+  Sequences sequences_;        // The sequences made so far, by name.
   // The names given to inlined calls' own values (onnx_functions.h).
   absl::flat_hash_map<std::string, int> call_ids_;  // Calls so far per prefix.
   int64_t expanded_nodes_ = 0;  // Made by expansions so far,

@@ -89,6 +89,40 @@ absl::Status ConvertSpaceToDepth(NodeContext& ctx) {
   return ctx.SetOutput(0, x);
 }
 
+// Tile of a value known at import (shape arithmetic: PyTorch's export of
+// torch.tensor_split tiles its piece sizes). Results past the folding
+// limit, and repeats ConvertTile refuses, are left to it.
+absl::StatusOr<bool> FoldTile(NodeContext& ctx) {
+  std::optional<FoldValue> x = ctx.Folded(0);
+  std::optional<FoldValue> r = ctx.Folded(1);
+  if (!x.has_value() || !r.has_value() || r->HasSymbols()) return false;
+  ASSIGN_OR_RETURN(std::vector<int64_t> repeats, ctx.ConstantInts(1, "the repeats input"));
+  if (repeats.size() != x->dims.size()) return false;
+  FoldValue out;
+  out.dtype = x->dtype;
+  int64_t total = 1;
+  for (size_t i = 0; i < repeats.size(); ++i) {
+    if (repeats[i] < 0) return false;
+    out.dims.push_back(x->dims[i] * repeats[i]);
+    total *= out.dims.back();
+    if (total > ctx.folder().max_elements()) return false;
+  }
+  out.elems.reserve(static_cast<size_t>(total));
+  for (int64_t flat = 0; flat < total; ++flat) {
+    // The source element: each output index modulo the input's dim.
+    int64_t rest = flat, source = 0, stride = 1;
+    for (size_t i = out.dims.size(); i-- > 0;) {
+      const int64_t index = rest % out.dims[i];
+      rest /= out.dims[i];
+      source += (index % x->dims[i]) * stride;
+      stride *= x->dims[i];
+    }
+    out.elems.push_back(x->elems[static_cast<size_t>(source)]);
+  }
+  RETURN_IF_ERROR(ctx.SetOutputValue(0, std::move(out)));
+  return true;
+}
+
 // Each dim i repeated r[i] times: a new size-r[i] dim in front of it by
 // expand, then the two merged.
 absl::Status ConvertTile(NodeContext& ctx) {
@@ -239,6 +273,45 @@ absl::Status ConvertScatterND(NodeContext& ctx) {
   table.insert(table.end(), rest.begin(), rest.end());
   update_table.insert(update_table.end(), rest.begin(), rest.end());
   return WriteRows(ctx, source, table, update_table, data_dims);
+}
+
+// ScatterElements of values all known at import (shape arithmetic:
+// PyTorch's export of index_fill scatters into a Shape). Reductions,
+// symbols and bad indices are left to ConvertScatterElements.
+absl::StatusOr<bool> FoldScatterElements(NodeContext& ctx) {
+  ASSIGN_OR_RETURN(std::string reduction, ctx.attrs().String("reduction", "none"));
+  ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().Int("axis", 0));
+  std::optional<std::vector<FoldValue>> in = ctx.FoldedInputs(3);
+  if (reduction != "none" || !in.has_value()) return false;
+  const FoldValue& data = (*in)[0];
+  const FoldValue& indices = (*in)[1];
+  const FoldValue& updates = (*in)[2];
+  const int64_t rank = static_cast<int64_t>(data.dims.size());
+  if (indices.HasSymbols() || indices.dims != updates.dims || static_cast<int64_t>(indices.dims.size()) != rank ||
+      data.dtype != updates.dtype || axis < -rank || axis >= rank) {
+    return false;
+  }
+  const int64_t a = axis < 0 ? axis + rank : axis;
+  FoldValue out = data;
+  std::vector<int64_t> position(static_cast<size_t>(rank), 0);
+  for (int64_t k = 0; k < indices.NumElements(); ++k) {
+    int64_t v = indices.elems[static_cast<size_t>(k)].i;
+    if (v < -data.dims[a] || v >= data.dims[a]) return false;
+    if (v < 0) v += data.dims[a];
+    int64_t target = 0;
+    for (int64_t d = 0; d < rank; ++d) {
+      const int64_t at = d == a ? v : position[d];
+      if (at >= data.dims[d]) return false;
+      target = target * data.dims[d] + at;
+    }
+    out.elems[static_cast<size_t>(target)] = updates.elems[static_cast<size_t>(k)];
+    for (int64_t d = rank - 1; d >= 0; --d) {  // The next position.
+      if (++position[d] < indices.dims[d]) break;
+      position[d] = 0;
+    }
+  }
+  RETURN_IF_ERROR(ctx.SetOutputValue(0, std::move(out)));
+  return true;
 }
 
 // updates written into data at known indices along `axis`
@@ -519,11 +592,11 @@ absl::Status ConvertEinsum(NodeContext& ctx) {
 void AddRearrangeConverters(std::vector<OpConverter>& table) {
   table.push_back({.op_type = "DepthToSpace", .convert = ConvertDepthToSpace});
   table.push_back({.op_type = "SpaceToDepth", .convert = ConvertSpaceToDepth});
-  table.push_back({.op_type = "Tile", .convert = ConvertTile});
+  table.push_back({.op_type = "Tile", .fold = FoldTile, .convert = ConvertTile});
   table.push_back({.op_type = "GatherND", .convert = ConvertGatherND});
   table.push_back({.op_type = "OneHot", .convert = ConvertOneHot});
   table.push_back({.op_type = "ScatterND", .convert = ConvertScatterND});
-  table.push_back({.op_type = "ScatterElements", .convert = ConvertScatterElements});
+  table.push_back({.op_type = "ScatterElements", .fold = FoldScatterElements, .convert = ConvertScatterElements});
   // ScatterElements' name in opsets 9 and 10 (deprecated from 11).
   table.push_back({.op_type = "Scatter", .convert = ConvertScatterElements});
   table.push_back({.op_type = "Einsum", .convert = ConvertEinsum});

@@ -285,7 +285,7 @@ TEST(OnnxModelsTest, ManifestListsEveryCommittedModel) {
   EXPECT_THAT(dirs, ::testing::UnorderedElementsAre(
                         "mlp", "cnn", "gpt2_block_opset13", "gpt2_block_opset17", "cumsum",
                         "unet", "recurrent", "misc", "legacy_opset9", "legacy_opset10",
-                        "legacy_opset11"));
+                        "legacy_opset11", "loops"));
   ASSERT_EQ(manifest->unsupported.size(), 1u);
   EXPECT_EQ(manifest->unsupported[0].dir, "unsupported_nonzero");
 }
@@ -355,6 +355,13 @@ TEST(OnnxModelsTest, Unet) {
 TEST(OnnxModelsTest, Recurrent) {
   GRAFT_REQUIRE_ONNX_MODELS();
   CheckModel(CommittedModelsDir(), "recurrent");
+}
+
+// EmbeddingBag and a scripted loop: Loops unrolled at import, a list as a
+// sequence, and the inverse trigonometric functions.
+TEST(OnnxModelsTest, Loops) {
+  GRAFT_REQUIRE_ONNX_MODELS();
+  CheckModel(CommittedModelsDir(), "loops");
 }
 
 // Round, Floor, Ceil, Tile, ReduceL2 (F.normalize), ReduceLogSumExp,

@@ -250,6 +250,42 @@ class Legacy(nn.Module):
         return v, i, sm, ls
 
 
+class Loops(nn.Module):
+    """ONNX Loops as PyTorch exports them: EmbeddingBag (a Loop over the
+    bags; sum with fixed offsets and per-sample weights, mean and max over
+    a 2-D input), and a scripted loop over a static length with a
+    loop-carried value and a list it appends to (sequence ops). Also the
+    inverse trigonometric functions (atan, asin, acos)."""
+
+    def __init__(self):
+        super().__init__()
+        self.bag_sum = nn.EmbeddingBag(10, 4, mode="sum")
+        self.bag_mean = nn.EmbeddingBag(10, 4, mode="mean")
+        self.bag_max = nn.EmbeddingBag(10, 4, mode="max")
+        # Offsets that are a model input make each bag's slice a run-time
+        # one, which graft refuses; fixed ones fold.
+        self.register_buffer("offsets", torch.tensor([0, 2, 2]))
+
+    def forward(self, x, idx, weights):
+        a = self.bag_sum(idx, self.offsets, per_sample_weights=weights)
+        b = self.bag_mean(idx.view(3, 2)) + self.bag_max(idx.view(2, 3)).sum()
+        total, steps = scanned_decay(x)
+        t = torch.atan(x) + torch.asin(x.clamp(-0.9, 0.9)) * torch.acos(x.clamp(-0.9, 0.9))
+        return a, b, total, steps, t
+
+
+@torch.jit.script
+def scanned_decay(x):
+    """A loop over x's rows: a running sum decayed by half each row (a
+    loop-carried value) and every row's running sum (a scan output)."""
+    acc = torch.zeros_like(x[0])
+    steps = []
+    for i in range(x.size(0)):
+        acc = acc * 0.5 + torch.tanh(x[i])
+        steps.append(acc)
+    return acc, torch.stack(steps)
+
+
 class NonZero(nn.Module):
     """ReLU then NonZero: a result whose shape depends on the values,
     outside what graft imports."""
@@ -473,6 +509,13 @@ def export_committed(out_dir):
         export(Legacy(), [torch.randn(2, 3, 8, 8)], ["x"], outs,
                os.path.join(out_dir, name), opset=opset)
         lines.append(model_line(name, ["x"], outs))
+
+    torch.manual_seed(11)
+    outs = ["a", "b", "total", "steps", "t"]
+    inputs = [torch.randn(5, 3), torch.tensor([1, 4, 4, 9, 0, 2]), torch.rand(6)]
+    export(Loops(), inputs, ["x", "idx", "weights"], outs,
+           os.path.join(out_dir, "loops"), opset=17)
+    lines.append(model_line("loops", ["x", "idx", "weights"], outs))
 
     torch.manual_seed(6)
     path = export(NonZero(), [torch.randn(2, 5)], ["x"], ["y"],
