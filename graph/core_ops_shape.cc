@@ -17,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "graph/core_ops_internal.h"
 #include "graph/type_rules.h"
+#include "support/status_macros.h"
 
 namespace graft::core_ops {
 namespace {
@@ -363,7 +364,7 @@ absl::StatusOr<TensorType> Slice(const InferContext& ctx) {
   int64_t n = size.value();
   int64_t lo = start.has_value() ? SliceBound(*start, n) : 0;
   int64_t hi = end.has_value() ? SliceBound(*end, n) : n;
-  t.shape[*dim] = hi > lo ? (hi - lo + step - 1) / step : 0;
+  t.shape[*dim] = SliceLength(lo, hi, step);
   return t;
 }
 
@@ -392,6 +393,77 @@ absl::StatusOr<TensorType> Gather(const InferContext& ctx) {
     }
   }
   return TensorType{t.dtype, std::move(index.shape)};
+}
+
+// scatter and scatter_nd: one of the reductions ONNX's scatters have.
+absl::Status RequireScatterReduction(const InferContext& ctx) {
+  const std::string& reduce = ctx.call().String("reduce");
+  if (reduce == "none" || reduce == "add" || reduce == "mul" || reduce == "max" || reduce == "min") {
+    return absl::OkStatus();
+  }
+  return ctx.Error(absl::StrCat("reduce \"", reduce, "\" must be none, add, mul, max or min"));
+}
+
+// input with src written along dim at index: index and src of one shape,
+// the rank of input, no larger than it outside dim.
+absl::StatusOr<TensorType> Scatter(const InferContext& ctx) {
+  TensorType t = ctx.Type("input");
+  TensorType index = ctx.Type("index");
+  TensorType src = ctx.Type("src");
+  RETURN_IF_ERROR(RequireIndices(ctx, "index", "holds indices"));
+  RETURN_IF_ERROR(RequireScatterReduction(ctx));
+  if (src.dtype != t.dtype) {
+    return ctx.Error(absl::StrCat("src ", src.ToString(), " must have the dtype of input ", t.ToString()));
+  }
+  if (index.shape != src.shape) {
+    return ctx.Error(absl::StrCat("index ", index.ToString(), " and src ", src.ToString(), " must have one shape"));
+  }
+  if (index.rank() != t.rank() || t.rank() == 0) {
+    return ctx.Error(absl::StrCat("index ", index.ToString(), " must have as many dims as input ", t.ToString(),
+                                  ", at least one"));
+  }
+  absl::StatusOr<int64_t> dim = rules::NormalizeDim(ctx, ctx.call().Int("dim"), t.rank());
+  if (!dim.ok()) return dim.status();
+  for (int64_t i = 0; i < t.rank(); ++i) {
+    const Dim a = index.shape[i], b = t.shape[i];
+    if (i != *dim && a.is_constant() && b.is_constant() && a.value() > b.value()) {
+      return ctx.Error(absl::StrCat("index ", index.ToString(), " is larger than input ", t.ToString(), " in dim ",
+                                    i));
+    }
+  }
+  return t;
+}
+
+// input with updates written at the positions of indices' last dim: an
+// index tuple of m names a slice of input's dims from m on.
+absl::StatusOr<TensorType> ScatterNd(const InferContext& ctx) {
+  TensorType t = ctx.Type("input");
+  TensorType indices = ctx.Type("indices");
+  TensorType updates = ctx.Type("updates");
+  RETURN_IF_ERROR(RequireIndices(ctx, "indices", "holds index tuples"));
+  RETURN_IF_ERROR(RequireScatterReduction(ctx));
+  if (updates.dtype != t.dtype) {
+    return ctx.Error(absl::StrCat("updates ", updates.ToString(), " must have the dtype of input ", t.ToString()));
+  }
+  if (indices.rank() < 1 || !indices.shape.back().is_constant() || indices.shape.back().value() < 1 ||
+      indices.shape.back().value() > t.rank()) {
+    return ctx.Error(absl::StrCat("indices ", indices.ToString(), " must end in a static dim between 1 and the rank of input ",
+                                  t.ToString()));
+  }
+  const int64_t m = indices.shape.back().value();
+  Shape want(indices.shape.begin(), indices.shape.end() - 1);
+  want.insert(want.end(), t.shape.begin() + m, t.shape.end());
+  if (updates.shape.size() != want.size()) {
+    return ctx.Error(absl::StrCat("updates ", updates.ToString(), " must have indices' dims but the last, then input's from ",
+                                  m, " on"));
+  }
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (want[i].is_constant() && updates.shape[i].is_constant() && want[i] != updates.shape[i]) {
+      return ctx.Error(absl::StrCat("updates ", updates.ToString(), " must have indices' dims but the last, then input's from ",
+                                    m, " on"));
+    }
+  }
+  return t;
 }
 
 absl::StatusOr<TensorType> IndexSelect(const InferContext& ctx) {
@@ -557,6 +629,18 @@ void RegisterShapeOps(OpRegistry& r) {
           .infer = One(Gather),
           .summary = "pick elements along dim by an index tensor of the "
                      "same rank"});
+  Add(r, {.name = "scatter",
+          .params = {Param("input", K::kTensor), Param("dim", K::kInt), Param("index", K::kTensor),
+                     Param("src", K::kTensor), Defaulted("reduce", K::kString, "none")},
+          .infer = One(Scatter),
+          .summary = "input with src written along dim at index (torch.scatter, scatter_reduce; ONNX "
+                     "ScatterElements): reduce none (the last write wins), add, mul, max or min"});
+  Add(r, {.name = "scatter_nd",
+          .params = {Param("input", K::kTensor), Param("indices", K::kTensor), Param("updates", K::kTensor),
+                     Defaulted("reduce", K::kString, "none")},
+          .infer = One(ScatterNd),
+          .summary = "input with updates written at the index tuples in indices' last dim (ONNX ScatterND, "
+                     "index_put): reduce none (the last write wins), add, mul, max or min"});
   Add(r, {.name = "index_select",
           .params = {Param("input", K::kTensor), Param("dim", K::kInt),
                      Param("index", K::kTensor)},

@@ -59,6 +59,16 @@ std::string ShapeToString(const Shape& shape) {
       "]");
 }
 
+int64_t SliceLength(int64_t from, int64_t to, int64_t step) {
+  // Distances and |step| as unsigned: a step of +-2^63 stays exact.
+  const bool up = step > 0;
+  if (up ? to <= from : to >= from) return 0;
+  const uint64_t distance = up ? static_cast<uint64_t>(to) - static_cast<uint64_t>(from)
+                               : static_cast<uint64_t>(from) - static_cast<uint64_t>(to);
+  const uint64_t magnitude = up ? static_cast<uint64_t>(step) : uint64_t{0} - static_cast<uint64_t>(step);
+  return static_cast<int64_t>(distance / magnitude + (distance % magnitude != 0));
+}
+
 bool IsStatic(const Shape& shape) {
   for (Dim d : shape) {
     if (d.is_symbolic()) return false;

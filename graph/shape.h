@@ -44,6 +44,10 @@ using Shape = absl::InlinedVector<Dim, 4>;
 // "[2,batch,3]".
 std::string ShapeToString(const Shape& shape);
 bool IsStatic(const Shape& shape);
+// The elements a slice from `from` toward `to` by `step` (not 0) takes:
+// from, from + step, ... strictly before `to`; `from` and `to` clamped to
+// a dim's positions (or one past either end). No overflow for any step.
+int64_t SliceLength(int64_t from, int64_t to, int64_t step);
 // Product of the extents; requires IsStatic(shape).
 int64_t NumElements(const Shape& shape);
 std::vector<int64_t> StaticDims(const Shape& shape);

@@ -17,8 +17,16 @@ std::string Renamed(const Names& names, const std::string& name) {
 }
 
 // Reads of the renamed names inside `g` (a subgraph of a branch's node,
-// which may read the branch's values), at any depth.
-void RenameReads(onnx::GraphProto& g, const Names& names) {
+// which may read the branch's values), at any depth. The names `g`
+// declares itself (its inputs, initializers and node outputs: a nested
+// Loop's counter may reuse the outer body's name) are its own there.
+void RenameReads(onnx::GraphProto& g, const Names& outer) {
+  Names names = outer;
+  for (const onnx::ValueInfoProto& in : g.input()) names.erase(in.name());
+  for (const onnx::TensorProto& init : g.initializer()) names.erase(init.name());
+  for (const onnx::NodeProto& n : g.node()) {
+    for (const std::string& o : n.output()) names.erase(o);
+  }
   for (onnx::NodeProto& n : *g.mutable_node()) {
     for (std::string& in : *n.mutable_input()) in = Renamed(names, in);
     for (onnx::AttributeProto& a : *n.mutable_attribute()) {
@@ -32,7 +40,8 @@ void RenameReads(onnx::GraphProto& g, const Names& names) {
 }  // namespace
 
 absl::StatusOr<InlinedGraph> InlineSubgraph(const onnx::GraphProto& graph, const std::string& prefix,
-                                            const std::string& label, const std::vector<std::string>& inputs) {
+                                            const std::string& label, const std::vector<std::string>& inputs,
+                                            const std::string& initializers_made_as) {
   if (graph.input_size() != static_cast<int>(inputs.size())) {
     return absl::InvalidArgumentError(
         absl::StrCat("the subgraph has ", graph.input_size(), " inputs, where ", inputs.size(), " are bound"));
@@ -42,7 +51,10 @@ absl::StatusOr<InlinedGraph> InlineSubgraph(const onnx::GraphProto& graph, const
   }
   Names names;
   for (int i = 0; i < graph.input_size(); ++i) names[graph.input(i).name()] = inputs[i];
-  for (const onnx::TensorProto& init : graph.initializer()) names[init.name()] = prefix + init.name();
+  const bool make_initializers = initializers_made_as.empty();
+  for (const onnx::TensorProto& init : graph.initializer()) {
+    names[init.name()] = (make_initializers ? prefix : initializers_made_as) + init.name();
+  }
   for (const onnx::NodeProto& n : graph.node()) {
     for (const std::string& o : n.output()) {
       if (!o.empty()) names[o] = prefix + o;
@@ -50,6 +62,7 @@ absl::StatusOr<InlinedGraph> InlineSubgraph(const onnx::GraphProto& graph, const
   }
   InlinedGraph inlined;
   for (const onnx::TensorProto& init : graph.initializer()) {
+    if (!make_initializers) break;
     onnx::NodeProto& c = inlined.nodes.emplace_back();
     c.set_op_type("Constant");
     c.set_name(absl::StrCat(label, "/", init.name()));
@@ -109,7 +122,7 @@ absl::StatusOr<std::vector<onnx::NodeProto>> ExpandIf(const onnx::NodeProto& nod
   const std::string prefix = absl::StrCat(node.output_size() > 0 && !node.output(0).empty() ? node.output(0)
                                                                                            : node.name(),
                                           "::", branch_name, "::");
-  ASSIGN_OR_RETURN(InlinedGraph inlined, InlineSubgraph(*branch, prefix, node.name(), {}));
+  ASSIGN_OR_RETURN(InlinedGraph inlined, InlineSubgraph(*branch, prefix, node.name(), {}, ""));
   std::vector<onnx::NodeProto> nodes = std::move(inlined.nodes);
   for (int i = 0; i < node.output_size(); ++i) {
     if (node.output(i).empty()) continue;

@@ -33,9 +33,13 @@ struct InlinedGraph {
 // values it makes renamed `prefix + name` (sibling subgraphs, and the
 // iterations of a Loop, use the same names), its formal inputs read as
 // `inputs` (one name each) and anything else it reads from the graph
-// around it. `label` names the Constant nodes.
+// around it. `label` names the Constant nodes. Where
+// `initializers_made_as` is given, the initializers are not made: they are
+// read as that prefix + their name (a Loop makes them once for every
+// iteration).
 absl::StatusOr<InlinedGraph> InlineSubgraph(const onnx::GraphProto& graph, const std::string& prefix,
-                                            const std::string& label, const std::vector<std::string>& inputs);
+                                            const std::string& label, const std::vector<std::string>& inputs,
+                                            const std::string& initializers_made_as);
 
 // A Constant node whose output `name` is the 0-D i64 `value`.
 onnx::NodeProto ScalarInt64Constant(const std::string& name, int64_t value);

@@ -489,11 +489,11 @@ absl::StatusOr<FoldValue> Folder::Slice(const FoldValue& data,
     if (s > 0) {
       b = std::clamp<int64_t>(b, 0, n);
       e = std::clamp<int64_t>(e, 0, n);
-      count[a] = e > b ? (e - b + s - 1) / s : 0;
+      count[a] = SliceLength(b, e, s);
     } else {
       b = std::clamp<int64_t>(b, 0, n - 1);
       e = std::clamp<int64_t>(e, -1, n - 1);
-      count[a] = b > e ? (b - e + (-s) - 1) / (-s) : 0;
+      count[a] = SliceLength(b, e, s);
     }
     first[a] = b;
     step[a] = s;

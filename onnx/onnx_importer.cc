@@ -360,6 +360,7 @@ absl::Status OnnxImporter::ConvertAny(const onnx::NodeProto& node, int index, co
   } else if (IsFunctionOp(node)) {
     ASSIGN_OR_RETURN(nodes, ExpandFunctionOp(node, state_.opset(), Types()));
   } else {
+    RETURN_IF_ERROR(sequences_.RefuseSequenceInputs(node));
     return ConvertNode(node, index, from);
   }
   RETURN_IF_ERROR(ConvertExpansion(node, index, from, nodes, generated));
@@ -409,11 +410,8 @@ absl::Status OnnxImporter::CheckOutputsMade(const onnx::NodeProto& node) {
 // function, numbered when taken (calls without outputs; a nested call
 // writing its caller's output).
 std::string OnnxImporter::CallId(const onnx::NodeProto& call, const onnx::FunctionProto& f) {
-  const std::string base = absl::StrCat(
-      !call.output().empty() && !call.output(0).empty() ? call.output(0) : "call", "::", f.name());
-  int& taken = call_ids_[base];
-  ++taken;
-  return taken == 1 ? base : absl::StrCat(base, "#", taken);
+  return UniqueExpansionId(absl::StrCat(
+      !call.output().empty() && !call.output(0).empty() ? call.output(0) : "call", "::", f.name()));
 }
 
 // Every value `node` reads, in its subgraphs too (an If's branches read
@@ -455,6 +453,25 @@ absl::StatusOr<std::vector<onnx::NodeProto>> OnnxImporter::ExpandKnownIf(const o
         "import (graft's graphs have no control flow)");
   }
   return ExpandIf(node, *cond->constant);
+}
+
+// Nodes in `graph` and the subgraphs of its nodes, at any depth.
+static int64_t SubgraphNodeCount(const onnx::GraphProto& graph) {
+  int64_t n = graph.node_size() + graph.initializer_size();
+  for (const onnx::NodeProto& node : graph.node()) {
+    for (const onnx::AttributeProto& a : node.attribute()) {
+      if (a.has_g()) n += SubgraphNodeCount(a.g());
+      for (const onnx::GraphProto& g : a.graphs()) n += SubgraphNodeCount(g);
+    }
+  }
+  return n;
+}
+
+// `base`, numbered when taken: the prefix of an expansion's own values.
+std::string OnnxImporter::UniqueExpansionId(const std::string& base) {
+  int& taken = call_ids_[base];
+  ++taken;
+  return taken == 1 ? base : absl::StrCat(base, "#", taken);
 }
 
 // The contents of `name`, which the Loop needs known at import (its
@@ -500,72 +517,108 @@ absl::Status OnnxImporter::ConvertKnownLoop(const onnx::NodeProto& node, int ind
     return absl::InvalidArgumentError(absl::StrCat("has ", node.output_size(), " outputs, but its body makes ",
                                                    carried, " loop-carried values and ", scans, " scan outputs"));
   }
-  // No trip count: until the condition is false (or past the limit).
-  int64_t trips = kMaxLoopIterations + 1;
-  if (!node.input(0).empty()) {
-    ASSIGN_OR_RETURN(const Tensor m, KnownLoopValue(node.input(0), "the trip count"));
-    const double d = m.GetAsDouble(0);
-    trips = d <= 0 ? 0 : d > static_cast<double>(kMaxLoopIterations) ? kMaxLoopIterations + 1 : static_cast<int64_t>(d);
-  }
-  std::string condition = node.input(1);  // "": true.
   const auto too_many = [] {
     return absl::ResourceExhaustedError(
         absl::StrCat("runs more than ", kMaxLoopIterations, " iterations (graft unrolls a Loop at import)"));
   };
+  // No trip count: until the condition is false (or past the limit).
+  int64_t trips = kMaxLoopIterations + 1;
+  if (!node.input(0).empty()) {
+    ASSIGN_OR_RETURN(const Tensor m, KnownLoopValue(node.input(0), "the trip count"));
+    if (!IsInteger(m.dtype())) {
+      return absl::InvalidArgumentError(absl::StrCat("the trip count is ", DTypeName(m.dtype()), ", not an integer"));
+    }
+    const double d = m.GetAsDouble(0);
+    trips = d <= 0 ? 0 : d > static_cast<double>(kMaxLoopIterations) ? kMaxLoopIterations + 1 : static_cast<int64_t>(d);
+  }
+  std::string condition = node.input(1);  // "": true.
   if (condition.empty() && trips > kMaxLoopIterations) return too_many();
+  // Sized before it is unrolled, where the trip count says how often.
+  const int64_t body_nodes = SubgraphNodeCount(*body) + 2;
+  if (trips <= kMaxLoopIterations && body_nodes * trips > kMaxExpandedNodes - expanded_nodes_) {
+    return absl::ResourceExhaustedError(absl::StrCat("its ", trips, " iterations of ", body_nodes,
+                                                     " nodes expand into more than ", kMaxExpandedNodes, " nodes"));
+  }
+  // The Loop's own names: after its first output, numbered when taken.
+  const std::string id = UniqueExpansionId(
+      !node.output().empty() && !node.output(0).empty() ? node.output(0) : "loop");
+  onnx::NodeProto named = node;  // Names its generated values after `id`.
+  if (named.output_size() == 0) named.add_output();
+  named.set_output(0, id);
+  NodeExpansion made(named);
+  // The body's initializers, the same in every iteration, made once.
+  const std::string initializers = id + "::body::";
+  std::vector<onnx::NodeProto> constants;
+  for (const onnx::TensorProto& init : body->initializer()) {
+    onnx::NodeProto& c = constants.emplace_back();
+    c.set_op_type("Constant");
+    c.set_name(initializers + init.name());
+    c.add_output(initializers + init.name());
+    onnx::AttributeProto* a = c.add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    *a->mutable_t() = init;
+  }
+  RETURN_IF_ERROR(ConvertExpansion(node, index, from, constants, /*generated=*/false));
+  // Without a condition the body reads true, a 0-D bool.
+  std::string always_true;
+  if (condition.empty()) {
+    const std::string one = made.Value("one");
+    made.Add("Constant", {}, one) = ScalarInt64Constant(one, 1);
+    always_true = made.Cast(one, onnx::TensorProto::BOOL, "true");
+  }
+  std::vector<onnx::NodeProto> prologue = made.Take();
+  RETURN_IF_ERROR(ConvertExpansion(node, index, from, prologue, /*generated=*/true));
   std::vector<std::string> values(node.input().begin() + 2, node.input().end());
   std::vector<std::vector<std::string>> scanned(scans);
-  const std::string base = !node.output().empty() && !node.output(0).empty() ? node.output(0) : node.name();
   int64_t i = 0;
   for (; i < trips; ++i) {
     if (!condition.empty()) {
       ASSIGN_OR_RETURN(const Tensor c, KnownLoopValue(condition, i == 0 ? "the condition" : "the body's condition"));
+      if (c.dtype() != DType::kBool) {
+        return absl::InvalidArgumentError(absl::StrCat("the condition is ", DTypeName(c.dtype()), ", not bool"));
+      }
       if (c.GetAsDouble(0) == 0) break;
     }
     if (i == kMaxLoopIterations) return too_many();
-    const std::string prefix = absl::StrCat(base, "::iteration", i, "::");
-    std::vector<onnx::NodeProto> nodes = {ScalarInt64Constant(prefix + "iteration_number", i)};
-    std::vector<std::string> inputs = {prefix + "iteration_number", condition};
-    if (condition.empty()) {
-      // The body reads the condition as a bool: true.
-      nodes.push_back(ScalarInt64Constant(prefix + "true_as_int", 1));
-      onnx::NodeProto& cast = nodes.emplace_back();
-      cast.set_op_type("Cast");
-      cast.set_name(prefix + "true");
-      cast.add_input(prefix + "true_as_int");
-      cast.add_output(prefix + "true");
-      NodeExpansion::SetInt(cast, "to", onnx::TensorProto::BOOL);
-      inputs[1] = prefix + "true";
-    }
+    const std::string counter = absl::StrCat(id, "::counter", i);
+    std::vector<onnx::NodeProto> nodes = {ScalarInt64Constant(counter, i)};
+    std::vector<std::string> inputs = {counter, condition.empty() ? always_true : condition};
     inputs.insert(inputs.end(), values.begin(), values.end());
-    ASSIGN_OR_RETURN(InlinedGraph inlined, InlineSubgraph(*body, prefix, node.name(), inputs));
+    ASSIGN_OR_RETURN(InlinedGraph inlined,
+                     InlineSubgraph(*body, absl::StrCat(id, "::iteration", i, "::"), node.name(), inputs, initializers));
     nodes.insert(nodes.end(), inlined.nodes.begin(), inlined.nodes.end());
-    // Outputs read only by the next iteration count as read.
-    for (const std::string& out : inlined.outputs) state_.MarkConsumed(out);
-    RETURN_IF_ERROR(ConvertExpansion(node, index, from, nodes, /*generated=*/false));
+    // What the next iteration or the Loop's outputs read counts as read.
+    for (int k = 0; k < 1 + carried; ++k) state_.MarkConsumed(inlined.outputs[k]);
+    for (int k = 0; k < scans; ++k) {
+      if (carried + k < node.output_size() && state_.IsConsumed(node.output(carried + k))) {
+        state_.MarkConsumed(inlined.outputs[1 + carried + k]);
+      }
+    }
+    absl::Status s = ConvertExpansion(node, index, from, nodes, /*generated=*/false);
+    if (!s.ok()) return WithPrefix(s, absl::StrCat("iteration ", i, ": "));
     condition = inlined.outputs[0];
     values.assign(inlined.outputs.begin() + 1, inlined.outputs.begin() + 1 + carried);
     for (int k = 0; k < scans; ++k) scanned[k].push_back(inlined.outputs[1 + carried + k]);
   }
-  NodeExpansion out(node);
   for (int j = 0; j < carried && j < node.output_size(); ++j) {
-    if (!node.output(j).empty()) out.Add("Identity", {values[j]}, node.output(j));
+    if (!node.output(j).empty()) made.Add("Identity", {values[j]}, node.output(j));
   }
   for (int k = 0; k < scans && carried + k < node.output_size(); ++k) {
     const std::string& output = node.output(carried + k);
-    if (output.empty() || (i == 0 && !state_.IsConsumed(output))) continue;
+    if (output.empty() || !state_.IsConsumed(output)) continue;
     if (i == 0) {
       return absl::UnimplementedError(absl::StrCat(
           "runs no iteration, so the shape of its scan output '", output, "' is unknown"));
     }
     std::vector<std::string> parts;
     for (size_t t = 0; t < scanned[k].size(); ++t) {
-      parts.push_back(out.Unsqueeze(scanned[k][t], {0}, state_.opset(), absl::StrCat("scan", k, "_", t)));
+      parts.push_back(made.Unsqueeze(scanned[k][t], {0}, state_.opset(), absl::StrCat("scan", k, "_", t)));
     }
-    NodeExpansion::SetInt(out.Add("Concat", parts, output), "axis", 0);
+    NodeExpansion::SetInt(made.Add("Concat", parts, output), "axis", 0);
   }
-  RETURN_IF_ERROR(out.status());
-  RETURN_IF_ERROR(ConvertExpansion(node, index, from, out.Take(), /*generated=*/true));
+  RETURN_IF_ERROR(made.status());
+  RETURN_IF_ERROR(ConvertExpansion(node, index, from, made.Take(), /*generated=*/true));
   return CheckOutputsMade(node);
 }
 
@@ -664,6 +717,10 @@ absl::Status OnnxImporter::AddOutputs() {
   for (const onnx::ValueInfoProto& output : graph.output()) {
     const std::string& name = output.name();
     OnnxValue* v = state_.Find(name);
+    if (v == nullptr && sequences_.IsSequence(name)) {
+      return absl::UnimplementedError(absl::StrCat(
+          "graph output '", name, "' is a sequence: graft's outputs are tensors (ConcatFromSequence makes one)"));
+    }
     if (v == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat(
           "graph output '", name, "' is not computed by any node"));

@@ -69,6 +69,7 @@ class OnnxImporter {
   absl::StatusOr<std::vector<onnx::NodeProto>> ExpandKnownIf(const onnx::NodeProto& node);
   absl::Status ConvertKnownLoop(const onnx::NodeProto& node, int index, const Expanded& from);
   absl::StatusOr<Tensor> KnownLoopValue(const std::string& name, const std::string& what);
+  std::string UniqueExpansionId(const std::string& base);
   absl::Status ConvertExpansion(const onnx::NodeProto& node, int index, const Expanded& from,
                                 const std::vector<onnx::NodeProto>& nodes, bool generated);
   absl::Status CheckOutputsMade(const onnx::NodeProto& node);

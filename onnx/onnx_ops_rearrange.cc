@@ -102,7 +102,7 @@ absl::StatusOr<bool> FoldTile(NodeContext& ctx) {
   out.dtype = x->dtype;
   int64_t total = 1;
   for (size_t i = 0; i < repeats.size(); ++i) {
-    if (repeats[i] < 0) return false;
+    if (repeats[i] < 0 || (x->dims[i] > 0 && repeats[i] > ctx.folder().max_elements() / x->dims[i])) return false;
     out.dims.push_back(x->dims[i] * repeats[i]);
     total *= out.dims.back();
     if (total > ctx.folder().max_elements()) return false;
@@ -226,21 +226,38 @@ absl::Status WriteRows(NodeContext& ctx, const std::vector<int64_t>& source,
   return ctx.SetOutput(0, y);
 }
 
+// A scatter the importer cannot write out at import (indices computed at
+// run time, as a graph network's edges, or a reduction: torch.scatter_add,
+// index_add, index_put with accumulate): graft's scatter (ScatterElements,
+// along `axis`) or scatter_nd, which the interpreter runs.
+absl::Status ConvertRunTimeScatter(NodeContext& ctx, const std::string& reduction, std::optional<int64_t> axis) {
+  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" && reduction != "min") {
+    return NodeContext::Unsupported(absl::StrCat("reduction \"", reduction, "\" is not supported"));
+  }
+  ASSIGN_OR_RETURN(Node * data, ctx.Input(0, "data"));
+  ASSIGN_OR_RETURN(Node * indices, ctx.Input(1, "indices"));
+  ASSIGN_OR_RETURN(Node * updates, ctx.Input(2, "updates"));
+  Node* y = nullptr;
+  if (axis.has_value()) {
+    ASSIGN_OR_RETURN(y, ctx.Call("scatter", {data, *axis, indices, updates, reduction}));
+  } else {
+    ASSIGN_OR_RETURN(y, ctx.Call("scatter_nd", {data, indices, updates, reduction}));
+  }
+  return ctx.SetOutput(0, y);
+}
+
 // data with rows replaced by updates at known indices: each row of data
 // (seen as [d0 * .. * d(m-1), rest]) that an index tuple names takes the
 // update row of the last tuple that names it, by index_select from the
 // updates and where; data and updates may be computed at run time.
 absl::Status ConvertScatterND(NodeContext& ctx) {
   ASSIGN_OR_RETURN(std::string reduction, ctx.attrs().String("reduction", "none"));
-  if (reduction != "none") {
-    return NodeContext::Unsupported(absl::StrCat("reduction \"", reduction, "\" is not supported"));
-  }
-  ASSIGN_OR_RETURN(TensorType td, ctx.InputType(0));
-  ASSIGN_OR_RETURN(std::vector<int64_t> data_dims, StaticDimsOf(td, "the data"));
   const Tensor* indices = ctx.Constant(1);
-  if (indices == nullptr) {
-    return NodeContext::Unsupported("indices computed at run time are not supported");
+  ASSIGN_OR_RETURN(TensorType td, ctx.InputType(0));
+  if (reduction != "none" || indices == nullptr || !IsStatic(td.shape)) {
+    return ConvertRunTimeScatter(ctx, reduction, std::nullopt);
   }
+  ASSIGN_OR_RETURN(std::vector<int64_t> data_dims, StaticDimsOf(td, "the data"));
   const int64_t m = indices->rank() == 0 ? 0 : indices->dims().back();
   if (indices->rank() < 1 || m < 1 || m > td.rank()) {
     return NodeContext::Invalid(absl::StrCat("indices ", indices->TypeString(),
@@ -287,7 +304,8 @@ absl::StatusOr<bool> FoldScatterElements(NodeContext& ctx) {
   const FoldValue& indices = (*in)[1];
   const FoldValue& updates = (*in)[2];
   const int64_t rank = static_cast<int64_t>(data.dims.size());
-  if (indices.HasSymbols() || indices.dims != updates.dims || static_cast<int64_t>(indices.dims.size()) != rank ||
+  if (indices.HasSymbols() || (indices.dtype != DType::kI64 && indices.dtype != DType::kI32) ||
+      indices.dims != updates.dims || static_cast<int64_t>(indices.dims.size()) != rank ||
       data.dtype != updates.dtype || axis < -rank || axis >= rank) {
     return false;
   }
@@ -320,14 +338,13 @@ absl::StatusOr<bool> FoldScatterElements(NodeContext& ctx) {
 // may be computed at run time, as for ScatterND.
 absl::Status ConvertScatterElements(NodeContext& ctx) {
   ASSIGN_OR_RETURN(std::string reduction, ctx.attrs().String("reduction", "none"));
-  if (reduction != "none") {
-    return NodeContext::Unsupported(absl::StrCat("reduction \"", reduction, "\" is not supported"));
-  }
   ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().Int("axis", 0));
   ASSIGN_OR_RETURN(TensorType td, ctx.InputType(0));
-  ASSIGN_OR_RETURN(std::vector<int64_t> data_dims, StaticDimsOf(td, "the data"));
   const Tensor* indices = ctx.Constant(1);
-  if (indices == nullptr) return NodeContext::Unsupported("indices computed at run time are not supported");
+  if (reduction != "none" || indices == nullptr || !IsStatic(td.shape)) {
+    return ConvertRunTimeScatter(ctx, reduction, axis);
+  }
+  ASSIGN_OR_RETURN(std::vector<int64_t> data_dims, StaticDimsOf(td, "the data"));
   if (indices->rank() != td.rank()) {
     return NodeContext::Invalid(absl::StrCat("indices ", indices->TypeString(), " must have the rank of data ",
                                              td.ToString()));

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "graph/dtype.h"
 #include "support/status_macros.h"
 
 namespace graft::onnx_import {
@@ -11,6 +12,9 @@ namespace {
 
 // SplitToSequence makes at most this many pieces (one Slice each).
 constexpr int64_t kMaxPieces = int64_t{1} << 16;
+// Insertions before the end and erasures copy a sequence: at most this
+// many names copied in one import.
+constexpr int64_t kMaxCopiedNames = int64_t{1} << 24;
 
 bool IsDefault(const onnx::NodeProto& node) { return node.domain().empty() || node.domain() == "ai.onnx"; }
 
@@ -56,12 +60,34 @@ bool Sequences::Handles(const onnx::NodeProto& node) const {
          op == "SequenceErase" || op == "SequenceLength" || op == "SplitToSequence" || op == "ConcatFromSequence";
 }
 
-absl::StatusOr<const std::vector<std::string>*> Sequences::Find(const std::string& name) const {
+absl::StatusOr<const Sequences::Sequence*> Sequences::Find(const std::string& name) const {
   auto it = sequences_.find(name);
   if (it == sequences_.end()) {
     return absl::InvalidArgumentError(absl::StrCat("input '", name, "' is not a sequence"));
   }
   return &it->second;
+}
+
+absl::StatusOr<Sequences::Sequence> Sequences::Copy(std::vector<std::string> names) {
+  copied_ += static_cast<int64_t>(names.size());
+  if (copied_ > kMaxCopiedNames) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the model's sequence operations copy more than ", kMaxCopiedNames, " elements"));
+  }
+  Sequence s;
+  s.length = names.size();
+  *s.items = std::move(names);
+  return s;
+}
+
+absl::Status Sequences::RefuseSequenceInputs(const onnx::NodeProto& node) const {
+  for (const std::string& in : node.input()) {
+    if (IsSequence(in)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input '", in, "' is a sequence, where a tensor is expected (SequenceAt or ConcatFromSequence reads one)"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<onnx::NodeProto>> Sequences::Expand(const onnx::NodeProto& node, int64_t opset,
@@ -70,49 +96,64 @@ absl::StatusOr<std::vector<onnx::NodeProto>> Sequences::Expand(const onnx::NodeP
   NodeExpansion e(node);
   const std::string& op = node.op_type();
   if (e.Out(0).empty()) return e.Take();  // Nothing reads it.
-  std::vector<std::string> made;          // The sequence the node makes, if it makes one.
-  bool makes_sequence = true;
+  std::optional<Sequence> made;  // The sequence the node makes, if it makes one.
   if (op == "SequenceEmpty") {
     // An empty list (its `dtype` matters only to what is inserted).
+    made = Sequence();
   } else if (op == "SequenceConstruct") {
-    for (int i = 0; i < node.input_size(); ++i) made.push_back(e.In(i));
+    std::vector<std::string> names;
+    for (int i = 0; i < node.input_size(); ++i) {
+      if (!e.Has(i) || IsSequence(e.In(i))) {
+        return absl::InvalidArgumentError(absl::StrCat("input ", i, " must be a tensor"));
+      }
+      names.push_back(e.In(i));
+    }
+    ASSIGN_OR_RETURN(made, Copy(std::move(names)));
   } else if (op == "Identity") {
-    ASSIGN_OR_RETURN(const std::vector<std::string>* s, Find(e.In(0)));
+    ASSIGN_OR_RETURN(const Sequence* s, Find(e.In(0)));
     made = *s;
   } else if (op == "SequenceInsert" || op == "SequenceErase") {
-    ASSIGN_OR_RETURN(const std::vector<std::string>* s, Find(e.In(0)));
-    made = *s;
+    ASSIGN_OR_RETURN(const Sequence* s, Find(e.In(0)));
     const bool insert = op == "SequenceInsert";
     const std::string position_input = e.In(insert ? 2 : 1);
-    int64_t p = insert ? static_cast<int64_t>(made.size()) : -1;  // The end; the last.
+    int64_t p = insert ? static_cast<int64_t>(s->length) : -1;  // The end; the last.
     if (!position_input.empty()) {
       ASSIGN_OR_RETURN(p, KnownInteger(known, position_input, "the position"));
     }
-    if (!insert && made.empty()) return absl::InvalidArgumentError("erases from an empty sequence");
-    ASSIGN_OR_RETURN(const size_t at, Position(p, made.size(), insert, "the position"));
-    if (insert) {
-      if (!e.Has(1)) return absl::InvalidArgumentError("needs a tensor to insert");
-      made.insert(made.begin() + static_cast<std::ptrdiff_t>(at), e.In(1));
+    if (!insert && s->length == 0) return absl::InvalidArgumentError("erases from an empty sequence");
+    ASSIGN_OR_RETURN(const size_t at, Position(p, s->length, insert, "the position"));
+    if (insert && (!e.Has(1) || IsSequence(e.In(1)))) {
+      return absl::InvalidArgumentError("needs a tensor to insert");
+    }
+    if (insert && at == s->length && s->items->size() == s->length) {
+      made = *s;  // An append: the items grow in place.
+      made->items->push_back(e.In(1));
+      made->length = s->length + 1;
     } else {
-      made.erase(made.begin() + static_cast<std::ptrdiff_t>(at));
+      std::vector<std::string> names = s->Names();
+      if (insert) {
+        names.insert(names.begin() + static_cast<std::ptrdiff_t>(at), e.In(1));
+      } else {
+        names.erase(names.begin() + static_cast<std::ptrdiff_t>(at));
+      }
+      ASSIGN_OR_RETURN(made, Copy(std::move(names)));
     }
   } else if (op == "SequenceAt") {
-    makes_sequence = false;
-    ASSIGN_OR_RETURN(const std::vector<std::string>* s, Find(e.In(0)));
+    ASSIGN_OR_RETURN(const Sequence* s, Find(e.In(0)));
     ASSIGN_OR_RETURN(const int64_t p, KnownInteger(known, e.In(1), "the position"));
-    ASSIGN_OR_RETURN(const size_t at, Position(p, s->size(), false, "the position"));
-    e.Add("Identity", {(*s)[at]}, e.Out(0));
+    ASSIGN_OR_RETURN(const size_t at, Position(p, s->length, false, "the position"));
+    e.Add("Identity", {(*s->items)[at]}, e.Out(0));
   } else if (op == "SequenceLength") {
-    makes_sequence = false;
-    ASSIGN_OR_RETURN(const std::vector<std::string>* s, Find(e.In(0)));
+    ASSIGN_OR_RETURN(const Sequence* s, Find(e.In(0)));
     onnx::AttributeProto* a = e.Add("Constant", {}, e.Out(0)).add_attribute();
     a->set_name("value");
     a->set_type(onnx::AttributeProto::TENSOR);
     a->mutable_t()->set_data_type(onnx::TensorProto::INT64);
-    a->mutable_t()->add_int64_data(static_cast<int64_t>(s->size()));
+    a->mutable_t()->add_int64_data(static_cast<int64_t>(s->length));
   } else if (op == "ConcatFromSequence") {
-    makes_sequence = false;
-    ASSIGN_OR_RETURN(const std::vector<std::string>* s, Find(e.In(0)));
+    ASSIGN_OR_RETURN(const Sequence* found, Find(e.In(0)));
+    const std::vector<std::string> names = found->Names();
+    const std::vector<std::string>* s = &names;
     if (e.Typed("axis", onnx::AttributeProto::INT) == nullptr) {
       RETURN_IF_ERROR(e.status());
       return absl::InvalidArgumentError("needs the attribute 'axis'");
@@ -132,6 +173,7 @@ absl::StatusOr<std::vector<onnx::NodeProto>> Sequences::Expand(const onnx::NodeP
   } else if (op == "SplitToSequence") {
     const int64_t axis = e.IntAttribute("axis", 0);
     const bool keepdims = e.IntAttribute("keepdims", 1) != 0;
+    if (IsSequence(e.In(0))) return absl::InvalidArgumentError("input 0 must be a tensor");
     ASSIGN_OR_RETURN(const int64_t length, StaticDimOf(types, e.In(0), axis, "the input"));
     std::vector<int64_t> sizes;
     const auto too_many = [&](int64_t pieces) {
@@ -146,17 +188,26 @@ absl::StatusOr<std::vector<onnx::NodeProto>> Sequences::Expand(const onnx::NodeP
       if (!split.has_value()) {
         return absl::UnimplementedError(absl::StrCat("the split '", e.In(1), "' is computed at run time"));
       }
+      if (!IsInteger(split->dtype())) {
+        return absl::InvalidArgumentError(absl::StrCat("the split is ", DTypeName(split->dtype()), ", not integers"));
+      }
       if (split->rank() == 0) {
-        const int64_t chunk = static_cast<int64_t>(split->GetAsDouble(0));
-        if (chunk <= 0) return absl::InvalidArgumentError(absl::StrCat("the split ", chunk, " is not positive"));
-        if ((length + chunk - 1) / chunk > kMaxPieces) return too_many((length + chunk - 1) / chunk);
-        for (int64_t at = 0; at < length; at += chunk) sizes.push_back(std::min(chunk, length - at));
+        const double chunk = split->GetAsDouble(0);
+        if (!(chunk >= 1)) return absl::InvalidArgumentError(absl::StrCat("the split ", chunk, " is not positive"));
+        const int64_t pieces = chunk >= static_cast<double>(length) ? 1 : (length - 1) / static_cast<int64_t>(chunk) + 1;
+        if (pieces > kMaxPieces) return too_many(pieces);
+        const int64_t step = chunk >= static_cast<double>(length) ? length : static_cast<int64_t>(chunk);
+        for (int64_t at = 0; at < length; at += step) sizes.push_back(std::min(step, length - at));
       } else {
         if (split->NumElements() > kMaxPieces) return too_many(split->NumElements());
         int64_t sum = 0;
         for (int64_t i = 0; i < split->NumElements(); ++i) {
-          sizes.push_back(static_cast<int64_t>(split->GetAsDouble(i)));
-          if (sizes.back() < 0) return absl::InvalidArgumentError("the split has a negative size");
+          const double size = split->GetAsDouble(i);
+          if (!(size >= 0) || size > static_cast<double>(length - sum)) {
+            return absl::InvalidArgumentError(absl::StrCat("the split's sizes add up to more than the input's dim ",
+                                                           axis, " (", length, ")"));
+          }
+          sizes.push_back(static_cast<int64_t>(size));
           sum += sizes.back();
         }
         if (sum != length) {
@@ -167,16 +218,18 @@ absl::StatusOr<std::vector<onnx::NodeProto>> Sequences::Expand(const onnx::NodeP
     }
     // Pieces of one keep the dim only with keepdims (ignored with a split).
     const bool squeeze = !e.Has(1) && !keepdims;
+    std::vector<std::string> pieces;
     int64_t from = 0;
     for (size_t i = 0; i < sizes.size(); ++i) {
       std::string piece = e.SliceOf(e.In(0), axis, from, from + sizes[i], absl::StrCat("piece", i));
       if (squeeze) piece = e.Squeeze(piece, {axis}, opset, absl::StrCat("piece", i, "_squeezed"));
-      made.push_back(piece);
+      pieces.push_back(piece);
       from += sizes[i];
     }
+    ASSIGN_OR_RETURN(made, Copy(std::move(pieces)));
   }
   RETURN_IF_ERROR(e.status());
-  if (makes_sequence) sequences_[e.Out(0)] = std::move(made);
+  if (made.has_value()) sequences_[e.Out(0)] = *std::move(made);
   return e.Take();
 }
 

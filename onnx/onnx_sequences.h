@@ -10,6 +10,7 @@
 // computed at run time is refused by name.
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +32,9 @@ class Sequences {
   // of a sequence (a Loop's carried list, an If's branch output).
   bool Handles(const onnx::NodeProto& node) const;
   bool IsSequence(const std::string& name) const { return sequences_.contains(name); }
+  // An error naming the first input of `node` that is a sequence, or OK:
+  // for the ops that read tensors only.
+  absl::Status RefuseSequenceInputs(const onnx::NodeProto& node) const;
 
   // The tensor nodes `node` stands for (in `opset`'s forms); the sequences
   // it makes are recorded under its outputs' names.
@@ -38,9 +42,22 @@ class Sequences {
                                                       const ValueTypeLookup& types, const KnownValue& known);
 
  private:
-  absl::StatusOr<const std::vector<std::string>*> Find(const std::string& name) const;
+  // A sequence: the first `length` names of `items`. Appending to a
+  // sequence whose items end with it extends them in place (the items are
+  // only ever appended to, so shorter sequences sharing them are
+  // unchanged): a loop's list grows in linear time.
+  struct Sequence {
+    std::shared_ptr<std::vector<std::string>> items = std::make_shared<std::vector<std::string>>();
+    size_t length = 0;
+    std::vector<std::string> Names() const { return {items->begin(), items->begin() + length}; }
+  };
 
-  absl::flat_hash_map<std::string, std::vector<std::string>> sequences_;
+  absl::StatusOr<const Sequence*> Find(const std::string& name) const;
+  // A new sequence of `names`, counted against the copying budget.
+  absl::StatusOr<Sequence> Copy(std::vector<std::string> names);
+
+  absl::flat_hash_map<std::string, Sequence> sequences_;
+  int64_t copied_ = 0;  // Names copied into new sequences so far.
 };
 
 }  // namespace graft::onnx_import

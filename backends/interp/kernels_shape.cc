@@ -335,6 +335,120 @@ absl::StatusOr<Value> Gather(const KernelContext& ctx) {
   return Value(out);
 }
 
+// Writes element `from` of src into element `to` of out under `reduce`:
+// none (the write wins), add, mul, max or min (NaN wins, as torch's
+// scatter_reduce amax/amin).
+void ScatterElement(const Tensor& src, int64_t from, Tensor& out, int64_t to, const std::string& reduce) {
+  DispatchDType(out.dtype(), [&](auto traits) {
+    using T = decltype(traits);
+    using S = typename T::Storage;
+    using C = typename T::Compute;
+    S* o = out.data<S>() + to;
+    const C v = T::Load(src.data<S>()[from]);
+    if (reduce == "none") {
+      *o = src.data<S>()[from];
+      return;
+    }
+    const C w = T::Load(*o);
+    C r = v;
+    if (reduce == "add") {
+      r = w + v;
+    } else if (reduce == "mul") {
+      r = w * v;
+    } else if constexpr (std::is_floating_point_v<C>) {
+      r = std::isnan(w) || std::isnan(v) ? std::numeric_limits<C>::quiet_NaN()
+                                         : (reduce == "max" ? std::max(w, v) : std::min(w, v));
+    } else {
+      r = reduce == "max" ? std::max(w, v) : std::min(w, v);
+    }
+    *o = T::From(r);
+  });
+}
+
+// torch.scatter / scatter_reduce, ONNX ScatterElements: a copy of input,
+// src's elements written along dim at index (negative ones from the end),
+// in index order.
+absl::StatusOr<Value> Scatter(const KernelContext& ctx) {
+  ASSIGN_OR_RETURN(Tensor x, ctx.Input("input"));
+  ASSIGN_OR_RETURN(Tensor index, ctx.Input("index"));
+  ASSIGN_OR_RETURN(Tensor src, ctx.Input("src"));
+  RETURN_IF_ERROR(CheckIndexDType(index, "index"));
+  absl::StatusOr<int64_t> dim = NormalizeDim(ctx.call().Int("dim"), x.rank());
+  if (!dim.ok()) return dim.status();
+  const std::string reduce = ctx.call().String("reduce");
+  const std::vector<int64_t>& xd = x.dims();
+  const std::vector<int64_t>& id = index.dims();
+  bool ok = x.rank() > 0 && index.rank() == x.rank() && src.dims() == id && src.dtype() == x.dtype();
+  for (int64_t d = 0; ok && d < x.rank(); ++d) ok = d == *dim || id[d] <= xd[d];
+  if (!ok) {
+    return KernelError("index ", index.TypeString(), " and src ", src.TypeString(),
+                       " must have one shape, the rank of input ", x.TypeString(),
+                       " and no larger sizes outside dim ", *dim);
+  }
+  Tensor out = x.Clone();
+  const std::vector<int64_t> xs = ContiguousStrides(xd);
+  std::vector<int64_t> pos(id.size(), 0);
+  for (int64_t i = 0; i < index.NumElements(); ++i) {
+    int64_t v = IndexAt(index, i);
+    if (v < -xd[*dim] || v >= xd[*dim]) {
+      return KernelError("index ", v, " at position ", i, " is out of range for dim ", *dim, " of size ",
+                         xd[*dim]);
+    }
+    if (v < 0) v += xd[*dim];
+    int64_t to = 0;
+    for (size_t d = 0; d < id.size(); ++d) to += (static_cast<int64_t>(d) == *dim ? v : pos[d]) * xs[d];
+    ScatterElement(src, i, out, to, reduce);
+    for (size_t d = id.size(); d > 0; --d) {
+      if (++pos[d - 1] < id[d - 1]) break;
+      pos[d - 1] = 0;
+    }
+  }
+  return Value(out);
+}
+
+// ONNX ScatterND, index_put: a copy of input, each index tuple (indices'
+// last dim, m long, negative entries from the end) naming a slice of
+// input's dims from m on, which takes the matching slice of updates.
+absl::StatusOr<Value> ScatterNd(const KernelContext& ctx) {
+  ASSIGN_OR_RETURN(Tensor x, ctx.Input("input"));
+  ASSIGN_OR_RETURN(Tensor indices, ctx.Input("indices"));
+  ASSIGN_OR_RETURN(Tensor updates, ctx.Input("updates"));
+  RETURN_IF_ERROR(CheckIndexDType(indices, "indices"));
+  const std::string reduce = ctx.call().String("reduce");
+  const std::vector<int64_t>& xd = x.dims();
+  const int64_t m = indices.rank() == 0 ? 0 : indices.dims().back();
+  std::vector<int64_t> want;
+  if (m >= 1 && m <= x.rank()) {
+    want.assign(indices.dims().begin(), indices.dims().end() - 1);
+    want.insert(want.end(), xd.begin() + m, xd.end());
+  }
+  if (want.empty() && (m < 1 || m > x.rank())) {
+    return KernelError("indices ", indices.TypeString(), " must end in a dim between 1 and the rank of input ",
+                       x.TypeString());
+  }
+  if (updates.dims() != want || updates.dtype() != x.dtype()) {
+    return KernelError("updates ", updates.TypeString(), " must have indices' dims but the last, then input ",
+                       x.TypeString(), "'s from ", m, " on");
+  }
+  int64_t slice = 1;
+  for (int64_t d = m; d < x.rank(); ++d) slice *= xd[d];
+  const std::vector<int64_t> xs = ContiguousStrides(xd);
+  Tensor out = x.Clone();
+  const int64_t tuples = m == 0 ? 0 : indices.NumElements() / m;
+  for (int64_t k = 0; k < tuples; ++k) {
+    int64_t at = 0;
+    for (int64_t j = 0; j < m; ++j) {
+      int64_t v = IndexAt(indices, k * m + j);
+      if (v < -xd[j] || v >= xd[j]) {
+        return KernelError("index ", v, " of tuple ", k, " is out of range for dim ", j, " of size ", xd[j]);
+      }
+      at += (v < 0 ? v + xd[j] : v) * xs[j];
+    }
+    for (int64_t e = 0; e < slice; ++e) ScatterElement(updates, k * slice + e, out, at + e, reduce);
+  }
+  return Value(out);
+}
+
 // Rows of `x` along `dim` picked by `index` (i32/i64, any shape); the
 // picked dim becomes index's dims. Shared by index_select and embedding.
 absl::StatusOr<Tensor> TakeAlong(const Tensor& x, int64_t dim,
@@ -542,6 +656,8 @@ void RegisterShapeKernels(KernelTable& t) {
   t.Add("split", Split);
   t.Add("slice", Slice);
   t.Add("gather", Gather);
+  t.Add("scatter", Scatter);
+  t.Add("scatter_nd", ScatterNd);
   t.Add("index_select", IndexSelect);
   t.Add("embedding", Embedding);
   t.Add("pad", Pad);

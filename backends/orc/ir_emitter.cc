@@ -602,11 +602,16 @@ llvm::Value* IrEmitter::Call(const std::string& function, DType compute,
   const bool f32 = x->getType()->isFloatTy();
   if (function == "tanh") return f32 ? TanhF32(x) : LibmCall("tanh", x);
   if (function == "erf") return f32 ? ErfF32(x) : LibmCall("erf", x);
-  // The rest have no intrinsic: libm's (asinf, ..., or the double ones).
+  // The rest have no intrinsic: libm's (asinf, ..., or the double ones),
+  // called one element at a time. Not a builtin, so that the vectorizer
+  // does not swap in libmvec's variants, some of which only newer glibcs
+  // have (a compiled model file must load where libm has the scalar ones).
   if (function == "tan" || function == "asin" || function == "acos" || function == "atan" ||
       function == "sinh" || function == "cosh" || function == "asinh" ||
       function == "acosh" || function == "atanh") {
-    return LibmCall(function, x);
+    llvm::Value* call = LibmCall(function, x);
+    llvm::cast<llvm::CallInst>(call)->addFnAttr(llvm::Attribute::NoBuiltin);
+    return call;
   }
   if (function == "pow") return Pow(x, args[1]);
   if (function == "max") return Maximum(x, args[1]);

@@ -201,6 +201,63 @@ TEST(ShapeKernels, Slice) {
   ExpectTensor(huge, DType::kF32, {1}, {1});
 }
 
+// torch.scatter's and scatter_reduce's documented behaviour: src written
+// along dim at index, in index order; reductions combine with what is
+// there; a negative index counts from the end; one out of range fails.
+TEST(ShapeKernels, Scatter) {
+  const Tensor zeros = F32({2, 4}, {0, 0, 0, 0, 0, 0, 0, 0});
+  const Tensor index = I64({2, 3}, {0, 1, 0, 3, -1, 3});
+  const Tensor src = F32({2, 3}, {1, 2, 3, 4, 5, 6});
+  struct Case {
+    const char* reduce;
+    Tensor input;
+    std::vector<double> want;
+  };
+  const std::vector<Case> cases = {
+      {"none", zeros, {3, 2, 0, 0, 0, 0, 0, 6}},
+      {"add", zeros, {4, 2, 0, 0, 0, 0, 0, 15}},
+      {"mul", F32({2, 4}, {2, 2, 2, 2, 2, 2, 2, 2}), {6, 4, 2, 2, 2, 2, 2, 240}},
+      {"max", F32({2, 4}, {2, 2, 2, 2, 2, 2, 2, 5.5}), {3, 2, 2, 2, 2, 2, 2, 6}},
+      {"min", F32({2, 4}, {2, 2, 2, 2, 2, 2, 2, 5.5}), {1, 2, 2, 2, 2, 2, 2, 4}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.reduce);
+    OpRunner r;
+    GRAFT_ASSERT_OK_AND_ASSIGN(out, r.Run("scatter", {r.In(c.input), 1, r.In(index), r.In(src), c.reduce}));
+    ExpectTensor(out, DType::kF32, {2, 4}, c.want);
+  }
+  OpRunner ints;
+  GRAFT_ASSERT_OK_AND_ASSIGN(
+      counts, ints.Run("scatter", {ints.In(T(DType::kI64, {3}, {0, 0, 0})), 0, ints.In(I64({4}, {2, 0, 2, 2})),
+                                   ints.In(T(DType::kI64, {4}, {1, 1, 1, 1})), "add"}));
+  ExpectTensor(counts, DType::kI64, {3}, {1, 0, 3});
+  OpRunner bad;
+  absl::StatusOr<Tensor> err =
+      bad.Run("scatter", {bad.In(zeros), 1, bad.In(I64({1, 1}, {4})), bad.In(F32({1, 1}, {1})), "add"});
+  ASSERT_FALSE(err.ok());
+  EXPECT_THAT(err.status().message(), HasSubstr("index 4 at position 0 is out of range for dim 1 of size 4"));
+}
+
+// ONNX ScatterND's examples: index tuples naming rows (a slice) or
+// elements, with and without a reduction.
+TEST(ShapeKernels, ScatterNd) {
+  OpRunner rows;
+  GRAFT_ASSERT_OK_AND_ASSIGN(
+      by_row, rows.Run("scatter_nd", {rows.In(M23()), rows.In(I64({2, 1}, {-1, 1})),
+                                      rows.In(F32({2, 3}, {7, 8, 9, 10, 20, 30})), "add"}));
+  ExpectTensor(by_row, DType::kF32, {2, 3}, {1, 2, 3, 21, 33, 45});
+  OpRunner elements;
+  GRAFT_ASSERT_OK_AND_ASSIGN(
+      by_element, elements.Run("scatter_nd", {elements.In(M23()), elements.In(I64({2, 2}, {0, 2, 1, 0})),
+                                              elements.In(F32({2}, {-1, -2}))}));
+  ExpectTensor(by_element, DType::kF32, {2, 3}, {1, 2, -1, -2, 5, 6});
+  OpRunner bad;
+  absl::StatusOr<Tensor> err =
+      bad.Run("scatter_nd", {bad.In(M23()), bad.In(I64({1, 2}, {2, 0})), bad.In(F32({1}, {1}))});
+  ASSERT_FALSE(err.ok());
+  EXPECT_THAT(err.status().message(), HasSubstr("index 2 of tuple 0 is out of range for dim 0 of size 2"));
+}
+
 TEST(ShapeKernels, Gather) {
   // torch.gather's documented example.
   OpRunner r;

@@ -21,6 +21,19 @@ using ::testing::HasSubstr;
 
 using ReshapeTest = op_test::OpTypeTest;
 
+// from, from + step, ... before `to`, for steps of either sign up to
+// +-2^63 (whose arithmetic once overflowed).
+TEST(SliceLength, CountsEveryStepWithoutOverflow) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  EXPECT_EQ(SliceLength(0, 10, 3), 4);  // 0 3 6 9
+  EXPECT_EQ(SliceLength(9, -1, -3), 4);  // 9 6 3 0
+  EXPECT_EQ(SliceLength(2, 2, 1), 0);
+  EXPECT_EQ(SliceLength(5, 0, 1), 0);
+  EXPECT_EQ(SliceLength(0, 5, kMax), 1);
+  EXPECT_EQ(SliceLength(4, -1, kMin), 1);
+}
+
 TEST_F(ReshapeTest, StaticShapes) {
   Node* x = Input(DType::kF32, {2, 3});
   EXPECT_TRUE(

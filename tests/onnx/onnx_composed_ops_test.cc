@@ -530,6 +530,30 @@ TEST(OnnxComposedOps, ScatterElements) {
   ExpectTensor(out[0], DType::kF32, {2, 4}, {6, 0, 0, 5, 1, 8, 1, 7});
 }
 
+// Indices computed at run time (a graph network's edges) and reductions
+// (torch.scatter_add, index_put with accumulate) run as graft's scatter
+// ops: counts of each target, and sums of rows.
+TEST(OnnxComposedOps, ScatterWithRunTimeIndicesAndReductions) {
+  ModelBuilder b(18);
+  b.FloatInput("x", {3});
+  b.Input("edges", TP::INT64, std::vector<int64_t>{4});
+  b.FloatInput("ones", {4});
+  AttrString(b.Node("ScatterElements", {"x", "edges", "ones"}, {"counts"}), "reduction", "add");
+  b.FloatInput("table", {3, 2});
+  b.Input("rows", TP::INT64, std::vector<int64_t>{2, 1});
+  b.FloatInput("updates", {2, 2});
+  AttrString(b.Node("ScatterND", {"table", "rows", "updates"}, {"maxed"}), "reduction", "max");
+  b.Node("ScatterND", {"table", "rows", "updates"}, {"written"});
+  for (const char* o : {"counts", "maxed", "written"}) b.Output(o);
+  auto out = RunModel(b, {F32({3}, {0, 10, 0}), T(DType::kI64, {4}, {1, 2, 1, -1}), F32({4}, {1, 1, 1, 1}),
+                          F32({3, 2}, {0, 0, 5, 5, 0, 0}), T(DType::kI64, {2, 1}, {1, 0}),
+                          F32({2, 2}, {4, 6, -1, 1})});
+  ASSERT_EQ(out.size(), 3u);
+  ExpectTensor(out[0], DType::kF32, {3}, {0, 12, 2});
+  ExpectTensor(out[1], DType::kF32, {3, 2}, {0, 1, 5, 6, 0, 0});
+  ExpectTensor(out[2], DType::kF32, {3, 2}, {-1, 1, 4, 6, 0, 0});
+}
+
 // x * tanh(softplus(x)), from opset 18.
 TEST(OnnxComposedOps, Mish) {
   ModelBuilder b(18);

@@ -382,6 +382,29 @@ TEST(OnnxImportErrors, AHugeReversedSliceIsRefused) {
             "supported (at most 16777216)");
 }
 
+// Steps of +-2^63 on known values and on run-time ones take one element
+// (the length's arithmetic once overflowed: a fuzzer's finding).
+TEST(OnnxImportErrors, ExtremeSliceStepsTakeOneElement) {
+  ModelBuilder b;
+  b.FloatInput("x", {5, 3});
+  b.Node("Shape", {"x"}, {"shape"});
+  b.Int64Initializer("starts", {1}, {0});
+  b.Int64Initializer("ends", {1}, {std::numeric_limits<int64_t>::max()});
+  b.Int64Initializer("axes", {1}, {0});
+  b.Int64Initializer("up", {1}, {std::numeric_limits<int64_t>::max()});
+  b.Int64Initializer("last", {1}, {-1});
+  b.Int64Initializer("before_first", {1}, {std::numeric_limits<int64_t>::min()});
+  b.Int64Initializer("down", {1}, {std::numeric_limits<int64_t>::min()});
+  b.Node("Slice", {"shape", "starts", "ends", "axes", "up"}, {"first_dim"});
+  b.Node("Slice", {"x", "last", "before_first", "axes", "down"}, {"last_row"});
+  b.Output("first_dim");
+  b.Output("last_row");
+  std::vector<Tensor> out = RunModel(b, {F32({5, 3}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14})});
+  ASSERT_EQ(out.size(), 2u);
+  ExpectTensor(out[0], DType::kI64, {1}, {5});
+  ExpectTensor(out[1], DType::kF32, {1, 3}, {12, 13, 14});
+}
+
 // A resize to more positions than its import-time tables may hold.
 TEST(OnnxImportErrors, AHugeResizeIsRefused) {
   ModelBuilder b;

@@ -136,6 +136,53 @@ TEST(OnnxLoop, WhatWouldDecideAtRunTimeIsRefusedByName) {
                                                 "needs 3 inputs"));
 }
 
+// A Loop in a Loop whose bodies both call their counter "i" (ONNX lets a
+// subgraph's inputs reuse outer names) and make a value named "true":
+// each reads its own. Inner scan: i_inner + 10 * i_outer.
+TEST(OnnxLoop, NestedLoopsReadTheirOwnCounters) {
+  ModelBuilder b;
+  b.FloatInput("x", {1});
+  b.Int64Initializer("two", {}, {2});
+  b.Int64Initializer("three", {}, {3});
+  onnx::GraphProto* outer = AddLoop(b, {"two", ""}, {"grid"}, {"i", "cond"}, {"cond", "row"});
+  AttrInt(BodyNode(outer, "Cast", {"i"}, {"true"}), "to", TP::FLOAT);  // 10 * i below.
+  onnx::TensorProto* ten = outer->add_initializer();
+  ten->set_name("ten");
+  ten->set_data_type(TP::FLOAT);
+  ten->add_float_data(10);
+  BodyNode(outer, "Mul", {"true", "ten"}, {"tens"});
+  onnx::NodeProto* inner = BodyNode(outer, "Loop", {"three", ""}, {"row"});
+  onnx::AttributeProto* a = inner->add_attribute();
+  a->set_name("body");
+  a->set_type(onnx::AttributeProto::GRAPH);
+  onnx::GraphProto* g = a->mutable_g();
+  g->add_input()->set_name("i");
+  g->add_input()->set_name("c");
+  g->add_output()->set_name("c");
+  g->add_output()->set_name("v");
+  AttrInt(BodyNode(g, "Cast", {"i"}, {"fi"}), "to", TP::FLOAT);
+  BodyNode(g, "Add", {"fi", "tens"}, {"v"});
+  b.Node("Add", {"grid", "x"}, {"y"});
+  b.Output("y");
+  std::vector<Tensor> out = RunModel(b, {F32({1}, {0.5})});
+  ASSERT_EQ(out.size(), 1u);
+  ExpectTensor(out[0], DType::kF32, {2, 3}, {0.5, 1.5, 2.5, 10.5, 11.5, 12.5});
+}
+
+TEST(OnnxLoop, ANegativeOrFloatTripCount) {
+  ModelBuilder negative = DecayLoop(true, -5);
+  negative.model().mutable_graph()->mutable_output()->RemoveLast();
+  std::vector<Tensor> out = RunModel(negative, {F32({2}, {2, -4})});
+  ASSERT_EQ(out.size(), 1u);
+  ExpectTensor(out[0], DType::kF32, {2}, {1, 1});
+  ModelBuilder fractional = DecayLoop(true);
+  onnx::TensorProto* trips = fractional.model().mutable_graph()->mutable_initializer(1);
+  trips->clear_int64_data();
+  trips->set_data_type(TP::FLOAT);
+  trips->add_float_data(NAN);
+  EXPECT_THAT(ImportError(fractional), HasSubstr("the trip count is f32, not an integer"));
+}
+
 // x [2, 5] split into pieces along dim 1, the pieces rearranged by
 // position, and joined again.
 TEST(OnnxSequences, SplitRearrangeAndJoin) {
@@ -200,6 +247,20 @@ TEST(OnnxSequences, PositionsMustBeKnownAndInRange) {
   outside.Node("SequenceAt", {"rows", "p"}, {"y"}, "at");
   outside.Output("y");
   EXPECT_THAT(ImportError(outside), HasSubstr("the position -3 is outside [-2, 1] for a sequence of 2"));
+
+  ModelBuilder as_tensor;
+  as_tensor.FloatInput("x", {2, 4});
+  as_tensor.Node("SplitToSequence", {"x"}, {"rows"});
+  as_tensor.Node("Relu", {"rows"}, {"y"}, "relu");
+  as_tensor.Output("y");
+  EXPECT_THAT(ImportError(as_tensor), HasSubstr("node 'relu' (Relu): input 'rows' is a sequence, where a tensor is "
+                                                "expected"));
+
+  ModelBuilder as_output;
+  as_output.FloatInput("x", {2, 4});
+  as_output.Node("SplitToSequence", {"x"}, {"rows"});
+  as_output.Output("rows");
+  EXPECT_THAT(ImportError(as_output), HasSubstr("graph output 'rows' is a sequence: graft's outputs are tensors"));
 
   ModelBuilder empty;
   empty.Node("SequenceEmpty", {}, {"none"});
