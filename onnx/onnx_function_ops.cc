@@ -90,7 +90,7 @@ std::string RepeatHeads(NodeExpansion& e, const std::string& kv, int64_t repeat,
 // (bool: true attends; else added), past_key and past_value ->
 // softmax(scale * Q K^T (softcapped) + masks) V, and the keys and values
 // with the past as outputs 1 and 2.
-absl::Status Attention(NodeExpansion& e, const ValueTypeLookup& types) {
+absl::Status Attention(NodeExpansion& e, const ValueTypeLookup& types, int64_t) {
   RETURN_IF_ERROR(e.RequireInputs(3));
   RETURN_IF_ERROR(e.RefuseOtherAttributes({"is_causal", "kv_num_heads", "q_num_heads", "qk_matmul_output_mode",
                                            "scale", "softcap", "softmax_precision"}));
@@ -207,7 +207,7 @@ absl::Status Attention(NodeExpansion& e, const ValueTypeLookup& types) {
 
 // X / sqrt(mean(X^2 over the dims from `axis` on) + epsilon) * scale, in
 // f32 (stash_type 1) for narrower inputs.
-absl::Status RmsNormalization(NodeExpansion& e, const ValueTypeLookup& types) {
+absl::Status RmsNormalization(NodeExpansion& e, const ValueTypeLookup& types, int64_t) {
   RETURN_IF_ERROR(e.RequireInputs(2));
   RETURN_IF_ERROR(e.RefuseOtherAttributes({"axis", "epsilon", "stash_type"}));
   ASSIGN_OR_RETURN(const int64_t rank, RankOf(types, e.In(0), "X"));
@@ -330,14 +330,14 @@ absl::Status ExpandRotaryEmbedding(NodeExpansion& e, const ValueTypeLookup& type
 namespace {
 
 // ONNX's RotaryEmbedding: X, cos_cache, sin_cache, position_ids.
-absl::Status RotaryEmbedding(NodeExpansion& e, const ValueTypeLookup& types) {
+absl::Status RotaryEmbedding(NodeExpansion& e, const ValueTypeLookup& types, int64_t) {
   RETURN_IF_ERROR(e.RequireInputs(3));
   RETURN_IF_ERROR(e.RefuseOtherAttributes({"interleaved", "num_heads", "rotary_embedding_dim"}));
   return ExpandRotaryEmbedding(e, types, RotaryOperands{.x = 0, .cos = 1, .sin = 2, .positions = e.Has(3) ? 3 : -1});
 }
 
 // Swish (opset 24): x * sigmoid(alpha * x).
-absl::Status Swish(NodeExpansion& e, const ValueTypeLookup&) {
+absl::Status Swish(NodeExpansion& e, const ValueTypeLookup&, int64_t) {
   RETURN_IF_ERROR(e.RequireInputs(1));
   RETURN_IF_ERROR(e.RefuseOtherAttributes({"alpha"}));
   const std::string scaled =
@@ -346,9 +346,159 @@ absl::Status Swish(NodeExpansion& e, const ValueTypeLookup&) {
   return absl::OkStatus();
 }
 
+// --- Operators of older opsets that others define ---------------------------
+
+// A reduction over `axes` keeping them, in `opset`'s form (the axes an
+// input from opset 18, ReduceSum's from 13; an attribute before).
+std::string Reduce(NodeExpansion& e, const std::string& op, const std::string& x, const std::vector<int64_t>& axes,
+                   int64_t opset, const std::string& what) {
+  const bool as_input = opset >= (op == "ReduceSum" ? 13 : 18);
+  onnx::NodeProto& n = as_input ? e.Add(op, {x, e.ConstantInts(axes, what + "_axes")}, e.Value(what))
+                                : e.Add(op, {x}, e.Value(what));
+  if (!as_input) NodeExpansion::SetInts(n, "axes", axes);
+  NodeExpansion::SetInt(n, "keepdims", 1);
+  return e.Value(what);
+}
+
+// An axis attribute of X's `rank` dims, made non-negative.
+absl::StatusOr<int64_t> AxisOf(const NodeExpansion& e, int64_t fallback, int64_t rank) {
+  const int64_t axis = e.IntAttribute("axis", fallback);
+  if (axis < -rank || axis >= rank) {
+    return absl::InvalidArgumentError(absl::StrCat("axis ", axis, " is outside the input's ", rank, " dims"));
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
+// x + bias where x < -lambd, x - bias where x > lambd, else 0.
+absl::Status Shrink(NodeExpansion& e, const ValueTypeLookup&, int64_t) {
+  RETURN_IF_ERROR(e.RequireInputs(1));
+  RETURN_IF_ERROR(e.RefuseOtherAttributes({"bias", "lambd"}));
+  const std::string x = e.In(0);
+  const float lambd = e.FloatAttribute("lambd", 0.5f), bias = e.FloatAttribute("bias", 0.0f);
+  const std::string b = ConstantLike(e, bias, x, "bias");
+  const std::string zero = ConstantLike(e, 0.0f, x, "zero");
+  const std::string below = e.AddValue("Less", {x, ConstantLike(e, -lambd, x, "low")}, "below");
+  const std::string above = e.AddValue("Greater", {x, ConstantLike(e, lambd, x, "high")}, "above");
+  const std::string upper = e.AddValue("Where", {above, e.AddValue("Sub", {x, b}, "lowered"), zero}, "upper");
+  e.Add("Where", {below, e.AddValue("Add", {x, b}, "raised"), upper}, e.Out(0));
+  return absl::OkStatus();
+}
+
+// x where x > alpha, else 0.
+absl::Status ThresholdedRelu(NodeExpansion& e, const ValueTypeLookup&, int64_t) {
+  RETURN_IF_ERROR(e.RequireInputs(1));
+  RETURN_IF_ERROR(e.RefuseOtherAttributes({"alpha"}));
+  const std::string x = e.In(0);
+  const std::string above = e.AddValue("Greater", {x, ConstantLike(e, e.FloatAttribute("alpha", 1.0f), x, "alpha")},
+                                       "above");
+  e.Add("Where", {above, x, ConstantLike(e, 0.0f, x, "zero")}, e.Out(0));
+  return absl::OkStatus();
+}
+
+// 1 at the first largest value along `axis` (opset 13's meaning), else 0.
+absl::Status Hardmax(NodeExpansion& e, const ValueTypeLookup& types, int64_t) {
+  RETURN_IF_ERROR(e.RequireInputs(1));
+  RETURN_IF_ERROR(e.RefuseOtherAttributes({"axis"}));
+  ASSIGN_OR_RETURN(const int64_t rank, RankOf(types, e.In(0), "the input"));
+  ASSIGN_OR_RETURN(const int64_t axis, AxisOf(e, -1, rank));
+  onnx::NodeProto& arg = e.Add("ArgMax", {e.In(0)}, e.Value("first_largest"));
+  NodeExpansion::SetInt(arg, "axis", axis);
+  NodeExpansion::SetInt(arg, "keepdims", 1);
+  // 0..n-1 along the axis, shaped [n, 1, ...] to broadcast against it.
+  std::vector<int64_t> shape(static_cast<size_t>(rank - axis), 1);
+  shape[0] = -1;
+  const std::string positions = e.AddValue(
+      "Reshape", {e.Arange(e.DimLength(e.In(0), axis, "length"), "positions"), e.ConstantInts(shape, "shape")},
+      "positions_along");
+  const std::string hit = e.AddValue("Equal", {positions, e.Value("first_largest")}, "hit");
+  e.Add("CastLike", {hit, e.In(0)}, e.Out(0));
+  return absl::OkStatus();
+}
+
+// x / its L1 or L2 norm along `axis`.
+absl::Status LpNormalization(NodeExpansion& e, const ValueTypeLookup& types, int64_t opset) {
+  RETURN_IF_ERROR(e.RequireInputs(1));
+  RETURN_IF_ERROR(e.RefuseOtherAttributes({"axis", "p"}));
+  ASSIGN_OR_RETURN(const int64_t rank, RankOf(types, e.In(0), "the input"));
+  ASSIGN_OR_RETURN(const int64_t axis, AxisOf(e, -1, rank));
+  const int64_t p = e.IntAttribute("p", 2);
+  if (p != 1 && p != 2) return absl::InvalidArgumentError(absl::StrCat("p is ", p, ", not 1 or 2"));
+  const std::string norm = Reduce(e, p == 1 ? "ReduceL1" : "ReduceL2", e.In(0), {axis}, opset, "norm");
+  e.Add("Div", {e.In(0), norm}, e.Out(0));
+  return absl::OkStatus();
+}
+
+// (x - mean) / (sqrt(mean(x^2) - mean^2) + 1e-9) over `axes`, as ONNX's
+// function body computes it.
+absl::Status MeanVarianceNormalization(NodeExpansion& e, const ValueTypeLookup& types, int64_t opset) {
+  RETURN_IF_ERROR(e.RequireInputs(1));
+  RETURN_IF_ERROR(e.RefuseOtherAttributes({"axes"}));
+  ASSIGN_OR_RETURN(const int64_t rank, RankOf(types, e.In(0), "the input"));
+  std::vector<int64_t> axes = {0, 2, 3};
+  if (const onnx::AttributeProto* a = e.Typed("axes", onnx::AttributeProto::INTS)) {
+    axes.assign(a->ints().begin(), a->ints().end());
+  }
+  for (int64_t& a : axes) {
+    if (a < -rank || a >= rank) {
+      return absl::InvalidArgumentError(absl::StrCat("axis ", a, " is outside the input's ", rank, " dims"));
+    }
+    if (a < 0) a += rank;
+  }
+  const std::string x = e.In(0);
+  const std::string mean = Reduce(e, "ReduceMean", x, axes, opset, "mean");
+  const std::string mean_square = Reduce(e, "ReduceMean", e.AddValue("Mul", {x, x}, "square"), axes, opset,
+                                         "mean_square");
+  const std::string variance =
+      e.AddValue("Sub", {mean_square, e.AddValue("Mul", {mean, mean}, "squared_mean")}, "variance");
+  const std::string deviation = e.AddValue(
+      "Add", {e.AddValue("Sqrt", {variance}, "std"), ConstantLike(e, 1e-9f, x, "epsilon")}, "std_epsilon");
+  e.Add("Div", {e.AddValue("Sub", {x, mean}, "centered"), deviation}, e.Out(0));
+  return absl::OkStatus();
+}
+
+// A 2-D identity of the input's shape, its ones on diagonal `k`, of
+// `dtype` (the input's by default).
+absl::Status EyeLike(NodeExpansion& e, const ValueTypeLookup& types, int64_t) {
+  RETURN_IF_ERROR(e.RequireInputs(1));
+  RETURN_IF_ERROR(e.RefuseOtherAttributes({"dtype", "k"}));
+  ASSIGN_OR_RETURN(const int64_t rank, RankOf(types, e.In(0), "the input"));
+  if (rank != 2) return absl::InvalidArgumentError(absl::StrCat("the input has ", rank, " dims, not 2"));
+  const std::string rows = e.Arange(e.DimLength(e.In(0), 0, "rows"), "row");
+  const std::string columns = e.Arange(e.DimLength(e.In(0), 1, "columns"), "column");
+  const std::string shifted = e.AddValue(
+      "Add", {e.AddValue("Reshape", {rows, e.ConstantInts({-1, 1}, "as_column")}, "row_column"),
+              e.ConstantInts({e.IntAttribute("k", 0)}, "k")},
+      "diagonal");
+  const std::string hit = e.AddValue("Equal", {shifted, columns}, "hit");
+  if (e.Attribute("dtype") != nullptr) {
+    NodeExpansion::SetInt(e.Add("Cast", {hit}, e.Out(0)), "to", e.IntAttribute("dtype", 1));
+  } else {
+    e.Add("CastLike", {hit, e.In(0)}, e.Out(0));
+  }
+  return absl::OkStatus();
+}
+
+// (sum over the spatial dims of |x|^p)^(1/p), the dims kept.
+absl::Status GlobalLpPool(NodeExpansion& e, const ValueTypeLookup& types, int64_t opset) {
+  RETURN_IF_ERROR(e.RequireInputs(1));
+  RETURN_IF_ERROR(e.RefuseOtherAttributes({"p"}));
+  ASSIGN_OR_RETURN(const int64_t rank, RankOf(types, e.In(0), "the input"));
+  if (rank < 3) return absl::InvalidArgumentError(absl::StrCat("the input has ", rank, " dims, fewer than 3"));
+  std::vector<int64_t> spatial;
+  for (int64_t d = 2; d < rank; ++d) spatial.push_back(d);
+  const int64_t p = e.IntAttribute("p", 2);
+  if (p < 1) return absl::InvalidArgumentError(absl::StrCat("p is ", p, ", not positive"));
+  const std::string x = e.In(0);
+  const std::string powered = e.AddValue(
+      "Pow", {e.AddValue("Abs", {x}, "magnitude"), ConstantLike(e, static_cast<float>(p), x, "p")}, "powered");
+  const std::string sum = Reduce(e, "ReduceSum", powered, spatial, opset, "sum");
+  e.Add("Pow", {sum, ConstantLike(e, 1.0f / static_cast<float>(p), x, "inverse_p")}, e.Out(0));
+  return absl::OkStatus();
+}
+
 struct FunctionOp {
   int64_t since_opset;
-  std::function<absl::Status(NodeExpansion&, const ValueTypeLookup&)> expand;
+  std::function<absl::Status(NodeExpansion&, const ValueTypeLookup&, int64_t opset)> expand;
 };
 
 const std::map<std::string, FunctionOp>& Table() {
@@ -357,6 +507,13 @@ const std::map<std::string, FunctionOp>& Table() {
       {"RMSNormalization", {23, RmsNormalization}},
       {"RotaryEmbedding", {23, RotaryEmbedding}},
       {"Swish", {24, Swish}},
+      {"Shrink", {9, Shrink}},
+      {"ThresholdedRelu", {10, ThresholdedRelu}},
+      {"Hardmax", {13, Hardmax}},
+      {"LpNormalization", {1, LpNormalization}},
+      {"MeanVarianceNormalization", {9, MeanVarianceNormalization}},
+      {"EyeLike", {9, EyeLike}},
+      {"GlobalLpPool", {2, GlobalLpPool}},
   };
   return *table;
 }
@@ -386,7 +543,7 @@ absl::StatusOr<std::vector<onnx::NodeProto>> ExpandFunctionOp(const onnx::NodePr
                                                    " or later, but the model imports opset ", model_opset));
   }
   NodeExpansion e(node);
-  RETURN_IF_ERROR(it->second.expand(e, types));
+  RETURN_IF_ERROR(it->second.expand(e, types, model_opset));
   RETURN_IF_ERROR(e.status());
   return e.Take();
 }

@@ -977,6 +977,53 @@ TEST(OnnxOps, InverseAndHyperbolicFunctions) {
   EXPECT_THAT(ImportError(old), HasSubstr("Sinh needs opset 9"));
 }
 
+// Operators of older opsets graft imports as the ones that define them:
+// values worked out from ONNX's definitions.
+TEST(OnnxOps, ShrinkThresholdedReluHardmax) {
+  ModelBuilder b;
+  b.FloatInput("x", {2, 3});
+  onnx::NodeProto* shrink = b.Node("Shrink", {"x"}, {"shrink"});
+  AttrFloat(shrink, "lambd", 1.5f);
+  AttrFloat(shrink, "bias", 0.5f);
+  AttrFloat(b.Node("ThresholdedRelu", {"x"}, {"thresholded"}), "alpha", 2.0f);
+  b.Node("Hardmax", {"x"}, {"last"});
+  AttrInt(b.Node("Hardmax", {"x"}, {"first"}), "axis", 0);
+  for (const char* o : {"shrink", "thresholded", "last", "first"}) b.Output(o);
+  auto out = RunModel(b, {F32({2, 3}, {-2, 1, 3, 3, 3, -1})});
+  ASSERT_EQ(out.size(), 4u);
+  ExpectTensor(out[0], DType::kF32, {2, 3}, {-1.5, 0, 2.5, 2.5, 2.5, 0});
+  ExpectTensor(out[1], DType::kF32, {2, 3}, {0, 0, 3, 3, 3, 0});
+  // The first largest: row 1's tie goes to column 0. Down the columns:
+  // rows 1, 1 and 0.
+  ExpectTensor(out[2], DType::kF32, {2, 3}, {0, 0, 1, 1, 0, 0});
+  ExpectTensor(out[3], DType::kF32, {2, 3}, {0, 0, 1, 1, 1, 0});
+}
+
+TEST(OnnxOps, NormalizationsEyeLikeAndGlobalLpPool) {
+  for (const int64_t opset : {11, 18}) {  // The reductions' axes as attributes, then inputs.
+    SCOPED_TRACE(opset);
+    ModelBuilder b(opset);
+    b.FloatInput("x", {1, 2, 1, 2});
+    b.Node("LpNormalization", {"x"}, {"l2"});
+    onnx::NodeProto* l1 = b.Node("LpNormalization", {"x"}, {"l1"});
+    AttrInt(l1, "axis", 1);
+    AttrInt(l1, "p", 1);
+    b.Node("MeanVarianceNormalization", {"x"}, {"mvn"});
+    b.Node("GlobalLpPool", {"x"}, {"pool"});
+    b.FloatInput("m", {2, 3});
+    AttrInt(b.Node("EyeLike", {"m"}, {"eye"}), "k", 1);
+    for (const char* o : {"l2", "l1", "mvn", "pool", "eye"}) b.Output(o);
+    auto out = RunModel(b, {F32({1, 2, 1, 2}, {3, 4, -6, 8}), F32({2, 3}, {9, 9, 9, 9, 9, 9})});
+    ASSERT_EQ(out.size(), 5u);
+    ExpectTensor(out[0], DType::kF32, {1, 2, 1, 2}, {0.6, 0.8, -0.6, 0.8}, 1e-6);
+    ExpectTensor(out[1], DType::kF32, {1, 2, 1, 2}, {3.0 / 9, 4.0 / 12, -6.0 / 9, 8.0 / 12}, 1e-6);
+    // Channel 0: mean 3.5, std 0.5; channel 1: mean 1, std 7.
+    ExpectTensor(out[2], DType::kF32, {1, 2, 1, 2}, {-1, 1, -1, 1}, 1e-6);
+    ExpectTensor(out[3], DType::kF32, {1, 2, 1, 1}, {5, 10}, 1e-5);
+    ExpectTensor(out[4], DType::kF32, {2, 3}, {0, 1, 0, 0, 0, 1});
+  }
+}
+
 // CumSum with its axis an input, exclusive and reverse; an int32 input
 // keeps its dtype (graft sums in i64 and casts back).
 TEST(OnnxOps, CumSum) {

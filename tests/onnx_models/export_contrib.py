@@ -335,6 +335,24 @@ def opset24(root):
                 opset=24, ms=False)
 
 
+def defined_by_others(root):
+    """Operators ONNX defines by others, which graft imports as those:
+    Shrink, ThresholdedRelu, Hardmax, LpNormalization,
+    MeanVarianceNormalization, GlobalLpPool and EyeLike."""
+    x = f32(2, 3, 4, 5)
+    nodes = [helper.make_node("Shrink", ["x"], ["shrink"], lambd=0.7, bias=0.2),
+             helper.make_node("ThresholdedRelu", ["x"], ["thresholded"], alpha=0.3),
+             helper.make_node("Hardmax", ["x"], ["hardmax"], axis=2),
+             helper.make_node("LpNormalization", ["x"], ["l2"], axis=1, p=2),
+             helper.make_node("LpNormalization", ["x"], ["l1"], axis=-1, p=1),
+             helper.make_node("MeanVarianceNormalization", ["x"], ["mvn"]),
+             helper.make_node("GlobalLpPool", ["x"], ["lp_pool"], p=3),
+             helper.make_node("Flatten", ["x"], ["flat"], axis=3),
+             helper.make_node("EyeLike", ["flat"], ["eye"], k=-2)]
+    outs = ["shrink", "thresholded", "hardmax", "l2", "l1", "mvn", "lp_pool", "eye"]
+    return save(root, "defined_by_others", nodes, {"x": x}, [(o, F, None) for o in outs], {}, ms=False)
+
+
 def local_functions(root):
     # Act(x; alpha) = LeakyRelu(x, alpha) * 2, in domain "custom".
     act = helper.make_function(
@@ -427,15 +445,18 @@ def main():
                    "# Written by tests/onnx_models/export_contrib.py (onnx.helper); outputs are ONNX Runtime's\n"
                    "# (ort_reference.js: CPU provider, optimizations off). Do not edit.\n")
     newer = os.path.join(args.root, "newer_opsets")
-    write_manifest(newer, [resize_antialias(newer), opset23_attention(newer), opset23_norms_and_rotary(newer),
-                           opset24(newer)],
-                   "# Written by tests/onnx_models/export_contrib.py (onnx.helper): Resize's antialias (opset 18)\n"
-                   "# and operators of opsets 23 and 24;\n"
-                   "# outputs are ONNX Runtime's (ort_reference.js). Do not edit.\n")
+    newer_models = [resize_antialias(newer), opset23_attention(newer), opset23_norms_and_rotary(newer),
+                    opset24(newer)]
     functions = os.path.join(args.root, "functions")
     write_manifest(functions, [local_functions(functions), torch_functions(functions)],
                    "# Written by tests/onnx_models/export_contrib.py; outputs are ONNX Runtime's\n"
                    "# (ort_reference.js). Do not edit.\n")
+    # Last: the models above keep the random inputs they had before it.
+    newer_models.append(defined_by_others(newer))
+    write_manifest(newer, newer_models,
+                   "# Written by tests/onnx_models/export_contrib.py (onnx.helper): Resize's antialias (opset 18),\n"
+                   "# operators of opsets 23 and 24, and operators ONNX defines by others;\n"
+                   "# outputs are ONNX Runtime's (ort_reference.js). Do not edit.\n")
 
 
 if __name__ == "__main__":
