@@ -415,7 +415,11 @@ absl::StatusOr<TensorType> Scatter(const InferContext& ctx) {
   if (src.dtype != t.dtype) {
     return ctx.Error(absl::StrCat("src ", src.ToString(), " must have the dtype of input ", t.ToString()));
   }
-  if (index.shape != src.shape) {
+  bool same = index.rank() == src.rank();
+  for (int64_t i = 0; same && i < index.rank(); ++i) {
+    same = !index.shape[i].is_constant() || !src.shape[i].is_constant() || index.shape[i] == src.shape[i];
+  }
+  if (!same) {
     return ctx.Error(absl::StrCat("index ", index.ToString(), " and src ", src.ToString(), " must have one shape"));
   }
   if (index.rank() != t.rank() || t.rank() == 0) {

@@ -415,7 +415,8 @@ absl::Status Hardmax(NodeExpansion& e, const ValueTypeLookup& types, int64_t) {
   return absl::OkStatus();
 }
 
-// x / its L1 or L2 norm along `axis`.
+// x / its L1 or L2 norm along `axis`; 0 where the norm is 0 (ONNX's
+// reference and ONNX Runtime).
 absl::Status LpNormalization(NodeExpansion& e, const ValueTypeLookup& types, int64_t opset) {
   RETURN_IF_ERROR(e.RequireInputs(1));
   RETURN_IF_ERROR(e.RefuseOtherAttributes({"axis", "p"}));
@@ -424,7 +425,9 @@ absl::Status LpNormalization(NodeExpansion& e, const ValueTypeLookup& types, int
   const int64_t p = e.IntAttribute("p", 2);
   if (p != 1 && p != 2) return absl::InvalidArgumentError(absl::StrCat("p is ", p, ", not 1 or 2"));
   const std::string norm = Reduce(e, p == 1 ? "ReduceL1" : "ReduceL2", e.In(0), {axis}, opset, "norm");
-  e.Add("Div", {e.In(0), norm}, e.Out(0));
+  const std::string zero = ConstantLike(e, 0.0f, e.In(0), "zero");
+  const std::string none = e.AddValue("Equal", {norm, zero}, "zero_norm");
+  e.Add("Where", {none, zero, e.AddValue("Div", {e.In(0), norm}, "normalized")}, e.Out(0));
   return absl::OkStatus();
 }
 
@@ -438,11 +441,15 @@ absl::Status MeanVarianceNormalization(NodeExpansion& e, const ValueTypeLookup& 
   if (const onnx::AttributeProto* a = e.Typed("axes", onnx::AttributeProto::INTS)) {
     axes.assign(a->ints().begin(), a->ints().end());
   }
+  RETURN_IF_ERROR(e.status());  // axes of another type.
+  std::vector<bool> taken(static_cast<size_t>(rank), false);
   for (int64_t& a : axes) {
     if (a < -rank || a >= rank) {
       return absl::InvalidArgumentError(absl::StrCat("axis ", a, " is outside the input's ", rank, " dims"));
     }
     if (a < 0) a += rank;
+    if (taken[a]) return absl::InvalidArgumentError(absl::StrCat("axis ", a, " is named twice"));
+    taken[a] = true;
   }
   const std::string x = e.In(0);
   const std::string mean = Reduce(e, "ReduceMean", x, axes, opset, "mean");
@@ -484,6 +491,9 @@ absl::Status GlobalLpPool(NodeExpansion& e, const ValueTypeLookup& types, int64_
   RETURN_IF_ERROR(e.RefuseOtherAttributes({"p"}));
   ASSIGN_OR_RETURN(const int64_t rank, RankOf(types, e.In(0), "the input"));
   if (rank < 3) return absl::InvalidArgumentError(absl::StrCat("the input has ", rank, " dims, fewer than 3"));
+  if (std::optional<TensorType> t = types(e.In(0)); t.has_value() && !IsFloatingPoint(t->dtype)) {
+    return absl::InvalidArgumentError(absl::StrCat("the input is ", DTypeName(t->dtype), ", not a float type"));
+  }
   std::vector<int64_t> spatial;
   for (int64_t d = 2; d < rank; ++d) spatial.push_back(d);
   const int64_t p = e.IntAttribute("p", 2);

@@ -13,8 +13,8 @@ namespace {
 // SplitToSequence makes at most this many pieces (one Slice each).
 constexpr int64_t kMaxPieces = int64_t{1} << 16;
 // Insertions before the end and erasures copy a sequence: at most this
-// many names copied in one import.
-constexpr int64_t kMaxCopiedNames = int64_t{1} << 24;
+// many bytes of names copied in one import.
+constexpr int64_t kMaxCopiedBytes = int64_t{1} << 28;
 
 bool IsDefault(const onnx::NodeProto& node) { return node.domain().empty() || node.domain() == "ai.onnx"; }
 
@@ -69,10 +69,10 @@ absl::StatusOr<const Sequences::Sequence*> Sequences::Find(const std::string& na
 }
 
 absl::StatusOr<Sequences::Sequence> Sequences::Copy(std::vector<std::string> names) {
-  copied_ += static_cast<int64_t>(names.size());
-  if (copied_ > kMaxCopiedNames) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("the model's sequence operations copy more than ", kMaxCopiedNames, " elements"));
+  for (const std::string& name : names) copied_ += static_cast<int64_t>(name.size() + sizeof(std::string));
+  if (copied_ > kMaxCopiedBytes) {
+    return absl::ResourceExhaustedError(absl::StrCat("the model's sequence operations copy more than ",
+                                                     kMaxCopiedBytes >> 20, " MB of element names"));
   }
   Sequence s;
   s.length = names.size();

@@ -57,7 +57,7 @@ class Sequences {
   absl::StatusOr<Sequence> Copy(std::vector<std::string> names);
 
   absl::flat_hash_map<std::string, Sequence> sequences_;
-  int64_t copied_ = 0;  // Names copied into new sequences so far.
+  int64_t copied_ = 0;  // Bytes of names copied into new sequences so far.
 };
 
 }  // namespace graft::onnx_import

@@ -92,6 +92,17 @@ struct BoolTraits {
   }
 };
 
+// Two's complement arithmetic on int64, without signed-overflow UB.
+inline int64_t WrapAdd(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+inline int64_t WrapSub(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+}
+inline int64_t WrapMul(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+}
+
 // Calls fn(Traits{}) for the traits of `dtype`; every branch must return
 // the same type.
 template <typename Fn>

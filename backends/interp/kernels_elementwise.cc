@@ -17,17 +17,6 @@ namespace {
 
 using Int = int64_t;
 
-// Two's complement arithmetic on int64, without signed-overflow UB.
-Int WrapAdd(Int a, Int b) {
-  return static_cast<Int>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
-}
-Int WrapSub(Int a, Int b) {
-  return static_cast<Int>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
-}
-Int WrapMul(Int a, Int b) {
-  return static_cast<Int>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
-}
-
 double Sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
 // A unary op: `f` computes floats (integer inputs are converted to f32

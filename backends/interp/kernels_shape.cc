@@ -335,33 +335,61 @@ absl::StatusOr<Value> Gather(const KernelContext& ctx) {
   return Value(out);
 }
 
-// Writes element `from` of src into element `to` of out under `reduce`:
-// none (the write wins), add, mul, max or min (NaN wins, as torch's
-// scatter_reduce amax/amin).
-void ScatterElement(const Tensor& src, int64_t from, Tensor& out, int64_t to, const std::string& reduce) {
-  DispatchDType(out.dtype(), [&](auto traits) {
+enum class ScatterReduce { kNone, kAdd, kMul, kMax, kMin };
+
+absl::StatusOr<ScatterReduce> ScatterReduceOf(const std::string& reduce) {
+  if (reduce == "none") return ScatterReduce::kNone;
+  if (reduce == "add") return ScatterReduce::kAdd;
+  if (reduce == "mul") return ScatterReduce::kMul;
+  if (reduce == "max") return ScatterReduce::kMax;
+  if (reduce == "min") return ScatterReduce::kMin;
+  return KernelError("reduce \"", reduce, "\" must be none, add, mul, max or min");
+}
+
+// A copy of `input` with src's elements combined in: `writes(apply)` calls
+// apply(to, from) for each element `from` of src written to element `to`,
+// in order, and returns an error for a bad index. Values stay in the
+// compute type until the end (a bf16 scatter_add of ones counts past 256);
+// integers wrap; max and min let NaN win, as torch's scatter_reduce.
+template <typename Writes>
+absl::StatusOr<Tensor> ApplyScatter(const Tensor& input, const Tensor& src, ScatterReduce reduce, Writes&& writes) {
+  return DispatchDType(input.dtype(), [&](auto traits) -> absl::StatusOr<Tensor> {
     using T = decltype(traits);
     using S = typename T::Storage;
     using C = typename T::Compute;
-    S* o = out.data<S>() + to;
-    const C v = T::Load(src.data<S>()[from]);
-    if (reduce == "none") {
-      *o = src.data<S>()[from];
-      return;
-    }
-    const C w = T::Load(*o);
-    C r = v;
-    if (reduce == "add") {
-      r = w + v;
-    } else if (reduce == "mul") {
-      r = w * v;
-    } else if constexpr (std::is_floating_point_v<C>) {
-      r = std::isnan(w) || std::isnan(v) ? std::numeric_limits<C>::quiet_NaN()
-                                         : (reduce == "max" ? std::max(w, v) : std::min(w, v));
-    } else {
-      r = reduce == "max" ? std::max(w, v) : std::min(w, v);
-    }
-    *o = T::From(r);
+    const int64_t n = input.NumElements();
+    std::vector<C> acc(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) acc[i] = T::Load(input.data<S>()[i]);
+    const S* from = src.data<S>();
+    auto apply = [&](int64_t to, int64_t k) {
+      const C v = T::Load(from[k]);
+      C& w = acc[to];
+      switch (reduce) {
+        case ScatterReduce::kNone:
+          w = v;
+          break;
+        case ScatterReduce::kAdd:
+          if constexpr (std::is_floating_point_v<C>) w += v; else w = WrapAdd(w, v);
+          break;
+        case ScatterReduce::kMul:
+          if constexpr (std::is_floating_point_v<C>) w *= v; else w = WrapMul(w, v);
+          break;
+        case ScatterReduce::kMax:
+        case ScatterReduce::kMin:
+          if constexpr (std::is_floating_point_v<C>) {
+            if (std::isnan(w) || std::isnan(v)) {
+              w = std::numeric_limits<C>::quiet_NaN();
+              break;
+            }
+          }
+          w = reduce == ScatterReduce::kMax ? std::max(w, v) : std::min(w, v);
+          break;
+      }
+    };
+    RETURN_IF_ERROR(writes(apply));
+    Tensor out(input.dtype(), input.dims());
+    for (int64_t i = 0; i < n; ++i) out.data<S>()[i] = T::From(acc[i]);
+    return out;
   });
 }
 
@@ -375,7 +403,7 @@ absl::StatusOr<Value> Scatter(const KernelContext& ctx) {
   RETURN_IF_ERROR(CheckIndexDType(index, "index"));
   absl::StatusOr<int64_t> dim = NormalizeDim(ctx.call().Int("dim"), x.rank());
   if (!dim.ok()) return dim.status();
-  const std::string reduce = ctx.call().String("reduce");
+  ASSIGN_OR_RETURN(const ScatterReduce reduce, ScatterReduceOf(ctx.call().String("reduce")));
   const std::vector<int64_t>& xd = x.dims();
   const std::vector<int64_t>& id = index.dims();
   bool ok = x.rank() > 0 && index.rank() == x.rank() && src.dims() == id && src.dtype() == x.dtype();
@@ -385,24 +413,26 @@ absl::StatusOr<Value> Scatter(const KernelContext& ctx) {
                        " must have one shape, the rank of input ", x.TypeString(),
                        " and no larger sizes outside dim ", *dim);
   }
-  Tensor out = x.Clone();
   const std::vector<int64_t> xs = ContiguousStrides(xd);
-  std::vector<int64_t> pos(id.size(), 0);
-  for (int64_t i = 0; i < index.NumElements(); ++i) {
-    int64_t v = IndexAt(index, i);
-    if (v < -xd[*dim] || v >= xd[*dim]) {
-      return KernelError("index ", v, " at position ", i, " is out of range for dim ", *dim, " of size ",
-                         xd[*dim]);
+  ASSIGN_OR_RETURN(Tensor out, ApplyScatter(x, src, reduce, [&](auto&& apply) -> absl::Status {
+    std::vector<int64_t> pos(id.size(), 0);
+    for (int64_t i = 0; i < index.NumElements(); ++i) {
+      int64_t v = IndexAt(index, i);
+      if (v < -xd[*dim] || v >= xd[*dim]) {
+        return KernelError("index ", v, " at position ", i, " is out of range for dim ", *dim, " of size ",
+                           xd[*dim]);
+      }
+      if (v < 0) v += xd[*dim];
+      int64_t to = 0;
+      for (size_t d = 0; d < id.size(); ++d) to += (static_cast<int64_t>(d) == *dim ? v : pos[d]) * xs[d];
+      apply(to, i);
+      for (size_t d = id.size(); d > 0; --d) {
+        if (++pos[d - 1] < id[d - 1]) break;
+        pos[d - 1] = 0;
+      }
     }
-    if (v < 0) v += xd[*dim];
-    int64_t to = 0;
-    for (size_t d = 0; d < id.size(); ++d) to += (static_cast<int64_t>(d) == *dim ? v : pos[d]) * xs[d];
-    ScatterElement(src, i, out, to, reduce);
-    for (size_t d = id.size(); d > 0; --d) {
-      if (++pos[d - 1] < id[d - 1]) break;
-      pos[d - 1] = 0;
-    }
-  }
+    return absl::OkStatus();
+  }));
   return Value(out);
 }
 
@@ -414,18 +444,15 @@ absl::StatusOr<Value> ScatterNd(const KernelContext& ctx) {
   ASSIGN_OR_RETURN(Tensor indices, ctx.Input("indices"));
   ASSIGN_OR_RETURN(Tensor updates, ctx.Input("updates"));
   RETURN_IF_ERROR(CheckIndexDType(indices, "indices"));
-  const std::string reduce = ctx.call().String("reduce");
+  ASSIGN_OR_RETURN(const ScatterReduce reduce, ScatterReduceOf(ctx.call().String("reduce")));
   const std::vector<int64_t>& xd = x.dims();
   const int64_t m = indices.rank() == 0 ? 0 : indices.dims().back();
-  std::vector<int64_t> want;
-  if (m >= 1 && m <= x.rank()) {
-    want.assign(indices.dims().begin(), indices.dims().end() - 1);
-    want.insert(want.end(), xd.begin() + m, xd.end());
-  }
-  if (want.empty() && (m < 1 || m > x.rank())) {
+  if (m < 1 || m > x.rank()) {
     return KernelError("indices ", indices.TypeString(), " must end in a dim between 1 and the rank of input ",
                        x.TypeString());
   }
+  std::vector<int64_t> want(indices.dims().begin(), indices.dims().end() - 1);
+  want.insert(want.end(), xd.begin() + m, xd.end());
   if (updates.dims() != want || updates.dtype() != x.dtype()) {
     return KernelError("updates ", updates.TypeString(), " must have indices' dims but the last, then input ",
                        x.TypeString(), "'s from ", m, " on");
@@ -433,19 +460,21 @@ absl::StatusOr<Value> ScatterNd(const KernelContext& ctx) {
   int64_t slice = 1;
   for (int64_t d = m; d < x.rank(); ++d) slice *= xd[d];
   const std::vector<int64_t> xs = ContiguousStrides(xd);
-  Tensor out = x.Clone();
-  const int64_t tuples = m == 0 ? 0 : indices.NumElements() / m;
-  for (int64_t k = 0; k < tuples; ++k) {
-    int64_t at = 0;
-    for (int64_t j = 0; j < m; ++j) {
-      int64_t v = IndexAt(indices, k * m + j);
-      if (v < -xd[j] || v >= xd[j]) {
-        return KernelError("index ", v, " of tuple ", k, " is out of range for dim ", j, " of size ", xd[j]);
+  const int64_t tuples = indices.NumElements() / m;
+  ASSIGN_OR_RETURN(Tensor out, ApplyScatter(x, updates, reduce, [&](auto&& apply) -> absl::Status {
+    for (int64_t k = 0; k < tuples; ++k) {
+      int64_t at = 0;
+      for (int64_t j = 0; j < m; ++j) {
+        const int64_t v = IndexAt(indices, k * m + j);
+        if (v < -xd[j] || v >= xd[j]) {
+          return KernelError("index ", v, " of tuple ", k, " is out of range for dim ", j, " of size ", xd[j]);
+        }
+        at += (v < 0 ? v + xd[j] : v) * xs[j];
       }
-      at += (v < 0 ? v + xd[j] : v) * xs[j];
+      for (int64_t e = 0; e < slice; ++e) apply(at + e, k * slice + e);
     }
-    for (int64_t e = 0; e < slice; ++e) ScatterElement(updates, k * slice + e, out, at + e, reduce);
-  }
+    return absl::OkStatus();
+  }));
   return Value(out);
 }
 

@@ -231,6 +231,20 @@ TEST(ShapeKernels, Scatter) {
       counts, ints.Run("scatter", {ints.In(T(DType::kI64, {3}, {0, 0, 0})), 0, ints.In(I64({4}, {2, 0, 2, 2})),
                                    ints.In(T(DType::kI64, {4}, {1, 1, 1, 1})), "add"}));
   ExpectTensor(counts, DType::kI64, {3}, {1, 0, 3});
+  // Sums stay wide until the end: 300 ones in bf16 (whose integers are
+  // exact to 256 only), and i64 products wrap rather than overflow.
+  OpRunner wide;
+  Tensor ones(DType::kBF16, {300});
+  for (int64_t i = 0; i < 300; ++i) ones.SetFromDouble(i, 1);
+  GRAFT_ASSERT_OK_AND_ASSIGN(
+      degree, wide.Run("scatter", {wide.In(Tensor(DType::kBF16, {1})), 0, wide.In(I64({300}, std::vector<double>(300, 0))),
+                                   wide.In(ones), "add"}));
+  ExpectTensor(degree, DType::kBF16, {1}, {300});
+  OpRunner wrap;
+  GRAFT_ASSERT_OK_AND_ASSIGN(
+      wrapped, wrap.Run("scatter", {wrap.In(T(DType::kI64, {1}, {int64_t{1} << 62})), 0, wrap.In(I64({1}, {0})),
+                                    wrap.In(T(DType::kI64, {1}, {4})), "mul"}));
+  ExpectTensor(wrapped, DType::kI64, {1}, {0});
   OpRunner bad;
   absl::StatusOr<Tensor> err =
       bad.Run("scatter", {bad.In(zeros), 1, bad.In(I64({1, 1}, {4})), bad.In(F32({1, 1}, {1})), "add"});

@@ -1022,6 +1022,14 @@ TEST(OnnxOps, NormalizationsEyeLikeAndGlobalLpPool) {
     ExpectTensor(out[3], DType::kF32, {1, 2, 1, 1}, {5, 10}, 1e-5);
     ExpectTensor(out[4], DType::kF32, {2, 3}, {0, 1, 0, 0, 0, 1});
   }
+  // A zero vector normalizes to zeros (ONNX's reference, ONNX Runtime).
+  ModelBuilder zero;
+  zero.FloatInput("x", {2, 2});
+  zero.Node("LpNormalization", {"x"}, {"y"});
+  zero.Output("y");
+  auto out = RunModel(zero, {F32({2, 2}, {0, 0, 3, -4})});
+  ASSERT_EQ(out.size(), 1u);
+  ExpectTensor(out[0], DType::kF32, {2, 2}, {0, 0, 0.6, -0.8}, 1e-6);
 }
 
 // CumSum with its axis an input, exclusive and reverse; an int32 input
